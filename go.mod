@@ -1,0 +1,9 @@
+module github.com/parley-voice/parley
+
+go 1.26.8
+
+require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/mattn/go-sqlite3 v1.14.53 // indirect
+	github.com/yalue/onnxruntime_go v1.35.0 // indirect
+)

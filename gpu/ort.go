@@ -1,0 +1,159 @@
+// Package gpu owns the inference runtime: the one ONNX Runtime environment of the process
+// (library discovery and a version gate), NVIDIA device discovery through NVML, and the
+// session options every engine uses, with an execution-provider choice that falls back to
+// the CPU with a logged reason.
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// The binding (onnxruntime_go v1.35.0) asks the library for this C API version; libraries
+// older than ONNX Runtime 1.29 do not have it.
+const (
+	requiredAPI = 29
+	minVersion  = "1.29.0"
+	// PinnedVersion is the library build/setup.sh installs.
+	PinnedVersion = "1.30.0"
+)
+
+// ErrNoLibrary means no ONNX Runtime shared library was found.
+var ErrNoLibrary = errors.New("ONNX Runtime library not found")
+
+// ErrVersion means the library found is too old for the binding.
+var ErrVersion = errors.New("ONNX Runtime library version mismatch")
+
+// The process-wide ONNX Runtime environment: the one piece of package-level state Parley
+// allows, because ONNX Runtime itself allows one environment per process.
+var env struct {
+	once    sync.Once
+	err     error
+	path    string
+	version string
+}
+
+// LibraryCandidates lists where Init looks for libonnxruntime, in order: $PARLEY_ORT_LIB,
+// the set-up cache, then system paths.
+func LibraryCandidates() []string {
+	var c []string
+	if p := os.Getenv("PARLEY_ORT_LIB"); p != "" {
+		return []string{p} // an explicit choice is never second-guessed
+	}
+	c = append(c, filepath.Join(cacheDir(), "ort", PinnedVersion, "libonnxruntime.so.1"))
+	for _, d := range []string{"/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"} {
+		c = append(c, filepath.Join(d, "libonnxruntime.so.1"), filepath.Join(d, "libonnxruntime.so"))
+	}
+	return c
+}
+
+// cacheDir mirrors assets.CacheDir; gpu is a leaf package and must not import assets.
+func cacheDir() string {
+	if d := os.Getenv("PARLEY_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "parley")
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		h = os.TempDir()
+	}
+	return filepath.Join(h, ".cache", "parley")
+}
+
+// Init loads ONNX Runtime once per process. It is safe to call from many goroutines; every
+// call returns the first call's result.
+func Init() error {
+	env.once.Do(func() { env.err = initEnv() })
+	return env.err
+}
+
+func initEnv() error {
+	path, err := findLibrary()
+	if err != nil {
+		return err
+	}
+	version, err := CheckLibrary(path)
+	if err != nil {
+		return err
+	}
+	ort.SetSharedLibraryPath(path)
+	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
+		return fmt.Errorf("initialise ONNX Runtime %s from %s: %w", version, path, err)
+	}
+	env.path, env.version = path, version
+	slog.Debug("onnx runtime loaded", "path", path, "version", version)
+	return nil
+}
+
+func findLibrary() (string, error) {
+	cands := LibraryCandidates()
+	for _, p := range cands {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	if len(cands) == 1 {
+		return "", fmt.Errorf("%w: PARLEY_ORT_LIB=%s does not exist", ErrNoLibrary, cands[0])
+	}
+	return "", fmt.Errorf("%w (looked in %s); run `make setup` to fetch the pinned build, or set PARLEY_ORT_LIB",
+		ErrNoLibrary, strings.Join(cands[:2], ", "))
+}
+
+// CheckLibrary loads the library at path and checks that the binding can use it, returning
+// its version. It does not initialise the environment.
+func CheckLibrary(path string) (string, error) {
+	version, hasAPI, err := probeLibrary(path, requiredAPI)
+	if err != nil {
+		return "", fmt.Errorf("%w: cannot load %s: %v", ErrNoLibrary, path, err)
+	}
+	return version, checkVersion(path, version, hasAPI)
+}
+
+// checkVersion turns an API mismatch into a one-line explanation.
+func checkVersion(path, version string, hasAPI bool) error {
+	if hasAPI && versionAtLeast(version, minVersion) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is ONNX Runtime %s, but Parley needs %s or newer (C API %d); run `make setup` to fetch %s, or point PARLEY_ORT_LIB at a newer build",
+		ErrVersion, path, version, minVersion, requiredAPI, PinnedVersion)
+}
+
+// versionAtLeast compares dotted versions numerically; pre-release suffixes are ignored.
+func versionAtLeast(have, want string) bool {
+	hp, wp := versionParts(have), versionParts(want)
+	for i := 0; i < 3; i++ {
+		if hp[i] != wp[i] {
+			return hp[i] > wp[i]
+		}
+	}
+	return true
+}
+
+func versionParts(v string) [3]int {
+	var out [3]int
+	v, _, _ = strings.Cut(v, "-")
+	for i, p := range strings.SplitN(v, ".", 3) {
+		n, err := strconv.Atoi(strings.TrimFunc(p, func(r rune) bool { return r < '0' || r > '9' }))
+		if err != nil {
+			return [3]int{-1, -1, -1}
+		}
+		out[i] = n
+	}
+	return out
+}
+
+// LibraryPath is the path of the loaded library ("" before a successful Init).
+func LibraryPath() string { return env.path }
+
+// Version is the loaded library's version ("" before a successful Init).
+func Version() string { return env.version }

@@ -1,0 +1,291 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// ErrBadModel is wrapped by every model validation error.
+var ErrBadModel = errors.New("bad model")
+
+// TensorInfo describes one model input or output.
+type TensorInfo struct {
+	Name  string
+	Type  string  // element type: "float32", "int64", "int32", …
+	Shape []int64 // -1 for a dynamic dimension
+}
+
+func (t TensorInfo) String() string { return fmt.Sprintf("%s %s%v", t.Name, t.Type, t.Shape) }
+
+// ModelInfo is what a model file declares: its inputs, outputs and custom metadata.
+type ModelInfo struct {
+	Path     string
+	Inputs   []TensorInfo
+	Outputs  []TensorInfo
+	Metadata map[string]string
+}
+
+// Inspect reads a model's inputs, outputs and custom metadata.
+func Inspect(path string) (*ModelInfo, error) {
+	if err := Init(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrBadModel, path, err)
+	}
+	// Inspection loads the graph once more, so keep it cheap: no optimisation, one thread.
+	so, err := newSessionOptions(Options{IntraOpThreads: 1, Optimization: "none"}, ProviderSpec{Kind: ProviderCPU})
+	if err != nil {
+		return nil, err
+	}
+	defer so.Destroy()
+	ins, outs, err := ort.GetInputOutputInfoWithOptions(path, so)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s is not a readable ONNX model: %v", ErrBadModel, path, err)
+	}
+	info := &ModelInfo{Path: path, Metadata: map[string]string{}}
+	for _, in := range ins {
+		info.Inputs = append(info.Inputs, tensorInfo(in))
+	}
+	for _, out := range outs {
+		info.Outputs = append(info.Outputs, tensorInfo(out))
+	}
+	md, err := ort.GetModelMetadataWithOptions(path, so)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: reading metadata: %v", ErrBadModel, path, err)
+	}
+	defer md.Destroy()
+	keys, err := md.GetCustomMetadataMapKeys()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: reading metadata keys: %v", ErrBadModel, path, err)
+	}
+	for _, k := range keys {
+		if v, ok, err := md.LookupCustomMetadataMap(k); err == nil && ok {
+			info.Metadata[k] = v
+		}
+	}
+	return info, nil
+}
+
+func tensorInfo(in ort.InputOutputInfo) TensorInfo {
+	t := TensorInfo{Name: in.Name, Type: elementType(in.DataType)}
+	if in.OrtValueType != ort.ONNXTypeTensor {
+		t.Type = in.OrtValueType.String()
+	}
+	t.Shape = append([]int64(nil), in.Dimensions...)
+	return t
+}
+
+func elementType(t ort.TensorElementDataType) string {
+	switch t {
+	case ort.TensorElementDataTypeFloat:
+		return "float32"
+	case ort.TensorElementDataTypeDouble:
+		return "float64"
+	case ort.TensorElementDataTypeFloat16:
+		return "float16"
+	case ort.TensorElementDataTypeInt64:
+		return "int64"
+	case ort.TensorElementDataTypeInt32:
+		return "int32"
+	case ort.TensorElementDataTypeInt16:
+		return "int16"
+	case ort.TensorElementDataTypeInt8:
+		return "int8"
+	case ort.TensorElementDataTypeUint8:
+		return "uint8"
+	case ort.TensorElementDataTypeBool:
+		return "bool"
+	case ort.TensorElementDataTypeString:
+		return "string"
+	}
+	return strings.ToLower(t.String())
+}
+
+// Input returns the named input.
+func (m *ModelInfo) Input(name string) (TensorInfo, bool) { return find(m.Inputs, name) }
+
+// Output returns the named output.
+func (m *ModelInfo) Output(name string) (TensorInfo, bool) { return find(m.Outputs, name) }
+
+func find(ts []TensorInfo, name string) (TensorInfo, bool) {
+	i := slices.IndexFunc(ts, func(t TensorInfo) bool { return t.Name == name })
+	if i < 0 {
+		return TensorInfo{}, false
+	}
+	return ts[i], true
+}
+
+// RequireInputs fails, naming the file, unless the model has every named input.
+func (m *ModelInfo) RequireInputs(names ...string) error { return m.require("input", m.Inputs, names) }
+
+// RequireOutputs fails, naming the file, unless the model has every named output.
+func (m *ModelInfo) RequireOutputs(names ...string) error {
+	return m.require("output", m.Outputs, names)
+}
+
+func (m *ModelInfo) require(what string, have []TensorInfo, names []string) error {
+	var missing []string
+	for _, n := range names {
+		if _, ok := find(have, n); !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var got []string
+	for _, t := range have {
+		got = append(got, t.String())
+	}
+	return fmt.Errorf("%w: %s has no %s %s (it has: %s)", ErrBadModel, m.Path, what,
+		strings.Join(missing, ", "), strings.Join(got, "; "))
+}
+
+// RequireType fails unless the named input or output has the element type want.
+func (m *ModelInfo) RequireType(name, want string) error {
+	t, ok := m.Input(name)
+	if !ok {
+		t, ok = m.Output(name)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s has no tensor %s", ErrBadModel, m.Path, name)
+	}
+	if t.Type != want {
+		return fmt.Errorf("%w: %s: %s is %s, want %s", ErrBadModel, m.Path, name, t.Type, want)
+	}
+	return nil
+}
+
+// Meta returns a custom metadata value.
+func (m *ModelInfo) Meta(key string) (string, bool) {
+	v, ok := m.Metadata[key]
+	return v, ok
+}
+
+// MetaInt returns a custom metadata value as an integer.
+func (m *ModelInfo) MetaInt(key string) (int, error) {
+	v, ok := m.Metadata[key]
+	if !ok {
+		return 0, fmt.Errorf("%w: %s: metadata %q missing", ErrBadModel, m.Path, key)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s: metadata %q = %q is not an integer", ErrBadModel, m.Path, key, v)
+	}
+	return n, nil
+}
+
+// MetaFloats returns a comma-separated custom metadata value as floats.
+func (m *ModelInfo) MetaFloats(key string) ([]float32, error) {
+	v, ok := m.Metadata[key]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: metadata %q missing", ErrBadModel, m.Path, key)
+	}
+	parts := strings.Split(strings.TrimSpace(v), ",")
+	out := make([]float32, 0, len(parts))
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 32)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: metadata %q item %d (%q) is not a number", ErrBadModel, m.Path, key, i, p)
+		}
+		out = append(out, float32(f))
+	}
+	return out, nil
+}
+
+// Session is an open model. Run it through the embedded DynamicAdvancedSession; it is safe
+// for concurrent Run calls, as ONNX Runtime sessions are.
+type Session struct {
+	*ort.DynamicAdvancedSession
+	Info     *ModelInfo
+	Provider string // the provider actually in use, e.g. "cpu" or "cuda:0"
+	once     sync.Once
+}
+
+// Open loads a model for inference. inputs and outputs name the tensors the caller will
+// bind, in order; nil means all of the model's, in the model's order. The model must declare
+// every name. A GPU provider that cannot be used falls back to the CPU with a logged reason.
+func Open(path string, inputs, outputs []string, opts Options) (*Session, error) {
+	info, err := Inspect(path)
+	if err != nil {
+		return nil, err
+	}
+	if inputs == nil {
+		inputs = names(info.Inputs)
+	}
+	if outputs == nil {
+		outputs = names(info.Outputs)
+	}
+	if err := info.RequireInputs(inputs...); err != nil {
+		return nil, err
+	}
+	if err := info.RequireOutputs(outputs...); err != nil {
+		return nil, err
+	}
+	spec, err := ParseProvider(opts.Provider)
+	if err != nil {
+		return nil, err
+	}
+	var gpus GPUReport
+	if spec.Kind != ProviderCPU {
+		gpus, _ = DiscoverGPUs() // failures already say "no GPU" in Reason
+	}
+	plan := PlanProvider(spec, env.path, gpus)
+	logFallback(path, plan)
+	sess, err := openWith(path, inputs, outputs, opts, plan.Use)
+	if err != nil && plan.Use.Kind != ProviderCPU {
+		plan.Fallback = err.Error()
+		plan.Use = ProviderSpec{Kind: ProviderCPU}
+		logFallback(path, plan)
+		sess, err = openWith(path, inputs, outputs, opts, plan.Use)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Session{DynamicAdvancedSession: sess, Info: info, Provider: plan.Use.String()}, nil
+}
+
+func openWith(path string, inputs, outputs []string, opts Options, use ProviderSpec) (*ort.DynamicAdvancedSession, error) {
+	var sess *ort.DynamicAdvancedSession
+	create := func() error {
+		so, err := newSessionOptions(opts, use)
+		if err != nil {
+			return err
+		}
+		defer so.Destroy()
+		sess, err = ort.NewDynamicAdvancedSession(path, inputs, outputs, so)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
+		}
+		return nil
+	}
+	if use.Kind == ProviderCPU {
+		return sess, create()
+	}
+	// GPU provider libraries may replace Go's signal handlers while they initialise.
+	_, err := withGoSignals(create)
+	return sess, err
+}
+
+func names(ts []TensorInfo) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Close releases the session. It is safe to call more than once.
+func (s *Session) Close() error {
+	var err error
+	s.once.Do(func() { err = s.DynamicAdvancedSession.Destroy() })
+	return err
+}
