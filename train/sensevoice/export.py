@@ -1,0 +1,243 @@
+"""Export a SenseVoice model to ONNX in the sherpa-onnx SenseVoice format.
+
+    python3 -m train.sensevoice.export --size tiny --random --seed 20240717 \
+        --out testdata/sensevoice/tiny --reference
+    python3 -m train.sensevoice.export --size small --random --out /tmp/sv-small   # ~234M, benchmarks
+    python3 -m train.sensevoice.export --checkpoint exp/demo/final.pt --out assets/demo/sensevoice
+    python3 -m train.sensevoice.export --official DIR --out OUT   # FunASR model.pt + am.mvn + bpe.model
+
+Writes model.onnx (+ model.int8.onnx with --int8), tokens.txt and, with
+--reference, reference.json: fixed inputs with PyTorch's logits, checked by the
+Go test in train/onnxcheck (Python here has no onnxruntime).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from . import model as svm
+from .features import FEAT_DIM, LFR_M, LFR_N, load_am_mvn
+from .tokens import SPECIAL_TOKENS, BASE_TOKENS, Vocab, WORD_START, char_vocab, load_vocab
+
+OPSET = 13
+
+
+def filler_vocab(size: int) -> Vocab:
+    """A vocabulary of ``size`` pieces for random-weight models: the character
+    vocabulary padded with synthetic ``▁wN`` pieces."""
+    pieces = char_vocab().pieces
+    if size < len(pieces):
+        raise ValueError(f"vocab size {size} is smaller than the {len(pieces)} built-in pieces")
+    pieces += [f"{WORD_START}w{i}" for i in range(size - len(pieces))]
+    return Vocab(pieces)
+
+
+def synthetic_cmvn(seed: int) -> Tuple[List[float], List[float]]:
+    g = np.random.default_rng(seed)
+    neg_mean = (-(10.0 + 3.0 * g.random(FEAT_DIM))).astype(np.float32)
+    inv_std = (0.2 + 0.2 * g.random(FEAT_DIM)).astype(np.float32)
+    return [float(v) for v in neg_mean], [float(v) for v in inv_std]
+
+
+def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str) -> Dict[str, str]:
+    def floats(v):
+        return ",".join(repr(float(np.float32(x))) for x in v)
+
+    if len(neg_mean) != FEAT_DIM or len(inv_stddev) != FEAT_DIM:
+        raise ValueError(f"CMVN vectors must have {FEAT_DIM} values, got {len(neg_mean)}/{len(inv_stddev)}")
+    meta = {
+        "model_type": "sense_voice_ctc",
+        "version": "2",
+        "model_author": "parley",
+        "comment": comment,
+        "vocab_size": str(vocab_size),
+        "lfr_window_size": str(LFR_M),
+        "lfr_window_shift": str(LFR_N),
+        "normalize_samples": "0",
+        "neg_mean": floats(neg_mean),
+        "inv_stddev": floats(inv_stddev),
+    }
+    for k, v in svm.LANG_IDS.items():
+        meta[f"lang_{k}"] = str(v)
+    meta["with_itn"] = str(svm.TEXTNORM_IDS["withitn"])
+    meta["without_itn"] = str(svm.TEXTNORM_IDS["woitn"])
+    return meta
+
+
+def export_onnx(model: svm.SenseVoiceSmall, path: str, meta: Dict[str, str]) -> None:
+    import onnx
+
+    model.eval()
+    x = torch.randn(2, 23, FEAT_DIM)
+    x_length = torch.tensor([23, 15], dtype=torch.int32)
+    language = torch.tensor([0, 4], dtype=torch.int32)
+    text_norm = torch.tensor([14, 15], dtype=torch.int32)
+    with torch.no_grad():
+        torch.onnx.export(
+            model, (x, x_length, language, text_norm), path, opset_version=OPSET,
+            input_names=["x", "x_length", "language", "text_norm"], output_names=["logits"],
+            dynamic_axes={"x": {0: "N", 1: "T"}, "x_length": {0: "N"}, "language": {0: "N"},
+                          "text_norm": {0: "N"}, "logits": {0: "N", 1: "T"}},
+            do_constant_folding=True,
+        )
+    m = onnx.load(path)
+    del m.metadata_props[:]
+    for k, v in meta.items():
+        p = m.metadata_props.add()
+        p.key, p.value = k, v
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def export_int8(src: str, dst: str) -> int:
+    import onnx
+    from .quant import quantize_matmuls
+
+    m = onnx.load(src)
+    n = quantize_matmuls(m)
+    onnx.checker.check_model(m)
+    onnx.save(m, dst)
+    return n
+
+
+def f32list(t: torch.Tensor) -> List[float]:
+    return [float(v) for v in t.detach().to(torch.float32).reshape(-1).tolist()]
+
+
+def reference_cases(model: svm.SenseVoiceSmall, seed: int) -> List[dict]:
+    """Fixed inputs (single, batched with padding, language/itn variants) and logits."""
+    g = torch.Generator().manual_seed(seed)
+    specs = [
+        ("single", [7], [0], [15]),
+        ("batch_padded", [9, 5], [4, 3], [14, 15]),
+        ("one_frame", [1], [13], [14]),
+    ]
+    cases = []
+    model.eval()
+    for name, lens, lang, tn in specs:
+        t = max(lens)
+        # Multiples of 1/8: exact in float32 and short in JSON.
+        x = torch.round(torch.randn(len(lens), t, FEAT_DIM, generator=g) * 8) / 8
+        for i, l in enumerate(lens):
+            x[i, l:] = 0.0
+        args = (x, torch.tensor(lens, dtype=torch.int32), torch.tensor(lang, dtype=torch.int32),
+                torch.tensor(tn, dtype=torch.int32))
+        with torch.no_grad():
+            logits = model(*args)
+        cases.append({
+            "name": name, "x_shape": list(x.shape), "x": f32list(x), "x_length": lens,
+            "language": lang, "text_norm": tn, "logits_shape": list(logits.shape),
+            "logits": f32list(logits),
+        })
+    return cases
+
+
+def save_bundle(model: svm.SenseVoiceSmall, vocab: Vocab, neg_mean, inv_stddev, out: str, *,
+                comment: str, int8: bool = False, reference: bool = False, seed: int = 0,
+                sp_model: Optional[str] = None) -> Dict[str, str]:
+    os.makedirs(out, exist_ok=True)
+    if len(vocab) != model.cfg.vocab_size:
+        raise ValueError(f"vocabulary has {len(vocab)} pieces but the model outputs {model.cfg.vocab_size}")
+    model = model.float().eval()
+    meta = metadata(len(vocab), neg_mean, inv_stddev, comment)
+    paths = {"model": os.path.join(out, "model.onnx"), "tokens": os.path.join(out, "tokens.txt")}
+    export_onnx(model, paths["model"], meta)
+    vocab.write_tokens(paths["tokens"])
+    if int8:
+        paths["int8"] = os.path.join(out, "model.int8.onnx")
+        n = export_int8(paths["model"], paths["int8"])
+        print(f"int8: quantised {n} MatMul weights", file=sys.stderr)
+    if sp_model:
+        import shutil
+        paths["bpe"] = os.path.join(out, "bpe.model")
+        shutil.copyfile(sp_model, paths["bpe"])
+    if reference:
+        paths["reference"] = os.path.join(out, "reference.json")
+        ref = {
+            "comment": "PyTorch logits for fixed inputs; checked against ONNX Runtime by train/onnxcheck",
+            "models": ["model.onnx"] + (["model.int8.onnx"] if int8 else []),
+            "tolerance": 1e-4,
+            # int8 logits may differ by up to this fraction of the largest |logit|.
+            "int8_rel_tolerance": 0.05,
+            "config": model.cfg.to_dict(),
+            "cases": reference_cases(model, seed),
+        }
+        with open(paths["reference"], "w", encoding="utf-8") as f:
+            json.dump(ref, f, separators=(",", ":"))
+            f.write("\n")
+    return paths
+
+
+def load_our_checkpoint(path: str):
+    try:
+        ck = torch.load(path, map_location="cpu")
+    except Exception as e:  # noqa: BLE001
+        raise SystemExit(f"{path}: cannot read checkpoint: {e}")
+    for k in ("model", "config", "tokens", "cmvn"):
+        if k not in ck:
+            raise SystemExit(f"{path}: checkpoint lacks {k!r} (not made by train.sensevoice.train?)")
+    cfg = svm.SenseVoiceConfig.from_dict(ck["config"])
+    m = svm.build(cfg)
+    m.load_state_dict({k[7:] if k.startswith("module.") else k: v for k, v in ck["model"].items()})
+    return m, Vocab(ck["tokens"]), ck["cmvn"]["neg_mean"], ck["cmvn"]["inv_stddev"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m train.sensevoice.export", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--random", action="store_true", help="random weights (fixed --seed)")
+    src.add_argument("--checkpoint", help="a checkpoint written by train.sensevoice.train")
+    src.add_argument("--official", metavar="DIR", help="FunASR SenseVoiceSmall dir (model.pt, am.mvn, *.bpe.model)")
+    ap.add_argument("--size", default="tiny", choices=sorted(svm.SIZES))
+    ap.add_argument("--vocab", help="vocabulary: 'char' (default for tiny/demo) or a SentencePiece .model")
+    ap.add_argument("--vocab-size", type=int, help="override the vocabulary size (random models)")
+    ap.add_argument("--seed", type=int, default=20240717)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--int8", action="store_true", help="also write model.int8.onnx")
+    ap.add_argument("--reference", action="store_true", help="write reference.json for the parity test")
+    a = ap.parse_args(argv)
+
+    torch.manual_seed(a.seed)
+    sp_model = None
+    if a.random:
+        if a.vocab:
+            vocab = load_vocab(a.vocab)
+            sp_model = vocab.sp_path
+        elif a.size == "small" or a.vocab_size:
+            vocab = filler_vocab(a.vocab_size or svm.SIZES["small"]["vocab_size"])
+        else:
+            vocab = char_vocab()
+        cfg = svm.config_for(a.size, vocab_size=len(vocab))
+        model = svm.build(cfg)
+        neg_mean, inv_std = synthetic_cmvn(a.seed)
+        comment = f"parley random-weight SenseVoice ({a.size}, seed {a.seed}); not a speech model"
+    elif a.checkpoint:
+        model, vocab, neg_mean, inv_std = load_our_checkpoint(a.checkpoint)
+        comment = f"parley SenseVoice trained by train.sensevoice.train ({os.path.basename(a.checkpoint)})"
+    else:
+        d = a.official
+        bpe = [f for f in os.listdir(d) if f.endswith(".bpe.model") or f == "bpe.model"]
+        if not bpe:
+            raise SystemExit(f"{d}: no *.bpe.model found")
+        vocab = load_vocab(os.path.join(d, bpe[0]))
+        sp_model = vocab.sp_path
+        model = svm.build(svm.config_for("small", vocab_size=len(vocab)))
+        svm.load_checkpoint_weights(model, os.path.join(d, "model.pt"))
+        neg_mean, inv_std = load_am_mvn(os.path.join(d, "am.mvn"))
+        comment = "iic/SenseVoiceSmall exported by parley"
+    n = svm.count_params(model)
+    paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
+                        reference=a.reference, seed=a.seed, sp_model=sp_model)
+    print(json.dumps({"params": n, "vocab_size": len(vocab), **paths}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
