@@ -97,7 +97,7 @@ func enYear(y int) string {
 	case y >= 2000 && y < 2010:
 		return EnglishCardinal(strconv.Itoa(y))
 	case y >= 1000 && y < 10000 && y%100 == 0:
-		return EnglishCardinal(strconv.Itoa(y / 100)) + " hundred"
+		return EnglishCardinal(strconv.Itoa(y/100)) + " hundred"
 	case y >= 1000 && y < 10000:
 		hi, lo := y/100, y%100
 		s := EnglishCardinal(strconv.Itoa(hi)) + " "
