@@ -1,0 +1,393 @@
+// Package openai is an llm.Backend for any OpenAI-compatible chat server: llama.cpp's
+// llama-server, LM Studio, vLLM, Ollama's /v1 endpoint, OpenAI itself. It streams
+// /v1/chat/completions over server-sent events.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/internal/httpx"
+)
+
+// Config configures a Client. Zero durations take the defaults shown.
+type Config struct {
+	URL            string        // base URL: "http://127.0.0.1:8080" or ".../v1"; required
+	APIKey         string        // sent as "Authorization: Bearer"; optional for local servers
+	Name           string        // display name ("llama.cpp", "lmstudio"); default "openai"
+	ConnectTimeout time.Duration // 5s
+	HeaderTimeout  time.Duration // time to the response headers (model loading): 120s
+	StallTimeout   time.Duration // longest silence inside a stream: 60s
+	Retries        int           // extra attempts on connect errors; default 2, <0 for none
+	Backoff        time.Duration // first retry delay, doubling: 250ms
+	NoUsage        bool          // don't send stream_options.include_usage (strict old servers)
+	HTTPClient     *http.Client  // overrides the timeouts above except StallTimeout
+	Logger         *slog.Logger
+}
+
+// Client talks to one OpenAI-compatible server. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base string // ends in /v1 (or the user's own API root), no trailing slash
+	hc   *http.Client
+	log  *slog.Logger
+}
+
+// New checks cfg and returns a client. It does not contact the server (see Health).
+func New(cfg Config) (*Client, error) {
+	base, err := BaseURL(cfg.URL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = "openai"
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = 120 * time.Second
+	}
+	if cfg.StallTimeout == 0 {
+		cfg.StallTimeout = 60 * time.Second
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 2
+	} else if cfg.Retries < 0 {
+		cfg.Retries = 0
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 250 * time.Millisecond
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = httpx.NewClient(cfg.ConnectTimeout, cfg.HeaderTimeout)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{cfg: cfg, base: base, hc: hc, log: log}, nil
+}
+
+// BaseURL normalises a server URL to its API root: a bare host gets "/v1".
+func BaseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", errors.New("openai: no server URL")
+	}
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("openai: bad server URL %q", raw)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, "/chat/completions")
+	if p == "" {
+		p = "/v1"
+	}
+	u.Path, u.RawQuery, u.Fragment = p, "", ""
+	return u.String(), nil
+}
+
+// Name implements llm.Backend.
+func (c *Client) Name() string { return c.cfg.Name }
+
+// URL implements llm.Backend.
+func (c *Client) URL() string { return c.base }
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatRequest struct {
+	Model         string         `json:"model"`
+	Messages      []llm.Message  `json:"messages"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	TopP          *float64       `json:"top_p,omitempty"`
+	Seed          *int           `json:"seed,omitempty"`
+	Tools         []llm.Tool     `json:"tools,omitempty"`
+}
+
+type toolDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type delta struct {
+	Content          *string     `json:"content"`
+	Reasoning        *string     `json:"reasoning"`
+	ReasoningContent *string     `json:"reasoning_content"`
+	ToolCalls        []toolDelta `json:"tool_calls"`
+}
+
+type chunk struct {
+	Choices []struct {
+		Delta        delta   `json:"delta"`
+		Message      *delta  `json:"message"` // non-streamed replies
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *llm.Usage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// Chat implements llm.Backend.
+func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) error) error {
+	if req.Model == "" {
+		return llm.ErrNoModel
+	}
+	body := chatRequest{
+		Model: req.Model, Messages: req.Messages, Stream: true,
+		MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed,
+		Tools: req.Tools,
+	}
+	if !c.cfg.NoUsage {
+		body.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("openai: encode request: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	resp, err := httpx.Do(ctx, c.hc, func() (*http.Request, error) {
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/chat/completions", bytes.NewReader(buf))
+		if err != nil {
+			return nil, err
+		}
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "text/event-stream")
+		if c.cfg.APIKey != "" {
+			r.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+		}
+		return r, nil
+	}, c.cfg.Retries, c.cfg.Backoff, c.log)
+	if err != nil {
+		return fmt.Errorf("openai: %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e := httpx.APIError(resp)
+		if errors.Is(e, llm.ErrModelNotFound) {
+			e.Message = fmt.Sprintf("model %q: %s", req.Model, e.Message)
+		}
+		return e
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		// The server ignored "stream": one whole completion.
+		return c.whole(resp, fn)
+	}
+
+	wd := httpx.NewWatchdog(c.cfg.StallTimeout, cancel)
+	defer wd.Stop()
+	s := &sse{fn: fn}
+	err = httpx.ReadLines(resp.Body, func(line []byte) error {
+		wd.Kick()
+		return s.line(line)
+	})
+	if errors.Is(err, errDone) {
+		return s.finish()
+	}
+	if err != nil {
+		if s.fnErr != nil {
+			return s.fnErr
+		}
+		return fmt.Errorf("openai: %w", httpx.StreamError(ctx, err))
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("openai: %w", context.Cause(ctx))
+	}
+	if !s.finished {
+		return fmt.Errorf("openai: %w: no [DONE] and no finish_reason", llm.ErrTruncated)
+	}
+	return s.finish() // finish_reason seen but no [DONE]: accept
+}
+
+var errDone = errors.New("done")
+
+// sse decodes the frames of one stream and assembles tool calls.
+type sse struct {
+	fn       func(llm.Delta) error
+	fnErr    error
+	finished bool // a finish_reason was seen
+	sentTC   bool
+	calls    []llm.ToolCall
+	byIndex  map[int]int
+}
+
+func (s *sse) call(d llm.Delta) error {
+	if err := s.fn(d); err != nil {
+		s.fnErr = err
+		return err
+	}
+	return nil
+}
+
+func (s *sse) line(line []byte) error {
+	line = bytes.TrimRight(line, "\r")
+	if len(line) == 0 || line[0] == ':' { // event separator or comment (keep-alive)
+		return nil
+	}
+	field, value, _ := bytes.Cut(line, []byte(":"))
+	value = bytes.TrimPrefix(value, []byte(" "))
+	switch string(field) {
+	case "data":
+	case "event", "id", "retry":
+		return nil
+	default:
+		// Some servers send bare JSON lines; accept those, reject anything else.
+		if len(line) > 0 && line[0] == '{' {
+			value = line
+			break
+		}
+		return fmt.Errorf("%w: unexpected line %s", llm.ErrBadStream, httpx.Excerpt(line))
+	}
+	if bytes.Equal(bytes.TrimSpace(value), []byte("[DONE]")) {
+		return errDone
+	}
+	var ch chunk
+	if err := json.Unmarshal(value, &ch); err != nil {
+		return fmt.Errorf("%w: invalid JSON frame %s: %w", llm.ErrBadStream, httpx.Excerpt(value), err)
+	}
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		if e := httpx.ParseError(value); e != nil {
+			return e
+		}
+	}
+	var d llm.Delta
+	for _, choice := range ch.Choices {
+		dd := choice.Delta
+		if choice.Message != nil {
+			dd = *choice.Message
+		}
+		if dd.Content != nil {
+			d.Content += *dd.Content
+		}
+		if dd.Reasoning != nil {
+			d.Reasoning += *dd.Reasoning
+		}
+		if dd.ReasoningContent != nil {
+			d.Reasoning += *dd.ReasoningContent
+		}
+		for i, t := range dd.ToolCalls {
+			s.addTool(i, t)
+		}
+		if choice.FinishReason != nil && *choice.FinishReason != "" {
+			d.FinishReason = *choice.FinishReason
+		}
+		break // only the first choice (n=1)
+	}
+	d.Usage = ch.Usage
+	if d.FinishReason != "" {
+		s.finished = true
+		if len(s.calls) > 0 && !s.sentTC {
+			d.ToolCalls, s.sentTC = s.calls, true
+		}
+	}
+	if d.Content == "" && d.Reasoning == "" && d.FinishReason == "" && d.Usage == nil && len(d.ToolCalls) == 0 {
+		return nil // role-only or empty frame
+	}
+	return s.call(d)
+}
+
+func (s *sse) addTool(pos int, t toolDelta) {
+	if s.byIndex == nil {
+		s.byIndex = map[int]int{}
+	}
+	idx := pos
+	if t.Index != nil {
+		idx = *t.Index
+	}
+	i, ok := s.byIndex[idx]
+	if !ok || (t.ID != "" && s.calls[i].ID != "" && t.ID != s.calls[i].ID) {
+		s.calls = append(s.calls, llm.ToolCall{ID: t.ID, Type: "function"})
+		i = len(s.calls) - 1
+		s.byIndex[idx] = i
+	}
+	tc := &s.calls[i]
+	if t.ID != "" {
+		tc.ID = t.ID
+	}
+	tc.Function.Name += t.Function.Name
+	tc.Function.Arguments += t.Function.Arguments
+}
+
+// finish delivers tool calls that no finish_reason carried.
+func (s *sse) finish() error {
+	if len(s.calls) > 0 && !s.sentTC {
+		s.sentTC = true
+		return s.call(llm.Delta{ToolCalls: s.calls, FinishReason: llm.FinishToolCalls})
+	}
+	return nil
+}
+
+func (c *Client) whole(resp *http.Response, fn func(llm.Delta) error) error {
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(http.MaxBytesReader(nil, resp.Body, httpx.MaxLine)); err != nil {
+		return fmt.Errorf("openai: %w: %w", llm.ErrTruncated, err)
+	}
+	s := &sse{fn: fn}
+	if err := s.line(append([]byte("data: "), buf.Bytes()...)); err != nil {
+		return fmt.Errorf("openai: %w", err)
+	}
+	return s.finish()
+}
+
+// Models implements llm.Backend: GET /models.
+func (c *Client) Models(ctx context.Context) ([]llm.Model, error) {
+	resp, err := httpx.Do(ctx, c.hc, func() (*http.Request, error) {
+		r, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/models", nil)
+		if err == nil && c.cfg.APIKey != "" {
+			r.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+		}
+		return r, err
+	}, c.cfg.Retries, c.cfg.Backoff, c.log)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, httpx.APIError(resp)
+	}
+	var v struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, httpx.MaxLine)).Decode(&v); err != nil {
+		return nil, fmt.Errorf("openai: %s/models: %w: %w", c.base, llm.ErrBadStream, err)
+	}
+	out := make([]llm.Model, 0, len(v.Data))
+	for _, m := range v.Data {
+		if m.ID != "" {
+			out = append(out, llm.Model{ID: m.ID})
+		}
+	}
+	return out, nil
+}
+
+// Health implements llm.Backend: the server answers the model list.
+func (c *Client) Health(ctx context.Context) error {
+	_, err := c.Models(ctx)
+	return err
+}
