@@ -1,0 +1,44 @@
+# Parley. `make run` and `make test` do all set-up on a fresh Debian 12 machine.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+# One build-tag set everywhere: SQLite from Debian's libsqlite3 (seconds to build, FTS5 included).
+TAGS ?= libsqlite3
+PY := /usr/bin/python3
+export CGO_ENABLED := 1
+export LANG ?= C.UTF-8
+export PARLEY_TAGS := $(TAGS)
+GOTEST_FLAGS ?= -count=1 -timeout 20m
+
+.PHONY: all setup build run test test-go test-py vet bench demo-asr test-models clean
+
+all: build
+
+setup:
+	build/setup.sh all
+
+build:
+	build/setup.sh build
+
+# The app: the desktop window when a display is available, else the headless server.
+run: setup
+	bin/parley
+
+test: setup vet test-go test-py
+
+vet:
+	@bad=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$bad" ]; then echo "gofmt needed: $$bad"; exit 1; fi
+	$(GO) vet -tags $(TAGS) ./...
+
+test-go:
+	$(GO) test -tags $(TAGS) $(GOTEST_FLAGS) ./...
+
+test-py:
+	@if [ -d train/tests ]; then cd . && $(PY) -m unittest discover -s train/tests -t . ; else echo "no Python tests"; fi
+
+# Benchmarks report ratios against baselines measured in the same run.
+bench: setup
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime 2x -timeout 60m ./...
+
+clean:
+	rm -rf bin

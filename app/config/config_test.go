@@ -1,0 +1,185 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadDefaultsWhenNoFile(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "absent.toml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != "" || c.Runtime.Provider != "auto" || c.Serve.Addr != "127.0.0.1:8780" {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+}
+
+func TestPrecedenceFileEnvFlags(t *testing.T) {
+	p := write(t, `
+[llm]
+url = "http://127.0.0.1:11434"
+model = "from-file"
+[tts]
+speed = 1.5
+`)
+	t.Setenv("PARLEY_LLM_MODEL", "from-env")
+	t.Setenv("PARLEY_TTS_SEED", "42")
+	c, err := Load(p, []string{"llm.url=http://127.0.0.1:9999", "tts.top_k=5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != p {
+		t.Errorf("Path = %q", c.Path)
+	}
+	if c.LLM.URL != "http://127.0.0.1:9999" {
+		t.Errorf("flag did not win: url = %q", c.LLM.URL)
+	}
+	if c.LLM.Model != "from-env" {
+		t.Errorf("env did not win over file: model = %q", c.LLM.Model)
+	}
+	if c.TTS.Speed != 1.5 || c.TTS.Seed != 42 || c.TTS.TopK != 5 {
+		t.Errorf("tts = %+v", c.TTS)
+	}
+	if c.TTS.Engine != "espeak" {
+		t.Errorf("default lost under a partial section: engine = %q", c.TTS.Engine)
+	}
+}
+
+func TestErrorsNameFileKeyAndExpectation(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []string
+	}{
+		{"unknown key", "[llm]\nurll = \"x\"\n", []string{"llm.urll", "keys in [llm]", "url"}},
+		{"unknown section", "[lmm]\nurl = \"x\"\n", []string{"lmm", "sections:", "llm"}},
+		{"malformed toml", "[llm]\nurl = \"unterminated\n", []string{":2:"}},
+		{"wrong type", "[tts]\nspeed = \"fast\"\n", []string{"speed"}},
+		{"bad provider", "[runtime]\nprovider = \"rocm\"\n", []string{"runtime.provider", "rocm", "cuda:N"}},
+		{"out of range", "[tts]\ntop_p = 1.5\n", []string{"tts.top_p", "0..1"}},
+		{"bad enum", "[assistant]\nbarge_in = \"sometimes\"\n", []string{"assistant.barge_in", "off, on, min-speech"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := write(t, tc.body)
+			_, err := Load(p, nil)
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("Load = %v, want ErrConfig", err)
+			}
+			msg := err.Error()
+			for _, w := range append(tc.want, p) {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEnvAndFlagErrors(t *testing.T) {
+	t.Setenv("PARLEY_TTS_TOP_K", "many")
+	_, err := Load(filepath.Join(t.TempDir(), "none.toml"), nil)
+	if err == nil || !strings.Contains(err.Error(), "PARLEY_TTS_TOP_K") || !strings.Contains(err.Error(), "whole number") {
+		t.Errorf("bad env = %v", err)
+	}
+	t.Setenv("PARLEY_TTS_TOP_K", "")
+	os.Unsetenv("PARLEY_TTS_TOP_K")
+	for _, o := range []string{"nokey", "llm.nope=1", "tts.seed=abc"} {
+		if _, err := Load(filepath.Join(t.TempDir(), "none.toml"), []string{o}); err == nil {
+			t.Errorf("--set %s accepted", o)
+		}
+	}
+}
+
+func TestNonConfigEnvIgnored(t *testing.T) {
+	t.Setenv("PARLEY_MODELS", "/somewhere")
+	t.Setenv("PARLEY_ORT_LIB", "/x.so")
+	if _, err := Load(filepath.Join(t.TempDir(), "none.toml"), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnreadableFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(dir, nil); !errors.Is(err, ErrConfig) { // a directory, not a file
+		t.Errorf("Load(dir) = %v", err)
+	}
+}
+
+func TestSaveRoundTrip(t *testing.T) {
+	c := Default()
+	c.LLM.Model = "qwen3:4b"
+	c.TTS.Seed = 1234
+	p := filepath.Join(t.TempDir(), "sub", "config.toml")
+	if err := c.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LLM.Model != "qwen3:4b" || got.TTS.Seed != 1234 {
+		t.Errorf("round trip lost values: %+v", got)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(p))
+	if len(entries) != 1 {
+		t.Errorf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestSaveUnwritable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		// root ignores permissions; use a path under a regular file instead
+		f := filepath.Join(t.TempDir(), "file")
+		os.WriteFile(f, nil, 0o644)
+		if err := Default().Save(filepath.Join(f, "config.toml")); !errors.Is(err, ErrConfig) {
+			t.Errorf("Save under a file = %v", err)
+		}
+		return
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o500)
+	if err := Default().Save(filepath.Join(dir, "config.toml")); !errors.Is(err, ErrConfig) {
+		t.Errorf("Save to read-only dir = %v", err)
+	}
+}
+
+func TestKeysHaveEnvNames(t *testing.T) {
+	keys := Keys()
+	if len(keys) < 30 {
+		t.Fatalf("only %d keys", len(keys))
+	}
+	if EnvName("llm.api_key") != "PARLEY_LLM_API_KEY" {
+		t.Errorf("EnvName = %s", EnvName("llm.api_key"))
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte("[llm]\nurl = \"http://x\"\n"))
+	f.Add([]byte("[tts]\nspeed = 2.0\nseed = -1\n"))
+	f.Add([]byte("garbage = [ \n"))
+	f.Add([]byte("[[llm]]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := Default()
+		if err := c.decode(data, "fuzz.toml"); err != nil {
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "fuzz.toml") {
+				t.Fatalf("error without ErrConfig or file name: %v", err)
+			}
+			return
+		}
+		_ = c.Validate()
+	})
+}
