@@ -38,7 +38,6 @@ const void* OrtGetApiBase(void) { return &base; }
 	return lib
 }
 
-
 func TestCheckLibraryVersionGate(t *testing.T) {
 	tests := []struct {
 		name    string
