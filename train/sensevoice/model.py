@@ -235,8 +235,12 @@ class SenseVoiceSmall(nn.Module):
         lengths = x_length.to(torch.int64) + NUM_QUERIES
         return self.encoder(x, lengths), lengths
 
-    def forward(self, x, x_length, language, text_norm) -> torch.Tensor:
-        """x (N,T,560) float, x_length/language/text_norm (N,) int -> logits (N,T+4,V)."""
+    def forward(self, x, x_length, language, text_norm, y=None, y_length=None, rich=None):
+        """x (N,T,560) float, x_length/language/text_norm (N,) int -> logits (N,T+4,V).
+
+        With targets (training, so DDP sees the call): returns ``self.loss(...)``."""
+        if y is not None:
+            return self.loss(x, x_length, language, text_norm, y, y_length, rich)
         enc, _ = self.encode(x, x_length, language, text_norm)
         return self.ctc(enc)
 

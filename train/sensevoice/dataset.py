@@ -1,0 +1,158 @@
+"""SenseVoice training data: manifest records -> (features, token targets)."""
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import soundfile as sf
+import torch
+from torch.utils.data import Dataset
+
+from ..data import ManifestError, sample_rng
+from . import model as svm
+from .features import SAMPLE_RATE, apply_cmvn, features
+from .tokens import Vocab
+
+
+class AudioError(RuntimeError):
+    pass
+
+
+def load_audio(path: str) -> torch.Tensor:
+    if not os.path.isfile(path):
+        raise AudioError(f"{path}: audio file not found")
+    try:
+        x, sr = sf.read(path, dtype="float32", always_2d=True)
+    except Exception as e:  # noqa: BLE001
+        raise AudioError(f"{path}: cannot read audio: {e}") from e
+    x = x.mean(1)
+    if sr != SAMPLE_RATE:
+        from scipy.signal import resample_poly
+
+        g = np.gcd(sr, SAMPLE_RATE)
+        x = resample_poly(x, SAMPLE_RATE // g, sr // g).astype(np.float32)
+    if len(x) == 0:
+        raise AudioError(f"{path}: empty audio")
+    return torch.from_numpy(np.ascontiguousarray(x))
+
+
+def tag(rec: dict, field: str, default: str) -> str:
+    v = rec.get(field) or default
+    return v if v.startswith("<|") else f"<|{v}|>"
+
+
+class SenseVoiceDataset(Dataset):
+    """Items are dicts of tensors; ``collate`` pads them into a batch.
+
+    Features are LFR fbank normalised with the given CMVN.  With ``train=True``
+    SpecAugment-style time/frequency masks are applied, seeded per sample from
+    (seed, epoch, index), and the language query is replaced by ``auto`` with
+    probability ``auto_lang_prob`` (as FunASR does), so ``auto`` works at inference.
+    """
+
+    def __init__(self, records: Sequence[dict], vocab: Vocab, neg_mean: Sequence[float],
+                 inv_stddev: Sequence[float], train: bool = False, seed: int = 0,
+                 auto_lang_prob: float = 0.2, cache: bool = False):
+        self.records = list(records)
+        self.vocab = vocab
+        self.neg_mean = torch.tensor(neg_mean, dtype=torch.float32)
+        self.inv_std = torch.tensor(inv_stddev, dtype=torch.float32)
+        self.train, self.seed, self.epoch = train, seed, 0
+        self.auto_lang_prob = auto_lang_prob
+        self.cache: Optional[Dict[str, torch.Tensor]] = {} if cache else None
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def lengths(self) -> List[int]:
+        return [r["source_len"] for r in self.records]
+
+    def feats(self, rec: dict) -> torch.Tensor:
+        if self.cache is not None and rec["key"] in self.cache:
+            return self.cache[rec["key"]].float()
+        f = apply_cmvn(features(load_audio(rec["source"])), self.neg_mean, self.inv_std)
+        if self.cache is not None:
+            self.cache[rec["key"]] = f.half()
+        return f
+
+    def __getitem__(self, i: int) -> dict:
+        rec = self.records[i]
+        x = self.feats(rec)
+        if x.shape[0] == 0:
+            raise AudioError(f"{rec['source']}: shorter than one 25 ms frame")
+        lang = tag(rec, "text_language", "<|en|>")
+        itn = tag(rec, "with_or_wo_itn", "<|woitn|>")
+        emo = tag(rec, "emo_target", "<|NEUTRAL|>")
+        event = tag(rec, "event_target", "<|Speech|>")
+        for t in (lang, itn, emo, event):
+            if t not in self.vocab.index:
+                raise ManifestError(f"{rec['key']}: tag {t} is not in the vocabulary")
+        lang_row = svm.LANG_IDS.get(lang[2:-2], 0)
+        if self.train:
+            rng = sample_rng(self.seed, self.epoch, i)
+            x = x.clone()
+            if rng.random() < self.auto_lang_prob:
+                lang_row = 0
+            for _ in range(2):  # frequency masks on the 80-bin pattern of every LFR slot
+                w = int(rng.integers(0, 10))
+                f0 = int(rng.integers(0, 80 - w))
+                x.view(x.shape[0], 7, 80)[:, :, f0:f0 + w] = 0.0
+            for _ in range(2):
+                w = int(rng.integers(0, max(1, min(6, x.shape[0] // 5))))
+                t0 = int(rng.integers(0, max(1, x.shape[0] - w)))
+                x[t0:t0 + w] = 0.0
+        tn_row = svm.TEXTNORM_IDS.get(itn[2:-2], svm.TEXTNORM_IDS["woitn"])
+        y = self.vocab.encode(rec["target"])
+        rich = [self.vocab.id(lang), self.vocab.id(emo), self.vocab.id(event), self.vocab.id(itn)]
+        return {"x": x, "y": torch.tensor(y, dtype=torch.int64), "language": lang_row, "text_norm": tn_row,
+                "rich": torch.tensor(rich, dtype=torch.int64), "key": rec["key"]}
+
+
+def collate(items: List[dict]) -> dict:
+    n = len(items)
+    t = max(it["x"].shape[0] for it in items)
+    c = items[0]["x"].shape[1]
+    x = torch.zeros(n, t, c)
+    lmax = max(1, max(len(it["y"]) for it in items))
+    y = torch.zeros(n, lmax, dtype=torch.int64)
+    for i, it in enumerate(items):
+        x[i, : it["x"].shape[0]] = it["x"]
+        y[i, : len(it["y"])] = it["y"]
+    return {
+        "x": x,
+        "x_length": torch.tensor([it["x"].shape[0] for it in items], dtype=torch.int32),
+        "language": torch.tensor([it["language"] for it in items], dtype=torch.int32),
+        "text_norm": torch.tensor([it["text_norm"] for it in items], dtype=torch.int32),
+        "y": y,
+        "y_length": torch.tensor([len(it["y"]) for it in items], dtype=torch.int64),
+        "rich": torch.stack([it["rich"] for it in items]),
+        "keys": [it["key"] for it in items],
+    }
+
+
+def greedy_decode(logits: torch.Tensor, lengths: torch.Tensor) -> List[List[int]]:
+    """CTC greedy over the whole sequence (queries included), blank 0 removed."""
+    out = []
+    ids = logits.argmax(-1)
+    for i in range(ids.shape[0]):
+        prev, seq = -1, []
+        for t in ids[i, : int(lengths[i])].tolist():
+            if t != prev and t != 0:
+                seq.append(t)
+            prev = t
+        out.append(seq)
+    return out
+
+
+def edit_distance(a: Sequence, b: Sequence) -> int:
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
+        prev = cur
+    return prev[-1]

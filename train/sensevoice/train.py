@@ -1,0 +1,162 @@
+"""Train (or fine-tune) SenseVoice with CTC on FunASR-style manifests.
+
+    python3 -m train.launch --nproc 2 -m train.sensevoice.train \
+        --train corpus/train.jsonl --val corpus/val.jsonl \
+        --vocab exp/demo/bpe.model --cmvn exp/demo/cmvn.json --size demo --out exp/demo \
+        --epochs 10 --batch-size 6000 --lr 1e-3 --warmup 300
+
+Every flag of ``TrainConfig`` is available (``--help``).  ``--init`` loads
+weights from an official FunASR ``model.pt`` or one of our checkpoints for
+fine-tuning.  Progress: JSON lines on stdout.  Export the result with
+``python3 -m train.sensevoice.export --checkpoint OUT/ckpt-XXXXXXXX.pt --out DIR``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Dict, List, Optional
+
+import torch
+
+from .. import dist as pdist
+from ..data import ManifestIndex, read_manifest
+from ..trainer import CheckpointError, Task, TrainConfig, Trainer
+from . import model as svm
+from .dataset import SenseVoiceDataset, collate, edit_distance, greedy_decode
+from .tokens import Vocab, load_vocab
+
+
+class SenseVoiceTask(Task):
+    def __init__(self, train_manifest: str, val_manifest: Optional[str], vocab: Vocab, cmvn: dict,
+                 model_cfg: svm.SenseVoiceConfig, cfg: TrainConfig, cache: bool = True):
+        self.index = ManifestIndex(train_manifest)
+        self.val = read_manifest(val_manifest, check_audio=True) if val_manifest else []
+        self.vocab, self.cmvn, self.model_cfg, self.cfg = vocab, cmvn, model_cfg, cfg
+        self.cache = cache
+        self._parts: Dict[int, SenseVoiceDataset] = {}
+
+    def num_parts(self) -> int:
+        return max(1, self.cfg.data_split_num)
+
+    def train_part(self, part: int, epoch: int):
+        ds = self._parts.get(part)
+        if ds is None:
+            recs = self.index.part(part, self.num_parts())
+            ds = SenseVoiceDataset(recs, self.vocab, self.cmvn["neg_mean"], self.cmvn["inv_stddev"],
+                                   train=True, seed=self.cfg.seed, cache=self.cache)
+            if self.num_parts() == 1:  # one part: keep it (and its feature cache) across epochs
+                self._parts[part] = ds
+        ds.set_epoch(epoch)
+        return ds
+
+    def collate(self, items):
+        return collate(items)
+
+    def loss(self, model, batch):
+        total, st = model(batch["x"], batch["x_length"], batch["language"], batch["text_norm"],
+                          y=batch["y"], y_length=batch["y_length"], rich=batch["rich"])
+        n = batch["x"].shape[0]
+        return total / n, {"loss_sum": float(total.detach()), "samples": n,
+                           "tokens": float(batch["x_length"].sum()) * 6}
+
+    def validate(self, model, info: pdist.DistInfo) -> Dict[str, float]:
+        if not self.val:
+            return {}
+        recs = self.val[info.rank::info.world_size]
+        ds = SenseVoiceDataset(recs, self.vocab, self.cmvn["neg_mean"], self.cmvn["inv_stddev"], train=False)
+        sums = dict(loss_sum=0.0, n=0.0, char_err=0.0, chars=0.0, word_err=0.0, words=0.0, tags_ok=0.0)
+        bs = 16
+        for s in range(0, len(ds), bs):
+            b = collate([ds[i] for i in range(s, min(len(ds), s + bs))])
+            b = {k: (v.to(info.device) if torch.is_tensor(v) else v) for k, v in b.items()}
+            total, _ = model.loss(b["x"], b["x_length"], b["language"], b["text_norm"], b["y"], b["y_length"], b["rich"])
+            logits = model(b["x"], b["x_length"], b["language"], b["text_norm"])
+            hyps = greedy_decode(logits.float().cpu(), b["x_length"].cpu() + svm.NUM_QUERIES)
+            sums["loss_sum"] += float(total)
+            sums["n"] += len(hyps)
+            for j, h in enumerate(hyps):
+                rec = recs[s + j]
+                ref = rec["target"]
+                hyp = self.vocab.decode(h)
+                sums["char_err"] += edit_distance(hyp, ref)
+                sums["chars"] += len(ref)
+                sums["word_err"] += edit_distance(hyp.split(), ref.split())
+                sums["words"] += len(ref.split())
+                sums["tags_ok"] += float(h[:1] == [self.vocab.id("<|en|>")])
+        return sums
+
+    def summarize_val(self, s):
+        return {"loss": s["loss_sum"] / max(1, s["n"]), "cer": s["char_err"] / max(1, s["chars"]),
+                "wer": s["word_err"] / max(1, s["words"]), "lang_acc": s["tags_ok"] / max(1, s["n"]),
+                "utts": int(s["n"])}
+
+    def checkpoint_extra(self) -> dict:
+        extra = {"config": self.model_cfg.to_dict(), "tokens": list(self.vocab.pieces),
+                 "cmvn": {"neg_mean": self.cmvn["neg_mean"], "inv_stddev": self.cmvn["inv_stddev"]}}
+        if self.vocab.sp_path:
+            with open(self.vocab.sp_path, "rb") as f:
+                extra["sp_model"] = f.read()
+        return extra
+
+
+def add_train_flags(ap: argparse.ArgumentParser) -> None:
+    d = TrainConfig()
+    for name, val in d.to_dict().items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(val, bool):
+            ap.add_argument(flag, action="store_true", default=val)
+        elif isinstance(val, list):
+            ap.add_argument(flag, type=float, nargs="+", default=val)
+        else:
+            ap.add_argument(flag, type=type(val), default=val)
+
+
+def build_config(a) -> TrainConfig:
+    d = TrainConfig().to_dict()
+    return TrainConfig(**{k: getattr(a, k) for k in d})
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m train.sensevoice.train", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train", required=True, help="training manifest (JSONL)")
+    ap.add_argument("--val", help="validation manifest (JSONL)")
+    ap.add_argument("--vocab", default="char", help="'char' or a SentencePiece .model")
+    ap.add_argument("--cmvn", required=True, help="cmvn.json from train.sensevoice.prepare")
+    ap.add_argument("--size", default="demo", choices=sorted(svm.SIZES))
+    ap.add_argument("--model-config", help="JSON object overriding SenseVoiceConfig fields")
+    ap.add_argument("--init", help="initial weights (FunASR model.pt or our checkpoint)")
+    ap.add_argument("--no-cache", action="store_true", help="do not cache features in memory")
+    ap.add_argument("--out", dest="out_dir", default="train/out/sensevoice")
+    ap.add_argument("--epochs", dest="max_epochs", type=int, default=10)
+    ap.add_argument("--warmup", dest="warmup_steps", type=int, default=0)
+    add_train_flags(ap)
+    a = ap.parse_args(argv)
+    cfg = build_config(a)
+    torch.set_num_threads(int(os.environ.get("PARLEY_TORCH_THREADS", "1")))
+    info = pdist.init(cfg.device)
+    try:
+        vocab = load_vocab(a.vocab)
+        with open(a.cmvn) as f:
+            cmvn = json.load(f)
+        over = json.loads(a.model_config) if a.model_config else {}
+        mcfg = svm.config_for(a.size, vocab_size=len(vocab), **over)
+        torch.manual_seed(cfg.seed)
+        model = svm.build(mcfg)
+        if a.init:
+            svm.load_checkpoint_weights(model, a.init)
+        task = SenseVoiceTask(a.train, a.val, vocab, cmvn, mcfg, cfg, cache=not a.no_cache)
+        Trainer(cfg, model, task, info).fit()
+    finally:
+        pdist.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (CheckpointError, ValueError, FileNotFoundError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
