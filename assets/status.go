@@ -302,3 +302,25 @@ func Path(ctx context.Context, id string) (string, error) {
 	}
 	return m.Path(ctx, id)
 }
+
+// BestInstalled picks the model of a kind to use when the configuration names none: the first
+// installed non-demo model in registry order (manifest.toml lists the preferred first), else
+// an available demo model.
+func (m *Manager) BestInstalled(kind string) (string, bool) {
+	demo := ""
+	for _, model := range m.reg.models {
+		if model.Kind != kind {
+			continue
+		}
+		if m.status(model, context.Background(), false).State != StateInstalled {
+			continue
+		}
+		if !model.Demo {
+			return model.ID, true
+		}
+		if demo == "" {
+			demo = model.ID
+		}
+	}
+	return demo, demo != ""
+}
