@@ -259,4 +259,3 @@ func humanSize(n int64) string {
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }
-
