@@ -62,17 +62,20 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 	return ms, nil
 }
 
-// migrate brings db from its PRAGMA user_version up to target, one transaction per step, so a
-// crash or error leaves the database at the last complete version.
-func migrate(ctx context.Context, db *sql.DB, target int) error {
+// migrate brings db from its PRAGMA user_version up to version target of ms, one transaction
+// per step, so a crash or error leaves the database at the last complete version.
+func migrate(ctx context.Context, db *sql.DB, ms []migration, target int) error {
 	var cur int
 	if err := db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&cur); err != nil {
 		return err
 	}
-	if cur > len(migrations) {
-		return fmt.Errorf("%w: schema version %d, this build knows up to %d", ErrTooNew, cur, len(migrations))
+	if cur > len(ms) {
+		return fmt.Errorf("%w: schema version %d, this build knows up to %d", ErrTooNew, cur, len(ms))
 	}
-	for _, m := range migrations[cur:target] {
+	if target > len(ms) {
+		return fmt.Errorf("no migration to version %d", target)
+	}
+	for _, m := range ms[min(cur, target):target] {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("migration %s: %w", m.name, err)

@@ -4,16 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"time"
 )
-
-// SettingAudioRetentionDays is the settings key for how many days saved turn audio is kept
-// (0 or absent: keep forever).
-const SettingAudioRetentionDays = "history.audio_retention_days"
 
 // PruneResult reports what PruneAudio did.
 type PruneResult struct {
@@ -46,35 +40,13 @@ func (s *Store) PruneAudio(ctx context.Context, before time.Time) (PruneResult, 
 	return res, err
 }
 
-// PruneAudioByRetention applies the retention setting: with N > 0 days, audio older than N
-// days is pruned; otherwise nothing is.
-func (s *Store) PruneAudioByRetention(ctx context.Context, now time.Time) (PruneResult, error) {
-	days, err := s.AudioRetentionDays(ctx)
-	if err != nil || days <= 0 {
-		return PruneResult{}, err
+// PruneAudioDays applies a retention of days (config store.retention_days): audio of turns
+// older than that is deleted. days ≤ 0 keeps everything.
+func (s *Store) PruneAudioDays(ctx context.Context, days int, now time.Time) (PruneResult, error) {
+	if days <= 0 {
+		return PruneResult{}, nil
 	}
 	return s.PruneAudio(ctx, now.Add(-time.Duration(days)*24*time.Hour))
-}
-
-// AudioRetentionDays reads the retention setting (0 = keep forever).
-func (s *Store) AudioRetentionDays(ctx context.Context) (int, error) {
-	v, ok, err := s.Setting(ctx, SettingAudioRetentionDays)
-	if err != nil || !ok {
-		return 0, err
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("store: setting %s = %q: want a whole number of days: %w", SettingAudioRetentionDays, v, ErrInvalid)
-	}
-	return n, nil
-}
-
-// SetAudioRetentionDays stores the retention setting (0 = keep forever).
-func (s *Store) SetAudioRetentionDays(ctx context.Context, days int) error {
-	if days < 0 {
-		return fmt.Errorf("store: audio retention of %d days: %w", days, ErrInvalid)
-	}
-	return s.SetSetting(ctx, SettingAudioRetentionDays, strconv.Itoa(days))
 }
 
 // sweepAudioTrash deletes queued audio files that no turn references any more, then their

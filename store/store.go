@@ -102,7 +102,7 @@ func OpenWith(path string, opt Options) (*Store, error) {
 		s.w.Close()
 		return nil, fmt.Errorf("store: open %s: %w", abs, err)
 	}
-	if err := migrate(ctx, s.w, len(migrations)); err != nil {
+	if err := migrate(ctx, s.w, migrations, len(migrations)); err != nil {
 		s.w.Close()
 		return nil, s.openErr(err)
 	}

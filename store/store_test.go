@@ -190,7 +190,6 @@ func TestBadInputs(t *testing.T) {
 		{"empty setting key", ErrInvalid, func() error { return s.SetSetting(ctx, "", "v") }},
 		{"timer without time", ErrInvalid, func() error { _, err := s.AddTimer(ctx, "tea", time.Time{}); return err }},
 		{"cancel missing timer", ErrNotFound, func() error { return s.CancelTimer(ctx, 7) }},
-		{"bad retention", ErrInvalid, func() error { return s.SetAudioRetentionDays(ctx, -1) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -374,16 +373,10 @@ func TestRetention(t *testing.T) {
 	os.Remove(gone.AudioPath) // already missing: still unreferenced without error
 	fresh := mk("fresh.wav", time.Hour)
 
-	if days, err := s.AudioRetentionDays(ctx); days != 0 || err != nil {
-		t.Fatalf("default retention = %d, %v", days, err)
+	if res, err := s.PruneAudioDays(ctx, 0, now); err != nil || res.Turns != 0 {
+		t.Fatalf("prune with retention 0 = %+v, %v", res, err)
 	}
-	if res, err := s.PruneAudioByRetention(ctx, now); err != nil || res.Turns != 0 {
-		t.Fatalf("prune without retention = %+v, %v", res, err)
-	}
-	if err := s.SetAudioRetentionDays(ctx, 30); err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.PruneAudioByRetention(ctx, now)
+	res, err := s.PruneAudioDays(ctx, 30, now)
 	if err != nil || res.Turns != 2 || res.Deleted != 1 || len(res.Failed) != 0 {
 		t.Fatalf("prune = %+v, %v", res, err)
 	}
