@@ -103,13 +103,16 @@ func newFbankTables() *fbankTables {
 // used by two goroutines at once; make one per worker (they share the tables).
 type fbank struct {
 	t     *fbankTables
+	scale float32 // 32768 for sherpa-onnx's normalize_samples=0, else 1
 	frame [fftSize]float64
 	power [fftSize/2 + 1]float64
+	re    [fftSize / 2]float64
+	im    [fftSize / 2]float64
 }
 
-func newFbank(t *fbankTables) *fbank { return &fbank{t: t} }
+func newFbank(t *fbankTables, scale float32) *fbank { return &fbank{t: t, scale: scale} }
 
-// Compute appends the log-mel frames of samples (16 kHz, [-1, 1) floats) to dst, 80 values
+// Compute appends the log-mel frames of samples (16 kHz, [-1, 1) floats times scale) to dst, 80 values
 // per frame, and returns it. It allocates only when dst must grow.
 func (f *fbank) Compute(dst []float32, samples []float32) []float32 {
 	n := NumFrames(len(samples))
@@ -126,8 +129,9 @@ func (f *fbank) frameInto(out []float32, in []float32) {
 	// Scale to 16-bit amplitudes in float32, as sherpa-onnx does, then work in float64.
 	// For 16-bit PCM input every value is an integer, so the frame sum below is exact.
 	var sum float64
+	scale := f.scale
 	for i, v := range in[:frameLength] {
-		x := float64(v * sampleScale)
+		x := float64(v * scale)
 		fr[i] = x
 		sum += x
 	}
@@ -145,7 +149,7 @@ func (f *fbank) frameInto(out []float32, in []float32) {
 		fr[i] *= win[i]
 	}
 	clear(fr[frameLength:])
-	f.t.fft.power(fr[:], f.power[:])
+	f.t.fft.power(fr[:], f.power[:], f.re[:], f.im[:])
 	for b := range f.t.mel {
 		m := &f.t.mel[b]
 		p := f.power[m.start : m.start+len(m.w)]

@@ -72,7 +72,7 @@ func maxAbsDiff(a, b []float32) float64 {
 // TestFbankMatchesTorchaudio compares our filterbank with torchaudio.compliance.kaldi.fbank
 // (same options as sherpa-onnx) on speech, silence, DC, clipping, noise and short inputs.
 func TestFbankMatchesTorchaudio(t *testing.T) {
-	fb := newFbank(newFbankTables())
+	fb := newFbank(newFbankTables(), sampleScale)
 	for _, c := range readFbankIndex(t) {
 		t.Run(c.Name, func(t *testing.T) {
 			dir := filepath.Join("testdata", "fbank")
@@ -105,7 +105,7 @@ func TestFbankMatchesTorchaudio(t *testing.T) {
 }
 
 func TestFbankAppendsAndIsReusable(t *testing.T) {
-	fb := newFbank(newFbankTables())
+	fb := newFbank(newFbankTables(), sampleScale)
 	x := make([]float32, 1600)
 	for i := range x {
 		x[i] = float32(math.Sin(float64(i) * 0.05))
@@ -141,7 +141,7 @@ func TestRealFFTMatchesDFT(t *testing.T) {
 			x[i] = math.Sin(float64(i)*0.3) + 0.25*float64(i%7) - 1
 		}
 		got := make([]float64, n/2+1)
-		f.power(x, got)
+		f.power(x, got, make([]float64, n/2), make([]float64, n/2))
 		for k := 0; k <= n/2; k++ {
 			var re, im float64
 			for i, v := range x {

@@ -4,7 +4,8 @@ import "math"
 
 // realFFT computes power spectra of real frames of a fixed power-of-two length n by a
 // complex radix-2 FFT of length n/2 over the even/odd-packed input, followed by the usual
-// split step. Tables are built once; power allocates nothing.
+// split step. Tables are built once and only read, so one realFFT serves many goroutines;
+// power allocates nothing (callers pass scratch).
 type realFFT struct {
 	n      int
 	m      int       // n/2, the complex FFT length
@@ -13,7 +14,6 @@ type realFFT struct {
 	twIm   []float64
 	spRe   []float64 // e^{-2πi k/n}, k <= m, for the split step
 	spIm   []float64
-	re, im []float64 // scratch, length m
 }
 
 func newRealFFT(n int) *realFFT {
@@ -25,7 +25,6 @@ func newRealFFT(n int) *realFFT {
 		bitrev: make([]int32, m),
 		twRe:   make([]float64, m/2), twIm: make([]float64, m/2),
 		spRe: make([]float64, m+1), spIm: make([]float64, m+1),
-		re: make([]float64, m), im: make([]float64, m),
 	}
 	bits := 0
 	for 1<<bits < m {
@@ -51,10 +50,11 @@ func newRealFFT(n int) *realFFT {
 	return f
 }
 
-// power writes |X[k]|² for k = 0..n/2 of the real input x (length n) into out (length n/2+1).
-func (f *realFFT) power(x []float64, out []float64) {
+// power writes |X[k]|² for k = 0..n/2 of the real input x (length n) into out (length
+// n/2+1), using re and im (length ≥ n/2 each) as scratch.
+func (f *realFFT) power(x, out, re, im []float64) {
 	m := f.m
-	re, im := f.re[:m], f.im[:m]
+	re, im = re[:m], im[:m]
 	x = x[:f.n]
 	out = out[:m+1]
 	for i, r := range f.bitrev {

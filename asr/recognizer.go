@@ -1,0 +1,399 @@
+// Package asr is Parley's speech recognizer: SenseVoice (sherpa-onnx or FunASR ONNX exports)
+// with a Kaldi-compatible frontend, greedy CTC decoding, SenseVoice's language, emotion and
+// event tags, token timestamps, and long-audio segmentation.
+package asr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Options are per-call decoding choices.
+type Options struct {
+	// Language is "auto" (or ""), "zh", "en", "yue", "ja" or "ko" (also "nospeech" when the
+	// model declares it).
+	Language string
+	// ITN asks the model for inverse text normalisation (digits, punctuation, casing).
+	ITN bool
+	// SuppressEmoUnknown never decodes <|EMO_UNKNOWN|>, so the best real emotion is reported
+	// (FunASR's ban_emo_unk).
+	SuppressEmoUnknown bool
+}
+
+// Config configures a Recognizer.
+type Config struct {
+	Options
+	// Int8 prefers model.int8.onnx (or model_quant.onnx) when a directory has both.
+	Int8 bool
+	// Provider and Threads choose the ONNX Runtime execution provider and intra-op threads
+	// (see gpu.Options).
+	Provider string
+	Threads  int
+	// Workers bounds how many model calls run at once (default 1); more callers wait.
+	Workers int
+	// BatchSize is how many pieces one model call may take in TranscribeBatch (default 8).
+	BatchSize int
+	// MaxSegment is the longest audio fed to one model call (default and maximum 30 s).
+	MaxSegment time.Duration
+	// Logger receives debug timings; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// MaxSegment is the longest stretch of audio sent to the model in one call.
+const MaxSegment = 30 * time.Second
+
+// ErrInput is wrapped by errors about the audio given.
+var ErrInput = errors.New("asr: bad input")
+
+// Source is a stream of 16 kHz mono samples; an audio.Source in that format is one. Read
+// returns io.EOF at the end.
+type Source interface {
+	Read(ctx context.Context, p []float32) (int, error)
+}
+
+// Recognizer transcribes speech with one loaded model. It is safe for concurrent use; at most
+// Config.Workers model calls run at once.
+type Recognizer struct {
+	m      *model
+	cfg    Config
+	tables *fbankTables
+	slots  chan *worker
+	maxLen int
+	log    *slog.Logger
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+// worker is the scratch state of one model call.
+type worker struct {
+	fb     *fbank
+	fbank  []float32
+	ids    []int32
+	frames []int32
+}
+
+// ModelInfo describes a loaded model.
+type ModelInfo struct {
+	Path      string
+	Format    Format
+	Provider  string
+	Vocab     int
+	Languages []string
+}
+
+// New loads a SenseVoice model from a directory (or a model file) and validates it: the
+// sherpa-onnx export (model.onnx / model.int8.onnx + tokens.txt) or the FunASR one
+// (model.onnx / model_quant.onnx + am.mvn + tokens.json).
+func New(modelPath string, cfg Config) (*Recognizer, error) {
+	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.MaxSegment < 0 || cfg.Threads < 0 {
+		return nil, fmt.Errorf("%w: negative Workers, BatchSize, Threads or MaxSegment", ErrConfig)
+	}
+	if cfg.MaxSegment > MaxSegment {
+		return nil, fmt.Errorf("%w: MaxSegment %v is over the model's %v", ErrConfig, cfg.MaxSegment, MaxSegment)
+	}
+	if cfg.MaxSegment == 0 {
+		cfg.MaxSegment = MaxSegment
+	}
+	if cfg.MaxSegment < time.Second {
+		return nil, fmt.Errorf("%w: MaxSegment %v is under a second", ErrConfig, cfg.MaxSegment)
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 1
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 8
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m, err := loadModel(modelPath, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Recognizer{m: m, cfg: cfg, tables: newFbankTables(), log: cfg.Logger,
+		maxLen: int(cfg.MaxSegment.Seconds() * SampleRate)}
+	if _, err := m.languageID(cfg.Language); err != nil {
+		m.close()
+		return nil, err
+	}
+	r.slots = make(chan *worker, cfg.Workers)
+	for range cfg.Workers {
+		r.slots <- &worker{fb: newFbank(r.tables, m.scale)}
+	}
+	r.log.Debug("asr model loaded", "path", m.path, "format", m.format, "provider", m.sess.Provider,
+		"vocab", m.vocab, "workers", cfg.Workers)
+	return r, nil
+}
+
+// Info describes the loaded model.
+func (r *Recognizer) Info() ModelInfo {
+	langs := make([]string, 0, len(r.m.lang))
+	for _, l := range append(Languages, "nospeech") {
+		if _, ok := r.m.lang[l]; ok {
+			langs = append(langs, l)
+		}
+	}
+	return ModelInfo{Path: r.m.path, Format: r.m.format, Provider: r.m.sess.Provider, Vocab: r.m.vocab, Languages: langs}
+}
+
+// Tokens is the model's symbol table.
+func (r *Recognizer) Tokens() *Tokens { return r.m.tokens }
+
+// Close waits for calls in progress and releases the model. Later calls return ErrClosed.
+func (r *Recognizer) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	return r.m.close()
+}
+
+func (r *Recognizer) enter() error {
+	r.mu.RLock()
+	if r.closed {
+		r.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (r *Recognizer) leave() { r.mu.RUnlock() }
+
+// Transcribe recognises 16 kHz mono samples in [-1, 1] with the Config's options.
+func (r *Recognizer) Transcribe(ctx context.Context, samples []float32) (*Result, error) {
+	return r.TranscribeWith(ctx, samples, r.cfg.Options)
+}
+
+// TranscribeWith recognises 16 kHz mono samples with the given options. Audio longer than
+// MaxSegment is cut at silences and the pieces' results merged with absolute timestamps.
+func (r *Recognizer) TranscribeWith(ctx context.Context, samples []float32, o Options) (*Result, error) {
+	res, err := r.TranscribeBatch(ctx, [][]float32{samples}, o)
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
+}
+
+// piece is a stretch of one input sent to the model.
+type piece struct {
+	input  int
+	offset int // samples from the start of the input
+	x      []float32
+}
+
+func checkSamples(x []float32) error {
+	for i, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("%w: sample %d is %v", ErrInput, i, v)
+		}
+	}
+	return nil
+}
+
+// TranscribeBatch recognises several inputs, running up to Config.BatchSize pieces per
+// model call (zero-padded to the longest, as sherpa-onnx batches). Results are in input
+// order and equal to transcribing each input alone.
+func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o Options) ([]*Result, error) {
+	if err := r.enter(); err != nil {
+		return nil, err
+	}
+	defer r.leave()
+	lang, norm, err := r.queries(o)
+	if err != nil {
+		return nil, err
+	}
+	var pieces []piece
+	for i, x := range inputs {
+		if err := checkSamples(x); err != nil {
+			return nil, fmt.Errorf("input %d: %w", i, err)
+		}
+		for off := 0; off < len(x); {
+			n := findCut(x[off:], r.maxLen)
+			if n <= 0 { // cannot happen; never loop forever
+				n = min(len(x)-off, r.maxLen)
+			}
+			pieces = append(pieces, piece{input: i, offset: off, x: x[off : off+n]})
+			off += n
+		}
+	}
+	segs := make([]Segment, len(pieces))
+	// Shortest first, so a batch pads little; silent and too-short pieces need no model.
+	order := make([]int, 0, len(pieces))
+	for i, p := range pieces {
+		segs[i] = emptySegment(p)
+		if NumFrames(len(p.x)) > 0 && !isSilent(p.x) {
+			order = append(order, i)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(pieces[a].x) - len(pieces[b].x) })
+	for start := 0; start < len(order); start += r.cfg.BatchSize {
+		batch := order[start:min(start+r.cfg.BatchSize, len(order))]
+		ps := make([]piece, len(batch))
+		for j, k := range batch {
+			ps[j] = pieces[k]
+		}
+		out, err := r.run(ctx, ps, lang, norm, o.SuppressEmoUnknown)
+		if err != nil {
+			return nil, err
+		}
+		for j, k := range batch {
+			segs[k] = out[j]
+		}
+	}
+	results := make([]*Result, len(inputs))
+	for i, x := range inputs {
+		var mine []Segment
+		for k, p := range pieces {
+			if p.input == i && (segs[k].Text != "" || len(segs[k].TokenIDs) > 0) {
+				mine = append(mine, segs[k])
+			}
+		}
+		results[i] = merge(mine, seconds(len(x)))
+	}
+	return results, nil
+}
+
+func emptySegment(p piece) Segment {
+	return Segment{Start: seconds(p.offset), End: seconds(p.offset + len(p.x)), Tokens: []string{}, Timestamps: []float64{}}
+}
+
+func seconds(samples int) float64 { return float64(samples) / SampleRate }
+
+func (r *Recognizer) queries(o Options) (lang, norm int32, err error) {
+	lang, err = r.m.languageID(o.Language)
+	if err != nil {
+		return 0, 0, err
+	}
+	norm = r.m.withoutITN
+	if o.ITN {
+		norm = r.m.withITN
+	}
+	return lang, norm, nil
+}
+
+// acquire takes a worker slot, waiting while all are busy.
+func (r *Recognizer) acquire(ctx context.Context) (*worker, error) {
+	select {
+	case w := <-r.slots:
+		return w, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run computes features for pieces, runs them as one batch and decodes each.
+func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banEmo bool) ([]Segment, error) {
+	w, err := r.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { r.slots <- w }()
+	m := r.m
+	dim := numMelBins * m.lfrM
+	feats := make([][]float32, len(ps))
+	rows := make([]int, len(ps))
+	for i, p := range ps {
+		w.fbank = w.fb.Compute(w.fbank[:0], p.x)
+		feats[i] = lfrCMVN(nil, w.fbank, numMelBins, m.lfrM, m.lfrN, &m.cmvn)
+		rows[i] = len(feats[i]) / dim
+	}
+	langs, norms := make([]int32, len(ps)), make([]int32, len(ps))
+	for i := range ps {
+		langs[i], norms[i] = lang, norm
+	}
+	logits, frames, err := m.forward(ctx, feats, rows, langs, norms)
+	if err != nil {
+		return nil, err
+	}
+	ban := -1
+	if banEmo {
+		ban = m.emoUnknown
+	}
+	out := make([]Segment, len(ps))
+	for i, p := range ps {
+		w.ids, w.frames = greedyCTC(logits[i], frames[i], m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
+		out[i] = decodeSegment(m.tokens, w.ids, w.frames, seconds(p.offset), seconds(len(p.x)))
+	}
+	return out, nil
+}
+
+// TranscribeStream recognises a 16 kHz mono stream of any length with bounded memory: it
+// holds at most MaxSegment of audio, cuts it at silences, and transcribes each piece as it
+// comes. onSegment, if not nil, gets each non-empty segment as soon as it is decoded; an
+// error from it stops the stream.
+func (r *Recognizer) TranscribeStream(ctx context.Context, src Source, o Options, onSegment func(Segment) error) (*Result, error) {
+	if err := r.enter(); err != nil {
+		return nil, err
+	}
+	defer r.leave()
+	lang, norm, err := r.queries(o)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]float32, 0, r.maxLen+16000)
+	var segs []Segment
+	total := 0 // samples consumed into pieces
+	eof := false
+	emit := func(x []float32) error {
+		p := piece{offset: total, x: x}
+		total += len(x)
+		if NumFrames(len(x)) == 0 || isSilent(x) {
+			return nil
+		}
+		out, err := r.run(ctx, []piece{p}, lang, norm, o.SuppressEmoUnknown)
+		if err != nil {
+			return err
+		}
+		s := out[0]
+		if s.Text == "" && len(s.TokenIDs) == 0 {
+			return nil
+		}
+		segs = append(segs, s)
+		if onSegment != nil {
+			return onSegment(s)
+		}
+		return nil
+	}
+	for !eof || len(buf) > 0 {
+		for !eof && len(buf) < cap(buf) {
+			n, err := src.Read(ctx, buf[len(buf):cap(buf)])
+			if n < 0 || n > cap(buf)-len(buf) {
+				return nil, fmt.Errorf("%w: source returned %d samples for a %d-sample buffer", ErrInput, n, cap(buf)-len(buf))
+			}
+			if err := checkSamples(buf[len(buf) : len(buf)+n]); err != nil {
+				return nil, err
+			}
+			buf = buf[:len(buf)+n]
+			if errors.Is(err, io.EOF) {
+				eof = true
+			} else if err != nil {
+				return nil, err
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if len(buf) == 0 {
+			break
+		}
+		cut := len(buf)
+		if len(buf) > r.maxLen || !eof {
+			cut = findCut(buf, r.maxLen)
+		}
+		if err := emit(buf[:cut]); err != nil {
+			return nil, err
+		}
+		buf = buf[:copy(buf, buf[cut:])]
+	}
+	return merge(segs, seconds(total)), nil
+}

@@ -1,0 +1,106 @@
+package asr
+
+import (
+	"math"
+	"sort"
+)
+
+// Long audio is cut into pieces of at most maxSegment samples at silences. Until the Silero
+// VAD in audio/vad is wired in, silences are found from short-time energy: 10 ms frames, a
+// threshold 10 dB above the window's 10th-percentile energy (and never below −60 dBFS), the
+// longest quiet run in the last two thirds of the window wins, its middle is the cut; with
+// no quiet run, the quietest 50 ms in that range.
+
+const (
+	energyFrame    = 160    // 10 ms
+	silenceFloor   = 1e-6   // −60 dBFS mean square
+	silentRMS      = 5.6e-4 // −65 dBFS: a piece this quiet overall is not sent to the model …
+	silentPeak     = 3.2e-3 // … unless some sample reaches −50 dBFS
+	minQuietFrames = 5      // a quiet run must last 50 ms to count as a pause
+)
+
+// findCut returns where to end a piece that starts at x[0] when x is longer than a piece
+// may be (len(x) ≥ maxLen): a sample index in (0, maxLen].
+func findCut(x []float32, maxLen int) int {
+	if len(x) <= maxLen {
+		return len(x)
+	}
+	nf := maxLen / energyFrame
+	if nf < 3 {
+		return maxLen
+	}
+	e := make([]float64, nf)
+	for k := range e {
+		e[k] = meanSquare(x[k*energyFrame : (k+1)*energyFrame])
+	}
+	sorted := append([]float64(nil), e...)
+	sort.Float64s(sorted)
+	thr := math.Max(sorted[len(sorted)/10]*10, silenceFloor)
+	lo := nf / 3
+	// Longest run of quiet frames within [lo, nf).
+	bestStart, bestLen := -1, 0
+	for k := lo; k < nf; {
+		if e[k] >= thr {
+			k++
+			continue
+		}
+		j := k
+		for j < nf && e[j] < thr {
+			j++
+		}
+		if j-k > bestLen || (j-k == bestLen && j == nf) {
+			bestStart, bestLen = k, j-k
+		}
+		k = j
+	}
+	if bestLen >= minQuietFrames {
+		return (bestStart + bestLen/2) * energyFrame
+	}
+	// No pause: the quietest 50 ms window.
+	best, bestE := nf-1, math.Inf(1)
+	for k := lo; k+5 <= nf; k++ {
+		var s float64
+		for _, v := range e[k : k+5] {
+			s += v
+		}
+		if s < bestE {
+			best, bestE = k+2, s
+		}
+	}
+	if best <= 0 {
+		return maxLen
+	}
+	return best * energyFrame
+}
+
+func meanSquare(x []float32) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return s / float64(len(x))
+}
+
+// isSilent reports whether a piece holds nothing worth sending to the model: digital
+// silence, a constant offset, or a hiss below −65 dBFS with no sample further than −50 dBFS
+// from the piece's mean (the frontend removes each frame's mean, so DC carries nothing).
+func isSilent(x []float32) bool {
+	if len(x) == 0 {
+		return true
+	}
+	var mean float64
+	for _, v := range x {
+		mean += float64(v)
+	}
+	mean /= float64(len(x))
+	var peak, ss float64
+	for _, v := range x {
+		d := math.Abs(float64(v) - mean)
+		peak = math.Max(peak, d)
+		ss += d * d
+	}
+	return peak < silentPeak && math.Sqrt(ss/float64(len(x))) < silentRMS
+}
