@@ -289,4 +289,3 @@ func TestClosed(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
-
