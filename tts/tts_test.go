@@ -1,0 +1,127 @@
+package tts
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/tts/control"
+)
+
+func TestPrepare(t *testing.T) {
+	p := Prepare(Request{Text: "I have 3 cats [uv_break] and 2 dogs. 我有2个苹果。", Speed: 2}, control.DefaultCalibration())
+	if len(p.Sentences) != 2 {
+		t.Fatalf("%d sentences, want 2", len(p.Sentences))
+	}
+	s0 := p.Sentences[0]
+	if !strings.Contains(s0.Text, "three cats") || !strings.Contains(s0.Text, "two dogs") {
+		t.Errorf("sentence 0 text %q not normalized", s0.Text)
+	}
+	var pauses []time.Duration
+	for _, seg := range s0.Segments {
+		if seg.Kind == control.Pause {
+			pauses = append(pauses, seg.Pause)
+		}
+		if seg.Kind == control.Text && seg.Rate != 2 {
+			t.Errorf("rate %v, want request speed 2", seg.Rate)
+		}
+	}
+	// uv_break (150 ms) and the sentence gap (250 ms), both halved by speed 2
+	if len(pauses) != 2 || pauses[0] != 75*time.Millisecond || pauses[1] != 125*time.Millisecond {
+		t.Errorf("pauses %v, want [75ms 125ms]", pauses)
+	}
+	if s1 := p.Sentences[1]; s1.Segments[0].Lang != "zh" || !strings.Contains(s1.Text, "两个") {
+		t.Errorf("sentence 1 = %+v", s1)
+	}
+}
+
+func tone(d time.Duration, rate int) []float32 {
+	x := make([]float32, int(d.Seconds()*float64(rate)))
+	for i := range x {
+		x[i] = float32(0.3 * math.Sin(2*math.Pi*220*float64(i)/float64(rate)))
+	}
+	return x
+}
+
+func TestSilencesAndTrim(t *testing.T) {
+	const rate = 16000
+	var x []float32
+	x = append(x, Silence(200*time.Millisecond, rate)...)
+	x = append(x, tone(300*time.Millisecond, rate)...)
+	x = append(x, Silence(400*time.Millisecond, rate)...)
+	x = append(x, tone(300*time.Millisecond, rate)...)
+	x = append(x, Silence(100*time.Millisecond, rate)...)
+	g := Silences(x, rate, -50, 50*time.Millisecond)
+	if len(g) != 1 || g[0].Len() < 390*time.Millisecond || g[0].Len() > 410*time.Millisecond {
+		t.Errorf("gaps %v, want one of 400 ms", g)
+	}
+	tr := Trim(x, rate, -50, 0)
+	if d := time.Duration(len(tr)) * time.Second / rate; d < 990*time.Millisecond || d > 1010*time.Millisecond {
+		t.Errorf("trimmed to %v, want 1 s", d)
+	}
+	if len(Trim(Silence(time.Second, rate), rate, -50, 0)) != 0 {
+		t.Error("silence not trimmed to nothing")
+	}
+}
+
+func TestStreamCancelAndResample(t *testing.T) {
+	started := make(chan struct{})
+	s := NewStream(context.Background(), nil, func(ctx context.Context, emit func(Chunk) error) error {
+		close(started)
+		for i := 0; ; i++ {
+			if err := emit(Chunk{Samples: tone(100*time.Millisecond, 24000), SampleRate: 24000, Sentence: i}); err != nil {
+				return err
+			}
+		}
+	})
+	r := Resampled(s, 16000)
+	c, err := r.Next(context.Background())
+	if err != nil || c.SampleRate != 16000 || len(c.Samples) < 1500 || len(c.Samples) > 1700 {
+		t.Fatalf("chunk %d samples at %d Hz, err %v", len(c.Samples), c.SampleRate, err)
+	}
+	<-started
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Next(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Next after cancel: %v", err)
+	}
+	r.Close() // returns only once the producer has stopped
+}
+
+func TestStreamEOFAndError(t *testing.T) {
+	s := NewStream(context.Background(), []string{"w"}, func(ctx context.Context, emit func(Chunk) error) error {
+		return emit(Chunk{Samples: []float32{1}, SampleRate: 8000})
+	})
+	b, err := ReadAll(context.Background(), s)
+	if err != nil || len(b.Data) != 1 || s.Warnings()[0] != "w" {
+		t.Fatalf("ReadAll = %v, %v", b, err)
+	}
+	bad := errors.New("boom")
+	s = NewStream(context.Background(), nil, func(ctx context.Context, emit func(Chunk) error) error { return bad })
+	if _, err := s.Next(context.Background()); !errors.Is(err, bad) {
+		t.Errorf("Next = %v, want boom", err)
+	}
+	if _, err := s.Next(context.Background()); err == io.EOF {
+		t.Error("error turned into EOF")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, r := range []Request{
+		{}, {Text: " "}, {Text: "a", Speed: 5}, {Text: "a", TopP: 1.5}, {Text: "a", TopK: -1},
+		{Text: "a", Format: "mp3"}, {Text: "a", Embedding: []float32{float32(math.NaN())}},
+		{Text: "a", Mix: []VoiceWeight{{"x", -1}}}, {Text: strings.Repeat("a", MaxTextBytes+1)},
+	} {
+		if _, err := r.Validate(); err == nil {
+			t.Errorf("Validate(%+v) accepted", r)
+		}
+	}
+	r, err := Request{Text: "a", Seed: 3}.Validate()
+	if err != nil || r.Speed != 1 || !r.HasSeed {
+		t.Errorf("Validate defaults: %+v %v", r, err)
+	}
+}
