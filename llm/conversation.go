@@ -149,7 +149,7 @@ func (c *Conversation) Prompt(l Listener) []Message {
 			}
 			return append(out, c.Messages...)
 		}
-		c.fold(c.Messages[:n])
+		c.fold(c.Messages[:n], budget)
 		c.Messages = append([]Message(nil), c.Messages[n:]...)
 	}
 }
@@ -179,7 +179,7 @@ func (c *Conversation) oldestTurn() int {
 	return len(c.Messages)
 }
 
-func (c *Conversation) fold(turn []Message) {
+func (c *Conversation) fold(turn []Message, budget int) {
 	var add string
 	if c.Summarize != nil {
 		add = c.Summarize(turn)
@@ -203,7 +203,7 @@ func (c *Conversation) fold(turn []Message) {
 	s := strings.TrimSpace(c.Summary + " " + add)
 	max := c.MaxSummary
 	if max <= 0 {
-		max = 600
+		max = min(600, budget) // about a quarter of the budget in tokens
 	}
 	// Keep the newest part of the summary.
 	for utf8.RuneCountInString(s) > max {
