@@ -132,10 +132,17 @@ func writeMarkdown(w io.Writer, c Conversation, turns []Turn, o ExportOptions) e
 			text = "…"
 		}
 		for _, line := range strings.Split(text, "\n") {
+			if line = strings.TrimRight(line, " \t\r"); line == "" {
+				fmt.Fprintln(w, ">")
+				continue
+			}
 			fmt.Fprintf(w, "> %s\n", line)
 		}
 		if l := t.Latency.String(); l != "" {
 			fmt.Fprintf(w, "\n_latency: %s_\n", l)
+		}
+		if t.Error != "" {
+			fmt.Fprintf(w, "\n_error: %s_\n", strings.Join(strings.Fields(t.Error), " "))
 		}
 		if t.AudioPath != "" {
 			fmt.Fprintf(w, "\n[audio](<%s>)\n", t.AudioPath)
@@ -166,6 +173,7 @@ type jsonTurn struct {
 	End         *time.Time   `json:"end,omitempty"`
 	Latency     *jsonLatency `json:"latency,omitempty"`
 	AudioPath   string       `json:"audio_path,omitempty"`
+	Error       string       `json:"error,omitempty"`
 	Created     time.Time    `json:"created"`
 }
 
@@ -199,7 +207,7 @@ func writeJSON(w io.Writer, c Conversation, turns []Turn) error {
 	for _, t := range turns {
 		jt := jsonTurn{ID: t.ID, Seq: t.Seq, Role: t.Role, Text: t.Text, Language: t.Language,
 			Emotion: t.Emotion, Event: t.Event, Voice: t.Voice, Interrupted: t.Interrupted,
-			Start: timePtr(t.Start), End: timePtr(t.End), AudioPath: t.AudioPath, Created: t.Created.UTC()}
+			Start: timePtr(t.Start), End: timePtr(t.End), AudioPath: t.AudioPath, Error: t.Error, Created: t.Created.UTC()}
 		if l := t.Latency; !l.IsZero() {
 			jt.Latency = &jsonLatency{SpeechEnd: timePtr(l.SpeechEnd), TranscriptMS: msPtr(l, l.Transcript),
 				FirstTokenMS: msPtr(l, l.FirstToken), FirstSentenceMS: msPtr(l, l.FirstSentence), FirstAudioMS: msPtr(l, l.FirstAudio)}

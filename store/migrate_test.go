@@ -81,7 +81,12 @@ func TestSchemaGolden(t *testing.T) {
 // fixtures insert data the way the schema of each version allowed. A new migration adds the
 // fixture for its predecessor's schema.
 var fixtures = map[int]string{
-	1: `INSERT INTO conversations(id, title, created_at, updated_at) VALUES (1, 'old chat', 1700000000000, 1700000005000);
+	1: fixtureV1,
+	// v2 only added tables filled by triggers: v1 data is valid v2 data.
+	2: fixtureV1,
+}
+
+const fixtureV1 = `INSERT INTO conversations(id, title, created_at, updated_at) VALUES (1, 'old chat', 1700000000000, 1700000005000);
 	    INSERT INTO turns(conversation_id, seq, role, text, language, emotion, event, interrupted, start_at, end_at,
 	                      speech_end_at, transcript_at, audio_path, created_at)
 	    VALUES (1, 1, 'user', '今天天气怎么样', 'zh', 'NEUTRAL', 'Speech', 0, 1700000000000, 1700000001500,
@@ -90,8 +95,7 @@ var fixtures = map[int]string{
 	            NULL, NULL, NULL, 1700000002000);
 	    INSERT INTO timers(label, due_at, created_at) VALUES ('tea', 1700000100000, 1700000000000);
 	    INSERT INTO jobs(kind, status, config, created_at, updated_at) VALUES ('clone', 'running', '{"a":1}', 1, 1);
-	    INSERT INTO settings(key, value, updated_at) VALUES ('voice', 'espeak:en', 1);`,
-}
+	    INSERT INTO settings(key, value, updated_at) VALUES ('voice', 'espeak:en', 1);`
 
 // Every earlier version, with data in it, migrates to the latest schema: the same schema a new
 // database gets, the data intact and searchable.

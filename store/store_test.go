@@ -96,7 +96,7 @@ func TestConversationsAndTurns(t *testing.T) {
 	u := &Turn{ConversationID: c.ID, Role: RoleUser, Text: "what time is it", Language: "en", Emotion: "NEUTRAL", Event: "Speech",
 		Start: t0, End: t0.Add(1500 * time.Millisecond),
 		Latency: Latency{SpeechEnd: t0.Add(1500 * time.Millisecond), Transcript: t0.Add(1620 * time.Millisecond)}}
-	a := &Turn{ConversationID: c.ID, Role: RoleAssistant, Text: "It is ten past six.", Voice: "espeak:en", Interrupted: true,
+	a := &Turn{ConversationID: c.ID, Role: RoleAssistant, Text: "It is ten past six.", Voice: "espeak:en", Interrupted: true, Error: "tts: device lost",
 		Start: t0.Add(2 * time.Second), End: t0.Add(3 * time.Second), AudioPath: filepath.Join(t.TempDir(), "a.wav"),
 		Latency: Latency{SpeechEnd: t0.Add(1500 * time.Millisecond), Transcript: t0.Add(1620 * time.Millisecond),
 			FirstToken: t0.Add(1700 * time.Millisecond), FirstSentence: t0.Add(1800 * time.Millisecond), FirstAudio: t0.Add(2 * time.Second)}}

@@ -89,6 +89,7 @@ type Turn struct {
 	Start, End time.Time
 	Latency    Latency
 	AudioPath  string    // optional saved audio, a file owned by the store once referenced
+	Error      string    // why the exchange failed, if it did
 	Created    time.Time // set by AddTurn
 }
 
@@ -284,9 +285,9 @@ func (s *Store) AddTurns(ctx context.Context, ts ...*Turn) error {
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO turns(conversation_id, seq, role, text,
 			language, emotion, event, voice, interrupted, start_at, end_at,
 			speech_end_at, transcript_at, first_token_at, first_sentence_at, first_audio_at,
-			audio_path, created_at)
+			audio_path, error, created_at)
 			VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE conversation_id = ?1),
-			        ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+			        ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
 			RETURNING id, seq`)
 		if err != nil {
 			return err
@@ -302,7 +303,7 @@ func (s *Store) AddTurns(ctx context.Context, ts ...*Turn) error {
 				t.Language, t.Emotion, t.Event, t.Voice, t.Interrupted, toMS(t.Start), toMS(t.End),
 				toMS(t.Latency.SpeechEnd), toMS(t.Latency.Transcript), toMS(t.Latency.FirstToken),
 				toMS(t.Latency.FirstSentence), toMS(t.Latency.FirstAudio),
-				nullString(t.AudioPath), created.UnixMilli()).Scan(&t.ID, &t.Seq)
+				nullString(t.AudioPath), t.Error, created.UnixMilli()).Scan(&t.ID, &t.Seq)
 			if isFKError(err) {
 				return fmt.Errorf("conversation %d: %w", t.ConversationID, ErrNotFound)
 			}
@@ -328,8 +329,8 @@ func (s *Store) AddTurns(ctx context.Context, ts ...*Turn) error {
 	})
 }
 
-// UpdateTurn rewrites a turn's content (text, tags, voice, interrupted flag, times, latency and
-// audio path) — e.g. to cut an answer to what was played when the user barged in. Replacing
+// UpdateTurn rewrites a turn's content (text, tags, voice, interrupted flag, times, latency,
+// audio path and error) — e.g. to cut an answer to what was played when the user barged in. Replacing
 // or clearing AudioPath deletes the old file.
 func (s *Store) UpdateTurn(ctx context.Context, t *Turn) error {
 	if err := t.validate(); err != nil {
@@ -338,12 +339,12 @@ func (s *Store) UpdateTurn(ctx context.Context, t *Turn) error {
 	err := s.write(ctx, fmt.Sprintf("update turn %d", t.ID), func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE turns SET role = ?, text = ?, language = ?, emotion = ?,
 			event = ?, voice = ?, interrupted = ?, start_at = ?, end_at = ?, speech_end_at = ?,
-			transcript_at = ?, first_token_at = ?, first_sentence_at = ?, first_audio_at = ?, audio_path = ?
-			WHERE id = ?`,
+			transcript_at = ?, first_token_at = ?, first_sentence_at = ?, first_audio_at = ?, audio_path = ?,
+			error = ? WHERE id = ?`,
 			string(t.Role), t.Text, t.Language, t.Emotion, t.Event, t.Voice, t.Interrupted,
 			toMS(t.Start), toMS(t.End), toMS(t.Latency.SpeechEnd), toMS(t.Latency.Transcript),
 			toMS(t.Latency.FirstToken), toMS(t.Latency.FirstSentence), toMS(t.Latency.FirstAudio),
-			nullString(t.AudioPath), t.ID)
+			nullString(t.AudioPath), t.Error, t.ID)
 		if err := mustAffect(res, err, "turn", t.ID); err != nil {
 			return err
 		}
@@ -360,14 +361,14 @@ func (s *Store) UpdateTurn(ctx context.Context, t *Turn) error {
 
 const turnCols = `id, conversation_id, seq, role, text, language, emotion, event, voice, interrupted,
 	start_at, end_at, speech_end_at, transcript_at, first_token_at, first_sentence_at, first_audio_at,
-	COALESCE(audio_path, ''), created_at`
+	COALESCE(audio_path, ''), error, created_at`
 
 func scanTurn(sc interface{ Scan(...any) error }) (Turn, error) {
 	var t Turn
 	var start, end, se, tr, ft, fs, fa sql.NullInt64
 	var created int64
 	err := sc.Scan(&t.ID, &t.ConversationID, &t.Seq, &t.Role, &t.Text, &t.Language, &t.Emotion,
-		&t.Event, &t.Voice, &t.Interrupted, &start, &end, &se, &tr, &ft, &fs, &fa, &t.AudioPath, &created)
+		&t.Event, &t.Voice, &t.Interrupted, &start, &end, &se, &tr, &ft, &fs, &fa, &t.AudioPath, &t.Error, &created)
 	t.Start, t.End = fromNullMS(start), fromNullMS(end)
 	t.Latency = Latency{fromNullMS(se), fromNullMS(tr), fromNullMS(ft), fromNullMS(fs), fromNullMS(fa)}
 	t.Created = fromMS(created)
