@@ -268,8 +268,9 @@ func (m *Manager) pull(ctx context.Context, model *Model) error {
 }
 
 // fileInstalled decides whether a file can be kept as it is: present, the right size, and
-// recorded with a hash that agrees with the pinned one. A present file with no record but a
-// pinned hash (e.g. installed by build/setup.sh) is hashed once and recorded.
+// with the sha256 the registry pins or the install record holds (so a pull repairs files that
+// verify finds corrupt). A present file with no known hash is kept only when the registry
+// gives its size and it matches.
 func (m *Manager) fileInstalled(ctx context.Context, f File, rec *modelRecord, dir, dest string) (bool, error) {
 	st, err := os.Stat(dest)
 	if err != nil || !st.Mode().IsRegular() {
@@ -278,22 +279,27 @@ func (m *Manager) fileInstalled(ctx context.Context, f File, rec *modelRecord, d
 	if f.Size > 0 && st.Size() != f.Size {
 		return false, nil
 	}
-	r, ok := rec.Files[f.Path]
-	if ok && r.Size == st.Size() && (f.SHA256 == "" || r.SHA256 == f.SHA256) {
-		return true, nil
+	r, recorded := rec.Files[f.Path]
+	wantSum, source := f.SHA256, "pinned"
+	if wantSum == "" && recorded && r.Size == st.Size() {
+		wantSum, source = r.SHA256, r.Source
 	}
-	if f.SHA256 == "" {
-		return false, nil
+	if wantSum == "" {
+		return f.Size > 0, nil
 	}
 	sum, n, err := hashFile(ctx, dest, nil)
 	if err != nil {
 		return false, err
 	}
-	if sum != f.SHA256 {
+	if sum != wantSum {
+		m.opts.Log.Warn("installed file is corrupt; fetching it again", "file", dest, "sha256", sum, "want", wantSum)
 		return false, nil
 	}
-	rec.set(f.Path, fileRecord{Size: n, SHA256: sum, Source: "pinned", Time: time.Now().UTC()})
-	return true, rec.save(dir)
+	if !recorded || r.SHA256 != sum || r.Size != n {
+		rec.set(f.Path, fileRecord{Size: n, SHA256: sum, Source: source, Time: time.Now().UTC()})
+		return true, rec.save(dir)
+	}
+	return true, nil
 }
 
 // fetchFile tries each source of f in turn.
