@@ -101,12 +101,12 @@ func TestPullFaults(t *testing.T) {
 				t.Errorf("want 4 ranged part requests, got %d: %v", ranged, log)
 			}
 		}},
-		{name: "dropped connections", pinned: true, fault: func(s *faultServer) { s.drops, s.dropAfter = 3, 100 << 10 }},
-		{name: "stalls", pinned: true, fault: func(s *faultServer) { s.stalls, s.stallAfter = 2, 50 << 10 }},
+		{name: "dropped connections", pinned: true, fault: func(s *faultServer) { s.drops, s.dropAfter = 3, 100<<10 }},
+		{name: "stalls", pinned: true, fault: func(s *faultServer) { s.stalls, s.stallAfter = 2, 50<<10 }},
 		{name: "server ignores Range", pinned: true, fault: func(s *faultServer) { s.noRange = true }},
 		{name: "Range only on the probe", pinned: true, fault: func(s *faultServer) { s.noRangeParts = true }},
 		{name: "416 on resume ranges", pinned: true, fault: func(s *faultServer) { s.r416 = 1 }},
-		{name: "unpinned (trust on first use)", pinned: false, fault: func(s *faultServer) { s.drops, s.dropAfter = 1, 10 << 10 }},
+		{name: "unpinned (trust on first use)", pinned: false, fault: func(s *faultServer) { s.drops, s.dropAfter = 1, 10<<10 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

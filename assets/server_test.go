@@ -22,17 +22,17 @@ type faultServer struct {
 	files map[string][]byte
 
 	// Faults (guarded by mu; counters count down per response).
-	noRange      bool          // answer every request 200 with the whole file
-	noRangeParts bool          // honour Range only for bytes=0-0 (the probe)
-	drops        int           // responses cut after dropAfter bytes
-	dropAfter    int64         //
-	stalls       int           // responses that stall after stallAfter bytes until the client gives up
-	stallAfter   int64         //
-	r416         int           // ranged requests (start > 0) answered 416
+	noRange      bool           // answer every request 200 with the whole file
+	noRangeParts bool           // honour Range only for bytes=0-0 (the probe)
+	drops        int            // responses cut after dropAfter bytes
+	dropAfter    int64          //
+	stalls       int            // responses that stall after stallAfter bytes until the client gives up
+	stallAfter   int64          //
+	r416         int            // ranged requests (start > 0) answered 416
 	status       map[string]int // fixed status per path
-	corrupt      bool          // flip a byte in every body
-	hf           bool          // serve /resolve/ paths Hugging Face style: redirect with X-Linked-Etag
-	throttle     time.Duration // sleep between 32 KiB chunks
+	corrupt      bool           // flip a byte in every body
+	hf           bool           // serve /resolve/ paths Hugging Face style: redirect with X-Linked-Etag
+	throttle     time.Duration  // sleep between 32 KiB chunks
 
 	served   atomic.Int64 // body bytes written
 	requests []string     // "PATH RANGE"
