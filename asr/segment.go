@@ -6,10 +6,12 @@ import (
 )
 
 // Long audio is cut into pieces of at most maxSegment samples at silences. Until the Silero
-// VAD in audio/vad is wired in, silences are found from short-time energy: 10 ms frames, a
-// threshold 10 dB above the window's 10th-percentile energy (and never below −60 dBFS), the
+// VAD in audio/vad is wired in, silences are found from short-time energy in 10 ms frames; the
 // longest quiet run in the last two thirds of the window wins, its middle is the cut; with
 // no quiet run, the quietest 50 ms in that range.
+//
+// Quiet means: within 8 dB of the window's quietest 5 % of frames, never under −60 dBFS,
+// and at least 10 dB under the median frame.
 
 const (
 	energyFrame    = 160    // 10 ms
@@ -35,7 +37,10 @@ func findCut(x []float32, maxLen int) int {
 	}
 	sorted := append([]float64(nil), e...)
 	sort.Float64s(sorted)
-	thr := math.Max(sorted[len(sorted)/10]*10, silenceFloor)
+	// Quiet = within 8 dB of the quietest 5 %, never under −60 dBFS, and always at least
+	// 10 dB under the median so that steady noise is not taken for a pause.
+	thr := math.Max(sorted[len(sorted)/20]*6.3, silenceFloor)
+	thr = math.Min(thr, sorted[len(sorted)/2]/10)
 	lo := nf / 3
 	// Longest run of quiet frames within [lo, nf).
 	bestStart, bestLen := -1, 0

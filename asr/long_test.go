@@ -1,0 +1,215 @@
+package asr
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// sliceSource serves samples in reads of varying size.
+type sliceSource struct {
+	x   []float32
+	rng *rand.Rand
+}
+
+func (s *sliceSource) Read(ctx context.Context, p []float32) (int, error) {
+	if len(s.x) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(s.x), 1+s.rng.IntN(7000))
+	copy(p, s.x[:n])
+	s.x = s.x[n:]
+	return n, nil
+}
+
+// longInput alternates speech clips and pauses: 3 × (2.4 s + 1 s + 1.5 s + 1.3 s) ≈ 18.6 s.
+func longInput(t testing.TB) (x []float32, pauses [][2]int) {
+	a, b := loadCase(t, "speech_en"), loadCase(t, "speech_fast")
+	for range 3 {
+		x = append(x, a...)
+		pauses = append(pauses, [2]int{len(x), len(x) + 16000})
+		x = append(x, make([]float32, 16000)...)
+		x = append(x, b...)
+		pauses = append(pauses, [2]int{len(x), len(x) + 20800})
+		x = append(x, make([]float32, 20800)...)
+	}
+	return x, pauses
+}
+
+// TestLongAudioCutsAtPauses: with 5 s pieces, every cut lands in a pause, no piece is longer
+// than 5 s, timestamps are absolute, and the merge equals the pieces transcribed alone.
+func TestLongAudioCutsAtPauses(t *testing.T) {
+	const maxSeg = 5 * time.Second
+	r := newTiny(t, Config{MaxSegment: maxSeg})
+	x, pauses := longInput(t)
+	res, err := r.Transcribe(context.Background(), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Segments) < 4 {
+		t.Fatalf("%d segments for %.1f s", len(res.Segments), res.Duration)
+	}
+	if !slices.IsSorted(res.Timestamps) || len(res.Timestamps) != len(res.Tokens) {
+		t.Fatalf("timestamps %v", res.Timestamps)
+	}
+	for i, s := range res.Segments {
+		if s.End-s.Start > maxSeg.Seconds()+1e-9 {
+			t.Errorf("segment %d lasts %.2f s", i, s.End-s.Start)
+		}
+		if i > 0 {
+			cut := int(s.Start * SampleRate)
+			inPause := false
+			for _, p := range pauses {
+				inPause = inPause || (cut >= p[0] && cut <= p[1])
+			}
+			if !inPause {
+				t.Errorf("cut at %.2f s is not in a pause", s.Start)
+			}
+		}
+		// The same audio alone, shifted back by the piece's offset.
+		lo, hi := int(s.Start*SampleRate+0.5), int(s.End*SampleRate+0.5)
+		alone, err := r.Transcribe(context.Background(), x[lo:hi])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(alone.TokenIDs, s.TokenIDs) {
+			t.Errorf("segment %d: ids %v, alone %v", i, s.TokenIDs, alone.TokenIDs)
+		}
+		for k, ts := range alone.Timestamps {
+			if d := s.Timestamps[k] - (ts + s.Start); d > 1e-6 || d < -1e-6 {
+				t.Errorf("segment %d token %d at %.3f, alone %.3f + %.3f", i, k, s.Timestamps[k], ts, s.Start)
+			}
+		}
+	}
+}
+
+// TestStreamEqualsInMemory: the bounded-memory stream gives what the in-memory call gives.
+func TestStreamEqualsInMemory(t *testing.T) {
+	r := newTiny(t, Config{MaxSegment: 5 * time.Second})
+	x, _ := longInput(t)
+	want, err := r.Transcribe(context.Background(), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	got, err := r.TranscribeStream(context.Background(), &sliceSource{x: x, rng: rand.New(rand.NewPCG(1, 2))}, Options{},
+		func(Segment) error { seen++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.TokenIDs, want.TokenIDs) || !slices.Equal(got.Timestamps, want.Timestamps) || got.Text != want.Text {
+		t.Fatalf("stream %v\nmemory %v", got.TokenIDs, want.TokenIDs)
+	}
+	if got.Duration != want.Duration || seen != len(got.Segments) {
+		t.Fatalf("duration %v vs %v, %d callbacks for %d segments", got.Duration, want.Duration, seen, len(got.Segments))
+	}
+}
+
+// hourSource is an hour of silence with a speech clip every five minutes, generated on the fly.
+type hourSource struct {
+	pos, total int
+	clip       []float32
+	every      int
+}
+
+func (h *hourSource) Read(ctx context.Context, p []float32) (int, error) {
+	if h.pos >= h.total {
+		return 0, io.EOF
+	}
+	n := min(len(p), h.total-h.pos)
+	for i := range n {
+		k := (h.pos + i) % h.every
+		if k < len(h.clip) {
+			p[i] = h.clip[k]
+		} else {
+			p[i] = 0
+		}
+	}
+	h.pos += n
+	return n, nil
+}
+
+// TestHourLongStreamBoundedMemory streams an hour (230 MB as float32) and checks that the
+// heap never holds more than a few tens of MB.
+func TestHourLongStreamBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	r := newTiny(t, Config{})
+	src := &hourSource{total: 3600 * SampleRate, clip: loadCase(t, "speech_en"), every: 300 * SampleRate}
+	var peak uint64
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	res, err := r.TranscribeStream(context.Background(), src, Options{}, func(Segment) error {
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapAlloc)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Duration != 3600 {
+		t.Fatalf("duration %v", res.Duration)
+	}
+	if len(res.Segments) != 12 {
+		t.Errorf("%d segments with words, want 12 (one per clip)", len(res.Segments))
+	}
+	for i, s := range res.Segments {
+		if want := float64(i * 300); s.Start > want || s.End < want+2 {
+			t.Errorf("segment %d spans %.1f..%.1f s, want it to cover the clip at %.0f s", i, s.Start, s.End, want)
+		}
+	}
+	if grew := int64(peak) - int64(base); grew > 64<<20 {
+		t.Errorf("heap grew by %d MB while streaming an hour", grew>>20)
+	}
+}
+
+func TestStreamCancel(t *testing.T) {
+	r := newTiny(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	src := &hourSource{total: 3600 * SampleRate, clip: loadCase(t, "speech_en"), every: 60 * SampleRate}
+	n := 0
+	_, err := r.TranscribeStream(ctx, src, Options{}, func(Segment) error {
+		if n++; n == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatal("cancelled stream returned no error")
+	}
+	if src.pos > 10*60*SampleRate {
+		t.Fatalf("read %d s after cancel", src.pos/SampleRate)
+	}
+}
+
+func TestFindCut(t *testing.T) {
+	// Noise with a 300 ms pause at 3 s in a 5 s window: the cut lands in the pause.
+	rng := rand.New(rand.NewPCG(3, 4))
+	x := make([]float32, 8*SampleRate)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 0.1)
+	}
+	clear(x[3*SampleRate : 3*SampleRate+4800])
+	c := findCut(x, 5*SampleRate)
+	if c < 3*SampleRate || c > 3*SampleRate+4800 {
+		t.Fatalf("cut at %d, want within the pause [%d, %d]", c, 3*SampleRate, 3*SampleRate+4800)
+	}
+	// No pause at all: still a cut inside the window.
+	y := make([]float32, 8*SampleRate)
+	for i := range y {
+		y[i] = float32(rng.NormFloat64() * 0.1)
+	}
+	if c := findCut(y, 5*SampleRate); c <= 0 || c > 5*SampleRate {
+		t.Fatalf("cut at %d outside (0, %d]", c, 5*SampleRate)
+	}
+	if c := findCut(y[:100], 5*SampleRate); c != 100 {
+		t.Fatalf("short input cut at %d", c)
+	}
+}
