@@ -1,0 +1,392 @@
+// Package kokoro runs Kokoro-82M ONNX exports (onnx-community's, with input "input_ids", and
+// kokoro-onnx's, with input "tokens") with their voice packs: espeak-ng IPA phonemes mapped onto
+// the model's vocabulary, ≤510-token chunks at sentence boundaries, voice blending, and audio
+// seeds that draw a style from the installed packs' distribution.
+package kokoro
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/control"
+)
+
+// SampleRate is Kokoro's output rate.
+const SampleRate = 24000
+
+// ModelFiles are the model file names New looks for in the model directory, in order.
+var ModelFiles = []string{"model.onnx", "onnx/model.onnx", "kokoro-v1.0.onnx", "model_quantized.onnx",
+	"onnx/model_quantized.onnx", "kokoro-v1.0.int8.onnx", "model_fp16.onnx", "onnx/model_fp16.onnx"}
+
+// Config configures the engine.
+type Config struct {
+	Dir         string      // model directory
+	Model       string      // model file (default: the first of ModelFiles present in Dir)
+	Voice       string      // default voice pack (default: af_heart if present, else the first by name)
+	Options     gpu.Options // session options
+	Calibration control.Calibration
+	Log         *slog.Logger
+}
+
+// Engine is a loaded Kokoro model. Safe for concurrent use.
+type Engine struct {
+	cfg    Config
+	sess   *gpu.Session
+	input  string
+	output string
+	vocab  Vocab
+	packs  map[string]*Pack
+	stats  *Stats
+	log    *slog.Logger
+	closed chan struct{}
+	once   sync.Once
+}
+
+// New loads and validates a Kokoro model directory.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Calibration.Strengths == nil {
+		cfg.Calibration = control.DefaultCalibration()
+	}
+	path := cfg.Model
+	if path == "" {
+		for _, f := range ModelFiles {
+			if _, err := os.Stat(filepath.Join(cfg.Dir, f)); err == nil {
+				path = filepath.Join(cfg.Dir, f)
+				break
+			}
+		}
+		if path == "" {
+			return nil, fmt.Errorf("kokoro: no model in %s (looked for %s)", cfg.Dir, strings.Join(ModelFiles, ", "))
+		}
+	} else if !filepath.IsAbs(path) {
+		path = filepath.Join(cfg.Dir, path)
+	}
+	info, err := gpu.Inspect(path)
+	if err != nil {
+		return nil, err
+	}
+	in, out, err := signature(info)
+	if err != nil {
+		return nil, err
+	}
+	vocab, err := LoadVocab(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	packs, err := LoadPacks(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := ComputeStats(packs)
+	if err != nil {
+		return nil, fmt.Errorf("%w in %s (voices/*.bin or voices*.npz)", err, cfg.Dir)
+	}
+	if cfg.Voice == "" {
+		cfg.Voice = defaultVoice(packs)
+	} else if packs[cfg.Voice] == nil {
+		return nil, fmt.Errorf("%w: %q (have %s)", tts.ErrUnknownVoice, cfg.Voice, strings.Join(names(packs), ", "))
+	}
+	sess, err := gpu.Open(path, []string{in, "style", "speed"}, []string{out}, cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Log.Debug("kokoro loaded", "model", path, "input", in, "output", out, "voices", len(packs), "provider", sess.Provider)
+	return &Engine{cfg: cfg, sess: sess, input: in, output: out, vocab: vocab, packs: packs, stats: stats,
+		log: cfg.Log, closed: make(chan struct{})}, nil
+}
+
+// signature checks the model's I/O against Kokoro's and returns the token input and the
+// waveform output names.
+func signature(info *gpu.ModelInfo) (string, string, error) {
+	var in string
+	for _, n := range []string{"input_ids", "tokens"} {
+		if _, ok := info.Input(n); ok {
+			in = n
+		}
+	}
+	if in == "" {
+		return "", "", fmt.Errorf("%w: %s: no token input (want input_ids or tokens int64 (1, N))", gpu.ErrBadModel, info.Path)
+	}
+	if err := info.RequireInputs("style", "speed"); err != nil {
+		return "", "", err
+	}
+	for n, typ := range map[string]string{in: "int64", "style": "float32", "speed": "float32"} {
+		if err := info.RequireType(n, typ); err != nil {
+			return "", "", err
+		}
+	}
+	if t, _ := info.Input("style"); len(t.Shape) != 2 || (t.Shape[1] != StyleDim && t.Shape[1] >= 0) {
+		return "", "", fmt.Errorf("%w: %s: style input shape %v (want (1, %d))", gpu.ErrBadModel, info.Path, t.Shape, StyleDim)
+	}
+	if len(info.Inputs) != 3 {
+		return "", "", fmt.Errorf("%w: %s: %d inputs (want 3: %s, style, speed)", gpu.ErrBadModel, info.Path, len(info.Inputs), in)
+	}
+	if len(info.Outputs) < 1 || info.Outputs[0].Type != "float32" {
+		return "", "", fmt.Errorf("%w: %s: first output must be a float32 waveform", gpu.ErrBadModel, info.Path)
+	}
+	return in, info.Outputs[0].Name, nil
+}
+
+func defaultVoice(p map[string]*Pack) string {
+	if p["af_heart"] != nil {
+		return "af_heart"
+	}
+	return names(p)[0]
+}
+
+func names(p map[string]*Pack) []string {
+	n := make([]string, 0, len(p))
+	for k := range p {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Voices lists the installed voice packs.
+func (e *Engine) Voices() []string { return names(e.packs) }
+
+// Pack returns an installed voice pack.
+func (e *Engine) Pack(name string) (*Pack, bool) { p, ok := e.packs[name]; return p, ok }
+
+// SeedPack is the voice an audio seed gives.
+func (e *Engine) SeedPack(seed int64) *Pack { return e.stats.Sample(seed) }
+
+// Close releases the session.
+func (e *Engine) Close() error {
+	var err error
+	e.once.Do(func() {
+		close(e.closed)
+		err = e.sess.Close()
+	})
+	return err
+}
+
+// Capabilities reports how each control is honoured.
+func (e *Engine) Capabilities() tts.Capabilities {
+	return tts.Capabilities{
+		Engine:     "kokoro",
+		SampleRate: SampleRate,
+		Languages:  []string{"en-us", "en-gb", "es", "fr", "hi", "it", "pt-br", "ja", "zh (voice-dependent)"},
+		Voices:     e.Voices(),
+		Controls: map[tts.Control]tts.Support{
+			tts.CtlSeed: tts.Emulated, tts.CtlTemperature: tts.Ignored, tts.CtlTopP: tts.Ignored, tts.CtlTopK: tts.Ignored,
+			tts.CtlSpeed: tts.Native, tts.CtlEmbedding: tts.Native, tts.CtlMix: tts.Native, tts.CtlPause: tts.Emulated,
+			tts.CtlLaugh: tts.Ignored, tts.CtlLaughSpan: tts.Ignored, tts.CtlBreath: tts.Ignored, tts.CtlCough: tts.Ignored,
+			tts.CtlSigh: tts.Ignored, tts.CtlEmphasis: tts.Ignored, tts.CtlRate: tts.Native, tts.CtlOral: tts.Ignored,
+			tts.CtlLaughLevel: tts.Ignored, tts.CtlLanguage: tts.Emulated, tts.CtlStreaming: tts.Emulated,
+		},
+		Notes: map[tts.Control]string{
+			tts.CtlSeed:      "audio seed: a style vector drawn from the installed packs' per-dimension distribution",
+			tts.CtlPause:     "silence of calibrated length between model calls",
+			tts.CtlMix:       "weighted average of voice packs",
+			tts.CtlLanguage:  "each language run phonemized by espeak-ng in its language",
+			tts.CtlStreaming: "one chunk per ≤510-token model call",
+		},
+	}
+}
+
+// voice resolves the request's voice to a pack.
+func (e *Engine) voice(req tts.Request) (*Pack, error) {
+	switch {
+	case len(req.Embedding) > 0:
+		if len(req.Embedding)%StyleDim != 0 {
+			return nil, fmt.Errorf("%w: embedding of %d floats (want %d or rows×%d)", tts.ErrBadRequest, len(req.Embedding), StyleDim, StyleDim)
+		}
+		return newPack("embedding", len(req.Embedding)/StyleDim, req.Embedding)
+	case len(req.Mix) > 0:
+		var ps []*Pack
+		var ws []float64
+		for _, m := range req.Mix {
+			p, ok := e.packs[m.Voice]
+			if !ok {
+				return nil, fmt.Errorf("%w: %q in mix (have %s)", tts.ErrUnknownVoice, m.Voice, strings.Join(e.Voices(), ", "))
+			}
+			ps, ws = append(ps, p), append(ws, m.Weight)
+		}
+		return Blend("mix", ps, ws)
+	case req.HasSeed:
+		return e.stats.Sample(req.Seed), nil
+	case req.Voice != "":
+		p, ok := e.packs[req.Voice]
+		if !ok {
+			return nil, fmt.Errorf("%w: %q (have %s)", tts.ErrUnknownVoice, req.Voice, strings.Join(e.Voices(), ", "))
+		}
+		return p, nil
+	}
+	return e.packs[e.cfg.Voice], nil
+}
+
+// espeakVoice picks the phonemizer language for a run: the request's language when the run
+// is in it, else the run's own.
+func espeakVoice(runLang, reqLang, pack string) string {
+	l := strings.ToLower(runLang)
+	if reqLang != "" && strings.HasPrefix(strings.ToLower(reqLang), l) {
+		l = strings.ToLower(reqLang)
+	}
+	switch {
+	case l == "en" || l == "en-us":
+		if strings.HasPrefix(pack, "b") { // Kokoro's British voices are b*_
+			return "en-gb"
+		}
+		return "en-us"
+	case strings.HasPrefix(l, "zh"):
+		return "cmn"
+	case l == "pt":
+		return "pt-br"
+	}
+	return l
+}
+
+// Synthesize streams one chunk per model call (a sentence, or a ≤510-token piece of one).
+func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	select {
+	case <-e.closed:
+		return nil, tts.ErrClosed
+	default:
+	}
+	req, err := req.Validate()
+	if err != nil {
+		return nil, err
+	}
+	pack, err := e.voice(req)
+	if err != nil {
+		return nil, err
+	}
+	plan := tts.Prepare(req, e.cfg.Calibration)
+	warn := tts.Warnings(plan.Script, e.Capabilities(), req)
+	// phonemize up front (fast next to the model) so bad input fails before streaming
+	type call struct {
+		ids   []int64
+		rate  float64
+		pause time.Duration
+	}
+	var sentences [][]call
+	words := false
+	dropped := 0
+	for _, s := range plan.Sentences {
+		var calls []call
+		for _, seg := range s.Segments {
+			switch seg.Kind {
+			case control.Text:
+				ph, err := Phonemize(seg.Text, espeakVoice(seg.Lang, req.Language, pack.Name))
+				if err != nil {
+					return nil, err
+				}
+				for _, c := range Chunks(ph, MaxTokens) {
+					ids, d := e.vocab.Tokenize(c)
+					dropped += d
+					if len(ids) == 0 {
+						continue
+					}
+					words = true
+					calls = append(calls, call{ids: ids, rate: seg.Rate})
+				}
+			case control.Pause:
+				calls = append(calls, call{pause: seg.Pause})
+			}
+		}
+		sentences = append(sentences, calls)
+	}
+	if !words {
+		return nil, fmt.Errorf("%w: no speakable phonemes", tts.ErrEmpty)
+	}
+	if dropped > 0 {
+		warn = append(warn, fmt.Sprintf("kokoro: %d phoneme characters not in the model's vocabulary were dropped", dropped))
+	}
+	s := tts.NewStream(ctx, warn, func(ctx context.Context, emit func(tts.Chunk) error) error {
+		for si, calls := range sentences {
+			var pending []float32 // silences wait for the next audio chunk
+			for ci, c := range calls {
+				if c.ids == nil {
+					pending = append(pending, tts.Silence(c.pause, SampleRate)...)
+					if ci < len(calls)-1 {
+						continue
+					}
+					if err := emit(tts.Chunk{Samples: pending, SampleRate: SampleRate, Sentence: si, Last: true}); err != nil {
+						return err
+					}
+					continue
+				}
+				pcm, err := e.run(ctx, c.ids, pack.Style(len(c.ids)), float32(c.rate))
+				if err != nil {
+					return err
+				}
+				out := append(pending, pcm...)
+				pending = nil
+				if err := emit(tts.Chunk{Samples: out, SampleRate: SampleRate, Sentence: si, Text: plan.Sentences[si].Text, Last: ci == len(calls)-1}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return tts.Resampled(s, req.SampleRate), nil
+}
+
+// ErrRun wraps ONNX Runtime failures.
+var ErrRun = errors.New("kokoro: inference failed")
+
+// run does one model call: [0, ids…, 0] with the style row and speed. Cancelling ctx
+// terminates the call inside ONNX Runtime.
+func (e *Engine) run(ctx context.Context, ids []int64, style []float32, speed float32) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tok := make([]int64, 0, len(ids)+2)
+	tok = append(append(append(tok, 0), ids...), 0)
+	ti, err := ort.NewTensor(ort.NewShape(1, int64(len(tok))), tok)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer ti.Destroy()
+	ts, err := ort.NewTensor(ort.NewShape(1, StyleDim), append([]float32(nil), style...))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer ts.Destroy()
+	tp, err := ort.NewTensor(ort.NewShape(1), []float32{speed})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer tp.Destroy()
+	opts, err := ort.NewRunOptions()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer opts.Destroy()
+	stop := context.AfterFunc(ctx, func() { opts.Terminate() })
+	defer stop()
+	outs := []ort.Value{nil}
+	err = e.sess.RunWithOptions([]ort.Value{ti, ts, tp}, outs, opts)
+	if ctx.Err() != nil {
+		if outs[0] != nil {
+			outs[0].Destroy()
+		}
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer outs[0].Destroy()
+	t, ok := outs[0].(*ort.Tensor[float32])
+	if !ok {
+		return nil, fmt.Errorf("%w: output %s is not float32", ErrRun, e.output)
+	}
+	return append([]float32(nil), t.GetData()...), nil
+}

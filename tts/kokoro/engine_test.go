@@ -1,0 +1,234 @@
+package kokoro
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/control"
+)
+
+func testEngine(t testing.TB, dir string) *Engine {
+	t.Helper()
+	gputest.RequireORT(t)
+	e, err := New(Config{Dir: dir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	if err != nil {
+		t.Fatalf("New(%s): %v", dir, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func synth(t testing.TB, e *Engine, req tts.Request) (*audio.Buffer, []string) {
+	t.Helper()
+	s, err := e.Synthesize(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Synthesize(%q): %v", req.Text, err)
+	}
+	b, err := tts.ReadAll(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, s.Warnings()
+}
+
+// TestParity runs the same ids and style as the PyTorch reference and compares samples.
+func TestParity(t *testing.T) {
+	e := testEngine(t, "testdata")
+	raw, err := os.ReadFile("testdata/reference.npy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := ReadNPY(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []int64{50, 83, 54, 156, 57, 135, 16, 65, 156, 87, 54, 46, 4}
+	af, _ := e.Pack("af_tiny")
+	got, err := e.run(context.Background(), ids, af.Style(len(ids)), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var maxDiff float64
+	for i, v := range ref.Data {
+		maxDiff = math.Max(maxDiff, math.Abs(float64(v-got[i])))
+	}
+	// the model integrates its phase with a float32 cumsum over ~5000 samples; ORT and
+	// PyTorch sum in different orders, so allow a few thousandths on a 0.3 amplitude
+	if maxDiff > 5e-3 {
+		t.Errorf("max |ORT − PyTorch| = %g", maxDiff)
+	}
+}
+
+func TestBothInputNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"config.json", "voices.npz"} {
+		b, _ := os.ReadFile(filepath.Join("testdata", f))
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	b, _ := os.ReadFile("testdata/model_tokens.onnx")
+	os.WriteFile(filepath.Join(dir, "model.onnx"), b, 0o644)
+	e := testEngine(t, dir)
+	if e.input != "tokens" || e.output != "audio" {
+		t.Errorf("input %q output %q, want tokens/audio", e.input, e.output)
+	}
+	x, _ := synth(t, e, tts.Request{Text: "Hello world."})
+	y, _ := synth(t, testEngine(t, "testdata"), tts.Request{Text: "Hello world."})
+	if !slices.Equal(x.Data, y.Data) {
+		t.Error("the tokens and input_ids exports of the same weights differ")
+	}
+}
+
+func speech(b *audio.Buffer) time.Duration {
+	return b.Format.Duration(len(tts.Trim(b.Data, b.SampleRate, -50, 0)))
+}
+
+func TestSpeedPausesSeeds(t *testing.T) {
+	e := testEngine(t, "testdata")
+	text := "The quick brown fox jumps over the lazy dog."
+	base, _ := synth(t, e, tts.Request{Text: text})
+	if base.SampleRate != SampleRate {
+		t.Fatalf("rate %d", base.SampleRate)
+	}
+	for _, sp := range []float64{0.5, 2} {
+		b, _ := synth(t, e, tts.Request{Text: text, Speed: sp})
+		ratio := float64(speech(base)) / float64(speech(b))
+		if math.Abs(ratio-sp)/sp > 0.05 {
+			t.Errorf("speed %g: duration ratio %.3f", sp, ratio)
+		}
+	}
+	// pauses: the model is silent on spaces and punctuation (one token, 50 ms), so look for
+	// gaps over 120 ms
+	cal := control.DefaultCalibration()
+	var prev time.Duration
+	for n := 2; n <= 6; n += 2 {
+		b, _ := synth(t, e, tts.Request{Text: "hello there [break_" + string(rune('0'+n)) + "] good morning"})
+		gaps := tts.Silences(b.Data, b.SampleRate, -50, 120*time.Millisecond)
+		if len(gaps) != 1 {
+			t.Fatalf("break_%d: gaps %v", n, gaps)
+		}
+		want := time.Duration(n) * cal.BreakStep
+		// the model's own trailing/leading pad and space tokens add up to 2×50 ms
+		if d := gaps[0].Len() - want; d < 0 || d > 120*time.Millisecond {
+			t.Errorf("break_%d: gap %v, calibration %v", n, gaps[0].Len(), want)
+		}
+		if gaps[0].Len() <= prev {
+			t.Errorf("break_%d gap %v not longer than the previous", n, gaps[0].Len())
+		}
+		prev = gaps[0].Len()
+	}
+	// seeds: reproducible samples, distinct voices
+	a, _ := synth(t, e, tts.Request{Text: text, Seed: 11})
+	a2, _ := synth(t, e, tts.Request{Text: text, Seed: 11})
+	c, _ := synth(t, e, tts.Request{Text: text, Seed: 12})
+	if !slices.Equal(a.Data, a2.Data) {
+		t.Error("same seed, different samples")
+	}
+	if slices.Equal(a.Data, c.Data) {
+		t.Error("different seeds, same samples")
+	}
+	if d := StyleDistance(e.SeedPack(11), e.SeedPack(12), 30); d < 1 {
+		t.Errorf("seed style distance %.3f", d)
+	}
+	// mixes and embeddings are honoured
+	m, _ := synth(t, e, tts.Request{Text: text, Mix: []tts.VoiceWeight{{Voice: "af_tiny", Weight: 1}, {Voice: "am_tiny", Weight: 1}}})
+	if slices.Equal(m.Data, base.Data) {
+		t.Error("mix sounds like the default voice")
+	}
+	af, _ := e.Pack("af_tiny")
+	emb, _ := synth(t, e, tts.Request{Text: text, Embedding: af.Data})
+	ref, _ := synth(t, e, tts.Request{Text: text, Voice: "af_tiny"})
+	if !slices.Equal(emb.Data, ref.Data) {
+		t.Error("embedding of af_tiny differs from voice af_tiny")
+	}
+	_, warn := synth(t, e, tts.Request{Text: "ha [laugh] ha", TopK: 5})
+	if w := strings.Join(warn, ";"); !strings.Contains(w, "laugh") || !strings.Contains(w, "top_k") {
+		t.Errorf("warnings %q", warn)
+	}
+}
+
+func TestLongTextChunksAndCancel(t *testing.T) {
+	e := testEngine(t, "testdata")
+	long := strings.Repeat("and this goes on and on and on and on without any end in sight, ", 12) + "done."
+	s, err := e.Synthesize(context.Background(), tts.Request{Text: long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	for {
+		c, err := s.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunks++
+		if c.Sentence != 0 {
+			t.Errorf("chunk of sentence %d, want 0", c.Sentence)
+		}
+	}
+	if chunks < 2 {
+		t.Errorf("a %d-character sentence came in %d chunk(s); want ≥2 (≤%d tokens each)", len(long), chunks, MaxTokens)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err = e.Synthesize(ctx, tts.Request{Text: long + " " + long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Next(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	for err == nil {
+		_, err = s.Next(context.Background())
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("after cancel: %v", err)
+	}
+	s.Close()
+}
+
+func TestBadModelDirs(t *testing.T) {
+	gputest.RequireORT(t)
+	cases := map[string]func(dir string){
+		"no model":  func(dir string) {},
+		"garbage":   func(dir string) { os.WriteFile(filepath.Join(dir, "model.onnx"), []byte("not onnx"), 0o644) },
+		"no vocab":  func(dir string) { copyFile(dir, "model.onnx"); copyFile(dir, "voices.npz") },
+		"no voices": func(dir string) { copyFile(dir, "model.onnx"); copyFile(dir, "config.json") },
+		"wrong signature": func(dir string) {
+			b, _ := os.ReadFile("../../gpu/testdata/scale.onnx")
+			os.WriteFile(filepath.Join(dir, "model.onnx"), b, 0o644)
+			copyFile(dir, "config.json")
+			copyFile(dir, "voices.npz")
+		},
+	}
+	for name, setup := range cases {
+		dir := t.TempDir()
+		setup(dir)
+		if _, err := New(Config{Dir: dir}); err == nil {
+			t.Errorf("%s: New succeeded", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	if _, err := New(Config{Dir: "testdata", Voice: "zz_nobody"}); !errors.Is(err, tts.ErrUnknownVoice) {
+		t.Errorf("unknown voice: %v", err)
+	}
+}
+
+func copyFile(dir, name string) {
+	b, _ := os.ReadFile(filepath.Join("testdata", name))
+	os.WriteFile(filepath.Join(dir, name), b, 0o644)
+}
