@@ -455,20 +455,40 @@ func (m *Manager) downloadOnce(ctx context.Context, ev Event, url, dest string, 
 	if err := f.Close(); err != nil {
 		return fetchResult{}, fmt.Errorf("%w: %s: %v", errWriteFailed, partial, err)
 	}
-	return m.verifyAndInstall(ctx, ev, partial, dest, total, w, info.ServerSHA, url)
+	var pre *hashed
+	if d.sum != "" && d.size == total {
+		pre = &hashed{sum: d.sum, size: d.size}
+	}
+	if m.benchNoHash {
+		pre = &hashed{sum: w.SHA256, size: total}
+	}
+	return m.verifyAndInstall(ctx, ev, partial, dest, total, w, info.ServerSHA, url, pre)
+}
+
+// hashed is a sha256 computed during the transfer.
+type hashed struct {
+	sum  string
+	size int64
 }
 
 // verifyAndInstall hashes the partial file, checks it and renames it into place. A mismatch
 // discards the partial.
-func (m *Manager) verifyAndInstall(ctx context.Context, ev Event, partial, dest string, size int64, w want, serverSHA, url string) (fetchResult, error) {
-	ev.Phase, ev.Done, ev.Total = "verify", 0, size
-	m.emit(ev)
-	sum, n, err := hashFile(ctx, partial, func(done int64) {
-		ev.Done = done
-		m.emitThrottled(ev)
-	})
-	if err != nil {
-		return fetchResult{}, err
+func (m *Manager) verifyAndInstall(ctx context.Context, ev Event, partial, dest string, size int64, w want, serverSHA, url string, pre *hashed) (fetchResult, error) {
+	var sum string
+	var n int64
+	if pre != nil {
+		sum, n = pre.sum, pre.size
+	} else {
+		ev.Phase, ev.Done, ev.Total = "verify", 0, size
+		m.emit(ev)
+		var err error
+		sum, n, err = hashFile(ctx, partial, func(done int64) {
+			ev.Done = done
+			m.emitThrottled(ev)
+		})
+		if err != nil {
+			return fetchResult{}, err
+		}
 	}
 	res := fetchResult{Size: n, SHA256: sum, URL: url, HashSource: "download"}
 	check := func(wantSum, what string) error {
@@ -552,6 +572,66 @@ type transfer struct {
 	mu   sync.Mutex // guards sc
 	sc   *sidecar
 	done atomic.Int64
+
+	notify chan struct{} // a part wrote bytes (for the hasher)
+	sum    string        // sha256 of the whole file, when the hasher kept up to the end
+	size   int64
+}
+
+// prefix is how many bytes from the start are downloaded without a gap, and whether that is
+// the whole file.
+func (d *transfer) prefix() (int64, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var p int64
+	for _, pt := range d.sc.Parts {
+		if pt.Start != p {
+			return p, false
+		}
+		p = pt.Start + pt.Done
+		if !pt.complete() {
+			return p, false
+		}
+	}
+	return p, true
+}
+
+// hashAlong hashes the contiguous downloaded prefix while the parts run (reading it back from
+// the page cache), so that little hashing is left when the last byte arrives. It records the
+// sum only when it covered the whole file; stop ends it once the parts are finished.
+func (d *transfer) hashAlong(ctx context.Context, stop <-chan struct{}) {
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	var hashed int64
+	stopping := false
+	for {
+		p, all := d.prefix()
+		for hashed < p {
+			k, err := d.f.ReadAt(buf[:min(int64(len(buf)), p-hashed)], hashed)
+			h.Write(buf[:k])
+			hashed += int64(k)
+			if err != nil && !errors.Is(err, io.EOF) || k == 0 {
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		if all {
+			d.sum, d.size = hex.EncodeToString(h.Sum(nil)), hashed
+			return
+		}
+		if stopping {
+			return
+		}
+		select {
+		case <-d.notify:
+		case <-stop:
+			stopping = true
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (d *transfer) snapshot() sidecar {
@@ -594,7 +674,16 @@ func (d *transfer) run(ctx context.Context) error {
 	}
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
+	d.notify = make(chan struct{}, 1)
+	d.sum = ""
 	bg.Add(1)
+	if !d.m.benchNoHash {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			d.hashAlong(ctx, stop)
+		}()
+	}
 	go func() { // progress and periodic resume records
 		defer bg.Done()
 		tick := time.NewTicker(d.m.opts.ProgressInterval)
@@ -754,6 +843,10 @@ func (d *transfer) fetchPart(ctx context.Context, i int) (progressed bool, err e
 			d.sc.Parts[i].Done += int64(k)
 			d.mu.Unlock()
 			d.done.Add(int64(k))
+			select {
+			case d.notify <- struct{}{}:
+			default:
+			}
 		}
 		if rerr == io.EOF {
 			break
@@ -770,6 +863,10 @@ func (d *transfer) fetchPart(ctx context.Context, i int) (progressed bool, err e
 		d.sc.Parts[i].End = off
 		d.sc.Total = off
 		d.mu.Unlock()
+		select {
+		case d.notify <- struct{}{}:
+		default:
+		}
 	}
 	return progressed, nil
 }

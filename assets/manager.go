@@ -53,6 +53,8 @@ type Manager struct {
 
 	emitMu   sync.Mutex
 	lastEmit time.Time
+
+	benchNoHash bool // benchmarks only: skip hashing to measure its cost
 }
 
 // NewManager returns a manager for reg (DefaultRegistry when nil).
