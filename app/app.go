@@ -1,0 +1,179 @@
+// Package app is Parley's assistant core: the duplex turn loop that joins the ear (capture,
+// VAD, wake word), the transcriber, the brain, the voice and the speaker, with barge-in,
+// self-echo rejection, per-turn latency accounting, history and an event stream for the
+// faces (GUI, server, CLI).
+//
+// The loop is written against the small interfaces in this file, so it can be driven by
+// fakes in tests and by thin adapters to the engine packages (asr, llm, tts, audio) in the
+// product. The package never imports Fyne.
+package app
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors.
+var (
+	ErrClosed  = errors.New("app: assistant closed")
+	ErrBusy    = errors.New("app: assistant is busy")
+	ErrNoEar   = errors.New("app: no capture device")
+	ErrNoVoice = errors.New("app: no voice configured")
+	ErrConfig  = errors.New("app: bad configuration")
+)
+
+// SampleRate is the rate of everything the ear hears: 16 kHz mono float32.
+const SampleRate = 16000
+
+// Transcript is what the transcriber heard, with SenseVoice's rich tags.
+type Transcript struct {
+	Text    string `json:"text"`
+	Lang    string `json:"lang,omitempty"`
+	Emotion string `json:"emotion,omitempty"`
+	Event   string `json:"event,omitempty"`
+}
+
+// Transcriber turns one utterance (16 kHz mono) into text.
+type Transcriber interface {
+	Transcribe(ctx context.Context, pcm []float32) (Transcript, error)
+}
+
+// Message is one earlier exchange given to the brain as context.
+type Message struct {
+	Role string // "user" | "assistant"
+	Text string
+}
+
+// Brain answers a user turn, streaming the answer as text deltas to fn. It stops when ctx
+// is cancelled or fn returns an error.
+type Brain interface {
+	Answer(ctx context.Context, in Transcript, history []Message, fn func(delta string) error) error
+}
+
+// Chunker cuts a streamed answer into sentences for synthesis.
+type Chunker interface {
+	Push(delta string) []string // complete sentences found so far
+	Flush() []string            // whatever is left at the end of the answer
+}
+
+// Synthesizer speaks one sentence, streaming mono PCM at SampleRate() to fn.
+type Synthesizer interface {
+	SampleRate() int
+	Synthesize(ctx context.Context, text string, fn func(pcm []float32) error) error
+}
+
+// Player plays mono PCM at its own SampleRate. Write blocks while the device queue is full
+// and returns ctx.Err() when ctx ends first. Played is the number of samples that have left
+// the device since it opened (monotonic; the echo reference and barge-in truncation are
+// aligned on it). Stop discards everything queued and silences the output within one device
+// buffer; Played stops advancing right after.
+type Player interface {
+	SampleRate() int
+	Write(ctx context.Context, pcm []float32) error
+	Played() int64
+	Stop()
+}
+
+// Capture is the microphone: 16 kHz mono float32. Read blocks until samples are available.
+type Capture interface {
+	Read(ctx context.Context, p []float32) (int, error)
+}
+
+// VADEventKind says what the voice activity detector found.
+type VADEventKind int
+
+// VAD event kinds.
+const (
+	SpeechStart VADEventKind = iota + 1
+	SpeechEnd
+)
+
+// VADEvent is a speech boundary at an absolute sample index of the stream fed to the VAD
+// (counting from the first sample after Reset). SpeechStart's index includes the detector's
+// own look-back; SpeechEnd's is where speech ended (before the hang-over).
+type VADEvent struct {
+	Kind   VADEventKind
+	Sample int64
+}
+
+// VAD is a streaming voice activity detector over 16 kHz mono.
+type VAD interface {
+	Process(p []float32) ([]VADEvent, error)
+	Reset()
+}
+
+// WakeDetector spots the wake word in 16 kHz mono.
+type WakeDetector interface {
+	Process(p []float32) (bool, error)
+	Reset()
+}
+
+// EchoReference gives what the speaker played, time-aligned with the capture, at 16 kHz.
+// Reference fills dst with the played signal for the len(dst) capture samples just read
+// (zeros where nothing played). Devices with a hardware loop-back implement it; without one
+// the assistant builds it from the Player's position.
+type EchoReference interface {
+	Reference(dst []float32)
+}
+
+// History records turns. The assistant calls it from the loop's own goroutine after each
+// turn; it should be quick (SQLite with WAL is).
+type History interface {
+	AddTurns(ctx context.Context, turns ...TurnRecord) error
+}
+
+// Role of a recorded turn.
+type Role string
+
+// Roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// TurnRecord is one side of an exchange as it goes to history.
+type TurnRecord struct {
+	Turn        int64 // the exchange number within this assistant's life
+	Role        Role
+	Text        string // assistant: only what was actually played
+	Transcript  Transcript
+	Interrupted bool
+	Start, End  time.Time
+	Latency     Latency
+	Err         string // set when the exchange ended in an error
+}
+
+// Latency is one exchange's timeline: instants at each hop, zero when not reached.
+type Latency struct {
+	SpeechEnd     time.Time `json:"speech_end"`
+	Transcript    time.Time `json:"transcript"`
+	FirstToken    time.Time `json:"first_token"`
+	FirstSentence time.Time `json:"first_sentence"`
+	FirstAudio    time.Time `json:"first_audio"`
+}
+
+// Hop returns the time from the end of speech to t, and false when either is unknown.
+func (l Latency) Hop(t time.Time) (time.Duration, bool) {
+	if l.SpeechEnd.IsZero() || t.IsZero() {
+		return 0, false
+	}
+	return t.Sub(l.SpeechEnd), true
+}
+
+// String renders "transcript 120ms · first token 340ms · first sentence 410ms · first audio 520ms".
+func (l Latency) String() string {
+	s := ""
+	for _, h := range []struct {
+		name string
+		t    time.Time
+	}{{"transcript", l.Transcript}, {"first token", l.FirstToken}, {"first sentence", l.FirstSentence}, {"first audio", l.FirstAudio}} {
+		if d, ok := l.Hop(h.t); ok {
+			if s != "" {
+				s += " · "
+			}
+			s += h.name + " " + d.Round(time.Millisecond).String()
+		}
+	}
+	return s
+}

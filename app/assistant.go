@@ -1,0 +1,514 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Mode is how a turn starts.
+type Mode int
+
+// Modes.
+const (
+	PushToTalk Mode = iota // StartListening / StopListening
+	HandsFree              // the VAD's endpoint ends each utterance
+	WakeWord               // the wake word opens a hands-free utterance
+)
+
+// ParseMode reads config's assistant.mode.
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "", "push-to-talk", "ptt":
+		return PushToTalk, nil
+	case "hands-free", "handsfree", "vad":
+		return HandsFree, nil
+	case "wake-word", "wake":
+		return WakeWord, nil
+	}
+	return 0, fmt.Errorf("%w: assistant.mode %q (want push-to-talk, hands-free or wake-word)", ErrConfig, s)
+}
+
+func (m Mode) String() string {
+	switch m {
+	case HandsFree:
+		return "hands-free"
+	case WakeWord:
+		return "wake-word"
+	}
+	return "push-to-talk"
+}
+
+// BargeIn says whether the user's speech interrupts Parley.
+type BargeIn int
+
+// Barge-in policies.
+const (
+	BargeInOn        BargeIn = iota // any speech interrupts
+	BargeInOff                      // Parley finishes its answer
+	BargeInMinSpeech                // speech longer than Options.BargeInMin interrupts
+)
+
+// ParseBargeIn reads config's assistant.barge_in.
+func ParseBargeIn(s string) (BargeIn, error) {
+	switch s {
+	case "", "on":
+		return BargeInOn, nil
+	case "off":
+		return BargeInOff, nil
+	case "min-speech":
+		return BargeInMinSpeech, nil
+	}
+	return 0, fmt.Errorf("%w: assistant.barge_in %q (want off, on or min-speech)", ErrConfig, s)
+}
+
+// Options tune the loop. The zero value is usable (push-to-talk, barge-in on).
+type Options struct {
+	Mode       Mode
+	BargeIn    BargeIn
+	BargeInMin time.Duration // for BargeInMinSpeech; default 300 ms
+
+	PreRoll      time.Duration // audio kept before the VAD's speech start; default 200 ms
+	MaxUtterance time.Duration // an utterance is cut here; default 30 s
+	WakeListen   time.Duration // after the wake word, how long to wait for speech; default 8 s
+
+	// EchoResidual is the self-echo threshold: a capture whose energy is explained by the
+	// played signal (best delayed, scaled copy) up to this residual fraction is Parley's own
+	// voice. 0 = default 0.35; negative disables echo rejection.
+	EchoResidual float64
+	// EchoMaxDelay bounds the speaker → microphone delay searched; default 400 ms.
+	EchoMaxDelay time.Duration
+
+	HistoryTurns int // exchanges of context given to the brain; default 16
+	Log          *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.BargeInMin <= 0 {
+		o.BargeInMin = 300 * time.Millisecond
+	}
+	if o.PreRoll <= 0 {
+		o.PreRoll = 200 * time.Millisecond
+	}
+	if o.MaxUtterance <= 0 {
+		o.MaxUtterance = 30 * time.Second
+	}
+	if o.WakeListen <= 0 {
+		o.WakeListen = 8 * time.Second
+	}
+	if o.EchoResidual == 0 {
+		o.EchoResidual = 0.35
+	}
+	if o.EchoMaxDelay <= 0 {
+		o.EchoMaxDelay = 400 * time.Millisecond
+	}
+	if o.HistoryTurns <= 0 {
+		o.HistoryTurns = 16
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Parts are the engines the loop joins. Brain and Voice+Speaker are needed for answers; Ear
+// and VAD for hands-free; Wake for the wake word. Missing parts make the turns that need them
+// fail with a clear error, and the rest keeps working (a text-only assistant has no Ear).
+type Parts struct {
+	Ear         Capture
+	VAD         VAD
+	Wake        WakeDetector
+	Echo        EchoReference // optional: built from Speaker's position when nil
+	Transcriber Transcriber
+	Brain       Brain
+	Chunker     func() Chunker // a fresh chunker per answer; default: a simple sentence splitter
+	Voice       Synthesizer
+	Speaker     Player
+	History     History // optional
+}
+
+// Assistant is the running turn loop. Create it with New; it runs until Close.
+type Assistant struct {
+	p   Parts
+	o   Options
+	log *slog.Logger
+	bus bus
+
+	in     chan any // everything the loop reacts to
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	state  atomic.Int32 // State, written by the loop only
+	turnID atomic.Int64
+
+	ear  *ear     // nil without Ear
+	play *playLog // what went to the speaker, for the echo reference and truncation
+
+	histMu sync.Mutex
+	hist   []Message
+
+	// loop-owned
+	cur        *turn // the exchange in flight
+	last       *turn // the latest exchange started (its done channel orders the next)
+	utterStart int64 // capture index where the current utterance started; -1 none
+	pttStart   int64 // capture index of StartListening; -1 none
+	pendBarge  bool  // BargeInMinSpeech: speech started during a turn, waiting for length
+	wakeTimer  *time.Timer
+	wakeGen    int
+}
+
+// New checks the parts and starts the loop.
+func New(p Parts, o Options) (*Assistant, error) {
+	o.defaults()
+	if o.Mode != PushToTalk && (p.Ear == nil || p.VAD == nil) {
+		return nil, fmt.Errorf("%w: %s mode needs a capture device and a VAD", ErrConfig, o.Mode)
+	}
+	if o.Mode == WakeWord && p.Wake == nil {
+		return nil, fmt.Errorf("%w: wake-word mode needs a wake word detector", ErrConfig)
+	}
+	if p.Chunker == nil {
+		p.Chunker = func() Chunker { return &simpleChunker{} }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &Assistant{p: p, o: o, log: o.Log, in: make(chan any, 256), ctx: ctx, cancel: cancel,
+		utterStart: -1, pttStart: -1}
+	if p.Speaker != nil {
+		a.play = newPlayLog(p.Speaker)
+		if p.Echo == nil {
+			a.p.Echo = a.play
+		}
+	}
+	if p.Ear != nil {
+		a.ear = newEar(a)
+	}
+	a.state.Store(int32(a.restState()))
+	a.wg.Add(1)
+	go a.loop()
+	if a.ear != nil {
+		a.wg.Add(1)
+		go a.ear.run(ctx)
+	}
+	return a, nil
+}
+
+// Close stops the loop, cancelling any turn in flight, and closes every subscription.
+func (a *Assistant) Close() error {
+	a.cancel()
+	a.wg.Wait()
+	a.bus.close()
+	return nil
+}
+
+// Subscribe returns a channel of events and a function that ends the subscription. The loop
+// never waits for a subscriber: level events are coalesced and, past a large backlog, other
+// events are dropped. The channel is closed when the subscription or the assistant ends.
+func (a *Assistant) Subscribe(buf int) (<-chan Event, func()) { return a.bus.subscribe(buf) }
+
+// State is the loop's state now.
+func (a *Assistant) State() State { return State(a.state.Load()) }
+
+// Mode is the loop's mode.
+func (a *Assistant) Mode() Mode { return a.o.Mode }
+
+// commands sent to the loop
+type (
+	cmdStartListening struct{}
+	cmdStopListening  struct{}
+	cmdText           struct {
+		text  string
+		reply chan int64
+	}
+	cmdCancel struct{}
+)
+
+func (a *Assistant) send(m any) error {
+	select {
+	case a.in <- m:
+		return nil
+	case <-a.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// StartListening opens the microphone for a push-to-talk utterance (in any mode). Speaking
+// over an answer interrupts it.
+func (a *Assistant) StartListening() error {
+	if a.ear == nil {
+		return ErrNoEar
+	}
+	return a.send(cmdStartListening{})
+}
+
+// StopListening ends the push-to-talk utterance and starts the turn.
+func (a *Assistant) StopListening() error {
+	if a.ear == nil {
+		return ErrNoEar
+	}
+	return a.send(cmdStopListening{})
+}
+
+// Cancel stops whatever the loop is doing (listening, thinking or speaking) and returns it to
+// rest. An answer cut short is recorded as interrupted.
+func (a *Assistant) Cancel() error { return a.send(cmdCancel{}) }
+
+// SubmitText starts a typed turn: the text goes straight to thinking and speaking. It
+// interrupts an answer in flight. It returns the new turn's number.
+func (a *Assistant) SubmitText(text string) (int64, error) {
+	reply := make(chan int64, 1)
+	if err := a.send(cmdText{text: text, reply: reply}); err != nil {
+		return 0, err
+	}
+	select {
+	case id := <-reply:
+		return id, nil
+	case <-a.ctx.Done():
+		return 0, ErrClosed
+	}
+}
+
+// History returns the conversation so far as given to the brain (answers as played).
+func (a *Assistant) History() []Message {
+	a.histMu.Lock()
+	defer a.histMu.Unlock()
+	return append([]Message(nil), a.hist...)
+}
+
+func (a *Assistant) restState() State {
+	if a.o.Mode == HandsFree {
+		return Listening
+	}
+	return Idle
+}
+
+func (a *Assistant) publish(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	e.State = a.State()
+	a.bus.publish(e)
+}
+
+func (a *Assistant) setState(s State) {
+	if State(a.state.Swap(int32(s))) != s {
+		a.publish(Event{Kind: EvState, Turn: a.turnID.Load()})
+	}
+}
+
+// ear → loop messages
+type (
+	msgSpeechStart struct{ at int64 }
+	msgSpeechLong  struct{ at int64 }
+	msgSpeechEnd   struct {
+		start, end int64
+		when       time.Time
+	}
+	msgWake        struct{ at int64 }
+	msgEarError    struct{ err error }
+	msgWakeTimeout struct{ gen int }
+	// turn → loop
+	msgTurnState struct {
+		t *turn
+		s State
+	}
+	msgTurnDone struct {
+		t  *turn
+		ex *Exchange
+	}
+)
+
+func (a *Assistant) loop() {
+	defer a.wg.Done()
+	for {
+		select {
+		case <-a.ctx.Done():
+			if a.cur != nil {
+				a.interrupt(a.cur)
+			}
+			if a.last != nil {
+				<-a.last.done
+			}
+			if a.wakeTimer != nil {
+				a.wakeTimer.Stop()
+			}
+			return
+		case m := <-a.in:
+			a.handle(m)
+		}
+	}
+}
+
+func (a *Assistant) handle(m any) {
+	switch m := m.(type) {
+	case cmdStartListening:
+		if a.cur != nil {
+			a.bargeIn("push-to-talk")
+		}
+		a.pttStart = a.ear.pos()
+		a.utterStart = -1
+		a.setState(Listening)
+	case cmdStopListening:
+		if a.pttStart < 0 {
+			return
+		}
+		start := max(0, a.pttStart-a.samples(a.o.PreRoll)/4)
+		end := a.ear.pos()
+		a.pttStart = -1
+		a.startVoiceTurn(start, end, time.Now())
+	case cmdText:
+		if a.cur != nil {
+			a.bargeIn("text")
+		}
+		a.pttStart, a.utterStart = -1, -1
+		t := a.newTurn()
+		m.reply <- t.id
+		t.transcript = Transcript{Text: m.text}
+		a.launch(t)
+	case cmdCancel:
+		if a.cur != nil {
+			a.bargeIn("cancel")
+		}
+		a.pttStart, a.utterStart, a.pendBarge = -1, -1, false
+		a.setState(a.restState())
+	case msgSpeechStart:
+		a.publish(Event{Kind: EvSpeechStart, Turn: a.turnID.Load()})
+		if a.cur != nil {
+			switch a.o.BargeIn {
+			case BargeInOn:
+				a.bargeIn("speech")
+			case BargeInMinSpeech:
+				a.pendBarge = true
+				return
+			default:
+				return
+			}
+		}
+		if a.pttStart >= 0 {
+			return
+		}
+		if a.State() == Listening && a.o.Mode != PushToTalk {
+			a.utterStart = m.at
+		}
+	case msgSpeechLong:
+		if a.pendBarge && a.cur != nil {
+			a.pendBarge = false
+			a.bargeIn("speech")
+			if a.State() == Listening && a.o.Mode != PushToTalk {
+				a.utterStart = m.at
+			}
+		}
+	case msgSpeechEnd:
+		a.publish(Event{Kind: EvSpeechEnd, Turn: a.turnID.Load()})
+		a.pendBarge = false
+		if a.pttStart >= 0 || a.utterStart < 0 || a.cur != nil {
+			return
+		}
+		start := max(a.utterStart, m.start) - a.samples(a.o.PreRoll)
+		a.utterStart = -1
+		a.startVoiceTurn(max(0, start), m.end, m.when)
+	case msgWake:
+		a.publish(Event{Kind: EvWake, Turn: a.turnID.Load()})
+		if a.o.Mode != WakeWord {
+			return
+		}
+		if a.cur != nil {
+			if a.o.BargeIn == BargeInOff {
+				return
+			}
+			a.bargeIn("wake word")
+		}
+		a.setState(Listening)
+		a.wakeGen++
+		gen := a.wakeGen
+		if a.wakeTimer != nil {
+			a.wakeTimer.Stop()
+		}
+		a.wakeTimer = time.AfterFunc(a.o.WakeListen, func() { a.send(msgWakeTimeout{gen}) })
+	case msgWakeTimeout:
+		if m.gen == a.wakeGen && a.State() == Listening && a.utterStart < 0 && a.pttStart < 0 && a.cur == nil {
+			a.setState(Idle)
+		}
+	case msgEarError:
+		a.publish(Event{Kind: EvError, Turn: a.turnID.Load(), Err: "microphone: " + m.err.Error()})
+		a.log.Error("capture stopped", "err", m.err)
+		if a.pttStart >= 0 || a.utterStart >= 0 {
+			a.pttStart, a.utterStart = -1, -1
+			if a.cur == nil {
+				a.setState(a.restState())
+			}
+		}
+	case msgTurnState:
+		if m.t == a.cur {
+			a.setState(m.s)
+		}
+	case msgTurnDone:
+		if m.t == a.cur {
+			a.cur = nil
+			if a.pttStart < 0 && a.utterStart < 0 {
+				a.setState(a.restState())
+			}
+		}
+		a.publish(Event{Kind: EvTurnDone, Turn: m.t.id, Exchange: m.ex})
+	}
+}
+
+func (a *Assistant) samples(d time.Duration) int64 { return int64(d) * SampleRate / int64(time.Second) }
+
+// bargeIn stops the exchange in flight: playback first (so the device falls silent within
+// one buffer), then generation and synthesis.
+func (a *Assistant) bargeIn(why string) {
+	t := a.cur
+	a.publish(Event{Kind: EvBargeIn, Turn: t.id, Text: why})
+	a.log.Info("barge-in", "turn", t.id, "by", why)
+	a.interrupt(t)
+	a.cur = nil
+	a.setState(a.restState())
+}
+
+func (a *Assistant) interrupt(t *turn) {
+	if a.play != nil {
+		a.play.stop()
+		t.stoppedAt.Store(a.p.Speaker.Played())
+	}
+	t.interrupted.Store(true)
+	t.cancel()
+}
+
+func (a *Assistant) newTurn() *turn {
+	id := a.turnID.Add(1)
+	ctx, cancel := context.WithCancel(a.ctx)
+	t := &turn{id: id, ctx: ctx, cancel: cancel, done: make(chan struct{}), prev: a.last}
+	t.stoppedAt.Store(-1)
+	a.last = t
+	a.cur = t
+	return t
+}
+
+func (a *Assistant) startVoiceTurn(start, end int64, speechEnd time.Time) {
+	pcm := a.ear.slice(start, end)
+	if len(pcm) == 0 {
+		a.setState(a.restState())
+		return
+	}
+	if a.ear.isEcho(start, end) {
+		a.publish(Event{Kind: EvEchoRejected, Turn: a.turnID.Load()})
+		a.setState(a.restState())
+		return
+	}
+	t := a.newTurn()
+	t.audio = pcm
+	t.lat.SpeechEnd = speechEnd
+	t.start = speechEnd.Add(-time.Duration(len(pcm)) * time.Second / SampleRate)
+	a.launch(t)
+}
+
+func (a *Assistant) launch(t *turn) {
+	if t.audio != nil {
+		a.setState(Transcribing)
+	} else {
+		a.setState(Thinking)
+	}
+	go a.runTurn(t)
+}

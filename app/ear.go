@@ -1,0 +1,291 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+)
+
+// earRing holds the last 64 s of capture (and its echo reference) at 16 kHz.
+const earRing = 1 << 20
+
+// ear owns the capture: it reads the microphone, meters it, runs the wake word and the VAD,
+// keeps the recent audio with its echo reference, and tells the loop about speech it believes
+// is the user's (not Parley's own voice coming back through the speakers).
+type ear struct {
+	a   *Assistant
+	mu  sync.Mutex
+	cap []float32
+	ref []float32
+	n   int64 // samples captured so far
+}
+
+func newEar(a *Assistant) *ear {
+	return &ear{a: a, cap: make([]float32, earRing), ref: make([]float32, earRing)}
+}
+
+func (e *ear) pos() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n
+}
+
+// slice copies capture [start, end) (clamped to what is still held).
+func (e *ear) slice(start, end int64) []float32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.copyLocked(e.cap, start, end)
+}
+
+func (e *ear) copyLocked(ring []float32, start, end int64) []float32 {
+	end = min(end, e.n)
+	start = max(start, e.n-earRing+1, 0)
+	if end <= start {
+		return nil
+	}
+	out := make([]float32, end-start)
+	for i := range out {
+		out[i] = ring[(start+int64(i))&(earRing-1)]
+	}
+	return out
+}
+
+// refWindow copies the echo reference [start, end) with zeros where none is held.
+func (e *ear) refWindow(start, end int64) []float32 {
+	out := make([]float32, max(0, end-start))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range out {
+		k := start + int64(i)
+		if k < 0 || k >= e.n || k <= e.n-earRing {
+			continue
+		}
+		out[i] = e.ref[k&(earRing-1)]
+	}
+	return out
+}
+
+// echoLead is how far the reference may trail the capture (the speaker's position is known
+// only to a device buffer).
+const echoLead = 100 * time.Millisecond
+
+// isEcho reports whether capture [start, end) is Parley's own voice: the best delayed, scaled
+// copy of the echo reference explains all but Options.EchoResidual of its energy.
+func (e *ear) isEcho(start, end int64) bool {
+	if e.a.o.EchoResidual < 0 || e.a.p.Echo == nil {
+		return false
+	}
+	const maxWin = SampleRate // judge at most the last second
+	if end-start > maxWin {
+		start = end - maxWin
+	}
+	c := e.slice(start, end)
+	if len(c) < SampleRate/20 {
+		return false
+	}
+	maxLag := e.a.samples(e.a.o.EchoMaxDelay)
+	lead := e.a.samples(echoLead)
+	r := e.refWindow(start-maxLag, end+lead)
+	res, ok := echoResidual(c, r, int(maxLag+lead))
+	e.a.log.Debug("echo check", "residual", res, "ok", ok)
+	return ok && res <= e.a.o.EchoResidual
+}
+
+// echoResidual fits capture c as g·r[lag:lag+len(c)] for the best lag in [0, lags] and returns
+// the unexplained energy fraction (1 − ρ², ρ the normalised cross-correlation). ok is false
+// when the reference is silent (nothing played: it cannot be echo) or the capture is.
+func echoResidual(c, r []float32, lags int) (float64, bool) {
+	if len(r) < len(c)+lags {
+		lags = len(r) - len(c)
+	}
+	if lags < 0 || audio.RMS(r) < 1e-4 || audio.RMS(c) < 1e-5 {
+		return 1, false
+	}
+	// coarse search at 4 kHz, then refine at 16 kHz
+	const d = 4
+	c4, r4 := decimate(c, d), decimate(r, d)
+	best4, _ := bestLag(c4, r4, 0, lags/d)
+	lo, hi := max(0, best4*d-2*d), min(lags, best4*d+2*d)
+	_, rho := bestLag(c, r, lo, hi)
+	return 1 - rho*rho, true
+}
+
+func decimate(x []float32, d int) []float32 {
+	out := make([]float32, len(x)/d)
+	for i := range out {
+		var s float32
+		for _, v := range x[i*d : i*d+d] {
+			s += v
+		}
+		out[i] = s / float32(d)
+	}
+	return out
+}
+
+// bestLag returns the lag in [lo, hi] maximising the normalised correlation of c with
+// r[lag:], and that correlation (≥ 0: an inverted copy is not an echo).
+func bestLag(c, r []float32, lo, hi int) (int, float64) {
+	n := len(c)
+	hi = min(hi, len(r)-n)
+	var ec float64
+	for _, v := range c {
+		ec += float64(v) * float64(v)
+	}
+	var er float64
+	for _, v := range r[lo : lo+n] {
+		er += float64(v) * float64(v)
+	}
+	best, bestRho := lo, 0.0
+	for lag := lo; lag <= hi; lag++ {
+		if lag > lo {
+			a, b := float64(r[lag-1]), float64(r[lag+n-1])
+			er += b*b - a*a
+		}
+		if er <= 1e-12 {
+			continue
+		}
+		var dot float32
+		rr := r[lag : lag+n]
+		for i, v := range c {
+			dot += v * rr[i]
+		}
+		rho := float64(dot) / math.Sqrt(ec*er)
+		if rho > bestRho {
+			best, bestRho = lag, rho
+		}
+	}
+	return best, min(bestRho, 1)
+}
+
+// run is the capture goroutine.
+func (e *ear) run(ctx context.Context) {
+	defer e.a.wg.Done()
+	a := e.a
+	o := a.o
+	wake := a.p.Wake
+	buf := make([]float32, 512)
+	ref := make([]float32, len(buf))
+	var meter audio.Meter
+	var (
+		inSeg         bool
+		segStart      int64
+		segEcho       bool
+		lastCheck     int64
+		longSent      bool
+		segPeak       float64
+		voiced        int64
+		echoNow       bool
+		lastLoudCheck int64
+	)
+	window := a.samples(300 * time.Millisecond)
+	recheck := a.samples(200 * time.Millisecond)
+	minLong := a.samples(o.BargeInMin)
+	maxUtt := a.samples(o.MaxUtterance)
+	endAt := func(end int64) time.Time { // wall-clock instant of capture index end
+		return time.Now().Add(-time.Duration(e.pos()-end) * time.Second / SampleRate)
+	}
+	for {
+		n, err := a.p.Ear.Read(ctx, buf)
+		if n > 0 {
+			block := buf[:n]
+			if a.p.Echo != nil {
+				a.p.Echo.Reference(ref[:n])
+			} else {
+				clear(ref[:n])
+			}
+			e.mu.Lock()
+			for i := 0; i < n; i++ {
+				k := (e.n + int64(i)) & (earRing - 1)
+				e.cap[k], e.ref[k] = block[i], ref[i]
+			}
+			e.n += int64(n)
+			now := e.n
+			e.mu.Unlock()
+
+			meter.Add(block)
+			if meter.Levels().Samples >= SampleRate/20 {
+				a.publish(Event{Kind: EvLevel, Level: meter.Levels().RMS})
+				meter.Reset()
+			}
+			if wake != nil {
+				fired, werr := wake.Process(block)
+				if werr != nil {
+					a.toLoop(msgEarError{err: werr})
+					wake = nil
+				} else if fired && !(inSeg && segEcho) && !e.isEcho(now-window*3, now) {
+					a.toLoop(msgWake{at: now})
+				}
+			}
+			if a.p.VAD != nil {
+				evs, verr := a.p.VAD.Process(block)
+				if verr != nil {
+					a.toLoop(msgEarError{err: verr})
+					return
+				}
+				for _, ev := range evs {
+					switch ev.Kind {
+					case SpeechStart:
+						inSeg, segStart, longSent = true, ev.Sample, false
+						segPeak, voiced, echoNow, lastLoudCheck = 0, max(0, now-ev.Sample-int64(n)), false, now
+						segEcho = e.isEcho(max(segStart, now-window), now)
+						lastCheck = now
+						if segEcho {
+							a.publish(Event{Kind: EvEchoRejected, Turn: a.turnID.Load()})
+						} else {
+							a.toLoop(msgSpeechStart{at: segStart})
+						}
+					case SpeechEnd:
+						if inSeg && !segEcho {
+							a.toLoop(msgSpeechEnd{start: segStart, end: ev.Sample, when: endAt(ev.Sample)})
+						}
+						inSeg = false
+					}
+				}
+				if inSeg && segEcho && now-lastCheck >= recheck {
+					lastCheck = now
+					if !e.isEcho(now-window, now) { // the user started talking over the echo
+						segEcho, segStart = false, now-window
+						a.toLoop(msgSpeechStart{at: segStart})
+					}
+				}
+				if inSeg && !segEcho && !longSent {
+					// count only the user's loud speech: not the VAD's hang-over, not Parley's echo
+					rms := audio.RMS(block)
+					segPeak = max(segPeak, rms)
+					if rms > max(1e-3, segPeak*0.1) {
+						if now-lastLoudCheck >= recheck/2 {
+							lastLoudCheck = now
+							echoNow = e.isEcho(now-recheck, now)
+						}
+						if !echoNow {
+							voiced += int64(n)
+						}
+					}
+					if voiced >= minLong {
+						longSent = true
+						a.toLoop(msgSpeechLong{at: segStart})
+					}
+				}
+				if inSeg && !segEcho && now-segStart >= maxUtt {
+					a.toLoop(msgSpeechEnd{start: segStart, end: now, when: time.Now()})
+					segEcho = true // ignore the rest of this segment
+				}
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, io.EOF) {
+				err = errors.New("capture ended")
+			}
+			a.toLoop(msgEarError{err: err})
+			return
+		}
+	}
+}

@@ -1,0 +1,451 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/parley-voice/parley/audio"
+)
+
+// turn is one exchange in flight.
+type turn struct {
+	id     int64
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when every goroutine of the turn has ended and history is written
+	prev   *turn
+
+	audio      []float32 // the utterance; nil for a typed turn
+	transcript Transcript
+	start      time.Time
+
+	interrupted atomic.Bool
+	stoppedAt   atomic.Int64 // Played() when barge-in stopped the speaker; -1 when not stopped
+
+	mu        sync.Mutex // guards what the pipeline goroutines fill in below
+	lat       Latency
+	full      strings.Builder
+	sentences []spoken
+}
+
+// spoken is one sentence placed on the speaker's timeline (Played coordinates).
+type spoken struct {
+	text       string
+	start, end int64
+	complete   bool // every chunk was written
+}
+
+func (t *turn) mark(p *time.Time) {
+	t.mu.Lock()
+	if p.IsZero() {
+		*p = time.Now()
+	}
+	t.mu.Unlock()
+}
+
+// errStage names where an exchange failed, for a short explanation.
+type errStage struct {
+	stage string
+	err   error
+}
+
+func (e *errStage) Error() string { return e.stage + ": " + e.err.Error() }
+func (e *errStage) Unwrap() error { return e.err }
+
+// explanation is what Parley says when a stage fails.
+func explanation(err error) string {
+	var es *errStage
+	if !errors.As(err, &es) {
+		return "Sorry, something went wrong."
+	}
+	switch es.stage {
+	case "transcribe":
+		return "Sorry, I could not understand that; speech recognition is not working."
+	case "think":
+		return "Sorry, I cannot think right now; my language model is not answering."
+	}
+	return "Sorry, something went wrong."
+}
+
+func (a *Assistant) toLoop(m any) {
+	select {
+	case a.in <- m:
+	case <-a.ctx.Done():
+	}
+}
+
+func (a *Assistant) runTurn(t *turn) {
+	defer close(t.done)
+	defer t.cancel()
+	ex, err := a.exchange(t)
+	// order: the previous exchange is fully recorded before this one
+	if t.prev != nil {
+		<-t.prev.done
+		t.prev = nil
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		ex.Err = err.Error()
+		a.log.Warn("turn failed", "turn", t.id, "err", err)
+		a.publish(Event{Kind: EvError, Turn: t.id, Err: err.Error()})
+		var es *errStage
+		if errors.As(err, &es) && es.stage != "speak" && t.ctx.Err() == nil {
+			a.sayPlain(t, explanation(err))
+		}
+	}
+	if ex.Transcript.Text != "" || ex.Answer != "" {
+		a.record(t, ex)
+	}
+	a.toLoop(msgTurnDone{t, ex})
+}
+
+// exchange runs one turn: transcribe (voice turns), think, speak.
+func (a *Assistant) exchange(t *turn) (*Exchange, error) {
+	ex := &Exchange{Turn: t.id, Start: t.start}
+	defer func() {
+		t.mu.Lock()
+		ex.Latency = t.lat
+		ex.FullAnswer = t.full.String()
+		t.mu.Unlock()
+		ex.Answer, ex.Interrupted = a.played(t)
+		ex.End = time.Now()
+	}()
+	if t.audio != nil {
+		if a.p.Transcriber == nil {
+			return ex, &errStage{"transcribe", errors.New("no speech recognition model")}
+		}
+		tr, err := a.p.Transcriber.Transcribe(t.ctx, t.audio)
+		if err != nil {
+			return ex, &errStage{"transcribe", err}
+		}
+		t.mark(&t.lat.Transcript)
+		tr.Text = strings.TrimSpace(tr.Text)
+		t.transcript = tr
+		ex.Transcript = tr
+		a.publish(Event{Kind: EvTranscript, Turn: t.id, Transcript: &tr})
+		if tr.Text == "" {
+			return ex, nil
+		}
+		a.toLoop(msgTurnState{t, Thinking})
+	} else {
+		t.lat.SpeechEnd = time.Now()
+		t.lat.Transcript = t.lat.SpeechEnd
+		t.start = t.lat.SpeechEnd
+		ex.Start = t.start
+		ex.Transcript = t.transcript
+		a.publish(Event{Kind: EvTranscript, Turn: t.id, Transcript: &ex.Transcript})
+	}
+	if t.prev != nil { // the brain sees the previous answer as it was actually played
+		select {
+		case <-t.prev.done:
+		case <-t.ctx.Done():
+			return ex, t.ctx.Err()
+		}
+		t.prev = nil
+	}
+	if a.p.Brain == nil {
+		return ex, &errStage{"think", errors.New("no language model or skills configured")}
+	}
+	return ex, a.think(t)
+}
+
+// think streams the brain's answer through the chunker, the voice and the speaker as a
+// pipeline: sentence k+1 is synthesised while sentence k plays.
+func (a *Assistant) think(t *turn) error {
+	ctx, cancel := context.WithCancel(t.ctx)
+	defer cancel()
+	sentences := make(chan string, 64)
+	chunks := make(chan pcmChunk, 16)
+	var wg sync.WaitGroup
+	var brainErr, voiceErr error
+	hist := a.History()
+	if len(hist) > 2*a.o.HistoryTurns {
+		hist = hist[len(hist)-2*a.o.HistoryTurns:]
+	}
+
+	wg.Add(2)
+	go func() { // brain → sentences
+		defer wg.Done()
+		defer close(sentences)
+		ch := a.p.Chunker()
+		emit := func(ss []string) error {
+			for _, s := range ss {
+				if strings.TrimSpace(s) == "" {
+					continue
+				}
+				t.mark(&t.lat.FirstSentence)
+				select {
+				case sentences <- s:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		}
+		err := a.p.Brain.Answer(ctx, t.transcript, hist, func(d string) error {
+			if d == "" {
+				return nil
+			}
+			t.mark(&t.lat.FirstToken)
+			t.mu.Lock()
+			t.full.WriteString(d)
+			t.mu.Unlock()
+			a.publish(Event{Kind: EvDelta, Turn: t.id, Text: d})
+			return emit(ch.Push(d))
+		})
+		if err == nil {
+			err = emit(ch.Flush())
+		}
+		if err != nil {
+			brainErr = &errStage{"think", err}
+			cancel()
+		}
+	}()
+	go func() { // sentences → PCM
+		defer wg.Done()
+		defer close(chunks)
+		idx := 0
+		for s := range sentences {
+			if err := a.synth(ctx, idx, s, chunks); err != nil {
+				voiceErr = &errStage{"speak", err}
+				cancel()
+				for range sentences { // let the brain goroutine end
+				}
+				return
+			}
+			idx++
+		}
+	}()
+	playErr := a.speak(ctx, t, chunks)
+	cancel()
+	for range chunks {
+	}
+	wg.Wait()
+	switch {
+	case t.ctx.Err() != nil:
+		return t.ctx.Err()
+	case brainErr != nil && !errors.Is(brainErr, context.Canceled):
+		return brainErr
+	case voiceErr != nil && !errors.Is(voiceErr, context.Canceled):
+		return voiceErr
+	case playErr != nil && !errors.Is(playErr, context.Canceled):
+		return &errStage{"speak", playErr}
+	}
+	return nil
+}
+
+// pcmChunk is a piece of a sentence at the speaker's rate.
+type pcmChunk struct {
+	sentence int
+	text     string // on the first chunk of a sentence
+	pcm      []float32
+	first    bool
+	last     bool
+}
+
+func (a *Assistant) synth(ctx context.Context, idx int, text string, out chan<- pcmChunk) error {
+	if a.p.Voice == nil || a.p.Speaker == nil {
+		return ErrNoVoice
+	}
+	var rs *audio.Resampler
+	if from, to := a.p.Voice.SampleRate(), a.p.Speaker.SampleRate(); from != to {
+		var err error
+		if rs, err = audio.NewResampler(from, to, 1, audio.QualityMedium); err != nil {
+			return err
+		}
+	}
+	first := true
+	send := func(pcm []float32, last bool) error {
+		c := pcmChunk{sentence: idx, pcm: pcm, first: first, last: last}
+		if first {
+			c.text = text
+		}
+		first = false
+		select {
+		case out <- c:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	err := a.p.Voice.Synthesize(ctx, text, func(pcm []float32) error {
+		if rs != nil {
+			pcm = rs.Process(nil, pcm)
+		} else {
+			pcm = append([]float32(nil), pcm...)
+		}
+		if len(pcm) == 0 {
+			return nil
+		}
+		return send(pcm, false)
+	})
+	if err != nil {
+		return err
+	}
+	var tail []float32
+	if rs != nil {
+		tail = rs.Flush(nil)
+	}
+	return send(tail, true)
+}
+
+// speak writes chunks to the speaker, placing each sentence on the played timeline, and then
+// waits until the speaker has played everything (or the turn is cancelled).
+func (a *Assistant) speak(ctx context.Context, t *turn, chunks <-chan pcmChunk) error {
+	if t.prev != nil {
+		<-t.prev.done
+	}
+	started := false
+	var mon *monitor
+	defer func() {
+		if mon != nil {
+			mon.stop()
+		}
+	}()
+	for c := range chunks {
+		if !started {
+			started = true
+			a.play.sync() // a barge-in may have discarded queued audio
+			mon = a.startMonitor(t)
+			a.toLoop(msgTurnState{t, Speaking})
+		}
+		pos := a.play.pos()
+		t.mu.Lock()
+		if c.first {
+			t.sentences = append(t.sentences, spoken{text: c.text, start: pos, end: pos})
+		}
+		s := &t.sentences[len(t.sentences)-1]
+		s.end = pos + int64(len(c.pcm))
+		s.complete = c.last
+		t.mu.Unlock()
+		if len(c.pcm) == 0 {
+			continue
+		}
+		if err := a.play.write(ctx, c.pcm); err != nil {
+			return err
+		}
+		t.mark(&t.lat.FirstAudio)
+	}
+	if !started || ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return a.play.drain(ctx)
+}
+
+// sayPlain speaks a short fixed sentence (an error explanation) outside the pipeline.
+func (a *Assistant) sayPlain(t *turn, text string) {
+	if a.p.Voice == nil || a.p.Speaker == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, 30*time.Second)
+	defer cancel()
+	chunks := make(chan pcmChunk, 16)
+	go func() {
+		defer close(chunks)
+		a.synth(ctx, 0, text, chunks)
+	}()
+	for c := range chunks {
+		if err := a.play.write(ctx, c.pcm); err != nil {
+			cancel()
+		}
+	}
+	a.play.drain(ctx)
+}
+
+// played returns the answer as far as the speaker played it, and whether it was cut short.
+func (a *Assistant) played(t *turn) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	full := strings.TrimSpace(t.full.String())
+	if !t.interrupted.Load() {
+		return full, false
+	}
+	stop := t.stoppedAt.Load()
+	var parts []string
+	for _, s := range t.sentences {
+		switch {
+		case stop < 0 || stop >= s.end && s.complete:
+			parts = append(parts, strings.TrimSpace(s.text))
+		case stop > s.start:
+			frac := float64(stop-s.start) / float64(s.end-s.start)
+			if !s.complete { // synthesis was still going: the sentence was longer than what was queued
+				frac *= 0.5
+			}
+			if p := cutAt(s.text, frac); p != "" {
+				parts = append(parts, p)
+			}
+		}
+	}
+	return strings.Join(parts, " "), true
+}
+
+// cutAt returns the words of text spoken by fraction frac of its audio, judged by characters
+// (a word counts when most of it was spoken).
+func cutAt(text string, frac float64) string {
+	text = strings.TrimSpace(text)
+	if frac >= 1 {
+		return text
+	}
+	total := utf8.RuneCountInString(text)
+	limit := frac * float64(total)
+	cjk := false
+	for _, r := range text {
+		if unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) {
+			cjk = true
+			break
+		}
+	}
+	if cjk { // no spaces: cut between characters
+		n := int(limit + 0.5)
+		rs := []rune(text)
+		return strings.TrimSpace(string(rs[:min(n, len(rs))]))
+	}
+	var out []string
+	pos := 0
+	for _, w := range strings.Fields(text) {
+		n := utf8.RuneCountInString(w)
+		mid := float64(pos) + float64(n)/2
+		if mid > limit {
+			break
+		}
+		out = append(out, w)
+		pos += n + 1
+	}
+	return strings.Join(out, " ")
+}
+
+// record adds the exchange to the brain's context and to history.
+func (a *Assistant) record(t *turn, ex *Exchange) {
+	a.histMu.Lock()
+	if ex.Transcript.Text != "" {
+		a.hist = append(a.hist, Message{Role: string(RoleUser), Text: ex.Transcript.Text})
+	}
+	if ex.Answer != "" {
+		a.hist = append(a.hist, Message{Role: string(RoleAssistant), Text: ex.Answer})
+	}
+	if n := 2 * a.o.HistoryTurns * 4; len(a.hist) > n {
+		a.hist = append([]Message(nil), a.hist[len(a.hist)-n/2:]...)
+	}
+	a.histMu.Unlock()
+	if a.p.History == nil {
+		return
+	}
+	recs := []TurnRecord{{Turn: t.id, Role: RoleUser, Text: ex.Transcript.Text, Transcript: ex.Transcript,
+		Start: ex.Start, End: ex.Latency.SpeechEnd}}
+	if ex.Answer != "" || ex.Err != "" {
+		recs = append(recs, TurnRecord{Turn: t.id, Role: RoleAssistant, Text: ex.Answer, Interrupted: ex.Interrupted,
+			Start: ex.Latency.FirstAudio, End: ex.End, Latency: ex.Latency, Err: ex.Err})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.p.History.AddTurns(ctx, recs...); err != nil {
+		a.log.Error("history", "turn", t.id, "err", err)
+		a.publish(Event{Kind: EvError, Turn: t.id, Err: fmt.Sprintf("history: %v", err)})
+	}
+}
