@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -121,5 +122,36 @@ func TestServeAddressInUse(t *testing.T) {
 	code, _, errOut := runCLI(t, "--serve", "--set", "serve.addr="+ln.Addr().String())
 	if code != 1 || !strings.Contains(errOut, "listen on") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestDoctorReportsMissingRuntime(t *testing.T) {
+	dir := isolate(t)
+	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
+	// gpu.Init runs once per process, so this test checks the report shape rather than
+	// forcing a second initialisation: JSON output, and a non-zero exit naming each problem.
+	code, out, errOut := runCLI(t, "doctor", "--json")
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("doctor --json is not JSON: %v\n%s", err, out)
+	}
+	if rep.ModelsDir != filepath.Join(dir, "models") {
+		t.Errorf("models dir = %s", rep.ModelsDir)
+	}
+	if len(rep.GPU.Devices) == 0 && rep.GPU.Reason == "" {
+		t.Error("no GPUs and no reason")
+	}
+	// An empty models dir lacks the essential set-up models.
+	if code == 0 || len(rep.Problems) == 0 {
+		t.Fatalf("doctor with an empty models dir exited %d with no problems: %s", code, errOut)
+	}
+	joined := strings.Join(rep.Problems, "\n")
+	for _, id := range essentialModels {
+		if !strings.Contains(joined, id) {
+			t.Errorf("problems do not mention %s: %s", id, joined)
+		}
+	}
+	if !strings.Contains(joined, "make setup") {
+		t.Errorf("problems give no remedy: %s", joined)
 	}
 }
