@@ -261,4 +261,3 @@ func printDoctor(w io.Writer, r *doctorReport) {
 }
 
 func gib(b uint64) float64 { return float64(b) / (1 << 30) }
-
