@@ -335,7 +335,10 @@ class Trainer:
         self.step += 1
         return gn
 
-    def fit(self) -> dict:
+    def fit(self, stop_at_step: int = 0) -> dict:
+        """Train until max_epochs/max_steps.  ``stop_at_step`` stops early as if the
+        job were interrupted there (after saving a checkpoint); the schedule is
+        still the one for the full run."""
         cfg, info = self.cfg, self.info
         if not self.resumed:
             # Per-rank streams for dropout etc.; on resume the saved RNG states are used.
@@ -419,7 +422,7 @@ class Trainer:
                             last_val = self.validate()
                         if cfg.save_interval and self.step % cfg.save_interval == 0 and not use_join:
                             self.save()
-                        if cfg.max_steps and self.step >= cfg.max_steps:
+                        if (cfg.max_steps and self.step >= cfg.max_steps) or (stop_at_step and self.step >= stop_at_step):
                             done = True
                             break
                 if not done:

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -78,7 +79,8 @@ def export_onnx(model: svm.SenseVoiceSmall, path: str, meta: Dict[str, str]) -> 
     x_length = torch.tensor([23, 15], dtype=torch.int32)
     language = torch.tensor([0, 4], dtype=torch.int32)
     text_norm = torch.tensor([14, 15], dtype=torch.int32)
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer chatter about constants and shape inference
         torch.onnx.export(
             model, (x, x_length, language, text_norm), path, opset_version=OPSET,
             input_names=["x", "x_length", "language", "text_norm"], output_names=["logits"],

@@ -65,7 +65,7 @@ class SenseVoiceConfig:
 # hundred KB); "demo" is the embedded, CPU-trainable model.
 SIZES: Dict[str, dict] = {
     "small": dict(d_model=512, heads=4, ffn=2048, kernel_size=11, num_blocks=50, tp_blocks=20, vocab_size=25055),
-    "demo": dict(d_model=144, heads=4, ffn=576, kernel_size=11, num_blocks=8, tp_blocks=2),
+    "demo": dict(d_model=128, heads=4, ffn=512, kernel_size=11, num_blocks=6, tp_blocks=2),
     "tiny": dict(d_model=32, heads=2, ffn=64, kernel_size=5, num_blocks=2, tp_blocks=1),
 }
 

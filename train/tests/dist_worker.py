@@ -1,0 +1,68 @@
+"""Scenarios run by every rank of a spawned gloo group (see test_distributed)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+
+import torch
+
+from train import dist as pdist
+from train.trainer import TrainConfig, Trainer
+from train.tests.toy import ToyTask, toy_model
+
+
+def params(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def run(cfg: TrainConfig, task, info, dropout=0.0, stop_at=0):
+    model = toy_model(dropout)
+    tr = Trainer(cfg, model, task, info, out=io.StringIO())
+    tr.fit(stop_at_step=stop_at)
+    return tr
+
+
+def scenarios(rank: int, world: int, port: int, out_dir: str) -> None:
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PARLEY_DIST_TIMEOUT": "120"})
+    torch.set_num_threads(1)
+    info = pdist.init("cpu")
+    res = {}
+    base = dict(max_epochs=1, max_steps=5, lr=1e-2, optim="adam", log_interval=1, seed=3, device="cpu")
+
+    # 1. plain DDP Adam, 5 steps
+    tr = run(TrainConfig(out_dir=os.path.join(out_dir, "ddp"), **base), ToyTask(), info)
+    torch.save(params(tr.model), os.path.join(out_dir, f"ddp-{rank}.pt"))
+
+    # 2. ZeRO-1 Adam; record how much optimizer state this rank holds
+    tr = run(TrainConfig(out_dir=os.path.join(out_dir, "zero"), zero=True, **base), ToyTask(), info)
+    torch.save(params(tr.model), os.path.join(out_dir, f"zero-{rank}.pt"))
+    local = sum(t.numel() for st in tr.opt.optim.state.values() for t in st.values()
+                if torch.is_tensor(t) and t.dim() > 0)
+    res["zero_state_numel"] = local
+    res["zero_is_zero"] = tr.zero
+
+    # 3. uneven inputs under Join: rank 1 has 3 extra batches
+    cfg = TrainConfig(out_dir=os.path.join(out_dir, "uneven"), max_epochs=1, lr=1e-2, optim="adam",
+                      log_interval=1, seed=3, device="cpu", zero=True)
+    tr = run(cfg, ToyTask(extra={1: 3}), info)
+    res["uneven_steps"] = tr.step
+
+    # 4. checkpoint -> resume, ZeRO + dropout + grad accumulation + clipping + warm-up
+    rcfg = dict(max_epochs=3, lr=1e-2, optim="adamw", zero=True, grad_accum=2, clip=1.0, warmup_steps=3,
+                scheduler="cosine", log_interval=1, seed=5, device="cpu", keep_checkpoints=10)
+    straight = run(TrainConfig(out_dir=os.path.join(out_dir, "straight"), max_steps=9, **rcfg), ToyTask(),
+                   info, dropout=0.2)
+    first = run(TrainConfig(out_dir=os.path.join(out_dir, "resume"), max_steps=9, **rcfg), ToyTask(),
+                info, dropout=0.2, stop_at=5)
+    ck = os.path.join(out_dir, "resume", "ckpt-00000005.pt")
+    second = run(TrainConfig(out_dir=os.path.join(out_dir, "resume"), max_steps=9, resume=ck, **rcfg),
+                 ToyTask(), info, dropout=0.2)
+    res["resume_max_diff"] = float((params(straight.model) - params(second.model)).abs().max())
+    res["resume_steps"] = [straight.step, first.step, second.step]
+    res["resume_pos"] = [straight.pos, second.pos]
+    with open(os.path.join(out_dir, f"res-{rank}.json"), "w") as f:
+        json.dump(res, f)
+    pdist.destroy()

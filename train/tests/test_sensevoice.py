@@ -1,0 +1,217 @@
+"""SenseVoice model, export, dataset and error handling."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import soundfile as sf
+import torch
+
+from train.sensevoice import export as svx
+from train.sensevoice import model as svm
+from train.sensevoice.dataset import AudioError, SenseVoiceDataset, collate, greedy_decode, load_audio
+from train.sensevoice.features import lfr
+from train.sensevoice.tokens import SPECIAL_TOKENS, char_vocab, read_tokens
+from train.trainer import CheckpointError, load_checkpoint
+
+TINY = dict(vocab_size=len(char_vocab()))
+
+
+class ModelTest(unittest.TestCase):
+    def test_state_dict_names_match_official_layout(self):
+        cfg = svm.config_for("small", d_model=8, heads=2, ffn=8, vocab_size=11)
+        names = set(svm.build(cfg).state_dict())
+        for want in ["embed.weight", "encoder.encoders0.0.self_attn.linear_q_k_v.weight",
+                     "encoder.encoders0.0.self_attn.fsmn_block.weight", "encoder.encoders0.0.norm1.weight",
+                     "encoder.encoders.48.feed_forward.w_2.bias", "encoder.tp_encoders.19.self_attn.linear_out.weight",
+                     "encoder.after_norm.weight", "encoder.tp_norm.bias", "ctc.ctc_lo.weight", "ctc.ctc_lo.bias"]:
+            self.assertIn(want, names)
+        self.assertNotIn("encoder.encoders.49.norm1.weight", names)
+        self.assertNotIn("encoder.tp_encoders.20.norm1.weight", names)
+        sd = svm.build(cfg).state_dict()
+        self.assertEqual(tuple(sd["embed.weight"].shape), (16, 560))
+        self.assertEqual(tuple(sd["encoder.encoders0.0.self_attn.linear_q_k_v.weight"].shape), (24, 560))
+        self.assertEqual(tuple(sd["encoder.encoders0.0.self_attn.fsmn_block.weight"].shape), (8, 1, 11))
+
+    def test_small_parameter_count(self):
+        # count analytically from a narrow build: every block's size is linear in what we vary
+        c = svm.SIZES["small"]
+        d, f, k, v, n, tp = c["d_model"], c["ffn"], c["kernel_size"], c["vocab_size"], c["num_blocks"], c["tp_blocks"]
+        block = lambda i: i * 3 * d + 3 * d + d * d + d + d * k + 2 * d * f + f + d + 2 * i + 2 * d
+        total = block(560) + (n - 1 + tp) * block(d) + 4 * d + d * v + v + 16 * 560
+        self.assertTrue(233e6 < total < 235e6, total)
+        narrow = svm.config_for("small", d_model=8, heads=2, ffn=16, kernel_size=3, vocab_size=7)
+        d, f, k, v = 8, 16, 3, 7
+        self.assertEqual(svm.count_params(svm.build(narrow)),
+                         block(560) + (n - 1 + tp) * block(d) + 4 * d + d * v + v + 16 * 560)
+
+    def test_logits_shape_and_padding_invariance(self):
+        torch.manual_seed(0)
+        m = svm.build(svm.config_for("tiny", **TINY)).eval()
+        a, b = torch.randn(1, 9, 560), torch.randn(1, 5, 560)
+        x = torch.zeros(2, 9, 560)
+        x[0], x[1, :5] = a[0], b[0]
+        with torch.no_grad():
+            batched = m(x, torch.tensor([9, 5], dtype=torch.int32), torch.tensor([0, 4], dtype=torch.int32),
+                        torch.tensor([15, 14], dtype=torch.int32))
+            one = m(b, torch.tensor([5], dtype=torch.int32), torch.tensor([4], dtype=torch.int32),
+                    torch.tensor([14], dtype=torch.int32))
+        self.assertEqual(tuple(batched.shape), (2, 13, len(char_vocab())))
+        self.assertLess(float((batched[1, :9] - one[0]).abs().max()), 1e-5)
+
+    def test_ctc_loss_trains(self):
+        torch.manual_seed(0)
+        v = char_vocab()
+        m = svm.build(svm.config_for("tiny", vocab_size=len(v), dropout=0.0, attention_dropout=0.0))
+        opt = torch.optim.Adam(m.parameters(), 5e-3)
+        x = torch.randn(2, 20, 560)
+        y = torch.tensor([v.encode("hi yo"), v.encode("ok ok")])
+        rich = torch.tensor([[v.id("<|en|>"), v.id("<|NEUTRAL|>"), v.id("<|Speech|>"), v.id("<|woitn|>")]] * 2)
+        args = (x, torch.tensor([20, 20]), torch.tensor([4, 4]), torch.tensor([15, 15]))
+        first = None
+        for _ in range(100):
+            loss, _ = m(*args, y=y, y_length=torch.tensor([6, 6]), rich=rich)
+            first = first if first is not None else float(loss)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        self.assertLess(float(loss), first / 3)
+        m.eval()
+        hyp = greedy_decode(m(*args).detach(), torch.tensor([24, 24]))
+        self.assertEqual(hyp[0][:4], rich[0].tolist())
+        self.assertEqual(v.decode(hyp[0]), "hi yo")
+
+    def test_load_official_style_checkpoint(self):
+        cfg = svm.config_for("tiny", **TINY)
+        src = svm.build(cfg)
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        p = os.path.join(d, "model.pt")
+        torch.save({"state_dict": {"module." + k: v for k, v in src.state_dict().items()}}, p)
+        dst = svm.build(cfg)
+        svm.load_checkpoint_weights(dst, p)
+        for k, v in src.state_dict().items():
+            self.assertTrue(torch.equal(v, dst.state_dict()[k]), k)
+        torch.save({"encoder.bogus": torch.zeros(1)}, p)
+        with self.assertRaisesRegex(RuntimeError, "state dict mismatch"):
+            svm.load_checkpoint_weights(dst, p)
+
+    def test_lfr_matches_funasr_rule(self):
+        x = torch.arange(13, dtype=torch.float32)[:, None]
+        out = lfr(x)
+        self.assertEqual(out[:, :].tolist(), [[0, 0, 0, 0, 1, 2, 3], [3, 4, 5, 6, 7, 8, 9], [9, 10, 11, 12, 12, 12, 12]])
+        for t, n in [(1, 1), (5, 1), (6, 1), (7, 2), (12, 2), (13, 3), (20, 4)]:
+            self.assertEqual(lfr(torch.zeros(t, 80)).shape[0], n, t)
+
+
+class ExportTest(unittest.TestCase):
+    def test_export_bundle(self):
+        import onnx
+
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        torch.manual_seed(1)
+        m = svm.build(svm.config_for("tiny", **TINY))
+        nm, istd = svx.synthetic_cmvn(1)
+        paths = svx.save_bundle(m, char_vocab(), nm, istd, d, comment="test", int8=True, reference=True, seed=1)
+        mo = onnx.load(paths["model"])
+        meta = {p.key: p.value for p in mo.metadata_props}
+        want = {"model_type": "sense_voice_ctc", "vocab_size": str(len(char_vocab())), "lfr_window_size": "7",
+                "lfr_window_shift": "6", "normalize_samples": "0", "lang_auto": "0", "lang_zh": "3", "lang_en": "4",
+                "lang_yue": "7", "lang_ja": "11", "lang_ko": "12", "lang_nospeech": "13", "with_itn": "14",
+                "without_itn": "15"}
+        for k, v in want.items():
+            self.assertEqual(meta.get(k), v, k)
+        self.assertEqual(len(meta["neg_mean"].split(",")), 560)
+        self.assertEqual(len(meta["inv_stddev"].split(",")), 560)
+        self.assertEqual([i.name for i in mo.graph.input], ["x", "x_length", "language", "text_norm"])
+        self.assertEqual([o.name for o in mo.graph.output], ["logits"])
+        toks = read_tokens(paths["tokens"])
+        self.assertEqual(toks[0], "<unk>")
+        for t in SPECIAL_TOKENS:
+            self.assertIn(t, toks)
+        q = onnx.load(paths["int8"])
+        ops = {n.op_type for n in q.graph.node}
+        self.assertIn("MatMulInteger", ops)
+        self.assertLess(os.path.getsize(paths["int8"]), os.path.getsize(paths["model"]))
+        with open(paths["reference"]) as f:
+            ref = json.load(f)
+        self.assertEqual(ref["cases"][1]["logits_shape"], [2, 13, len(toks)])
+
+    def test_committed_tiny_model_is_current(self):
+        """testdata/sensevoice/tiny regenerates bit-identically from the recorded command."""
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        tiny = os.path.join(root, "testdata", "sensevoice", "tiny")
+        if not os.path.isdir(tiny):
+            self.skipTest("no committed tiny model")
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        svx.main(["--size", "tiny", "--random", "--seed", "20240717", "--int8", "--reference", "--out", d])
+        for name in ["model.onnx", "model.int8.onnx", "tokens.txt", "reference.json"]:
+            with open(os.path.join(d, name), "rb") as a, open(os.path.join(tiny, name), "rb") as b:
+                self.assertEqual(a.read(), b.read(), f"{name} differs: run `make -C train test-models`")
+
+
+class DataErrorsTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def test_audio_errors(self):
+        with self.assertRaisesRegex(AudioError, "missing.wav: audio file not found"):
+            load_audio(os.path.join(self.dir, "missing.wav"))
+        bad = os.path.join(self.dir, "bad.wav")
+        with open(bad, "wb") as f:
+            f.write(b"RIFF....WAVEjunk")
+        with self.assertRaisesRegex(AudioError, "bad.wav: cannot read audio"):
+            load_audio(bad)
+
+    def test_dataset_item_and_resampling(self):
+        p = os.path.join(self.dir, "a.wav")
+        sf.write(p, (0.1 * np.sin(np.arange(8000) / 7)).astype(np.float32), 8000)
+        v = char_vocab()
+        ds = SenseVoiceDataset([{"key": "a", "source": p, "source_len": 100, "target": "hi there", "target_len": 2}],
+                               v, [0.0] * 560, [1.0] * 560, train=True)
+        it = ds[0]
+        self.assertEqual(it["x"].shape, (17, 560))  # 1 s at 16 kHz -> 98 fbank frames -> 17 LFR frames
+        self.assertEqual(v.decode(it["y"].tolist()), "hi there")
+        b = collate([it, it])
+        self.assertEqual(b["x"].shape, (2, 17, 560))
+        self.assertEqual(b["rich"][0].tolist(), [v.id("<|en|>"), v.id("<|NEUTRAL|>"), v.id("<|Speech|>"), v.id("<|woitn|>")])
+
+    def test_checkpoint_errors(self):
+        with self.assertRaisesRegex(CheckpointError, "nope.pt: checkpoint not found"):
+            load_checkpoint(os.path.join(self.dir, "nope.pt"))
+        junk = os.path.join(self.dir, "junk.pt")
+        with open(junk, "wb") as f:
+            f.write(b"\x00garbage" * 10)
+        with self.assertRaisesRegex(CheckpointError, "junk.pt: unreadable checkpoint"):
+            load_checkpoint(junk)
+        other = os.path.join(self.dir, "other.pt")
+        torch.save({"weights": 1}, other)
+        with self.assertRaisesRegex(CheckpointError, "other.pt: not a parley training checkpoint"):
+            load_checkpoint(other)
+
+    def test_train_cli_reports_bad_manifest(self):
+        man = os.path.join(self.dir, "m.jsonl")
+        with open(man, "w") as f:
+            f.write('{"key": "a"}\n')
+        cmvn = os.path.join(self.dir, "cmvn.json")
+        with open(cmvn, "w") as f:
+            json.dump({"neg_mean": [0] * 560, "inv_stddev": [1] * 560}, f)
+        r = subprocess.run([sys.executable, "-m", "train.sensevoice.train", "--train", man, "--val", man,
+                            "--cmvn", cmvn, "--size", "tiny", "--out", self.dir],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f"{man}:1: missing field 'source'", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

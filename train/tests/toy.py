@@ -1,0 +1,82 @@
+"""A toy regression task for trainer tests (fast, deterministic)."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from train.trainer import Task
+
+
+class ToyData(torch.utils.data.Dataset):
+    def __init__(self, n: int = 64, seed: int = 0):
+        g = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(n, 8, generator=g)
+        w = torch.randn(8, 4, generator=g)
+        self.y = torch.tanh(self.x @ w) + 0.1 * torch.randn(n, 4, generator=g)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+    def lengths(self):
+        return [1] * len(self.x)
+
+
+class ListSampler:
+    def __init__(self, batches):
+        self.batches = batches
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+
+def toy_model(dropout: float = 0.0, seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 32), nn.Tanh(), nn.Dropout(dropout), nn.Linear(32, 32), nn.Tanh(),
+                         nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 4))
+
+
+class ToyTask(Task):
+    """Global batch g of ``per_rank * world`` samples per step; rank r takes the r-th
+    slice, so W ranks see exactly the samples one process sees in one batch of
+    ``per_rank * W``.  ``extra`` adds rank-specific extra batches (uneven inputs)."""
+
+    def __init__(self, n=64, per_rank=4, world_for_split=None, extra=None):
+        self.ds = ToyData(n)
+        self.per_rank = per_rank
+        self.split = world_for_split
+        self.extra = extra or {}
+
+    def train_part(self, part, epoch):
+        return self.ds
+
+    def collate(self, items):
+        return torch.stack([a for a, _ in items]), torch.stack([b for _, b in items])
+
+    def batch_sampler(self, ds, cfg, info, epoch, part, start):
+        split = self.split or info.world_size
+        g = self.per_rank * split
+        g_idx = torch.randperm(len(ds), generator=torch.Generator().manual_seed(epoch)).tolist()
+        batches = []
+        for s in range(0, len(ds) - g + 1, g):
+            grp = g_idx[s:s + g]
+            if info.world_size == 1:
+                batches.append(grp)
+            else:
+                batches.append(grp[info.rank * self.per_rank:(info.rank + 1) * self.per_rank])
+        batches += [batches[i % len(batches)] for i in range(self.extra.get(info.rank, 0))]
+        return ListSampler(batches[start:])
+
+    def loss(self, model, batch):
+        x, y = batch
+        per = ((model(x) - y) ** 2).sum(1)
+        return per.mean(), {"loss_sum": float(per.sum().detach()), "samples": len(x), "tokens": len(x)}
+
+    def validate(self, model, info):
+        x, y = self.ds.x, self.ds.y
+        return {"loss_sum": float(((model(x) - y) ** 2).sum()), "n": float(len(x))}
