@@ -25,7 +25,10 @@ const (
 // the KSDATAFORMAT_SUBTYPE GUID tail shared by PCM and IEEE float
 var wavGUIDTail = []byte{0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71}
 
-const wavUnknownSize = 0xFFFFFFFF
+const (
+	wavUnknownSize = 0xFFFFFFFF
+	wavStreamSize  = 0x7FFFF000 // data sizes from here up mean "until the end of the stream"
+)
 
 // WAVInfo describes a WAV stream.
 type WAVInfo struct {
@@ -121,7 +124,9 @@ func NewWAVReader(r io.Reader) (*WAVReader, error) {
 				return nil, fmt.Errorf("%w: data chunk before fmt chunk", ErrFormat)
 			}
 			w.info.DataOffset = off
-			if size == wavUnknownSize {
+			if size >= wavStreamSize {
+				// sizes written by tools streaming to a pipe (0xFFFFFFFF by ffmpeg, 0x7FFFF000 by
+				// sox and espeak-ng): read to the end of the input
 				w.remaining = -1
 			} else {
 				w.remaining = size / int64(w.block) * int64(w.block)

@@ -1,0 +1,272 @@
+package device
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gordonklaus/portaudio"
+	"github.com/parley-voice/parley/audio"
+)
+
+// counters are the atomics a callback updates.
+type counters struct {
+	callbacks, frames, overflows, dropped, underflows, hostFlags atomic.Uint64
+	firstTime                                                    atomic.Int64 // stream time (ns) of the first frame, +1 so 0 means unset
+}
+
+func (c *counters) stats() Stats {
+	return Stats{
+		Callbacks: c.callbacks.Load(), Frames: c.frames.Load(), Overflows: c.overflows.Load(),
+		Dropped: c.dropped.Load(), Underflows: c.underflows.Load(), HostFlags: c.hostFlags.Load(),
+	}
+}
+
+// stream is what Capture and Playback share: the PortAudio stream, its watchdog and events.
+type stream struct {
+	info   Info
+	cfg    StreamConfig
+	dev    audio.Format
+	pa     *portaudio.Stream
+	ctr    counters
+	events chan Event
+	lost   atomic.Pointer[error]
+	done   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+	poll   time.Duration
+}
+
+func (s *stream) emit(e Event) {
+	e.Time = time.Now()
+	select {
+	case s.events <- e:
+	default: // nobody listening: counters still tell
+	}
+}
+
+// watch turns silence from the callback into a Lost event and reports new over/underflows.
+func (s *stream) watch(dir Direction) {
+	defer s.wg.Done()
+	tick := time.NewTicker(min(s.cfg.LossTimeout/4, 250*time.Millisecond))
+	defer tick.Stop()
+	last, lastAt := s.ctr.callbacks.Load(), time.Now()
+	var over, under uint64
+	for {
+		select {
+		case <-s.done:
+			return
+		case now := <-tick.C:
+			n := s.ctr.callbacks.Load()
+			limit := s.cfg.LossTimeout
+			if s.ctr.frames.Load() < uint64(s.cfg.SampleRate/5) { // not yet past start-up (200 ms)
+				limit = s.cfg.StartTimeout // some hosts take a while to deliver the first buffer
+			}
+			if n != last {
+				last, lastAt = n, now
+			} else if now.Sub(lastAt) > limit {
+				err := fmt.Errorf("%w: %s %q: no audio callback for %v", ErrDeviceLost, dir, s.info.Name, now.Sub(lastAt).Round(time.Millisecond))
+				s.lost.Store(&err)
+				s.emit(Event{Kind: Lost, Err: err})
+				return
+			}
+			if o := s.ctr.overflows.Load(); o != over {
+				over = o
+				s.emit(Event{Kind: Overflow})
+			}
+			if u := s.ctr.underflows.Load(); u != under {
+				under = u
+				s.emit(Event{Kind: Underflow})
+			}
+		}
+	}
+}
+
+// WaitRunning blocks until the stream has handled at least d of audio in callbacks (some hosts
+// start slowly: PulseAudio through ALSA takes up to two seconds), ctx ends or the device is lost.
+func (s *stream) WaitRunning(ctx context.Context, d time.Duration) error {
+	want := uint64(int64(d) * int64(s.cfg.SampleRate) / int64(time.Second))
+	for s.ctr.frames.Load() < want {
+		if err := s.lostErr(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(s.poll):
+		}
+	}
+	return nil
+}
+
+func (s *stream) lostErr() error {
+	if p := s.lost.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (s *stream) close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.done)
+		s.wg.Wait()
+		if s.lostErr() != nil {
+			// a dead host may hang in Stop; Abort is immediate
+			s.pa.Abort()
+		} else {
+			err = s.pa.Stop()
+		}
+		if cerr := s.pa.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+// Capture records from an input device. It implements audio.Source in the format it was
+// opened with. One goroutine reads at a time.
+type Capture struct {
+	stream
+	ring   *audio.Ring
+	conv   audio.Source
+	closed atomic.Bool
+}
+
+// CaptureConfig configures OpenCapture.
+type CaptureConfig struct {
+	StreamConfig
+	Format audio.Format // what Read delivers; zero = audio.Mono16k
+}
+
+// OpenCapture opens and starts an input stream.
+func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
+	if cfg.Format == (audio.Format{}) {
+		cfg.Format = audio.Mono16k
+	}
+	if err := cfg.Format.Validate(); err != nil {
+		return nil, err
+	}
+	d, err := h.Lookup(cfg.Device, Input)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.fill(d, Input, cfg.Format.Channels); err != nil {
+		return nil, err
+	}
+	c := &Capture{}
+	c.info, c.cfg = d, cfg.StreamConfig
+	c.dev = audio.Format{SampleRate: cfg.SampleRate, Channels: cfg.Channels}
+	c.events = make(chan Event, 16)
+	c.done = make(chan struct{})
+	c.poll = pollInterval(cfg.BufferFrames, cfg.SampleRate)
+	c.ring = audio.NewRing(int(int64(cfg.Ring) * int64(cfg.SampleRate) / int64(time.Second) * int64(cfg.Channels)))
+	raw := &ringSource{c: c}
+	if c.conv, err = audio.Convert(raw, cfg.Format, audio.Quality(cfg.Quality)); err != nil {
+		return nil, err
+	}
+	pa, err := portaudio.OpenStream(cfg.params(d, Input), c.callback)
+	if err != nil {
+		return nil, fmt.Errorf("device: opening input %q at %d Hz × %d: %w", d.Name, cfg.SampleRate, cfg.Channels, err)
+	}
+	c.pa = pa
+	if err := pa.Start(); err != nil {
+		pa.Close()
+		return nil, fmt.Errorf("device: starting input %q: %w", d.Name, err)
+	}
+	c.wg.Add(1)
+	go c.watch(Input)
+	h.log.Debug("capture open", "device", d.Name, "rate", cfg.SampleRate, "channels", cfg.Channels, "buffer", cfg.BufferFrames, "format", cfg.Format)
+	return c, nil
+}
+
+// callback runs on PortAudio's real-time thread: copy, count, nothing else.
+func (c *Capture) callback(in []float32, ti portaudio.StreamCallbackTimeInfo, flags portaudio.StreamCallbackFlags) {
+	if c.ctr.firstTime.Load() == 0 {
+		c.ctr.firstTime.Store(int64(ti.InputBufferAdcTime) + 1)
+	}
+	ch := c.dev.Channels
+	n := min(len(in), c.ring.Free()/ch*ch)
+	c.ring.Write(in[:n])
+	if n < len(in) {
+		c.ctr.overflows.Add(1)
+		c.ctr.dropped.Add(uint64((len(in) - n) / ch))
+	}
+	if flags&(portaudio.InputOverflow|portaudio.InputUnderflow) != 0 {
+		c.ctr.hostFlags.Add(1)
+	}
+	c.ctr.frames.Add(uint64(len(in) / ch))
+	c.ctr.callbacks.Add(1)
+}
+
+// Format is the format Read delivers.
+func (c *Capture) Format() audio.Format { return c.conv.Format() }
+
+// DeviceFormat is the format the device runs at.
+func (c *Capture) DeviceFormat() audio.Format { return c.dev }
+
+// Device describes the device in use.
+func (c *Capture) Device() Info { return c.info }
+
+// Read implements audio.Source: it blocks until converted samples are available, ctx is
+// done, the device is lost (ErrDeviceLost) or the capture is closed (io.EOF).
+func (c *Capture) Read(ctx context.Context, p []float32) (int, error) {
+	return c.conv.Read(ctx, p)
+}
+
+// Stats returns the counters.
+func (c *Capture) Stats() Stats { return c.ctr.stats() }
+
+// Events delivers Lost and Overflow events (dropped when nobody reads them).
+func (c *Capture) Events() <-chan Event { return c.events }
+
+// StartTime is the PortAudio stream time at which the first captured frame entered the ADC
+// (0 before the first callback); frame i was captured at StartTime + i/rate.
+func (c *Capture) StartTime() time.Duration {
+	return time.Duration(c.ctr.firstTime.Load() - 1)
+}
+
+// Close stops the stream; a blocked Read returns io.EOF.
+func (c *Capture) Close() error {
+	c.closed.Store(true)
+	return c.close()
+}
+
+// ringSource is the device-format Source that the converter reads.
+type ringSource struct{ c *Capture }
+
+func (r *ringSource) Format() audio.Format { return r.c.dev }
+
+func (r *ringSource) Read(ctx context.Context, p []float32) (int, error) {
+	c := r.c
+	ch := c.dev.Channels
+	p = p[:len(p)/ch*ch]
+	var timer *time.Timer
+	for {
+		if n := c.ring.Read(p); n > 0 {
+			return n, nil
+		}
+		if c.closed.Load() {
+			return 0, io.EOF
+		}
+		if err := c.lostErr(); err != nil {
+			return 0, err
+		}
+		if timer == nil {
+			timer = time.NewTimer(c.poll)
+			defer timer.Stop()
+		} else {
+			timer.Reset(c.poll)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+var _ audio.Source = (*Capture)(nil)
