@@ -109,10 +109,15 @@ func TestDecodeSegment(t *testing.T) {
 	if s.Text != "" || s.Lang != "en" || s.Emotion != "HAPPY" || s.Event != "" || len(s.Tokens) != 0 {
 		t.Errorf("short: %+v", s)
 	}
-	// A non-tag piece in a tag position gives no tag.
-	s = decodeSegment(tok, []int32{11, 5, 8, 9}, []int32{0, 1, 2, 3}, 0, 1)
-	if s.Lang != "" {
-		t.Errorf("Lang from a text piece: %q", s.Lang)
+	// A non-tag piece in a tag position gives no tag; a known tag of another kind neither.
+	s = decodeSegment(tok, []int32{11, 3, 8, 9}, []int32{0, 1, 2, 3}, 0, 1)
+	if s.Lang != "" || s.Emotion != "" || s.Event != "Laughter" {
+		t.Errorf("tags from wrong positions: %+v", s)
+	}
+	// Stray tags among the text stay tokens but not text.
+	s = decodeSegment(tok, []int32{3, 5, 7, 9, 11, 8, 12, 13}, []int32{0, 1, 2, 3, 4, 5, 6, 7}, 0, 1)
+	if s.Text != "hello world" || len(s.Tokens) != 4 {
+		t.Errorf("stray tag: text %q tokens %q", s.Text, s.Tokens)
 	}
 }
 

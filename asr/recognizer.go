@@ -144,6 +144,9 @@ func (r *Recognizer) Info() ModelInfo {
 	return ModelInfo{Path: r.m.path, Format: r.m.format, Provider: r.m.sess.Provider, Vocab: r.m.vocab, Languages: langs}
 }
 
+// Options are the decoding options from the Config, the ones Transcribe uses.
+func (r *Recognizer) Options() Options { return r.cfg.Options }
+
 // Tokens is the model's symbol table.
 func (r *Recognizer) Tokens() *Tokens { return r.m.tokens }
 

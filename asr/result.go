@@ -13,7 +13,7 @@ const FrameSeconds = 0.06
 // Result is what recognition gives for one input.
 type Result struct {
 	// Text is the transcript: the pieces after the four tags joined, a leading "▁" becoming
-	// a space, surrounding spaces trimmed.
+	// a space, surrounding spaces trimmed, stray tags left out.
 	Text string `json:"text"`
 	// Lang, Emotion and Event are the tags without their brackets, e.g. "en", "HAPPY",
 	// "Laughter"; empty when the model gave none.
@@ -53,23 +53,49 @@ type Word struct {
 	End   float64 `json:"end"`
 }
 
+type tagKind int
+
+const (
+	tagLang tagKind = iota
+	tagEmotion
+	tagEvent
+	tagITN
+)
+
+// tagKinds classifies SenseVoice's tags. Tags not listed are accepted in any position.
+var tagKinds = map[string]tagKind{
+	"zh": tagLang, "en": tagLang, "yue": tagLang, "ja": tagLang, "ko": tagLang, "nospeech": tagLang,
+	"HAPPY": tagEmotion, "SAD": tagEmotion, "ANGRY": tagEmotion, "NEUTRAL": tagEmotion,
+	"FEARFUL": tagEmotion, "DISGUSTED": tagEmotion, "SURPRISED": tagEmotion, "EMO_UNKNOWN": tagEmotion,
+	"Speech": tagEvent, "BGM": tagEvent, "Laughter": tagEvent, "Applause": tagEvent, "Cry": tagEvent,
+	"Sneeze": tagEvent, "Breath": tagEvent, "Cough": tagEvent, "Event_UNK": tagEvent, "Sing": tagEvent,
+	"Speech_Noise": tagEvent,
+	"withitn":      tagITN, "woitn": tagITN,
+}
+
 // decodeSegment turns decoded ids and their LFR frames (of the logits, tags included) into
 // a segment starting at offset seconds and lasting dur seconds. As sherpa-onnx does, the
 // first four tokens are the language, emotion, event and ITN tags, and the text tokens'
-// times are 0.06·(frame − 4) seconds.
+// times are 0.06·(frame − 4) seconds. Unlike sherpa-onnx, a tag of the wrong kind in a tag
+// position is not reported (Lang is never "HAPPY"), and tags decoded among the text tokens
+// are left out of Text (they stay in Tokens); a well-trained model produces neither.
 func decodeSegment(tok *Tokens, ids, frames []int32, offset, dur float64) Segment {
 	s := Segment{Start: offset, End: offset + dur, Tokens: []string{}, Timestamps: []float64{}}
 	s.TokenIDs = make([]int, len(ids))
 	for i, id := range ids {
 		s.TokenIDs[i] = int(id)
 	}
-	tag := func(i int) string {
-		if i < len(ids) {
-			return tagName(tok.Piece(int(ids[i])))
+	tag := func(i int, kind tagKind) string {
+		if i >= len(ids) {
+			return ""
 		}
-		return ""
+		name := tagName(tok.Piece(int(ids[i])))
+		if k, known := tagKinds[name]; known && k != kind {
+			return "" // a known tag of another kind: the model did not give this one
+		}
+		return name
 	}
-	s.Lang, s.Emotion, s.Event = tag(0), tag(1), tag(2)
+	s.Lang, s.Emotion, s.Event = tag(0, tagLang), tag(1, tagEmotion), tag(2, tagEvent)
 	var b strings.Builder
 	for i := 4; i < len(ids); i++ {
 		id := int(ids[i])
@@ -77,7 +103,9 @@ func decodeSegment(tok *Tokens, ids, frames []int32, offset, dur float64) Segmen
 		if id >= 0 && id < len(tok.text) {
 			txt = tok.text[id]
 		}
-		b.WriteString(txt)
+		if !isTag(txt) { // a stray tag in the text (weak models) is kept as a token only
+			b.WriteString(txt)
+		}
 		s.Tokens = append(s.Tokens, txt)
 		ts := offset + FrameSeconds*float64(frames[i]-4)
 		s.Timestamps = append(s.Timestamps, math.Round(ts*1000)/1000)

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+const tinyASR = "testdata/sensevoice/tiny"
+
+// speechWAV writes asr's golden speech clip as a WAV file in the given layout.
+func speechWAV(t *testing.T, dir string, rate, channels int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("asr", "testdata", "fbank", "speech_en.pcm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, len(b)/2)
+	audio.DecodePCM(x, b, audio.S16)
+	buf := &audio.Buffer{Format: audio.Mono16k, Data: x}
+	if rate != 16000 || channels != 1 {
+		if buf, err = audio.ResampleBuffer(buf, rate); err != nil {
+			t.Fatal(err)
+		}
+		if channels == 2 {
+			buf = &audio.Buffer{Format: audio.Format{SampleRate: rate, Channels: 2}, Data: audio.UpMix(nil, buf.Data, 2)}
+		}
+	}
+	p := filepath.Join(dir, "speech.wav")
+	if err := audio.WriteWAVFile(p, buf, audio.S16); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestTranscribeCLI(t *testing.T) {
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	wav := speechWAV(t, dir, 16000, 1)
+	code, out, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", tinyASR, "--format", "verbose_json", wav)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v struct {
+		Duration float64 `json:"duration"`
+		Segments []struct {
+			Start, End float64
+		} `json:"segments"`
+		Words []struct{ Word string } `json:"words"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("verbose_json: %v\n%s", err, out)
+	}
+	if v.Duration < 2.4 || v.Duration > 2.5 || len(v.Segments) != 1 {
+		t.Errorf("verbose_json: %+v", v)
+	}
+	for _, f := range []string{"text", "json", "srt", "vtt"} {
+		code, out, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", tinyASR, "--format", f, wav)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", f, code, errs)
+		}
+		if f == "vtt" && !strings.HasPrefix(out, "WEBVTT\n") || f == "srt" && !strings.Contains(out, " --> ") {
+			t.Errorf("%s output:\n%s", f, out)
+		}
+	}
+	// Another layout of the same audio and standard input both work.
+	stereo := speechWAV(t, t.TempDir(), 44100, 2)
+	if code, _, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", tinyASR, stereo); code != 0 {
+		t.Errorf("44.1 kHz stereo: exit %d: %s", code, errs)
+	}
+}
+
+func TestTranscribeCLIErrors(t *testing.T) {
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	junk := filepath.Join(dir, "junk.bin")
+	os.WriteFile(junk, []byte("this is not audio at all, not even close"), 0o644)
+	empty := filepath.Join(dir, "empty.wav")
+	os.WriteFile(empty, nil, 0o644)
+	truncated := filepath.Join(dir, "trunc.wav")
+	os.WriteFile(truncated, []byte("RIFF\x24\x00\x00\x00WAVEfmt "), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no files", nil, 2, "no input files"},
+		{"bad format", []string{"--format", "mp3", junk}, 2, "--format"},
+		{"bad language", []string{"--lang", "fr", junk}, 2, "--lang"},
+		{"srt of two files", []string{"--format", "srt", junk, junk}, 2, "one file"},
+		{"missing file", []string{filepath.Join(dir, "nope.wav")}, 1, "nope.wav"},
+		{"empty file", []string{empty}, 1, "empty input"},
+		{"truncated WAV", []string{truncated}, 1, "trunc.wav"},
+		{"not audio", []string{junk}, 1, "junk.bin"},
+		{"bad model dir", []string{"--model", dir, junk}, 1, "no SenseVoice model file"},
+	}
+	for _, c := range cases {
+		args := []string{"--provider", "cpu", "transcribe"}
+		if c.name != "bad model dir" {
+			args = append(args, "--model", tinyASR)
+		}
+		code, _, errs := runCLI(t, append(args, c.args...)...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d (want %d), stderr %q (want %q)", c.name, code, c.code, errs, c.want)
+		}
+	}
+	// Without ffmpeg, non-WAV input gets a message that says so.
+	t.Setenv("PATH", t.TempDir())
+	if _, err := exec.LookPath("ffmpeg"); err == nil {
+		t.Skip("ffmpeg still found")
+	}
+	code, _, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", tinyASR, junk)
+	if code != 1 || !strings.Contains(errs, "ffmpeg") || !strings.Contains(errs, "not installed") {
+		t.Errorf("without ffmpeg: exit %d, %q", code, errs)
+	}
+}
