@@ -28,8 +28,8 @@ func init() {
 const historyUsage = `usage: parley history [--db FILE] COMMAND
   list [--limit N] [--offset N]          conversations, most recent first
   show ID                                every turn of a conversation, with tags and latency
-  search [--limit N] [--conversation ID] QUERY…
-                                         full-text search (any language; word* for prefixes)
+  search [--limit N] [--conversation ID] [--relevance] QUERY…
+                                         full-text search, newest first (any language; word* for prefixes)
   export ID [--format md|json|srt] [-o FILE]
                                          write a conversation as Markdown, JSON or subtitles
   rm ID…                                 delete conversations and their saved audio
@@ -100,9 +100,11 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	var convFlag int64
 	var format, outPath string
 	var days int
+	var byRelevance bool
 	switch sub {
 	case "search":
 		fs.Int64Var(&convFlag, "conversation", 0, "search only this conversation")
+		fs.BoolVar(&byRelevance, "relevance", false, "best matches first (default newest first)")
 	case "export":
 		fs.StringVar(&format, "format", "md", "md | json | srt")
 		fs.StringVar(&outPath, "o", "", "write to FILE instead of standard output")
@@ -176,13 +178,17 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer s.Close()
 
+	order := store.SearchNewest
+	if byRelevance {
+		order = store.SearchRelevance
+	}
 	switch sub {
 	case "list":
 		return historyList(ctx, env.Stdout, s, store.ListOptions{Limit: limit, Offset: offset})
 	case "show":
 		return historyShow(ctx, env.Stdout, s, ids[0])
 	case "search":
-		return historySearch(ctx, env.Stdout, s, strings.Join(pos, " "), store.SearchOptions{Limit: limit, ConversationID: convFlag})
+		return historySearch(ctx, env.Stdout, s, strings.Join(pos, " "), store.SearchOptions{Limit: limit, ConversationID: convFlag, Order: order})
 	case "export":
 		return historyExport(ctx, env.Stdout, s, ids[0], f, outPath)
 	case "rm":

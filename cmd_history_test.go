@@ -57,6 +57,7 @@ func TestHistoryCLI(t *testing.T) {
 		{[]string{"history", "--db", db, "show", "1"}, 0, "Parley (interrupted):", ""},
 		{[]string{"history", "--db", db, "search", "weather"}, 0, "You: What's the [weather] tomorrow?", ""},
 		{[]string{"history", "--db", db, "search", "天气"}, 0, "明天[天气]怎么样", ""},
+		{[]string{"history", "--db", db, "search", "--relevance", "weather", "--limit", "1"}, 0, "[weather]", ""},
 		{[]string{"history", "--db", db, "search", "snow"}, 0, `no turns match "snow"`, ""},
 		{[]string{"history", "--db", db, "search", "!!!"}, 2, "", "search for words"},
 		{[]string{"history", "--db", db, "search", `"unbalanced AND (`}, 0, "no turns match", ""},
