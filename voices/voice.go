@@ -1,0 +1,263 @@
+// Package voices is Parley's voice library: a voice is a preset, a seed, an embedding, a mix of
+// voices or (later) a clone, with default controls. Each voice is one self-describing JSON file
+// under <data dir>/voices/. The package also holds the speaker-string codec (compact text form
+// of a speaker embedding, like ChatTTS's speaker strings).
+package voices
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Errors.
+var (
+	ErrInvalid  = errors.New("voices: invalid voice")
+	ErrNotFound = errors.New("voices: no such voice")
+	ErrExists   = errors.New("voices: voice already exists")
+)
+
+// Format and Version identify voice files.
+const (
+	Format  = "parley-voice"
+	Version = 1
+	// MaxFileBytes bounds a voice file (a 510×256 embedding in JSON fits comfortably).
+	MaxFileBytes = 8 << 20
+	MaxMixParts  = 16
+)
+
+// Kinds of voice.
+const (
+	KindPreset    = "preset"    // an engine's named voice (espeak "en-us+f3", Kokoro "af_heart")
+	KindSeed      = "seed"      // a seed the engine maps to a voice
+	KindEmbedding = "embedding" // a stored speaker/style embedding
+	KindMix       = "mix"       // a weighted blend of presets
+	KindClone     = "clone"     // reserved for voice cloning
+)
+
+// EngineDims is the embedding size each engine takes (per row, for Kokoro).
+var EngineDims = map[string]int{"kokoro": 256, "chattts": 768, "espeak": 0}
+
+// Defaults are the controls a voice applies unless the request overrides them.
+type Defaults struct {
+	Temperature float64 `json:"temperature,omitempty"`
+	TopP        float64 `json:"top_p,omitempty"`
+	TopK        int     `json:"top_k,omitempty"`
+	Speed       float64 `json:"speed,omitempty"`
+	Language    string  `json:"language,omitempty"`
+}
+
+// Part is one component of a mix.
+type Part struct {
+	Voice  string  `json:"voice"`
+	Weight float64 `json:"weight"`
+}
+
+// Embedding is a stored vector: Rows × Dim floats.
+type Embedding struct {
+	Dim  int       `json:"dim"`
+	Rows int       `json:"rows,omitempty"` // 0 or 1 = one vector
+	Data []float32 `json:"data,omitempty"`
+	// Speaker is the same data as a speaker string (EncodeSpeaker); either may be given.
+	Speaker string `json:"speaker,omitempty"`
+}
+
+// Voice is one voice in the library.
+type Voice struct {
+	Format      string     `json:"format"`
+	Version     int        `json:"version"`
+	Name        string     `json:"name"`
+	Engine      string     `json:"engine"`
+	Kind        string     `json:"kind"`
+	Description string     `json:"description,omitempty"`
+	Preset      string     `json:"preset,omitempty"`
+	Seed        *int64     `json:"seed,omitempty"`
+	Embedding   *Embedding `json:"embedding,omitempty"`
+	Mix         []Part     `json:"mix,omitempty"`
+	Defaults    Defaults   `json:"defaults"`
+	Created     time.Time  `json:"created"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
+
+// ValidName reports whether n can name a voice: lower-case letters, digits, '_', '.', '-',
+// starting with a letter or digit, at most 64 characters, and no "..". Names never contain
+// path separators.
+func ValidName(n string) error {
+	if !nameRE.MatchString(n) || strings.Contains(n, "..") {
+		return fmt.Errorf("%w: name %q (use a-z, 0-9, '_', '.', '-', start with a letter or digit, ≤64 characters)", ErrInvalid, n)
+	}
+	return nil
+}
+
+// Validate checks a voice completely: format, name, engine, kind-specific fields, embedding
+// size for the engine, finite numbers, sane defaults.
+func (v *Voice) Validate() error {
+	if v.Format != Format {
+		return fmt.Errorf("%w: format %q (want %q)", ErrInvalid, v.Format, Format)
+	}
+	if v.Version < 1 || v.Version > Version {
+		return fmt.Errorf("%w: version %d (this Parley reads up to %d)", ErrInvalid, v.Version, Version)
+	}
+	if err := ValidName(v.Name); err != nil {
+		return err
+	}
+	dim, ok := EngineDims[v.Engine]
+	if !ok {
+		return fmt.Errorf("%w: %s: unknown engine %q (have espeak, kokoro, chattts)", ErrInvalid, v.Name, v.Engine)
+	}
+	bad := func(f string, a ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, v.Name, fmt.Sprintf(f, a...))
+	}
+	switch v.Kind {
+	case KindPreset:
+		if v.Preset == "" || len(v.Preset) > 128 || strings.ContainsAny(v.Preset, "/\\\x00") {
+			return bad("preset voice needs a preset name without path characters")
+		}
+	case KindSeed:
+		if v.Seed == nil {
+			return bad("seed voice needs a seed")
+		}
+	case KindEmbedding:
+		if v.Embedding == nil {
+			return bad("embedding voice needs an embedding")
+		}
+		if dim == 0 {
+			return bad("engine %s takes no embeddings", v.Engine)
+		}
+		if err := v.Embedding.normalize(); err != nil {
+			return bad("%v", err)
+		}
+		if v.Embedding.Dim != dim {
+			return bad("embedding of dimension %d, engine %s needs %d", v.Embedding.Dim, v.Engine, dim)
+		}
+	case KindMix:
+		if len(v.Mix) < 1 || len(v.Mix) > MaxMixParts {
+			return bad("mix needs 1..%d parts", MaxMixParts)
+		}
+		var sum float64
+		for _, p := range v.Mix {
+			if p.Voice == "" || p.Voice == v.Name || strings.ContainsAny(p.Voice, "/\\\x00") || len(p.Voice) > 128 {
+				return bad("mix part %q is not a voice name", p.Voice)
+			}
+			if math.IsNaN(p.Weight) || math.IsInf(p.Weight, 0) || p.Weight < 0 {
+				return bad("mix weight %v for %s", p.Weight, p.Voice)
+			}
+			sum += p.Weight
+		}
+		if sum <= 0 {
+			return bad("mix weights sum to zero")
+		}
+	case KindClone:
+		return bad("clone voices are not supported yet")
+	default:
+		return bad("unknown kind %q (have preset, seed, embedding, mix)", v.Kind)
+	}
+	d := v.Defaults
+	for name, x := range map[string]float64{"temperature": d.Temperature, "top_p": d.TopP, "speed": d.Speed} {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return bad("default %s %v", name, x)
+		}
+	}
+	if d.Temperature > 2 || d.TopP > 1 || d.TopK < 0 || d.TopK > 1000 || (d.Speed != 0 && (d.Speed < 0.25 || d.Speed > 4)) {
+		return bad("defaults out of range (temperature ≤2, top_p ≤1, top_k 0..1000, speed 0.25..4)")
+	}
+	if len(d.Language) > 16 || len(v.Description) > 1024 {
+		return bad("language or description too long")
+	}
+	return nil
+}
+
+// normalize fills Data from Speaker (or checks they agree) and validates the numbers.
+func (e *Embedding) normalize() error {
+	if e.Speaker != "" {
+		data, err := DecodeSpeaker(e.Speaker)
+		if err != nil {
+			return err
+		}
+		if len(e.Data) > 0 && len(e.Data) != len(data) {
+			return fmt.Errorf("embedding data and speaker string disagree")
+		}
+		if len(e.Data) == 0 {
+			e.Data = data
+		}
+	}
+	rows := max(e.Rows, 1)
+	if e.Dim <= 0 || e.Dim > 8192 || rows > 4096 {
+		return fmt.Errorf("embedding shape %d×%d", rows, e.Dim)
+	}
+	if len(e.Data) != rows*e.Dim {
+		return fmt.Errorf("embedding holds %d floats, shape says %d×%d", len(e.Data), rows, e.Dim)
+	}
+	for i, x := range e.Data {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("embedding value %d is NaN or Inf", i)
+		}
+	}
+	return nil
+}
+
+// Parse reads and validates one voice file. It rejects files over MaxFileBytes, unknown
+// fields, trailing data and invalid voices, naming what is wrong.
+func Parse(r io.Reader) (*Voice, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("voices: read: %w", err)
+	}
+	if len(b) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: file larger than %d bytes", ErrInvalid, MaxFileBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var v Voice
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the voice object", ErrInvalid)
+	}
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Marshal validates a voice and renders it as indented JSON (embedding data kept exact, as
+// float32 numbers; the speaker string form is for sharing).
+func (v *Voice) Marshal() ([]byte, error) {
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	out := *v
+	if e := v.Embedding; e != nil && len(e.Data) > 0 {
+		c := *e
+		c.Speaker = ""
+		out.Embedding = &c
+	}
+	b, err := json.MarshalIndent(&out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// New returns a voice with format, version and creation time filled in.
+func New(name, engine, kind string) *Voice {
+	return &Voice{Format: Format, Version: Version, Name: name, Engine: engine, Kind: kind, Created: time.Now().UTC().Truncate(time.Second)}
+}
+
+// Preview is a sentence to audition a voice in a language, exercising pauses and a laugh.
+func Preview(lang string) string {
+	switch {
+	case strings.HasPrefix(lang, "zh"):
+		return "你好，我是 Parley。[uv_break] 今天天气不错，[laugh] 我们聊聊吧。"
+	default:
+		return "Hi, I'm Parley. [uv_break] This is how I sound [laugh] when I read a sentence with a pause [break_3] and a number: 42."
+	}
+}
