@@ -1,0 +1,189 @@
+package asr
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+// Benchmarks. Run from the repository root:
+//
+//	go test -run XXX -bench . -benchtime 3x ./asr/
+//
+// BenchmarkPipeline reports, per model, the time of each stage for ~10 s of speech (read a
+// 16 kHz WAV, resample 44.1 kHz stereo → 16 kHz mono, fbank, LFR+CMVN, ONNX run, decode),
+// the real-time factor, and our own work as a percentage of the whole call (the ONNX run is
+// the baseline, measured in the same run). BenchmarkFbank reports the frontend's speed as a
+// multiple of real time on one core. The SenseVoice-Small-sized random model is exported
+// by train/ on first use into $PARLEY_CACHE/bench/sensevoice-small-random (about 1 GB, never
+// committed); the benchmark is skipped when it cannot be made.
+
+// benchSpeech is ~10 s of speech: the golden clips repeated with short pauses.
+func benchSpeech(b *testing.B) []float32 {
+	var x []float32
+	for len(x) < 10*SampleRate {
+		x = append(x, loadCase(b, "speech_en")...)
+		x = append(x, make([]float32, 3200)...)
+		x = append(x, loadCase(b, "speech_fast")...)
+		x = append(x, make([]float32, 3200)...)
+	}
+	return x[:10*SampleRate]
+}
+
+var smallOnce struct {
+	sync.Once
+	dir string
+	err string
+}
+
+// smallModel exports (once, cached across runs) the SenseVoice-Small-sized random model.
+func smallModel(b *testing.B) string {
+	smallOnce.Do(func() {
+		dir := filepath.Join(assets.CacheDir(), "bench", "sensevoice-small-random")
+		if _, err := os.Stat(filepath.Join(dir, "tokens.txt")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err == nil {
+				smallOnce.dir = dir
+				return
+			}
+		}
+		root, _ := filepath.Abs("..")
+		cmd := exec.Command("/usr/bin/python3", "-m", "train.sensevoice.export", "--size", "small", "--random", "--out", dir)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			smallOnce.err = "cannot export the SenseVoice-Small-sized random model: " + err.Error() + ": " + string(bytes.TrimSpace(lastLines(out, 3)))
+			return
+		}
+		smallOnce.dir = dir
+	})
+	if smallOnce.dir == "" {
+		b.Skip(smallOnce.err)
+	}
+	return smallOnce.dir
+}
+
+func lastLines(b []byte, n int) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return bytes.Join(lines, []byte("\n"))
+}
+
+func BenchmarkPipeline(b *testing.B) {
+	b.Run("tiny", func(b *testing.B) { benchPipeline(b, tinyDir) })
+	b.Run("small-random", func(b *testing.B) { benchPipeline(b, smallModel(b)) })
+}
+
+func benchPipeline(b *testing.B, dir string) {
+	gputest.RequireORT(b)
+	r, err := New(dir, Config{Provider: "cpu"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	x := benchSpeech(b)
+	dur := seconds(len(x))
+	var wav bytes.Buffer
+	if err := audio.WriteWAV(&wav, &audio.Buffer{Format: audio.Mono16k, Data: x}, audio.S16); err != nil {
+		b.Fatal(err)
+	}
+	hi, err := audio.ResampleBuffer(&audio.Buffer{Format: audio.Mono16k, Data: x}, 44100)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stereo := audio.UpMix(nil, hi.Data, 2)
+	m := r.m
+	w := <-r.slots
+	defer func() { r.slots <- w }()
+	ctx := context.Background()
+	lang, norm, _ := r.queries(Options{})
+	var tRead, tResample, tFbank, tLFR, tRun, tDecode time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		buf, err := audio.ReadWAV(bytes.NewReader(wav.Bytes()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		mono := audio.DownMix(nil, stereo, 2)
+		if _, err := audio.Resample(mono, 44100, SampleRate, 1); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		w.fbank = w.fb.Compute(w.fbank[:0], buf.Data)
+		t3 := time.Now()
+		feats := lfrCMVN(nil, w.fbank, numMelBins, m.lfrM, m.lfrN, &m.cmvn)
+		rows := len(feats) / (numMelBins * m.lfrM)
+		t4 := time.Now()
+		logits, frames, err := m.forward(ctx, [][]float32{feats}, []int{rows}, []int32{lang}, []int32{norm})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t5 := time.Now()
+		w.ids, w.frames = greedyCTC(logits[0], frames[0], m.vocab, m.blank, -1, w.ids[:0], w.frames[:0])
+		res := merge([]Segment{decodeSegment(m.tokens, w.ids, w.frames, 0, dur)}, dur)
+		_ = res.Words()
+		t6 := time.Now()
+		tRead += t1.Sub(t0)
+		tResample += t2.Sub(t1)
+		tFbank += t3.Sub(t2)
+		tLFR += t4.Sub(t3)
+		tRun += t5.Sub(t4)
+		tDecode += t6.Sub(t5)
+	}
+	n := float64(b.N)
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / n }
+	b.ReportMetric(ms(tRead), "read-ms")
+	b.ReportMetric(ms(tResample), "resample44k-ms")
+	b.ReportMetric(ms(tFbank), "fbank-ms")
+	b.ReportMetric(ms(tLFR), "lfr+cmvn-ms")
+	b.ReportMetric(ms(tRun), "onnx-ms")
+	b.ReportMetric(ms(tDecode), "decode-ms")
+	ours := tRead + tFbank + tLFR + tDecode
+	total := ours + tRun
+	b.ReportMetric(total.Seconds()/n/dur, "RTF")
+	b.ReportMetric(100*ours.Seconds()/total.Seconds(), "ours-%")
+	b.ReportMetric(100*(ours+tResample).Seconds()/(total+tResample).Seconds(), "ours-with-resample-%")
+	b.ReportMetric(dur*n/tFbank.Seconds(), "fbank-x-realtime")
+}
+
+// BenchmarkFbank: the frontend alone (fbank, then fbank+LFR+CMVN) on one goroutine.
+func BenchmarkFbank(b *testing.B) {
+	x := benchSpeech(b)
+	fb := newFbank(newFbankTables(), sampleScale)
+	c := &cmvn{negMean: make([]float32, 560), invStd: make([]float32, 560)}
+	for i := range c.invStd {
+		c.invStd[i] = 1
+	}
+	dur := seconds(len(x))
+	b.Run("fbank", func(b *testing.B) {
+		var out []float32
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			out = fb.Compute(out[:0], x)
+		}
+		b.ReportMetric(dur*float64(b.N)/b.Elapsed().Seconds(), "x-realtime")
+	})
+	b.Run("fbank+lfr+cmvn", func(b *testing.B) {
+		var out, feats []float32
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			out = fb.Compute(out[:0], x)
+			feats = lfrCMVN(feats[:0], out, numMelBins, 7, 6, c)
+		}
+		b.ReportMetric(dur*float64(b.N)/b.Elapsed().Seconds(), "x-realtime")
+	})
+}
