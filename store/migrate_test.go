@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -93,7 +94,8 @@ const fixtureV1 = `INSERT INTO conversations(id, title, created_at, updated_at) 
 	            1700000001500, 1700000001700, '/nonexistent/parley-fixture/a.wav', 1700000000000),
 	           (1, 2, 'assistant', 'Sunny weather today.', '', '', '', 1, 1700000002000, 1700000003000,
 	            NULL, NULL, NULL, 1700000002000);
-	    INSERT INTO timers(label, due_at, created_at) VALUES ('tea', 1700000100000, 1700000000000);
+	    INSERT INTO timers(id, kind, label, due_at, duration_ms, lang, created_at)
+	    VALUES ('t1', 'timer', 'tea', 1700000100000, 180000, 'en', 1700000000000);
 	    INSERT INTO jobs(kind, status, config, created_at, updated_at) VALUES ('clone', 'running', '{"a":1}', 1, 1);
 	    INSERT INTO settings(key, value, updated_at) VALUES ('voice', 'espeak:en', 1);`
 
@@ -146,7 +148,7 @@ func TestMigrateFromEveryEarlierVersion(t *testing.T) {
 					t.Errorf("search %q after migration = %+v, %v", q, hits, err)
 				}
 			}
-			if ts, _ := s.PendingTimers(ctx); len(ts) != 1 {
+			if ts, _ := s.Timers(ctx); len(ts) != 1 || ts[0].ID != "t1" || ts[0].Duration != 3*time.Minute {
 				t.Errorf("timers = %+v", ts)
 			}
 			if v, _, _ := s.Setting(ctx, "voice"); v != "espeak:en" {

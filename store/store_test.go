@@ -188,8 +188,9 @@ func TestBadInputs(t *testing.T) {
 		{"bad job status", ErrInvalid, func() error { return s.SetJobStatus(ctx, 1, "sleeping", "") }},
 		{"missing job", ErrNotFound, func() error { _, err := s.Job(ctx, 99); return err }},
 		{"empty setting key", ErrInvalid, func() error { return s.SetSetting(ctx, "", "v") }},
-		{"timer without time", ErrInvalid, func() error { _, err := s.AddTimer(ctx, "tea", time.Time{}); return err }},
-		{"cancel missing timer", ErrNotFound, func() error { return s.CancelTimer(ctx, 7) }},
+		{"timer without time", ErrInvalid, func() error { return s.AddTimer(ctx, Timer{ID: "x"}) }},
+		{"timer without id", ErrInvalid, func() error { return s.AddTimer(ctx, Timer{Due: time.Now()}) }},
+		{"remove missing timer", ErrNotFound, func() error { return s.RemoveTimer(ctx, "nope") }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,11 +211,20 @@ func TestTimersJobsSettings(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
 	now := time.UnixMilli(1_800_000_000_000)
-	tea, err := s.AddTimer(ctx, "tea", now.Add(3*time.Minute))
-	if err != nil {
-		t.Fatal(err)
+	tea := Timer{ID: "t-tea", Kind: "timer", Label: "tea", Due: now.Add(3 * time.Minute), Duration: 3 * time.Minute, Lang: "zh", Created: now}
+	past := Timer{ID: "a-missed", Kind: "alarm", Label: "missed alarm", Due: now.Add(-time.Hour), Created: now.Add(-2 * time.Hour)}
+	for _, tm := range []Timer{tea, past} {
+		if err := s.AddTimer(ctx, tm); err != nil {
+			t.Fatal(err)
+		}
 	}
-	past, _ := s.AddTimer(ctx, "missed alarm", now.Add(-time.Hour))
+	if err := s.AddTimer(ctx, tea); !errors.Is(err, ErrInvalid) {
+		t.Errorf("duplicate timer id: %v", err)
+	}
+	all, err := s.Timers(ctx)
+	if err != nil || !reflect.DeepEqual(all, []Timer{past, tea}) {
+		t.Fatalf("timers = %+v, %v\nwant %+v", all, err, []Timer{past, tea})
+	}
 	due, err := s.DueTimers(ctx, now)
 	if err != nil || len(due) != 1 || due[0].ID != past.ID {
 		t.Fatalf("due = %+v, %v", due, err)
@@ -222,18 +232,18 @@ func TestTimersJobsSettings(t *testing.T) {
 	if err := s.MarkTimerFired(ctx, past.ID); err != nil {
 		t.Fatal(err)
 	}
-	pending, _ := s.PendingTimers(ctx)
-	if len(pending) != 1 || pending[0].ID != tea.ID || pending[0].Label != "tea" || !pending[0].Due.Equal(tea.Due) {
+	pending, _ := s.Timers(ctx)
+	if len(pending) != 1 || pending[0].ID != tea.ID {
 		t.Errorf("pending = %+v", pending)
 	}
 	if got, _ := s.Timer(ctx, past.ID); !got.Fired {
 		t.Errorf("fired timer = %+v", got)
 	}
-	if err := s.CancelTimer(ctx, tea.ID); err != nil {
+	if err := s.RemoveTimer(ctx, tea.ID); err != nil {
 		t.Fatal(err)
 	}
-	if pending, _ := s.PendingTimers(ctx); len(pending) != 0 {
-		t.Errorf("pending after cancel = %+v", pending)
+	if pending, _ := s.Timers(ctx); len(pending) != 0 {
+		t.Errorf("pending after remove = %+v", pending)
 	}
 
 	j, err := s.CreateJob(ctx, "voice-clone", json.RawMessage(`{"voice":"me","steps":100}`))

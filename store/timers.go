@@ -3,45 +3,56 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mattn/go-sqlite3"
 )
 
-// Timer is a persisted timer or alarm of the offline skills.
+// Timer is a persisted timer or alarm of the offline skills. Its fields mirror
+// llm/skills.Timer, so an adapter in app converts one to the other field by field (store is a
+// leaf package and does not import skills).
 type Timer struct {
-	ID      int64
-	Label   string
-	Due     time.Time
-	Fired   bool
-	Created time.Time
+	ID       string // chosen by the caller; unique
+	Kind     string // "timer" or "alarm"
+	Label    string
+	Due      time.Time
+	Duration time.Duration // timers: the duration asked for
+	Lang     string        // language to announce it in
+	Fired    bool
+	Created  time.Time
 }
 
-// TimerStore is what a skills engine needs to persist timers; *Store implements it.
-type TimerStore interface {
-	AddTimer(ctx context.Context, label string, due time.Time) (Timer, error)
-	PendingTimers(ctx context.Context) ([]Timer, error)
-	DueTimers(ctx context.Context, now time.Time) ([]Timer, error)
-	MarkTimerFired(ctx context.Context, id int64) error
-	CancelTimer(ctx context.Context, id int64) error
-}
-
-var _ TimerStore = (*Store)(nil)
-
-// AddTimer persists a timer due at the given instant.
-func (s *Store) AddTimer(ctx context.Context, label string, due time.Time) (Timer, error) {
-	if due.IsZero() {
-		return Timer{}, fmt.Errorf("store: add timer %q: no due time: %w", label, ErrInvalid)
+// AddTimer persists a timer. The ID must be new.
+func (s *Store) AddTimer(ctx context.Context, t Timer) error {
+	if t.ID == "" || len(t.ID) > 256 {
+		return fmt.Errorf("store: add timer: id %q must be 1–256 bytes: %w", t.ID, ErrInvalid)
 	}
-	t := Timer{Label: cleanTitle(label), Due: due.Truncate(time.Millisecond), Created: time.Now().Truncate(time.Millisecond)}
-	err := s.write(ctx, "add timer", func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, `INSERT INTO timers(label, due_at, created_at) VALUES (?, ?, ?) RETURNING id`,
-			t.Label, t.Due.UnixMilli(), t.Created.UnixMilli()).Scan(&t.ID)
+	if t.Due.IsZero() {
+		return fmt.Errorf("store: add timer %q: no due time: %w", t.ID, ErrInvalid)
+	}
+	if t.Kind == "" {
+		t.Kind = "timer"
+	}
+	if t.Created.IsZero() {
+		t.Created = time.Now()
+	}
+	return s.write(ctx, "add timer", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO timers(id, kind, label, due_at, duration_ms, lang, fired, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, t.ID, t.Kind, cleanTitle(t.Label), t.Due.UnixMilli(),
+			t.Duration.Milliseconds(), t.Lang, t.Fired, t.Created.UnixMilli())
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.Code == sqlite3.ErrConstraint {
+			return fmt.Errorf("timer %q already exists: %w", t.ID, ErrInvalid)
+		}
+		return err
 	})
-	return t, err
 }
 
 func (s *Store) timers(ctx context.Context, op, where string, args ...any) ([]Timer, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, label, due_at, fired, created_at FROM timers `+where+` ORDER BY due_at, id`, args...)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, kind, label, due_at, duration_ms, lang, fired, created_at
+		FROM timers `+where+` ORDER BY due_at, id`, args...)
 	if err != nil {
 		return nil, s.wrap(op, err)
 	}
@@ -49,19 +60,19 @@ func (s *Store) timers(ctx context.Context, op, where string, args ...any) ([]Ti
 	var out []Timer
 	for rows.Next() {
 		var t Timer
-		var due, cr int64
-		if err := rows.Scan(&t.ID, &t.Label, &due, &t.Fired, &cr); err != nil {
+		var due, dur, cr int64
+		if err := rows.Scan(&t.ID, &t.Kind, &t.Label, &due, &dur, &t.Lang, &t.Fired, &cr); err != nil {
 			return nil, s.wrap(op, err)
 		}
-		t.Due, t.Created = fromMS(due), fromMS(cr)
+		t.Due, t.Duration, t.Created = fromMS(due), time.Duration(dur)*time.Millisecond, fromMS(cr)
 		out = append(out, t)
 	}
 	return out, s.wrap(op, rows.Err())
 }
 
-// PendingTimers returns timers not yet fired, soonest first.
-func (s *Store) PendingTimers(ctx context.Context) ([]Timer, error) {
-	return s.timers(ctx, "pending timers", `WHERE fired = 0`)
+// Timers returns the timers not yet fired, soonest first.
+func (s *Store) Timers(ctx context.Context) ([]Timer, error) {
+	return s.timers(ctx, "timers", `WHERE fired = 0`)
 }
 
 // DueTimers returns unfired timers due at or before now (including ones missed while Parley
@@ -70,30 +81,44 @@ func (s *Store) DueTimers(ctx context.Context, now time.Time) ([]Timer, error) {
 	return s.timers(ctx, "due timers", `WHERE fired = 0 AND due_at <= ?`, now.UnixMilli())
 }
 
-// Timer returns one timer, or an error wrapping ErrNotFound.
-func (s *Store) Timer(ctx context.Context, id int64) (Timer, error) {
+// Timer returns one timer (fired or not), or an error wrapping ErrNotFound.
+func (s *Store) Timer(ctx context.Context, id string) (Timer, error) {
 	ts, err := s.timers(ctx, "timer", `WHERE id = ?`, id)
 	if err != nil {
 		return Timer{}, err
 	}
 	if len(ts) == 0 {
-		return Timer{}, fmt.Errorf("store: timer %d: %w", id, ErrNotFound)
+		return Timer{}, fmt.Errorf("store: timer %q: %w", id, ErrNotFound)
 	}
 	return ts[0], nil
 }
 
-// MarkTimerFired records that a timer was announced.
-func (s *Store) MarkTimerFired(ctx context.Context, id int64) error {
-	return s.write(ctx, fmt.Sprintf("fire timer %d", id), func(tx *sql.Tx) error {
+// MarkTimerFired records that a timer was announced (it leaves Timers, stays in Timer).
+func (s *Store) MarkTimerFired(ctx context.Context, id string) error {
+	return s.write(ctx, fmt.Sprintf("fire timer %q", id), func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE timers SET fired = 1 WHERE id = ?`, id)
-		return mustAffect(res, err, "timer", id)
+		return mustAffectKey(res, err, "timer", id)
 	})
 }
 
-// CancelTimer deletes a timer.
-func (s *Store) CancelTimer(ctx context.Context, id int64) error {
-	return s.write(ctx, fmt.Sprintf("cancel timer %d", id), func(tx *sql.Tx) error {
+// RemoveTimer deletes a timer (cancelled, or announced and done with).
+func (s *Store) RemoveTimer(ctx context.Context, id string) error {
+	return s.write(ctx, fmt.Sprintf("remove timer %q", id), func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM timers WHERE id = ?`, id)
-		return mustAffect(res, err, "timer", id)
+		return mustAffectKey(res, err, "timer", id)
 	})
+}
+
+func mustAffectKey(res sql.Result, err error, what, id string) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s %q: %w", what, id, ErrNotFound)
+	}
+	return nil
 }

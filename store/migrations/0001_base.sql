@@ -35,13 +35,17 @@ CREATE TABLE turns (
     UNIQUE (conversation_id, seq)
 );
 
+-- Timers and alarms of the offline skills; the id is chosen by the skills engine.
 CREATE TABLE timers (
-    id         INTEGER PRIMARY KEY,
-    label      TEXT    NOT NULL DEFAULT '',
-    due_at     INTEGER NOT NULL,
-    fired      INTEGER NOT NULL DEFAULT 0 CHECK (fired IN (0, 1)),
-    created_at INTEGER NOT NULL
-);
+    id          TEXT    PRIMARY KEY,
+    kind        TEXT    NOT NULL DEFAULT 'timer',
+    label       TEXT    NOT NULL DEFAULT '',
+    due_at      INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL DEFAULT 0,
+    lang        TEXT    NOT NULL DEFAULT '',
+    fired       INTEGER NOT NULL DEFAULT 0 CHECK (fired IN (0, 1)),
+    created_at  INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE INDEX timers_pending ON timers(due_at) WHERE fired = 0;
 
 CREATE TABLE jobs (

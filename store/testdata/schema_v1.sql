@@ -33,12 +33,15 @@ CREATE TABLE settings (
 ) WITHOUT ROWID;
 -- table timers
 CREATE TABLE timers (
-    id         INTEGER PRIMARY KEY,
-    label      TEXT    NOT NULL DEFAULT '',
-    due_at     INTEGER NOT NULL,
-    fired      INTEGER NOT NULL DEFAULT 0 CHECK (fired IN (0, 1)),
-    created_at INTEGER NOT NULL
-);
+    id          TEXT    PRIMARY KEY,
+    kind        TEXT    NOT NULL DEFAULT 'timer',
+    label       TEXT    NOT NULL DEFAULT '',
+    due_at      INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL DEFAULT 0,
+    lang        TEXT    NOT NULL DEFAULT '',
+    fired       INTEGER NOT NULL DEFAULT 0 CHECK (fired IN (0, 1)),
+    created_at  INTEGER NOT NULL
+) WITHOUT ROWID;
 -- table turns
 CREATE TABLE turns (
     id              INTEGER PRIMARY KEY,
