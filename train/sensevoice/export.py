@@ -187,7 +187,14 @@ def load_our_checkpoint(path: str):
     cfg = svm.SenseVoiceConfig.from_dict(ck["config"])
     m = svm.build(cfg)
     m.load_state_dict({k[7:] if k.startswith("module.") else k: v for k, v in ck["model"].items()})
-    return m, Vocab(ck["tokens"]), ck["cmvn"]["neg_mean"], ck["cmvn"]["inv_stddev"]
+    vocab = Vocab(ck["tokens"])
+    if ck.get("sp_model"):  # restore the SentencePiece model so targets encode as in training
+        import sentencepiece as spm
+
+        sp = spm.SentencePieceProcessor()
+        sp.load_from_serialized_proto(ck["sp_model"])
+        vocab = Vocab(ck["tokens"], sp=sp)
+    return m, vocab, ck["cmvn"]["neg_mean"], ck["cmvn"]["inv_stddev"]
 
 
 def main(argv=None) -> int:
