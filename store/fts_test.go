@@ -5,7 +5,9 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var searchCorpus = []struct {
@@ -191,9 +193,51 @@ func FuzzSearch(f *testing.F) {
 	}
 	ctx := context.Background()
 	f.Fuzz(func(t *testing.T, q string) {
-		_, err := s.Search(ctx, q, SearchOptions{Limit: 3})
-		if err != nil && !errors.Is(err, ErrEmptyQuery) {
-			t.Fatalf("Search(%q): %v", q, err)
+		for _, o := range []SearchOrder{SearchNewest, SearchRelevance} {
+			hits, err := s.Search(ctx, q, SearchOptions{Limit: 3, Order: o})
+			if err != nil && !errors.Is(err, ErrEmptyQuery) {
+				t.Fatalf("Search(%q): %v", q, err)
+			}
+			for _, h := range hits {
+				last := 0
+				for _, r := range h.Highlights {
+					if r[0] < last || r[1] <= r[0] || r[1] > len(h.Snippet) ||
+						!utf8.ValidString(h.Snippet[r[0]:r[1]]) || !utf8.ValidString(h.Snippet[:r[0]]) {
+						t.Fatalf("Search(%q): bad highlight %v in %q", q, r, h.Snippet)
+					}
+					last = r[1]
+				}
+			}
 		}
+	})
+}
+
+// FuzzFTSText: the indexed copy differs from the text only by the zero-width separators (and
+// the internal runes it blanks), so snippets map back to the original text exactly.
+func FuzzFTSText(f *testing.F) {
+	for _, s := range []string{"", "hello world", "今天天气很好", "今日の天気", "날씨가 좋아", "mixed 中文 text", "\u200b", "\ue000\ue001", "a\x00b", "\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		idx := ftsText(s)
+		if !utf8.ValidString(idx) {
+			t.Fatalf("ftsText(%q) = %q is not UTF-8", s, idx)
+		}
+		clean, hl := cleanSnippet(idx)
+		if len(hl) != 0 {
+			t.Fatalf("highlights from unmarked text %q", s)
+		}
+		want := strings.Map(func(r rune) rune {
+			switch r {
+			case zwsp, markOn, markOff, 0:
+				return ' '
+			}
+			return r
+		}, strings.ToValidUTF8(s, "\ufffd"))
+		if clean != want {
+			t.Fatalf("round trip of %q = %q, want %q", s, clean, want)
+		}
+		// Highlight never panics or cuts outside the snippet.
+		_ = Highlight(clean, [][2]int{{0, len(clean)}, {len(clean) + 1, len(clean) + 2}}, "[", "]")
 	})
 }

@@ -207,6 +207,51 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
+// Two stores on one file (the app, and parley history in another process) see each other's
+// writes; the second waits on the lock instead of failing.
+func TestTwoStoresSameFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c := mustConv(t, a, "shared")
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, s := range []*Store{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				if err := s.AddTurn(ctx, &Turn{ConversationID: c.ID, Role: RoleUser, Text: "hello"}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if turns, err := b.Turns(ctx, c.ID); err != nil || len(turns) != 100 {
+		t.Fatalf("%d turns, %v", len(turns), err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
 func TestTimersJobsSettings(t *testing.T) {
 	s := openTest(t)
 	ctx := context.Background()
