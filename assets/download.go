@@ -225,6 +225,7 @@ func (m *Manager) probe(ctx context.Context, url string) (probeInfo, error) {
 	}
 	req.Header.Set("Range", "bytes=0-0")
 	req.Header.Set("User-Agent", userAgent)
+	m.authorize(req)
 	resp, err := m.client(&hops, &mu).Do(req)
 	if err != nil {
 		return probeInfo{}, err
@@ -294,6 +295,22 @@ func parseContentRange(v string) (start, end, total int64, err error) {
 }
 
 const userAgent = "parley-model-manager/1"
+
+// authorize adds $HF_TOKEN as a bearer token to requests for the Hugging Face endpoint (gated
+// repositories). Go drops the header when a redirect leaves that host (the CDN).
+func (m *Manager) authorize(req *http.Request) {
+	tok := m.opts.Getenv("HF_TOKEN")
+	if tok == "" {
+		return
+	}
+	base := strings.TrimRight(m.opts.Getenv("HF_ENDPOINT"), "/")
+	if base == "" {
+		base = "https://huggingface.co"
+	}
+	if strings.HasPrefix(req.URL.String(), base+"/") {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+}
 
 // retryable reports whether another attempt at the same URL may succeed.
 func retryable(err error) bool {
@@ -793,6 +810,7 @@ func (d *transfer) fetchPart(ctx context.Context, i int) (progressed bool, err e
 		return false, err
 	}
 	req.Header.Set("User-Agent", userAgent)
+	d.m.authorize(req)
 	if ranges && (off > 0 || !single || p.End < 0) {
 		if p.End >= 0 {
 			req.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", off, p.End-1))

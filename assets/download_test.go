@@ -230,9 +230,24 @@ func TestServerPublishedHash(t *testing.T) {
 	srv.add("/org/repo/cdn/main/model.onnx", data)
 	srv.set(func(s *faultServer) { s.hf = true })
 	te := newTestEnv(t, []*Model{oneFileModel("m", "hf://org/repo/model.onnx", 0, "")}, srv, nil)
+	getenv := te.mgr.opts.Getenv
+	te.mgr.opts.Getenv = func(k string) string {
+		if k == "HF_TOKEN" {
+			return "hf_secret"
+		}
+		return getenv(k)
+	}
 	if err := te.mgr.Pull(context.Background(), "m"); err != nil {
 		t.Fatalf("Pull: %v (%v)", err, srv.log())
 	}
+	srv.set(func(s *faultServer) {
+		for _, a := range s.auths {
+			// The token goes to the Hugging Face endpoint only (here the CDN shares its host).
+			if strings.Contains(a, "/resolve/") && !strings.HasSuffix(a, "Bearer hf_secret") {
+				t.Errorf("request without the HF token: %q", a)
+			}
+		}
+	})
 	rec := loadRecord(filepath.Join(te.dir, "m"))
 	if r := rec.Files["model.onnx"]; r.Source != "server" || r.SHA256 != sha(data) {
 		t.Fatalf("record %+v: want the server-published hash", r)
@@ -466,10 +481,12 @@ func TestEmbeddedModel(t *testing.T) {
 		"demo/tokens.txt":  {Data: []byte("<blk> 0\n")},
 		"empty/README.md":  {Data: []byte("docs")},
 		"demo/.hidden.bin": {Data: []byte("x")},
+		"demo2/sub/m.onnx": {Data: []byte("sub")},
 	}
 	models := []*Model{
 		{ID: "demo", Kind: KindASR, Demo: true, Embedded: "demo"},
 		{ID: "absent", Kind: KindASR, Demo: true, Embedded: "empty"},
+		{ID: "sub", Kind: KindASR, Demo: true, Embedded: "demo2"},
 	}
 	reg, err := newRegistry(models, embedSource{fsys: fsys})
 	if err != nil {
@@ -478,6 +495,9 @@ func TestEmbeddedModel(t *testing.T) {
 	m, _ := reg.Lookup("demo")
 	if len(m.Files) != 2 {
 		t.Fatalf("embedded files: %+v (README and dotfiles must be skipped)", m.Files)
+	}
+	if sub, _ := reg.Lookup("sub"); len(sub.Files) != 1 || sub.Files[0].Path != "m.onnx" {
+		t.Errorf("a model in demo2/sub/: %+v", sub.Files)
 	}
 	mgr, _ := NewManager(reg, Options{Dir: t.TempDir()})
 	if st, _ := mgr.Status("demo"); st.State != StateInstalled || st.Extracted {

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -33,6 +34,9 @@ func skipEmbedded(name string) bool {
 func (e embedSource) files(dir string) ([]File, error) {
 	if e.fsys == nil {
 		return nil, errors.New("no embedded files")
+	}
+	if st, err := fs.Stat(e.fsys, dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("no directory %q among the embedded files", dir)
 	}
 	var out []File
 	err := fs.WalkDir(e.fsys, dir, func(p string, d fs.DirEntry, err error) error {

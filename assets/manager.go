@@ -335,12 +335,9 @@ func (m *Manager) fetchFile(ctx context.Context, model *Model, f File, dest stri
 	return fetchResult{}, errors.Join(errs...)
 }
 
-// cleanStaging removes what an interrupted import left (call holding the model lock).
-func (m *Manager) cleanStaging(model *Model) {
-	matches, _ := filepath.Glob(filepath.Join(m.opts.Dir, ".staging", model.ID+".*"))
-	for _, p := range matches {
-		os.RemoveAll(p)
-	}
+// cleanStaging removes what interrupted imports of dead processes left.
+func (m *Manager) cleanStaging(*Model) {
+	m.cleanDeadStaging(filepath.Join(m.opts.Dir, ".staging"))
 }
 
 // Remove deletes an installed model (its directory, partial downloads included).

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -201,6 +202,12 @@ func newRegistry(models []*Model, es embedSource) (*Registry, error) {
 			m.Dir = m.ID
 		}
 		if m.Embedded != "" {
+			// The model may sit in a subdirectory named after it (demo/ID/…).
+			if es.fsys == nil {
+				// no embedded files at all: files() reports it
+			} else if st, err := fs.Stat(es.fsys, m.Embedded+"/"+m.ID); err == nil && st.IsDir() {
+				m.Embedded += "/" + m.ID
+			}
 			files, err := es.files(m.Embedded)
 			if err != nil {
 				return nil, fmt.Errorf("%w: model %q: embedded directory %q: %v", ErrBadManifest, m.ID, m.Embedded, err)

@@ -36,6 +36,7 @@ type faultServer struct {
 
 	served   atomic.Int64 // body bytes written
 	requests []string     // "PATH RANGE"
+	auths    []string     // "PATH AUTHORIZATION"
 }
 
 func newFaultServer(t testing.TB) *faultServer {
@@ -82,6 +83,7 @@ func (fs *faultServer) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	fs.mu.Lock()
 	fs.requests = append(fs.requests, path+" "+r.Header.Get("Range"))
+	fs.auths = append(fs.auths, path+" "+r.Header.Get("Authorization"))
 	if fs.hf && strings.Contains(path, "/resolve/") {
 		data, ok := fs.files[strings.Replace(path, "/resolve/", "/cdn/", 1)]
 		fs.mu.Unlock()
