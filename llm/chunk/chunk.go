@@ -334,7 +334,10 @@ func (c *Chunker) decide(i int, final bool) decision {
 	if len(w) == 0 {
 		return cut // ". " after punctuation or a closing bracket
 	}
-	lw := strings.ToLower(string(w))
+	lw := ""
+	if len(w) <= 8 {
+		lw = strings.ToLower(string(w))
+	}
 	if neverEnds[lw] {
 		return keep
 	}
@@ -350,7 +353,7 @@ func (c *Chunker) decide(i int, final bool) decision {
 		}
 		return cut
 	}
-	if strings.Contains(lw, ".") {
+	if containsRune(w, '.') {
 		// a.m., U.S., i.e. (handled above): might continue.
 		if !known {
 			return wait
@@ -429,11 +432,17 @@ func allDigits(w []rune) bool {
 }
 
 func isURL(w []rune) bool {
+	if len(w) > 12 {
+		w = w[:12] // a scheme or www. comes first
+	}
 	s := strings.ToLower(string(w))
 	return strings.Contains(s, "://") || s == "www" || strings.HasPrefix(s, "www.") || strings.HasPrefix(s, "mailto:")
 }
 
 func isCJK(r rune) bool {
+	if r < 0x1100 {
+		return false
+	}
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
 		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }
@@ -468,4 +477,13 @@ func lastIndex(rs []rune, r rune) int {
 		}
 	}
 	return -1
+}
+
+func containsRune(rs []rune, r rune) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package skills
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -141,7 +142,11 @@ func Convert(value float64, from, to string) (float64, *unit, *unit, error) {
 		return 0, nil, nil, fmt.Errorf("%w: cannot convert %s (%s) to %s (%s)", ErrUnit, uf.plural, uf.dim, ut.plural, ut.dim)
 	}
 	base := value*uf.factor + uf.offset
-	return (base - ut.offset) / ut.factor, uf, ut, nil
+	out := (base - ut.offset) / ut.factor
+	if math.IsInf(out, 0) || math.IsNaN(out) {
+		return 0, nil, nil, fmt.Errorf("%w: %v %s is out of range", ErrUnit, value, uf.plural)
+	}
+	return out, uf, ut, nil
 }
 
 func (u *unit) name(v float64, zh bool) string {
