@@ -158,7 +158,7 @@ func (r *resampled) Next(ctx context.Context) (Chunk, error) {
 		return c, err
 	}
 	if r.rs == nil || r.in != c.SampleRate {
-		rs, err := audio.NewResampler(c.SampleRate, r.rate, 1, audio.QualityMedium)
+		rs, err := audio.NewResampler(c.SampleRate, r.rate, 1, audio.QualityLow)
 		if err != nil {
 			return Chunk{}, fmt.Errorf("tts: resample %d → %d Hz: %w", c.SampleRate, r.rate, err)
 		}
