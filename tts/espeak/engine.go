@@ -250,7 +250,9 @@ func voiceFor(lang string) string {
 	case l == "en-gb" || l == "en_gb":
 		return "en-gb"
 	case strings.HasPrefix(l, "zh") || l == "cmn":
-		return "cmn"
+		// Debian's espeak-ng 1.51 "cmn" voice reads its own pinyin ("you3") as English
+		// letters and digits; the pinyin-latin variant pronounces Hanzi correctly.
+		return "cmn-latn-pinyin"
 	case l == "yue":
 		return "yue"
 	default:
@@ -263,7 +265,7 @@ func baseLang(l string) string {
 	if i := strings.IndexAny(l, "-_+"); i >= 0 {
 		l = l[:i]
 	}
-	if l == "cmn" {
+	if l == "cmn" || l == "yue" {
 		return "zh"
 	}
 	return l

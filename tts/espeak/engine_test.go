@@ -398,3 +398,20 @@ func TestCapabilitiesCoverAllControls(t *testing.T) {
 		t.Error(fmt.Sprint(caps.Controls))
 	}
 }
+
+func TestChineseAndMixed(t *testing.T) {
+	e := newEngine(t)
+	// Chinese through the pinyin voice: Hanzi are spoken, not spelled as English digits
+	ph, err := Phonemes("我有三个苹果", voiceFor("zh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(ph, "θɹiː") || strings.Contains(ph, "(en)") {
+		t.Errorf("Chinese phonemes %q contain English", ph)
+	}
+	zh := mustSay(t, e, tts.Request{Text: "我有3个苹果。", Language: "zh"})
+	mixed := mustSay(t, e, tts.Request{Text: "我有3个苹果, I love Paris.", Language: "zh"})
+	if zh.Duration() < 500*time.Millisecond || mixed.Duration() <= zh.Duration() {
+		t.Errorf("zh %v, mixed %v", zh.Duration(), mixed.Duration())
+	}
+}

@@ -246,7 +246,8 @@ func espeakVoice(runLang, reqLang, pack string) string {
 		}
 		return "en-us"
 	case strings.HasPrefix(l, "zh"):
-		return "cmn"
+		return "cmn-latn-pinyin" // see tts/espeak voiceFor
+
 	case l == "pt":
 		return "pt-br"
 	}
