@@ -141,7 +141,7 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 	// order, so snippet() runs for the returned page only.
 	order, rank := `turns_fts.rowid DESC`, `0.0`
 	if opt.Order == SearchRelevance {
-		order, rank = `turns_fts.rank, turns_fts.rowid DESC`, `turns_fts.rank`
+		order, rank = `turns_fts.rank`, `turns_fts.rank` // rank alone: FTS5 sorts it itself
 	}
 	sqlq := `SELECT t.id, t.conversation_id, c.title, t.role, t.created_at,
 	                snippet(turns_fts, 0, char(57344), char(57345), '…', 24), ` + rank + `
