@@ -222,7 +222,7 @@ func printModelList(w io.Writer, sts []assets.ModelStatus, check assets.Check) {
 		}
 		size := "?"
 		switch {
-		case s.State == assets.StatePartial:
+		case s.State == assets.StatePartial && s.Total > 0:
 			size = fmt.Sprintf("%s/%s", humanSize(s.Bytes), humanSize(s.Total))
 		case s.Bytes > 0:
 			size = humanSize(s.Bytes)
