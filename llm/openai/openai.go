@@ -188,7 +188,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		e := httpx.APIError(resp)
-		if errors.Is(e, llm.ErrModelNotFound) {
+		if errors.Is(e, llm.ErrModelNotFound) && !strings.Contains(e.Message, req.Model) {
 			e.Message = fmt.Sprintf("model %q: %s", req.Model, e.Message)
 		}
 		return e

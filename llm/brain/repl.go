@@ -1,0 +1,111 @@
+package brain
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// REPLOptions tune REPL.
+type REPLOptions struct {
+	Prompt        bool      // print "> " before reading each line (interactive terminals)
+	ShowReasoning bool      // print model reasoning (dimmed in brackets)
+	ShowTools     bool      // print tool calls and results
+	Errors        io.Writer // where turn errors are reported; nil: out
+}
+
+// REPL reads one utterance per line from in and writes the streamed answers to out until
+// EOF, "/quit" or ctx ends. Commands: /reset forgets the conversation, /help lists commands.
+// Reading from a pipe works: without Prompt nothing but answers is written.
+func REPL(ctx context.Context, b *Brain, in io.Reader, out io.Writer, opt REPLOptions) error {
+	errOut := opt.Errors
+	if errOut == nil {
+		errOut = out
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for {
+		if opt.Prompt {
+			fmt.Fprint(out, "> ")
+		}
+		if !sc.Scan() {
+			if opt.Prompt {
+				fmt.Fprintln(out)
+			}
+			if err := sc.Err(); err != nil {
+				if errors.Is(err, bufio.ErrTooLong) {
+					return fmt.Errorf("chat: an input line is longer than 1 MiB")
+				}
+				return fmt.Errorf("chat: reading input: %w", err)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		line := strings.TrimSpace(sc.Text())
+		switch line {
+		case "":
+			continue
+		case "/quit", "/exit", "/q":
+			return nil
+		case "/reset":
+			b.Reset()
+			fmt.Fprintln(out, "(conversation cleared)")
+			continue
+		case "/help", "/?":
+			fmt.Fprintln(out, "Type a message and press Enter. /reset clears the conversation, /quit leaves.")
+			continue
+		}
+		inReasoning := false
+		_, err := b.Turn(ctx, Input{Text: line}, func(ev Event) error {
+			switch ev.Kind {
+			case EventText:
+				if inReasoning {
+					fmt.Fprint(out, "]\n")
+					inReasoning = false
+				}
+				fmt.Fprint(out, ev.Text)
+			case EventReasoning:
+				if opt.ShowReasoning {
+					if !inReasoning {
+						fmt.Fprint(out, "[thinking: ")
+						inReasoning = true
+					}
+					fmt.Fprint(out, ev.Text)
+				}
+			case EventToolCall:
+				if opt.ShowTools {
+					fmt.Fprintf(out, "[tool %s %s]\n", ev.Tool, ev.Text)
+				}
+			case EventToolResult:
+				if opt.ShowTools {
+					fmt.Fprintf(out, "[result %s]\n", ev.Text)
+				}
+			case EventAction:
+				fmt.Fprintf(out, "\n[action %s", ev.Action.Kind)
+				if ev.Action.Value != "" {
+					fmt.Fprintf(out, " %s", ev.Action.Value)
+				}
+				if ev.Action.Amount != 0 {
+					fmt.Fprintf(out, " %+.2f", ev.Action.Amount)
+				}
+				fmt.Fprint(out, "]")
+			}
+			return nil
+		})
+		if inReasoning {
+			fmt.Fprint(out, "]")
+		}
+		fmt.Fprintln(out)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			fmt.Fprintf(errOut, "chat: %v\n", err)
+		}
+	}
+}
