@@ -158,7 +158,9 @@ func TestOffline(t *testing.T) {
 
 func TestStreamedAnswerWithThink(t *testing.T) {
 	sc := &script{handlers: []func(sse, *http.Request){
-		func(s sse, _ *http.Request) { s.text("<th", "ink>The user", " greets.</think>", "\n\nHello", " there!") },
+		func(s sse, _ *http.Request) {
+			s.text("<th", "ink>The user", " greets.</think>", "\n\nHello", " there!")
+		},
 	}}
 	srv := httptest.NewServer(sc)
 	defer srv.Close()
