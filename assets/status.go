@@ -132,7 +132,7 @@ func (m *Manager) status(model *Model, ctx context.Context, full bool) ModelStat
 		fs := m.fileStatus(ctx, full, model, f, rec, dir)
 		st.Files = append(st.Files, fs)
 		counts[fs.State]++
-		if fs.State == StateInstalled || fs.State == StateCorrupt {
+		if fs.State != StateMissing {
 			st.Bytes += fs.Size
 		}
 		st.Total += f.Size
