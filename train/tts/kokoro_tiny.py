@@ -9,7 +9,7 @@ exactly Kokoro's:
   onnx-community export:  input_ids int64 (1, N), style float32 (1, 256), speed float32 (1)
                           -> waveform float32 (1, samples) at 24 kHz
   kokoro-onnx export:     tokens    int64 (1, N), style float32 (1, 256), speed float32 (1)
-                          -> audio    float32 (1, samples)
+                          -> audio    float32 (1, samples), vocabulary in metadata "kokoro_config"
 
 plus voice packs (510, 1, 256) float32 in an .npz archive and a config.json holding the real
 Kokoro phoneme vocabulary. Regenerate (CPU, a few seconds):
@@ -114,6 +114,12 @@ def main():
     with torch.no_grad():
         export(m, os.path.join(a.out, "model.onnx"), "input_ids", "waveform")
         export(m, os.path.join(a.out, "model_tokens.onnx"), "tokens", "audio")
+    # kokoro-onnx's newer exports embed config.json in the graph metadata ("kokoro_config")
+    import onnx
+    tok = onnx.load(os.path.join(a.out, "model_tokens.onnx"))
+    meta = tok.metadata_props.add()
+    meta.key, meta.value = "kokoro_config", json.dumps({"n_token": N_TOKEN, "vocab": VOCAB})
+    onnx.save(tok, os.path.join(a.out, "model_tokens.onnx"))
     rng = np.random.default_rng(a.seed)
     np.savez_compressed(os.path.join(a.out, "voices.npz"),
                         af_tiny=voice_pack(rng, 1.0), am_tiny=voice_pack(rng, -1.0), bf_tiny=voice_pack(rng, 0.3))

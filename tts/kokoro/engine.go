@@ -86,7 +86,16 @@ func New(cfg Config) (*Engine, error) {
 	}
 	vocab, err := LoadVocab(cfg.Dir)
 	if err != nil {
-		return nil, err
+		// kokoro-onnx's newer exports carry config.json in the graph metadata
+		for k, val := range info.Metadata {
+			if v, merr := VocabFromJSON(path+" metadata "+k, []byte(val)); merr == nil {
+				vocab, err = v, nil
+				break
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	packs, err := LoadPacks(cfg.Dir)
 	if err != nil {

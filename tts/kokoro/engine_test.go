@@ -73,7 +73,8 @@ func TestParity(t *testing.T) {
 
 func TestBothInputNames(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"config.json", "voices.npz"} {
+	// no config.json: the vocabulary comes from the model's "kokoro_config" metadata
+	for _, f := range []string{"voices.npz"} {
 		b, _ := os.ReadFile(filepath.Join("testdata", f))
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}

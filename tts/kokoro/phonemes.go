@@ -32,29 +32,42 @@ func LoadVocab(dir string) (Vocab, error) {
 			errs = append(errs, err.Error())
 			continue
 		}
-		if len(b) > 16<<20 {
-			return nil, fmt.Errorf("%w: %s is too large", ErrVocab, path)
-		}
-		var doc struct {
-			Vocab map[string]int64 `json:"vocab"`
-			Model struct {
-				Vocab map[string]int64 `json:"vocab"`
-			} `json:"model"`
-		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrVocab, path, err)
-		}
-		m := doc.Vocab
-		if len(m) == 0 {
-			m = doc.Model.Vocab
-		}
-		if len(m) == 0 {
-			errs = append(errs, path+" has no vocab")
+		v, err := VocabFromJSON(path, b)
+		if errors.Is(err, errNoVocab) {
+			errs = append(errs, err.Error())
 			continue
 		}
-		return parseVocab(path, m)
+		return v, err
 	}
 	return nil, fmt.Errorf("%w: %s", ErrVocab, strings.Join(errs, "; "))
+}
+
+var errNoVocab = errors.New("has no vocab")
+
+// VocabFromJSON reads a vocabulary from a JSON document with a top-level "vocab" object
+// (config.json, or the config kokoro-onnx ≥ v1.1 embeds in the model's metadata) or a
+// "model"."vocab" object (tokenizer.json). name is used in errors.
+func VocabFromJSON(name string, b []byte) (Vocab, error) {
+	if len(b) > 16<<20 {
+		return nil, fmt.Errorf("%w: %s is too large", ErrVocab, name)
+	}
+	var doc struct {
+		Vocab map[string]int64 `json:"vocab"`
+		Model struct {
+			Vocab map[string]int64 `json:"vocab"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrVocab, name, err)
+	}
+	m := doc.Vocab
+	if len(m) == 0 {
+		m = doc.Model.Vocab
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("%w: %s %w", ErrVocab, name, errNoVocab)
+	}
+	return parseVocab(name, m)
 }
 
 func parseVocab(path string, m map[string]int64) (Vocab, error) {
