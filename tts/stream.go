@@ -68,6 +68,10 @@ func (s *pipeStream) AddWarning(w string) {
 }
 
 func (s *pipeStream) Next(ctx context.Context) (Chunk, error) {
+	if err := ctx.Err(); err != nil {
+		s.Close()
+		return Chunk{}, err
+	}
 	select {
 	case c, ok := <-s.ch:
 		if ok {
