@@ -109,6 +109,9 @@ func bar(name string, ev Event) string {
 		name = "…" + name[len(name)-39:]
 	}
 	verb := map[string]string{"download": "", "verify": "verifying ", "extract": "extracting "}[ev.Phase]
+	if ev.Phase == "extract" && ev.Done == 0 {
+		return fmt.Sprintf("%-40s extracting %s", name, humanBytes(ev.Total))
+	}
 	if ev.Total <= 0 {
 		return fmt.Sprintf("%-40s %s%s  %s/s", name, verb, humanBytes(ev.Done), humanBytes(int64(ev.Rate)))
 	}
@@ -119,7 +122,7 @@ func bar(name string, ev Event) string {
 		b += ">" + strings.Repeat(" ", width-fill-1)
 	}
 	s := fmt.Sprintf("%-40s %s[%s] %3.0f%% %s/%s", name, verb, b, frac*100, humanBytes(ev.Done), humanBytes(ev.Total))
-	if ev.Phase == "download" {
+	if ev.Phase == "download" && ev.Rate > 0 {
 		s += fmt.Sprintf("  %s/s", humanBytes(int64(ev.Rate)))
 		if ev.ETA > 0 {
 			s += "  ETA " + (time.Duration(ev.ETA) * time.Second).String()
