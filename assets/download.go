@@ -35,8 +35,17 @@ var (
 
 // HTTPError is an unexpected HTTP status.
 type HTTPError struct {
-	URL    string
-	Status int
+	URL        string
+	Status     int
+	RetryAfter time.Duration // from a 429/503 Retry-After header (seconds form), capped at 1 min
+}
+
+func newHTTPError(url string, resp *http.Response) *HTTPError {
+	e := &HTTPError{URL: url, Status: resp.StatusCode}
+	if s, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && s > 0 {
+		e.RetryAfter = min(time.Duration(s)*time.Second, time.Minute)
+	}
+	return e
 }
 
 func (e *HTTPError) Error() string {
@@ -263,7 +272,7 @@ func (m *Manager) probe(ctx context.Context, url string) (probeInfo, error) {
 		}
 		return info, fmt.Errorf("%s: %w (Content-Range %q)", url, errRangeGone, cr)
 	default:
-		return info, &HTTPError{URL: url, Status: resp.StatusCode}
+		return info, newHTTPError(url, resp)
 	}
 	return info, nil
 }
@@ -333,10 +342,14 @@ func fatal(ctx context.Context, err error) bool {
 	return ctx.Err() != nil || errors.Is(err, ErrNoSpace) || errors.Is(err, errWriteFailed)
 }
 
-func (m *Manager) backoff(ctx context.Context, attempt int) error {
+func (m *Manager) backoff(ctx context.Context, attempt int, cause error) error {
 	d := m.opts.Backoff << min(attempt-1, 10)
 	d = min(d, 30*time.Second)
 	d = d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	var he *HTTPError
+	if errors.As(cause, &he) && he.RetryAfter > d {
+		d = he.RetryAfter
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -361,7 +374,7 @@ func (m *Manager) probeRetry(ctx context.Context, url string) (probeInfo, error)
 			return info, err
 		}
 		m.opts.Log.Debug("probe failed; retrying", "url", url, "attempt", attempt, "err", err)
-		if err := m.backoff(ctx, attempt); err != nil {
+		if err := m.backoff(ctx, attempt, err); err != nil {
 			return info, err
 		}
 	}
@@ -768,7 +781,7 @@ func (d *transfer) runPart(ctx context.Context, i int) error {
 			return fmt.Errorf("giving up on %s after %d attempts: %w", d.url, fails, err)
 		}
 		d.m.opts.Log.Info("download interrupted; retrying", "url", d.url, "part", i, "attempt", fails, "err", err)
-		if err := d.m.backoff(ctx, fails); err != nil {
+		if err := d.m.backoff(ctx, fails, err); err != nil {
 			return err
 		}
 	}
@@ -838,7 +851,7 @@ func (d *transfer) fetchPart(ctx context.Context, i int) (progressed bool, err e
 	case http.StatusRequestedRangeNotSatisfiable:
 		return false, fmt.Errorf("%s: %w for bytes %d-", d.url, errRangeGone, off)
 	default:
-		return false, &HTTPError{URL: d.url, Status: resp.StatusCode}
+		return false, newHTTPError(d.url, resp)
 	}
 	buf := make([]byte, 256<<10)
 	for {

@@ -103,6 +103,7 @@ func TestPullFaults(t *testing.T) {
 		}},
 		{name: "dropped connections", pinned: true, fault: func(s *faultServer) { s.drops, s.dropAfter = 3, 100<<10 }},
 		{name: "stalls", pinned: true, fault: func(s *faultServer) { s.stalls, s.stallAfter = 2, 50<<10 }},
+		{name: "503 then fine", pinned: true, fault: func(s *faultServer) { s.busy = 3 }},
 		{name: "server ignores Range", pinned: true, fault: func(s *faultServer) { s.noRange = true }},
 		{name: "Range only on the probe", pinned: true, fault: func(s *faultServer) { s.noRangeParts = true }},
 		{name: "416 on resume ranges", pinned: true, fault: func(s *faultServer) { s.r416 = 1 }},

@@ -30,6 +30,7 @@ type faultServer struct {
 	stallAfter   int64          //
 	r416         int            // ranged requests (start > 0) answered 416
 	status       map[string]int // fixed status per path
+	busy         int            // responses answered 503 with Retry-After: 0
 	corrupt      bool           // flip a byte in every body
 	hf           bool           // serve /resolve/ paths Hugging Face style: redirect with X-Linked-Etag
 	throttle     time.Duration  // sleep between 32 KiB chunks
@@ -96,6 +97,13 @@ func (fs *faultServer) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Linked-Size", strconv.Itoa(len(data)))
 		w.Header().Set("X-Repo-Commit", "0123456789abcdef")
 		http.Redirect(w, r, strings.Replace(path, "/resolve/", "/cdn/", 1), http.StatusFound)
+		return
+	}
+	if fs.busy > 0 && r.Header.Get("Range") != "bytes=0-0" {
+		fs.busy--
+		fs.mu.Unlock()
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	if st, ok := fs.status[path]; ok {
