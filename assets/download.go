@@ -133,13 +133,19 @@ func (s *sidecar) matches(info probeInfo) bool {
 	if s.ServerSHA != "" && info.ServerSHA != "" && s.ServerSHA != info.ServerSHA {
 		return false
 	}
+	// The parts must tile [0, Total) in order (a damaged record must not leave gaps).
+	next := int64(0)
 	for _, p := range s.Parts {
-		if p.Done < 0 || p.Start < 0 || p.End > s.Total || p.Start+p.Done > p.End {
+		if p.Start != next || p.Done < 0 || p.End < p.Start || p.End > s.Total || p.Start+p.Done > p.End {
 			return false
 		}
+		next = p.End
 	}
-	return len(s.Parts) > 0
+	return len(s.Parts) > 0 && len(s.Parts) <= maxParts && next == s.Total
 }
+
+// maxParts bounds the parts of one download (and what a resume record may ask for).
+const maxParts = 64
 
 func (s *sidecar) done() int64 {
 	var n int64
@@ -178,7 +184,7 @@ func (m *Manager) planParts(info probeInfo) []part {
 	if !info.Ranges || info.Total <= 0 {
 		return []part{{Start: 0, End: info.Total}}
 	}
-	n := int(info.Total / m.opts.MinPartSize)
+	n := int(min(info.Total/m.opts.MinPartSize, maxParts))
 	n = max(1, min(n, m.opts.Parts))
 	size := info.Total / int64(n)
 	parts := make([]part, n)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -563,4 +562,43 @@ func TestContentRange(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
+func FuzzContentRange(f *testing.F) {
+	for _, s := range []string{"bytes 0-0/10", "bytes 5-9/*", "bytes */0", "bytes 9223372036854775807-9223372036854775807/*", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		start, end, total, err := parseContentRange(v)
+		if err != nil {
+			return
+		}
+		if start < 0 || end < start || total != -1 && total <= end {
+			t.Fatalf("%q → %d-%d/%d accepted", v, start, end, total)
+		}
+	})
+}
+
+// A resume record read back from disk is outside input: a damaged one is discarded, never
+// trusted into gaps, overlaps or a flood of parts.
+func FuzzSidecar(f *testing.F) {
+	f.Add([]byte(`{"url":"u","total":100,"ranges":true,"parts":[{"start":0,"end":50,"done":10},{"start":50,"end":100,"done":50}]}`))
+	f.Add([]byte(`{"total":100,"parts":[{"start":0,"end":40,"done":0},{"start":60,"end":100,"done":0}]}`))
+	f.Add([]byte(`{"total":-1,"parts":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "s.json")
+		os.WriteFile(p, data, 0o644)
+		sc := loadSidecar(p)
+		if sc == nil || !sc.matches(probeInfo{Total: sc.Total}) {
+			return
+		}
+		next := int64(0)
+		for _, pt := range sc.Parts {
+			if pt.Start != next || pt.Done < 0 || pt.Start+pt.Done > pt.End {
+				t.Fatalf("accepted a bad part %+v in %s", pt, data)
+			}
+			next = pt.End
+		}
+		if next != sc.Total || len(sc.Parts) > maxParts {
+			t.Fatalf("accepted parts that do not tile the file: %s", data)
+		}
+	})
+}
