@@ -39,6 +39,14 @@ type pipeStream struct {
 // one chunk, so a slow consumer holds the producer back (at most one sentence ahead).
 // warnings are reported by the stream's Warnings.
 func NewStream(ctx context.Context, warnings []string, p Producer) Stream {
+	return NewStreamWarn(ctx, warnings, func(ctx context.Context, emit func(Chunk) error, _ func(string)) error {
+		return p(ctx, emit)
+	})
+}
+
+// NewStreamWarn is NewStream for producers that find more warnings while they work: warn adds
+// one (they are all visible through Warnings once Next has returned io.EOF).
+func NewStreamWarn(ctx context.Context, warnings []string, p func(ctx context.Context, emit func(Chunk) error, warn func(string)) error) Stream {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &pipeStream{ch: make(chan Chunk, 1), cancel: cancel, done: make(chan struct{}), warn: warnings}
 	go func() {
@@ -51,7 +59,7 @@ func NewStream(ctx context.Context, warnings []string, p Producer) Stream {
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		})
+		}, s.addWarning)
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -60,8 +68,7 @@ func NewStream(ctx context.Context, warnings []string, p Producer) Stream {
 	return s
 }
 
-// AddWarning appends a warning (engines call it while producing).
-func (s *pipeStream) AddWarning(w string) {
+func (s *pipeStream) addWarning(w string) {
 	s.mu.Lock()
 	s.warn = append(s.warn, w)
 	s.mu.Unlock()

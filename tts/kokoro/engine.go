@@ -280,47 +280,69 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 	}
 	plan := tts.Prepare(req, e.cfg.Calibration)
 	warn := tts.Warnings(plan.Script, e.Capabilities(), req)
-	// phonemize up front (fast next to the model) so bad input fails before streaming
+	// Sentences are phonemized as they are reached, so the first audio does not wait for a
+	// long text's phonemes; up front we only make sure there is something to say.
 	type call struct {
 		ids   []int64
 		rate  float64
 		pause time.Duration
 	}
-	var sentences [][]call
-	words := false
-	dropped := 0
-	for _, s := range plan.Sentences {
+	prepare := func(s tts.Sentence) ([]call, int, error) {
 		var calls []call
+		dropped := 0
 		for _, seg := range s.Segments {
 			switch seg.Kind {
 			case control.Text:
 				ph, err := Phonemize(seg.Text, espeakVoice(seg.Lang, req.Language, pack.Name))
 				if err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				for _, c := range Chunks(ph, MaxTokens) {
 					ids, d := e.vocab.Tokenize(c)
 					dropped += d
-					if len(ids) == 0 {
-						continue
+					if len(ids) > 0 {
+						calls = append(calls, call{ids: ids, rate: seg.Rate})
 					}
-					words = true
-					calls = append(calls, call{ids: ids, rate: seg.Rate})
 				}
 			case control.Pause:
 				calls = append(calls, call{pause: seg.Pause})
 			}
 		}
-		sentences = append(sentences, calls)
+		return calls, dropped, nil
+	}
+	first := map[int][]call{}
+	firstDropped := 0
+	words := false
+	for i := 0; i < len(plan.Sentences) && !words; i++ {
+		calls, d, err := prepare(plan.Sentences[i])
+		if err != nil {
+			return nil, err
+		}
+		first[i], firstDropped = calls, firstDropped+d
+		for _, c := range calls {
+			words = words || c.ids != nil
+		}
 	}
 	if !words {
 		return nil, fmt.Errorf("%w: no speakable phonemes", tts.ErrEmpty)
 	}
-	if dropped > 0 {
-		warn = append(warn, fmt.Sprintf("kokoro: %d phoneme characters not in the model's vocabulary were dropped", dropped))
-	}
-	s := tts.NewStream(ctx, warn, func(ctx context.Context, emit func(tts.Chunk) error) error {
-		for si, calls := range sentences {
+	s := tts.NewStreamWarn(ctx, warn, func(ctx context.Context, emit func(tts.Chunk) error, warnf func(string)) error {
+		dropped := firstDropped
+		defer func() {
+			if dropped > 0 {
+				warnf(fmt.Sprintf("kokoro: %d phoneme characters not in the model's vocabulary were dropped", dropped))
+			}
+		}()
+		for si, sent := range plan.Sentences {
+			calls, ok := first[si]
+			if !ok {
+				var d int
+				var err error
+				if calls, d, err = prepare(sent); err != nil {
+					return err
+				}
+				dropped += d
+			}
 			var pending []float32 // silences wait for the next audio chunk
 			for ci, c := range calls {
 				if c.ids == nil {
@@ -339,7 +361,7 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 				}
 				out := append(pending, pcm...)
 				pending = nil
-				if err := emit(tts.Chunk{Samples: out, SampleRate: SampleRate, Sentence: si, Text: plan.Sentences[si].Text, Last: ci == len(calls)-1}); err != nil {
+				if err := emit(tts.Chunk{Samples: out, SampleRate: SampleRate, Sentence: si, Text: sent.Text, Last: ci == len(calls)-1}); err != nil {
 					return err
 				}
 			}
