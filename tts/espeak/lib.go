@@ -228,4 +228,16 @@ func Voices() ([]string, error) {
 	return out, nil
 }
 
+// Info returns libespeak-ng's version and the espeak-ng-data directory it uses.
+func Info() (version, dataDir string, err error) {
+	if _, err := initLib(); err != nil {
+		return "", "", err
+	}
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	var path *C.char
+	v := C.espeak_Info(&path)
+	return C.GoString(v), C.GoString(path), nil
+}
+
 func clamp(v, lo, hi int) int { return max(lo, min(hi, v)) }
