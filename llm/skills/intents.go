@@ -559,7 +559,12 @@ func (e *Engine) describe(t Timer, zh bool) string {
 	if t.Label != "" {
 		return t.Label + " timer"
 	}
-	return durEN(t.Duration) + " timer"
+	return durAdj(t.Duration) + " timer"
+}
+
+// durAdj is a duration used as an adjective: "5 minute", "1 hour and 30 minute".
+func durAdj(d time.Duration) string {
+	return strings.NewReplacer("hours", "hour", "minutes", "minute", "seconds", "second").Replace(durEN(d))
 }
 
 // Announcement is what to say when t is due.
@@ -587,7 +592,7 @@ func (e *Engine) Announcement(t Timer) string {
 	if t.Label != "" {
 		return "Time's up! Reminder: " + t.Label + "."
 	}
-	return "Time's up! Your " + durEN(t.Duration) + " timer is done."
+	return "Time's up! Your " + durAdj(t.Duration) + " timer is done."
 }
 
 // Due removes and returns the timers and alarms that are due now.

@@ -171,7 +171,7 @@ func TestTimersLifecycle(t *testing.T) {
 		}
 	}
 	r, _ := e.Handle(ctx, "how much time is left on my timer")
-	if r.Intent != "timer.list" || !strings.Contains(r.Text, "5 minutes left") || !strings.Contains(r.Text, "pasta timer has 10 minutes left") || !strings.Contains(r.Text, "7:00 AM") {
+	if r.Intent != "timer.list" || !strings.Contains(r.Text, "5 minute timer has 5 minutes left") || !strings.Contains(r.Text, "pasta timer has 10 minutes left") || !strings.Contains(r.Text, "7:00 AM") {
 		t.Errorf("list: %+v", r)
 	}
 	// Persisted: a new engine on the same file sees them.
@@ -188,7 +188,7 @@ func TestTimersLifecycle(t *testing.T) {
 	if err != nil || len(due) != 1 || due[0].Duration != 5*time.Minute {
 		t.Fatalf("due: %+v %v", due, err)
 	}
-	if a := e.Announcement(due[0]); a != "Time's up! Your 5 minutes timer is done." && a != "Time's up! Your 5 minute timer is done." {
+	if a := e.Announcement(due[0]); a != "Time's up! Your 5 minute timer is done." {
 		t.Errorf("announcement %q", a)
 	}
 	r, _ = e.Handle(ctx, "cancel the pasta timer")

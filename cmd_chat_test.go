@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// chatCLI runs `parley ARGS…` with stdin in a private XDG tree.
+func chatCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	t.Setenv("PARLEY_CONFIG", "")
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// fakeLLM is an OpenAI-compatible server that answers every chat with the same words.
+func fakeLLM(t *testing.T, words ...string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			io.WriteString(w, `{"object":"list","data":[{"id":"tiny-chat"}]}`)
+		case "/v1/chat/completions":
+			var req struct {
+				Model string `json:"model"`
+			}
+			json.NewDecoder(r.Body).Decode(&req)
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, wd := range append([]string{"(" + req.Model + ") "}, words...) {
+				b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": wd}}}})
+				fmt.Fprintf(w, "data: %s\n\n", b)
+			}
+			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestChatSkillsFromPipe(t *testing.T) {
+	code, out, errOut := chatCLI(t, "3 plus 4\nspeak slower\n现在几点\n", "chat", "--backend", "skills")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || lines[0] != "That's 7." || lines[2] != "[action speed -0.15]" || !strings.HasPrefix(lines[3], "现在是") {
+		t.Errorf("stdout:\n%s", out)
+	}
+	if !strings.Contains(errOut, "skills (offline)") {
+		t.Errorf("stderr does not name the backend: %q", errOut)
+	}
+}
+
+func TestChatOpenAIServer(t *testing.T) {
+	srv := fakeLLM(t, "Hello", " from", " the model.")
+	code, out, errOut := chatCLI(t, "tell me something\nwhat is 2 plus 2\n", "chat", "--url", srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if out != "(tiny-chat) Hello from the model.\nThat's 4.\n" {
+		t.Errorf("stdout %q", out)
+	}
+	if !strings.Contains(errOut, "tiny-chat at "+srv.URL+"/v1") {
+		t.Errorf("stderr %q", errOut)
+	}
+	// Environment variables configure the same.
+	t.Setenv("PARLEY_LLM_URL", srv.URL)
+	t.Setenv("PARLEY_LLM_MODEL", "other-model")
+	code, out, _ = chatCLI(t, "hi there\n", "chat", "--local-first=false")
+	if code != 0 || out != "(other-model) Hello from the model.\n" {
+		t.Errorf("env: %d %q", code, out)
+	}
+}
+
+func TestChatErrors(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + l.Addr().String()
+	l.Close()
+	tests := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"chat", "--url", dead}, 1, "did not answer"},
+		{[]string{"chat", "--backend", "gpt"}, 1, "unknown backend"},
+		{[]string{"chat", "--backend", "skills", "extra"}, 2, "unexpected arguments"},
+		{[]string{"chat", "--max-tokens", "-1"}, 2, "must not be negative"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := chatCLI(t, "", tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, errOut, tt.code, tt.stderr)
+		}
+	}
+	// A server that goes down mid-session: the turn ends with a spoken apology and the
+	// REPL keeps going.
+	code, out, errOut := chatCLI(t, "hello\nwhat is 1 plus 1\n", "chat", "--url", dead, "--model", "m")
+	if code != 0 || !strings.Contains(out, "can't reach the language model") || !strings.Contains(out, "That's 2.") || !strings.Contains(errOut, "warning") {
+		t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
+	}
+}
