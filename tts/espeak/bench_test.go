@@ -61,6 +61,8 @@ func BenchmarkSynthesize(b *testing.B) {
 	b.ReportMetric(float64(first.Milliseconds())/float64(b.N), "ms-first-audio")
 	b.ReportMetric(100*own.Seconds()/synth.Seconds(), "own-%")
 	b.ReportMetric(100*rs.Seconds()/synth.Seconds(), "resample16k-%")
+	b.ReportMetric(float64(own.Microseconds())/1000/float64(b.N), "own-ms")
+	b.ReportMetric(float64(rs.Microseconds())/1000/audioDur.Seconds(), "resample-ms/audio-s")
 }
 
 // BenchmarkCancel measures how long a consumer waits for synthesis to stop after cancelling
