@@ -1,0 +1,357 @@
+package vad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/audiotest"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+const rate = 16000
+
+func openDetector(t testing.TB, cfg Config) *Detector {
+	t.Helper()
+	cfg.Model = gputest.RequireModel(t, "silero-vad-v5/silero_vad.onnx")
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// conversation is speech from several voices with known boundaries (in samples).
+type conversation struct {
+	audio  []float32
+	truth  [][2]int64
+	speech []float32 // the clean speech alone, for SNR scaling
+}
+
+var (
+	convOnce sync.Once
+	convVal  *conversation
+	convErr  error
+)
+
+// makeConversation builds (once per test binary) six utterances in four voices separated by
+// gaps of 0.7–2 s, with 1 s of silence at both ends.
+func makeConversation(t testing.TB) *conversation {
+	t.Helper()
+	audiotest.RequireSpeech(t, "test", "en-us", 0) // skip early without espeak-ng
+	convOnce.Do(func() {
+		lines := []struct{ text, voice string }{
+			{"what time is it", "en-us"},
+			{"please set a timer for ten minutes", "en+f3"},
+			{"turn off the lights in the kitchen", "en-gb+m3"},
+			{"how is the weather tomorrow in paris", "en+f2"},
+			{"play some quiet music", "en-us+m5"},
+			{"thank you, that will be all for now", "en+f4"},
+		}
+		gaps := []float64{1.0, 0.7, 1.5, 2.0, 0.9, 1.2, 1.0}
+		c := &conversation{}
+		c.audio = make([]float32, int(gaps[0]*rate))
+		for i, l := range lines {
+			b, err := audiotest.Speak(context.Background(), l.text, l.voice, 0)
+			if err != nil {
+				convErr = err
+				return
+			}
+			s := speechPart(b.Data)
+			start := int64(len(c.audio))
+			c.audio = append(c.audio, s...)
+			c.speech = append(c.speech, s...)
+			c.truth = append(c.truth, [2]int64{start, int64(len(c.audio))})
+			c.audio = append(c.audio, make([]float32, int(gaps[i+1]*rate))...)
+		}
+		convVal = c
+	})
+	if convErr != nil {
+		t.Fatal(convErr)
+	}
+	return convVal
+}
+
+// noisy returns the conversation mixed with noise at snr dB relative to the speech RMS, and
+// the noise gain used.
+func noisy(t testing.TB, c *conversation, kind string, snr float64) ([]float32, []float32) {
+	noise := makeNoise(t, kind, len(c.audio))
+	mix := append([]float32(nil), c.audio...)
+	g := float32(audio.RMS(c.speech) / audio.RMS(noise) / math.Pow(10, snr/20))
+	for i := range mix {
+		mix[i] += g * noise[i]
+	}
+	scaled := make([]float32, len(noise))
+	for i := range noise {
+		scaled[i] = g * noise[i]
+	}
+	return mix, scaled
+}
+
+func makeNoise(t testing.TB, kind string, n int) []float32 {
+	switch kind {
+	case "white":
+		return audiotest.WhiteNoise(n, 0.1, 7)
+	case "babble":
+		b, err := audiotest.Babble(context.Background(), n, 0.1, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	t.Fatalf("noise %q", kind)
+	return nil
+}
+
+func segmentsOf(t testing.TB, d *Detector, x []float32) []Segment {
+	t.Helper()
+	segs, err := d.Segments(context.Background(), audio.NewBufferSource(&audio.Buffer{Format: audio.Mono16k, Data: x}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return segs
+}
+
+// TestConversationInNoise: every utterance found, boundaries within ±100 ms (±150 ms for
+// white noise at 10 dB; babble at 10 dB only has to cover every utterance: 18-talker espeak
+// babble that loud is speech to Silero, and it bridges the 0.7 s gap between two utterances).
+func TestConversationInNoise(t *testing.T) {
+	c := makeConversation(t)
+	d := openDetector(t, Config{})
+	for _, tc := range []struct {
+		noise string
+		snr   float64
+		tol   float64 // ms; 0 = coverage only
+	}{{"none", 0, 100}, {"white", 20, 100}, {"white", 15, 100}, {"white", 10, 150}, {"babble", 20, 100}, {"babble", 15, 100}, {"babble", 10, 0}} {
+		t.Run(fmt.Sprintf("%s/%.0fdB", tc.noise, tc.snr), func(t *testing.T) {
+			x := c.audio
+			if tc.noise != "none" {
+				x, _ = noisy(t, c, tc.noise, tc.snr)
+			}
+			segs := segmentsOf(t, d, x)
+			// coverage: each utterance mostly inside detected speech; no segment outside speech
+			for i, tr := range c.truth {
+				var in int64
+				for _, s := range segs {
+					in += max(0, min(s.End, tr[1])-max(s.Start, tr[0]))
+				}
+				if float64(in) < 0.8*float64(tr[1]-tr[0]) {
+					t.Errorf("utterance %d: only %.0f%% inside detected speech", i, 100*float64(in)/float64(tr[1]-tr[0]))
+				}
+			}
+			for _, s := range segs {
+				hit := false
+				for _, tr := range c.truth {
+					hit = hit || (s.Start < tr[1] && s.End > tr[0])
+				}
+				if !hit {
+					t.Errorf("false alarm: %+v", s)
+				}
+			}
+			worst, sum := 0.0, 0.0
+			if len(segs) == len(c.truth) {
+				for i, tr := range c.truth {
+					ds := float64(segs[i].Start-tr[0]) / rate * 1000
+					de := float64(segs[i].End-tr[1]) / rate * 1000
+					worst = max(worst, math.Abs(ds), math.Abs(de))
+					sum += math.Abs(ds) + math.Abs(de)
+					if tc.tol > 0 && (math.Abs(ds) > tc.tol || math.Abs(de) > tc.tol) {
+						t.Errorf("utterance %d: start %+.0f ms, end %+.0f ms off (want within ±%.0f)", i, ds, de, tc.tol)
+					}
+				}
+			} else if tc.tol > 0 {
+				t.Errorf("%d segments, want %d: %+v", len(segs), len(c.truth), segs)
+			}
+			t.Logf("%s at %.0f dB: %d segments for %d utterances, boundary error worst %.0f ms, mean %.0f ms",
+				tc.noise, tc.snr, len(segs), len(c.truth), worst, sum/float64(2*len(c.truth)))
+		})
+	}
+}
+
+// TestNoiseAlone: 30 s of the noise used above (at the 10 dB level) triggers nothing.
+func TestNoiseAlone(t *testing.T) {
+	c := makeConversation(t)
+	d := openDetector(t, Config{})
+	for _, kind := range []string{"white", "babble"} {
+		t.Run(kind, func(t *testing.T) {
+			_, lvl := noisy(t, c, kind, 10)
+			g := audio.RMS(lvl)
+			noise := makeNoise(t, kind, 30*rate)
+			audio.Gain(noise, float32(g/audio.RMS(noise)))
+			segs := segmentsOf(t, d, noise)
+			t.Logf("%s noise alone at %.1f dBFS RMS, 30 s: %d detections", kind, audio.DB(g), len(segs))
+			if len(segs) != 0 {
+				t.Errorf("detections in %s noise: %+v", kind, segs)
+			}
+		})
+	}
+}
+
+// speechPart trims an utterance to its audible part: from the first to the last 10 ms frame
+// whose RMS is within 30 dB of the loudest frame (what a listener hears above a noise floor
+// 30 dB down; espeak-ng fades its last phoneme out long below that).
+func speechPart(x []float32) []float32 {
+	const frame = rate / 100
+	var peak float64
+	for i := 0; i+frame <= len(x); i += frame {
+		peak = max(peak, audio.RMS(x[i:i+frame]))
+	}
+	first, last := -1, -1
+	for i := 0; i+frame <= len(x); i += frame {
+		if audio.RMS(x[i:i+frame]) >= peak*math.Pow(10, -30.0/20) {
+			if first < 0 {
+				first = i
+			}
+			last = i + frame
+		}
+	}
+	return x[first:last]
+}
+
+func TestStreamingMatchesOffline(t *testing.T) {
+	c := makeConversation(t)
+	d := openDetector(t, Config{})
+	x, _ := noisy(t, c, "white", 20)
+	want := segmentsOf(t, d, x)
+	d.Reset()
+	ctx := context.Background()
+	var evs []Event
+	for i, n := 0, 1; i < len(x); n = n*7%1000 + 1 { // odd chunk sizes
+		j := min(i+n, len(x))
+		e, err := d.Accept(ctx, x[i:j])
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e...)
+		i = j
+	}
+	e, _ := d.Flush(ctx)
+	evs = append(evs, e...)
+	var ends []Event
+	open := false
+	for _, e := range evs {
+		switch e.Type {
+		case SpeechStart:
+			if open {
+				t.Fatal("two starts without an end")
+			}
+			open = true
+			if e.At-e.Start < d.minSpeech-2*int64(d.win) { // refinement may move the onset 2 windows
+				t.Errorf("start decided %d samples after the onset, before MinSpeech", e.At-e.Start)
+			}
+		case SpeechEnd:
+			if !open {
+				t.Fatal("end without start")
+			}
+			open = false
+			ends = append(ends, e)
+			if int64(len(e.Samples)) != e.AudioEnd-e.AudioStart || e.AudioStart > e.Start || e.AudioEnd < e.End {
+				t.Errorf("end event bounds: %d samples for [%d,%d), speech [%d,%d)", len(e.Samples), e.AudioStart, e.AudioEnd, e.Start, e.End)
+			}
+			// the samples are the input audio at those positions
+			for k := range e.Samples {
+				if e.Samples[k] != x[e.AudioStart+int64(k)] {
+					t.Fatalf("utterance sample %d differs from the input", k)
+				}
+			}
+		}
+	}
+	if len(ends) != len(want) {
+		t.Fatalf("streaming found %d utterances, offline %d", len(ends), len(want))
+	}
+	for i := range ends {
+		if ends[i].Start != want[i].Start || ends[i].End != want[i].End {
+			t.Errorf("utterance %d: streaming [%d,%d) offline [%d,%d)", i, ends[i].Start, ends[i].End, want[i].Start, want[i].End)
+		}
+	}
+}
+
+func TestMaxSpeechSplits(t *testing.T) {
+	c := makeConversation(t)
+	d := openDetector(t, Config{MaxSpeech: time.Second})
+	segs := segmentsOf(t, d, c.audio)
+	forced := 0
+	for _, s := range segs {
+		if s.End-s.Start > rate+int64(Window(rate)) {
+			t.Errorf("segment of %d samples is longer than MaxSpeech", s.End-s.Start)
+		}
+		if s.Forced {
+			forced++
+		}
+	}
+	if forced == 0 {
+		t.Errorf("no forced split in %d segments of utterances up to 2 s long", len(segs))
+	}
+}
+
+func TestEightKilohertz(t *testing.T) {
+	c := makeConversation(t)
+	d := openDetector(t, Config{SampleRate: 8000})
+	x8, err := audio.Resample(c.audio, rate, 8000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, err := d.Segments(context.Background(), audio.NewBufferSource(&audio.Buffer{Format: audio.Format{SampleRate: 8000, Channels: 1}, Data: x8}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != len(c.truth) {
+		t.Fatalf("8 kHz: %d segments, want %d", len(segs), len(c.truth))
+	}
+	for i, tr := range c.truth {
+		if d := math.Abs(segs[i].StartSec - float64(tr[0])/rate); d > 0.1 {
+			t.Errorf("8 kHz utterance %d: start off by %.0f ms", i, d*1000)
+		}
+	}
+	// and a 48 kHz stereo file is converted on the way in
+	st := audio.UpMix(nil, mustResample(t, c.audio, rate, 48000), 2)
+	d16 := openDetector(t, Config{})
+	segs, err = d16.Segments(context.Background(), audio.NewBufferSource(&audio.Buffer{Format: audio.Format{SampleRate: 48000, Channels: 2}, Data: st}))
+	if err != nil || len(segs) != len(c.truth) {
+		t.Fatalf("48 kHz stereo: %v, %d segments", err, len(segs))
+	}
+}
+
+func mustResample(t *testing.T, x []float32, from, to int) []float32 {
+	y, err := audio.Resample(x, from, to, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y
+}
+
+func TestBadConfigAndModel(t *testing.T) {
+	gputest.RequireORT(t)
+	for _, cfg := range []Config{{SampleRate: 44100}, {Threshold: 1.5}, {Threshold: 0.5, NegThresh: 0.7}, {MaxSpeech: time.Millisecond}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
+	}
+	// a model that is not Silero v5: the wake word's melspectrogram
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "x.onnx")
+	os.WriteFile(bad, []byte("not a model"), 0o644)
+	if _, err := New(Config{Model: bad}); err == nil {
+		t.Error("garbage model accepted")
+	}
+	if _, err := New(Config{Model: filepath.Join(dir, "missing.onnx")}); err == nil {
+		t.Error("missing model accepted")
+	}
+}
+
+func TestContextCancel(t *testing.T) {
+	d := openDetector(t, Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := d.Accept(ctx, make([]float32, 16000)); !errors.Is(err, context.Canceled) {
+		t.Errorf("Accept with a cancelled context: %v", err)
+	}
+}
