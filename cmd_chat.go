@@ -16,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/discover"
+	"github.com/parley-voice/parley/llm/ollama"
 	"github.com/parley-voice/parley/llm/skills"
 )
 
@@ -39,6 +40,7 @@ type chatFlags struct {
 	localFirst bool
 	maxTokens  int
 	timeout    time.Duration
+	pull       string
 }
 
 func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
@@ -54,6 +56,7 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	fs.BoolVar(&f.localFirst, "local-first", true, "answer time, timers, maths, conversions and controls with the offline skills even when a model is configured")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "answer cap in tokens (default llm.max_tokens)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock cap per answer (default 90s)")
+	fs.StringVar(&f.pull, "pull", "", "first ask the Ollama server to fetch this model (with progress), then chat with it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err
@@ -84,6 +87,14 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 	if f.maxTokens > 0 {
 		cfg.LLM.MaxTokens = f.maxTokens
 	}
+	if f.pull != "" {
+		if f.model == "" {
+			cfg.LLM.Model = f.pull
+		}
+		if cfg.LLM.Backend == "" || cfg.LLM.Backend == "auto" {
+			cfg.LLM.Backend = discover.KindOllama
+		}
+	}
 	if f.voice {
 		venv := *env
 		venv.Config = &cfg
@@ -101,6 +112,15 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if choice.Warning != "" {
 		fmt.Fprintln(env.Stderr, "parley chat: warning:", choice.Warning)
+	}
+	if f.pull != "" {
+		oc, ok := choice.Backend.(*ollama.Client)
+		if !ok {
+			return fmt.Errorf("%w: --pull needs an Ollama server (found %s)", errUsage, choice.Name)
+		}
+		if err := pullModel(ctx, oc, f.pull, env.Stderr); err != nil {
+			return err
+		}
 	}
 	timers, err := skills.OpenFileTimers(filepath.Join(assets.DataDir(), "timers.json"))
 	if err != nil {
@@ -137,6 +157,26 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 	return brain.REPL(ctx, b, env.Stdin, out, brain.REPLOptions{
 		Prompt: interactive, ShowReasoning: f.think, ShowTools: f.tools, Errors: env.Stderr,
 	})
+}
+
+// pullModel asks Ollama to fetch model, printing a line per stage and every 10%.
+func pullModel(ctx context.Context, c *ollama.Client, model string, w io.Writer) error {
+	last, lastPct := "", -1
+	err := c.Pull(ctx, model, func(p ollama.Progress) {
+		pct := int(p.Fraction() * 100)
+		if p.Status != last || (pct >= 0 && pct/10 != lastPct/10) {
+			if pct >= 0 {
+				fmt.Fprintf(w, "pull %s: %s %d%%\n", model, p.Status, pct)
+			} else {
+				fmt.Fprintf(w, "pull %s: %s\n", model, p.Status)
+			}
+			last, lastPct = p.Status, pct
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", model, err)
+	}
+	return nil
 }
 
 // replyLanguage maps assistant.language onto the skills' default reply language.

@@ -114,3 +114,34 @@ func TestChatErrors(t *testing.T) {
 		t.Errorf("exit %d\nstdout %q\nstderr %q", code, out, errOut)
 	}
 }
+
+func TestChatPullIntoOllama(t *testing.T) {
+	var pulled string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"version":"0.12.3"}`) })
+	mux.HandleFunc("GET /api/tags", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"models":[]}`) })
+	mux.HandleFunc("POST /api/pull", func(w http.ResponseWriter, r *http.Request) {
+		var req map[string]any
+		json.NewDecoder(r.Body).Decode(&req)
+		pulled, _ = req["model"].(string)
+		io.WriteString(w, `{"status":"pulling manifest"}`+"\n"+
+			`{"status":"pulling abc","digest":"sha256:abc","total":100,"completed":50}`+"\n"+
+			`{"status":"pulling abc","digest":"sha256:abc","total":100,"completed":100}`+"\n"+
+			`{"status":"success"}`+"\n")
+	})
+	mux.HandleFunc("POST /api/chat", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"model":"qwen3:0.6b","message":{"role":"assistant","content":"Ready."},"done":false}`+"\n"+
+			`{"model":"qwen3:0.6b","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`+"\n")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	code, out, errOut := chatCLI(t, "are you there\n", "chat", "--url", srv.URL, "--pull", "qwen3:0.6b")
+	if code != 0 || out != "Ready.\n" || pulled != "qwen3:0.6b" {
+		t.Fatalf("exit %d out %q pulled %q stderr %q", code, out, pulled, errOut)
+	}
+	for _, want := range []string{"pull qwen3:0.6b: pulling manifest", "pulling abc 50%", "pulling abc 100%", "success", "ollama qwen3:0.6b at"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
