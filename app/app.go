@@ -110,11 +110,14 @@ type WakeDetector interface {
 }
 
 // EchoReference gives what the speaker played, time-aligned with the capture, at 16 kHz.
-// Reference fills dst with the played signal for the len(dst) capture samples just read
-// (zeros where nothing played). Devices with a hardware loop-back implement it; without one
-// the assistant builds it from the Player's position.
+// Captured is called by the capture goroutine after every read with the number of samples
+// read (in order), so the reference can follow the capture's clock; Reference fills dst with
+// the played signal for capture samples [from, from+len(dst)), zeros where nothing played or
+// nothing is known. It may be called from any goroutine. Devices with a loop-back of what
+// they played implement it; without one the assistant builds it from the Player's position.
 type EchoReference interface {
-	Reference(dst []float32)
+	Captured(n int)
+	Reference(dst []float32, from int64)
 }
 
 // History records turns. The assistant calls it from the loop's own goroutine after each

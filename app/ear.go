@@ -21,12 +21,11 @@ type ear struct {
 	a   *Assistant
 	mu  sync.Mutex
 	cap []float32
-	ref []float32
 	n   int64 // samples captured so far
 }
 
 func newEar(a *Assistant) *ear {
-	return &ear{a: a, cap: make([]float32, earRing), ref: make([]float32, earRing)}
+	return &ear{a: a, cap: make([]float32, earRing)}
 }
 
 func (e *ear) pos() int64 {
@@ -55,18 +54,10 @@ func (e *ear) copyLocked(ring []float32, start, end int64) []float32 {
 	return out
 }
 
-// refWindow copies the echo reference [start, end) with zeros where none is held.
+// refWindow returns the echo reference for capture [start, end).
 func (e *ear) refWindow(start, end int64) []float32 {
 	out := make([]float32, max(0, end-start))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for i := range out {
-		k := start + int64(i)
-		if k < 0 || k >= e.n || k <= e.n-earRing {
-			continue
-		}
-		out[i] = e.ref[k&(earRing-1)]
-	}
+	e.a.p.Echo.Reference(out, start)
 	return out
 }
 
@@ -92,13 +83,15 @@ func (e *ear) isEcho(start, end int64) bool {
 	lead := e.a.samples(echoLead)
 	r := e.refWindow(start-maxLag, end+lead)
 	res, ok := echoResidual(c, r, int(maxLag+lead))
-	e.a.log.Debug("echo check", "residual", res, "ok", ok)
+	e.a.log.Debug("echo check", "residual", res, "ok", ok, "capture_db", audio.DB(audio.RMS(c)), "ref_db", audio.DB(audio.RMS(r)), "from", start, "to", end)
 	return ok && res <= e.a.o.EchoResidual
 }
 
-// echoResidual fits capture c as g·r[lag:lag+len(c)] for the best lag in [0, lags] and returns
-// the unexplained energy fraction (1 − ρ², ρ the normalised cross-correlation). ok is false
-// when the reference is silent (nothing played: it cannot be echo) or the capture is.
+// echoResidual fits capture c, block by block (100 ms), as g·r[lag+i] with each block's own
+// best lag in [0, lags], and returns the fraction of c's energy the fits leave unexplained
+// (Σ E_b(1 − ρ_b²) / Σ E_b, ρ_b the normalised cross-correlation). Blocks get their own lag
+// because a host under- or overrun shifts the rest of the echo. ok is false when the
+// reference is silent (nothing played: it cannot be echo) or the capture is.
 func echoResidual(c, r []float32, lags int) (float64, bool) {
 	if len(r) < len(c)+lags {
 		lags = len(r) - len(c)
@@ -106,13 +99,33 @@ func echoResidual(c, r []float32, lags int) (float64, bool) {
 	if lags < 0 || audio.RMS(r) < 1e-4 || audio.RMS(c) < 1e-5 {
 		return 1, false
 	}
-	// coarse search at 4 kHz, then refine at 16 kHz
-	const d = 4
-	c4, r4 := decimate(c, d), decimate(r, d)
-	best4, _ := bestLag(c4, r4, 0, lags/d)
-	lo, hi := max(0, best4*d-2*d), min(lags, best4*d+2*d)
-	_, rho := bestLag(c, r, lo, hi)
-	return 1 - rho*rho, true
+	const block = SampleRate / 10
+	var total, unexplained float64
+	for off := 0; off < len(c); off += block {
+		cb := c[off:min(off+block, len(c))]
+		if len(cb) < block/2 && off > 0 { // a short tail joins the verdict of the blocks before
+			break
+		}
+		var e float64
+		for _, v := range cb {
+			e += float64(v) * float64(v)
+		}
+		if e == 0 {
+			continue
+		}
+		rb := r[off : off+len(cb)+lags]
+		// coarse search at 4 kHz, then refine at 16 kHz
+		const d = 4
+		best4, _ := bestLag(decimate(cb, d), decimate(rb, d), 0, lags/d)
+		lo, hi := max(0, best4*d-2*d), min(lags, best4*d+2*d)
+		_, rho := bestLag(cb, rb, lo, hi)
+		total += e
+		unexplained += e * (1 - rho*rho)
+	}
+	if total == 0 {
+		return 1, false
+	}
+	return unexplained / total, true
 }
 
 func decimate(x []float32, d int) []float32 {
@@ -169,7 +182,6 @@ func (e *ear) run(ctx context.Context) {
 	o := a.o
 	wake := a.p.Wake
 	buf := make([]float32, 512)
-	ref := make([]float32, len(buf))
 	var meter audio.Meter
 	var (
 		inSeg         bool
@@ -194,14 +206,11 @@ func (e *ear) run(ctx context.Context) {
 		if n > 0 {
 			block := buf[:n]
 			if a.p.Echo != nil {
-				a.p.Echo.Reference(ref[:n])
-			} else {
-				clear(ref[:n])
+				a.p.Echo.Captured(n)
 			}
 			e.mu.Lock()
 			for i := 0; i < n; i++ {
-				k := (e.n + int64(i)) & (earRing - 1)
-				e.cap[k], e.ref[k] = block[i], ref[i]
+				e.cap[(e.n+int64(i))&(earRing-1)] = block[i]
 			}
 			e.n += int64(n)
 			now := e.n
@@ -232,7 +241,7 @@ func (e *ear) run(ctx context.Context) {
 					case SpeechStart:
 						inSeg, segStart, longSent = true, ev.Sample, false
 						segPeak, voiced, echoNow, lastLoudCheck = 0, max(0, now-ev.Sample-int64(n)), false, now
-						segEcho = e.isEcho(max(segStart, now-window), now)
+						segEcho = e.isEcho(now-window, now)
 						lastCheck = now
 						if segEcho {
 							a.publish(Event{Kind: EvEchoRejected, Turn: a.turnID.Load()})

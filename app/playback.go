@@ -30,6 +30,9 @@ type playLog struct {
 	head16  int64     // 16 kHz index of the next sample in ring
 	rs      *audio.Resampler
 	tmp     []float32
+	cref    []float32 // the reference aligned with the capture (Captured)
+	capN    int64     // capture samples seen
+	last16  int64     // speaker position (16 kHz) at the previous Captured
 }
 
 const playRing = 1 << 19 // 32 s at 16 kHz
@@ -128,20 +131,46 @@ func (l *playLog) drain(ctx context.Context) error {
 	}
 }
 
-// Reference implements EchoReference: the 16 kHz signal the speaker played during the last
-// len(dst) samples, judged by the speaker's position now.
-func (l *playLog) Reference(dst []float32) {
+// Captured implements EchoReference: what the speaker played while these n samples were
+// captured (the advance of its position) becomes the next n samples of a reference aligned
+// with the capture — zeros first when it played less (it started or stalled mid-block), its
+// last n samples when it played more (a burst). The acoustic delay is left to the echo
+// check's delay search.
+func (l *playLog) Captured(n int) {
 	cur := l.to16(l.sp.Played())
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	from := cur - int64(len(dst))
+	if l.cref == nil {
+		l.cref = make([]float32, earRing)
+		l.last16 = cur
+	}
+	got := max(0, cur-l.last16)
+	pad := int64(n) - got
+	for i := int64(0); i < int64(n); i++ {
+		var v float32
+		if i >= pad {
+			k := cur - int64(n) + i // play index
+			if k >= 0 && k < l.head16 && k > l.head16-playRing {
+				v = l.ring[k&(playRing-1)]
+			}
+		}
+		l.cref[(l.capN+i)&(earRing-1)] = v
+	}
+	l.capN += int64(n)
+	l.last16 = cur
+}
+
+// Reference implements EchoReference.
+func (l *playLog) Reference(dst []float32, from int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for i := range dst {
 		k := from + int64(i)
-		if k < 0 || k >= l.head16 || k < l.head16-playRing {
+		if k < 0 || k >= l.capN || k <= l.capN-earRing {
 			dst[i] = 0
 			continue
 		}
-		dst[i] = l.ring[k&(playRing-1)]
+		dst[i] = l.cref[k&(earRing-1)]
 	}
 }
 

@@ -1,0 +1,322 @@
+// Package wire builds a running assistant (package app) from the configuration: it opens the
+// audio devices, loads the speech recognizer, the brain (offline skills, an LLM server, or
+// both) and the voice, connects history, and adapts each engine to the loop's small
+// interfaces. The GUI, the server and `parley chat --voice` all start the assistant here.
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/skills"
+	"github.com/parley-voice/parley/store"
+	"github.com/parley-voice/parley/tts"
+)
+
+// Transcriber adapts an asr.Recognizer.
+type Transcriber struct{ R *asr.Recognizer }
+
+// Transcribe implements app.Transcriber.
+func (t Transcriber) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
+	res, err := t.R.Transcribe(ctx, pcm)
+	if err != nil {
+		return app.Transcript{}, err
+	}
+	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
+}
+
+// SkillsBrain answers with the offline skills only.
+type SkillsBrain struct{ E *skills.Engine }
+
+// Answer implements app.Brain.
+func (b SkillsBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Message, fn func(string) error) error {
+	r, err := b.E.Handle(ctx, in.Text)
+	if err != nil {
+		return err
+	}
+	return fn(r.Text)
+}
+
+// LLMBrain answers with a chat backend; when Skills is set, utterances the skills handle
+// (time, timers, arithmetic…) are answered offline at once and the rest go to the model.
+type LLMBrain struct {
+	Backend   llm.Backend
+	Model     string
+	Persona   string
+	MaxTokens int
+	Skills    *skills.Engine
+}
+
+// Answer implements app.Brain.
+func (b LLMBrain) Answer(ctx context.Context, in app.Transcript, hist []app.Message, fn func(string) error) error {
+	if b.Skills != nil && b.Skills.Match(in.Text) != "" {
+		if r, err := b.Skills.Handle(ctx, in.Text); err == nil && r.Handled {
+			return fn(r.Text)
+		}
+	}
+	conv := llm.Conversation{System: llm.Persona{Prompt: b.Persona, Spoken: true}.System()}
+	for _, m := range hist {
+		conv.Add(llm.Message{Role: m.Role, Content: m.Text})
+	}
+	conv.Add(llm.Message{Role: llm.RoleUser, Content: in.Text})
+	req := &llm.Request{Model: b.Model, MaxTokens: b.MaxTokens,
+		Messages: conv.Prompt(llm.Listener{Language: in.Lang, Emotion: in.Emotion, Event: in.Event})}
+	var think llm.ThinkFilter
+	err := b.Backend.Chat(ctx, req, func(d llm.Delta) error {
+		if c, _ := think.Push(d.Content); c != "" {
+			return fn(c)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if c, _ := think.Flush(); c != "" {
+		return fn(c)
+	}
+	return nil
+}
+
+// Voice adapts a tts.Engine with a request template (voice, seed, speed…).
+type Voice struct {
+	E    tts.Engine
+	Req  tts.Request
+	Rate int // the engine's sample rate
+}
+
+// SampleRate implements app.Synthesizer.
+func (v Voice) SampleRate() int { return v.Rate }
+
+// Synthesize implements app.Synthesizer.
+func (v Voice) Synthesize(ctx context.Context, text string, fn func([]float32) error) error {
+	req := v.Req
+	req.Text = text
+	st, err := v.E.Synthesize(ctx, req)
+	if err != nil {
+		if errors.Is(err, tts.ErrEmpty) {
+			return nil
+		}
+		return err
+	}
+	defer st.Close()
+	for {
+		c, err := st.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if c.SampleRate != 0 && c.SampleRate != v.Rate {
+			return fmt.Errorf("wire: %s engine streamed %d Hz, announced %d Hz", v.E.Capabilities().Engine, c.SampleRate, v.Rate)
+		}
+		if len(c.Samples) > 0 {
+			if err := fn(c.Samples); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Player adapts a device.Playback (mono, opened at the voice's rate) to app.Player: Played
+// counts the samples written that have left the queue, discarding what Stop dropped.
+type Player struct {
+	P *device.Playback
+
+	mu      sync.Mutex
+	written int64 // samples written, minus those Stop discarded
+	last    int64
+}
+
+// SampleRate implements app.Player.
+func (p *Player) SampleRate() int { return p.P.Format().SampleRate }
+
+// Write implements app.Player.
+func (p *Player) Write(ctx context.Context, pcm []float32) error {
+	n, err := p.P.Write(ctx, pcm)
+	p.mu.Lock()
+	p.written += int64(n)
+	p.mu.Unlock()
+	if errors.Is(err, device.ErrStopped) {
+		return context.Canceled
+	}
+	return err
+}
+
+// Played implements app.Player.
+func (p *Player) Played() int64 {
+	q := p.P.Format().Samples(p.P.Queued())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := min(p.written, max(p.last, p.written-int64(q)))
+	p.last = v
+	return v
+}
+
+// Stop implements app.Player.
+func (p *Player) Stop() {
+	played := p.Played()
+	p.P.Stop()
+	p.mu.Lock()
+	p.written, p.last = played, played
+	p.mu.Unlock()
+}
+
+// Echo turns the playback device's echo reference (what the device played, frame for frame,
+// silence included) into app.EchoReference for a 16 kHz capture. Call Run in its own
+// goroutine; Reference is called by the loop's capture goroutine once per read, in order.
+//
+// Alignment: the streams' start times (PortAudio's ADC/DAC stamps) proved unreliable through
+// PulseAudio's ALSA plug-in (off by most of a second), so the echo is aligned by sample counts:
+// the newest echo sample is taken as simultaneous with the newest capture sample, the offset is
+// held steady, and re-synchronised when callback jitter moves it by more than 100 ms. The real
+// acoustic delay (output + input latency) is left to the loop's delay search.
+type Echo struct {
+	src audio.Source
+
+	mu      sync.Mutex
+	ring    []float32 // 16 kHz echo from the playback stream's first frame
+	n       int64
+	capN    int64 // capture samples seen so far
+	anchors []anchor
+	err     error
+}
+
+const echoRing = 1 << 19
+
+// NewEcho prepares the echo reference of play (nil when play has none).
+func NewEcho(play *device.Playback) (*Echo, error) {
+	ref := play.EchoRef()
+	if ref == nil {
+		return nil, nil
+	}
+	src, err := audio.Convert(ref, audio.Mono16k, audio.QualityLow)
+	if err != nil {
+		return nil, err
+	}
+	return &Echo{src: src, ring: make([]float32, echoRing)}, nil
+}
+
+// Run reads the echo reference steadily until ctx ends.
+func (e *Echo) Run(ctx context.Context) error {
+	buf := make([]float32, 1024)
+	for {
+		n, err := e.src.Read(ctx, buf)
+		e.mu.Lock()
+		for _, v := range buf[:n] {
+			e.ring[e.n&(echoRing-1)] = v
+			e.n++
+		}
+		if err != nil {
+			e.err = err
+		}
+		e.mu.Unlock()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// Captured implements app.EchoReference.
+func (e *Echo) Captured(n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.capN += int64(n)
+	if e.n == 0 {
+		return
+	}
+	now := e.n - e.capN
+	last := len(e.anchors) - 1
+	if last < 0 || now-e.anchors[last].off > app.SampleRate/10 || e.anchors[last].off-now > app.SampleRate/10 {
+		e.anchors = append(e.anchors, anchor{capIdx: e.capN - int64(n), off: now})
+		if len(e.anchors) > 64 {
+			e.anchors = append(e.anchors[:0], e.anchors[len(e.anchors)-32:]...)
+		}
+	}
+}
+
+// anchor: from capture index capIdx on, echo index = capture index + off.
+type anchor struct{ capIdx, off int64 }
+
+// Reference implements app.EchoReference.
+func (e *Echo) Reference(dst []float32, from int64) {
+	clear(dst)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.anchors) == 0 {
+		return
+	}
+	a := 0
+	for i := range dst {
+		c := from + int64(i)
+		for a+1 < len(e.anchors) && e.anchors[a+1].capIdx <= c {
+			a++
+		}
+		k := e.anchors[a].off + c
+		if k < 0 || k >= e.n || k <= e.n-echoRing {
+			continue
+		}
+		dst[i] = e.ring[k&(echoRing-1)]
+	}
+}
+
+// History writes exchanges into a store conversation, created on the first turn.
+type History struct {
+	S     *store.Store
+	Voice string
+
+	mu   sync.Mutex
+	conv int64
+}
+
+// Conversation is the store's id of the conversation (0 before the first turn).
+func (h *History) Conversation() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conv
+}
+
+// AddTurns implements app.History.
+func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conv == 0 {
+		c, err := h.S.CreateConversation(ctx, "")
+		if err != nil {
+			return err
+		}
+		h.conv = c.ID
+	}
+	turns := make([]*store.Turn, 0, len(recs))
+	for _, r := range recs {
+		t := &store.Turn{ConversationID: h.conv, Role: store.Role(r.Role), Text: r.Text,
+			Interrupted: r.Interrupted, Start: r.Start, End: r.End, Error: r.Err,
+			Latency: store.Latency{SpeechEnd: r.Latency.SpeechEnd, Transcript: r.Latency.Transcript,
+				FirstToken: r.Latency.FirstToken, FirstSentence: r.Latency.FirstSentence, FirstAudio: r.Latency.FirstAudio}}
+		if r.Role == app.RoleUser {
+			t.Language, t.Emotion, t.Event = r.Transcript.Lang, r.Transcript.Emotion, r.Transcript.Event
+		} else {
+			t.Voice = h.Voice
+		}
+		if strings.TrimSpace(t.Text) == "" && t.Error == "" {
+			continue
+		}
+		turns = append(turns, t)
+	}
+	if len(turns) == 0 {
+		return nil
+	}
+	return h.S.AddTurns(ctx, turns...)
+}

@@ -1,0 +1,130 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/parley-voice/parley/app"
+)
+
+// Console prints an assistant's events as a transcript: what was heard (with its tags), the
+// answer, and each turn's latency line. It returns when events closes.
+func Console(w io.Writer, events <-chan app.Event, verbose bool) {
+	for e := range events {
+		switch e.Kind {
+		case app.EvTranscript:
+			if e.Transcript != nil && e.Transcript.Text != "" {
+				fmt.Fprintf(w, "you: %s%s\n", e.Transcript.Text, tags(*e.Transcript))
+			}
+		case app.EvTurnDone:
+			x := e.Exchange
+			if x == nil {
+				continue
+			}
+			if x.Answer != "" || x.Interrupted {
+				mark := ""
+				if x.Interrupted {
+					mark = "  [interrupted]"
+				}
+				fmt.Fprintf(w, "parley: %s%s\n", x.Answer, mark)
+			}
+			if l := x.Latency.String(); l != "" {
+				fmt.Fprintf(w, "  latency: %s\n", l)
+			}
+		case app.EvError:
+			fmt.Fprintf(w, "  error: %s\n", e.Err)
+		case app.EvBargeIn:
+			if verbose {
+				fmt.Fprintf(w, "  (barge-in: %s)\n", e.Text)
+			}
+		case app.EvEchoRejected:
+			if verbose {
+				fmt.Fprintln(w, "  (ignored my own voice)")
+			}
+		case app.EvState:
+			if verbose {
+				fmt.Fprintf(w, "  [%s]\n", e.State)
+			}
+		}
+	}
+}
+
+func tags(t app.Transcript) string {
+	var parts []string
+	for _, s := range []string{t.Lang, t.Emotion, t.Event} {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "  [" + strings.Join(parts, " · ") + "]"
+}
+
+// ChatVoice runs the assistant headless until ctx ends or in reaches EOF: it listens on the
+// default devices (hands-free unless the configuration says otherwise), and each line typed on
+// in is a text turn. In push-to-talk mode an empty line starts and stops listening. It prints
+// the transcript, the answer and the latency line of every turn to out.
+func ChatVoice(ctx context.Context, a *Assistant, in io.Reader, out io.Writer, verbose bool) error {
+	for _, n := range a.Notes {
+		fmt.Fprintln(out, "note:", n)
+	}
+	ev, unsub := a.Subscribe(256)
+	printed := make(chan struct{})
+	go func() { defer close(printed); Console(out, ev, verbose) }()
+	defer func() { unsub(); <-printed }()
+	switch a.Mode() {
+	case app.PushToTalk:
+		fmt.Fprintln(out, "push-to-talk: press Enter to talk, Enter again to stop; or type a message. Ctrl-D quits.")
+	case app.HandsFree:
+		fmt.Fprintln(out, "listening (hands-free); type a message to send it as text. Ctrl-D quits.")
+	case app.WakeWord:
+		fmt.Fprintln(out, "say the wake word; type a message to send it as text. Ctrl-D quits.")
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	listening := false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case l, ok := <-lines:
+			if !ok {
+				return nil
+			}
+			l = strings.TrimSpace(l)
+			switch {
+			case l == "" && a.Mode() == app.PushToTalk:
+				var err error
+				if listening {
+					err = a.StopListening()
+				} else {
+					err = a.StartListening()
+				}
+				if err != nil {
+					fmt.Fprintln(out, "  error:", err)
+					continue
+				}
+				listening = !listening
+			case l != "":
+				if _, err := a.SubmitText(l); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,303 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/chunk"
+	"github.com/parley-voice/parley/llm/ollama"
+	"github.com/parley-voice/parley/llm/openai"
+	"github.com/parley-voice/parley/llm/skills"
+	"github.com/parley-voice/parley/store"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/espeak"
+)
+
+// Options choose what Build opens beyond the configuration.
+type Options struct {
+	Log        *slog.Logger
+	NoAudio    bool   // text turns only: no capture, no speaker (the server's text face)
+	NoHistory  bool   // do not open the store
+	ASRModel   string // overrides asr.model: a directory or a model id
+	StorePath  string // overrides store.path
+	Transcript app.Transcriber
+	// Stream adjusts the device streams' configuration (rate, channels, buffers) before they
+	// are opened.
+	Stream func(dir device.Direction, sc *device.StreamConfig)
+	// Loop overrides the loop options derived from the configuration when non-nil.
+	Loop func(*app.Options)
+}
+
+// Assistant is a built assistant and everything it opened.
+type Assistant struct {
+	*app.Assistant
+	Notes   []string // what is demo-grade or missing, for the user
+	History *History // nil without a store
+
+	closers []func() error
+}
+
+// Close stops the loop and releases every engine and device.
+func (a *Assistant) Close() error {
+	var errs []error
+	if a.Assistant != nil {
+		errs = append(errs, a.Assistant.Close())
+	}
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// ASRModels is the order in which installed recognizers are preferred.
+var ASRModels = []string{"sensevoice-small-int8", "sensevoice-small", "sensevoice-small-funasr", "sensevoice-demo"}
+
+// FindASR resolves asr.model: a directory, a model id, or (empty) the best installed model.
+func FindASR(ctx context.Context, spec string) (dir, id string, err error) {
+	if spec != "" {
+		if st, err := os.Stat(spec); err == nil && st.IsDir() {
+			return spec, filepath.Base(spec), nil
+		}
+		d, err := assets.Path(ctx, spec)
+		if err != nil {
+			return "", "", fmt.Errorf("speech recognition model %q: %w", spec, err)
+		}
+		return d, spec, nil
+	}
+	var errs []error
+	for _, id := range ASRModels {
+		d, err := assets.Path(ctx, id)
+		if err == nil {
+			return d, id, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", "", fmt.Errorf("no speech recognition model installed (try `parley models pull sensevoice-small-int8`): %w", errors.Join(errs...))
+}
+
+// Build opens and connects everything the configuration names. Parts that cannot be
+// loaded are left out with a note (turns that need them fail with a spoken explanation), so
+// the assistant comes up whenever anything works; only a bad configuration is an error.
+func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, error) {
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Assistant{}
+	fail := func(err error) (*Assistant, error) {
+		a.Close()
+		return nil, err
+	}
+	lo := app.Options{Log: log}
+	var err error
+	if lo.Mode, err = app.ParseMode(cfg.Assistant.Mode); err != nil {
+		return nil, err
+	}
+	if lo.BargeIn, err = app.ParseBargeIn(cfg.Assistant.BargeIn); err != nil {
+		return nil, err
+	}
+	if cfg.Assistant.BargeInMinSec > 0 {
+		lo.BargeInMin = time.Duration(cfg.Assistant.BargeInMinSec * float64(time.Second))
+	}
+	if o.Loop != nil {
+		o.Loop(&lo)
+	}
+	var p app.Parts
+	p.Chunker = func() app.Chunker { return chunk.New(chunk.DefaultOptions()) }
+
+	// brain
+	sk, err := skills.New(skills.Options{Logger: log})
+	if err != nil {
+		return fail(fmt.Errorf("skills: %w", err))
+	}
+	switch cfg.LLM.Backend {
+	case "skills":
+		p.Brain = SkillsBrain{sk}
+	case "openai", "ollama":
+		b, err := backend(cfg)
+		if err != nil {
+			return fail(err)
+		}
+		p.Brain = LLMBrain{Backend: b, Model: cfg.LLM.Model, Persona: cfg.LLM.Persona, MaxTokens: cfg.LLM.MaxTokens, Skills: sk}
+	default: // auto: a configured server, else the offline skills
+		if cfg.LLM.URL != "" {
+			b, err := backend(cfg)
+			if err != nil {
+				return fail(err)
+			}
+			p.Brain = LLMBrain{Backend: b, Model: cfg.LLM.Model, Persona: cfg.LLM.Persona, MaxTokens: cfg.LLM.MaxTokens, Skills: sk}
+		} else {
+			p.Brain = SkillsBrain{sk}
+			a.Notes = append(a.Notes, "brain: offline skills (no LLM server configured; set llm.url)")
+		}
+	}
+
+	// ears
+	if o.Transcript != nil {
+		p.Transcriber = o.Transcript
+	} else if !o.NoAudio {
+		spec := cfg.ASR.Model
+		if o.ASRModel != "" {
+			spec = o.ASRModel
+		}
+		dir, id, err := FindASR(ctx, spec)
+		if err == nil {
+			var r *asr.Recognizer
+			r, err = asr.New(dir, asr.Config{Options: asr.Options{Language: cfg.ASR.Language, ITN: cfg.ASR.ITN},
+				Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads, Logger: log})
+			if err == nil {
+				a.closers = append(a.closers, r.Close)
+				p.Transcriber = Transcriber{r}
+				if id == "sensevoice-demo" {
+					a.Notes = append(a.Notes, "speech recognition: demo-grade model (sensevoice-demo); `parley models pull sensevoice-small-int8` for the real one")
+				}
+			}
+		}
+		if err != nil {
+			a.Notes = append(a.Notes, "speech recognition unavailable: "+err.Error())
+			log.Warn("no speech recognition", "err", err)
+		}
+	}
+
+	// voice
+	var rate int
+	if !o.NoAudio {
+		v, err := voice(cfg)
+		if err != nil {
+			a.Notes = append(a.Notes, "voice unavailable: "+err.Error())
+		} else {
+			a.closers = append(a.closers, v.E.Close)
+			p.Voice, rate = v, v.Rate
+		}
+	}
+
+	// devices
+	if !o.NoAudio {
+		host, err := device.Open(log)
+		if err != nil {
+			return fail(fmt.Errorf("audio: %w", err))
+		}
+		a.closers = append(a.closers, host.Close)
+		if rate == 0 {
+			rate = app.SampleRate
+		}
+		osc := device.StreamConfig{Device: cfg.Audio.Output, Latency: deviceLatency}
+		isc := device.StreamConfig{Device: cfg.Audio.Input, Latency: deviceLatency}
+		if o.Stream != nil {
+			o.Stream(device.Output, &osc)
+			o.Stream(device.Input, &isc)
+		}
+		play, err := host.OpenPlayback(device.PlaybackConfig{StreamConfig: osc, Format: audio.Format{SampleRate: rate, Channels: 1}})
+		if err != nil {
+			return fail(fmt.Errorf("speaker: %w", err))
+		}
+		a.closers = append(a.closers, play.Close)
+		p.Speaker = &Player{P: play}
+		capt, err := host.OpenCapture(device.CaptureConfig{StreamConfig: isc, Format: audio.Mono16k})
+		if err != nil {
+			return fail(fmt.Errorf("microphone: %w", err))
+		}
+		a.closers = append(a.closers, capt.Close)
+		p.Ear = capt
+		echo, err := NewEcho(play)
+		if err != nil {
+			return fail(err)
+		}
+		if echo != nil {
+			ectx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); echo.Run(ectx) }()
+			a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
+			p.Echo = echo
+		}
+		p.VAD = &app.EnergyVAD{}
+		a.Notes = append(a.Notes, "voice activity: energy detector (Silero VAD adapter pending)")
+	}
+	if lo.Mode == app.WakeWord && p.Wake == nil {
+		return fail(fmt.Errorf("%w: wake-word mode: no wake word detector available yet", app.ErrConfig))
+	}
+
+	// history
+	if !o.NoHistory {
+		path := cfg.Store.Path
+		if o.StorePath != "" {
+			path = o.StorePath
+		}
+		if path == "" {
+			path = filepath.Join(assets.DataDir(), "parley.db")
+		}
+		s, err := store.Open(path)
+		if err != nil {
+			a.Notes = append(a.Notes, "history off: "+err.Error())
+		} else {
+			a.closers = append(a.closers, s.Close)
+			a.History = &History{S: s, Voice: cfg.TTS.Voice}
+			p.History = a.History
+		}
+	}
+
+	a.Assistant, err = app.New(p, lo)
+	if err != nil {
+		return fail(err)
+	}
+	return a, nil
+}
+
+func backend(cfg *config.Config) (llm.Backend, error) {
+	kind := cfg.LLM.Backend
+	if kind == "auto" || kind == "" {
+		kind = "openai"
+	}
+	switch kind {
+	case "ollama":
+		c, err := ollama.New(ollama.Config{URL: cfg.LLM.URL})
+		if err != nil {
+			return nil, fmt.Errorf("llm: %w", err)
+		}
+		return c, nil
+	default:
+		if cfg.LLM.URL == "" {
+			return nil, fmt.Errorf("%w: llm.backend %s needs llm.url", app.ErrConfig, kind)
+		}
+		c, err := openai.New(openai.Config{URL: cfg.LLM.URL, APIKey: cfg.LLM.APIKey})
+		if err != nil {
+			return nil, fmt.Errorf("llm: %w", err)
+		}
+		return c, nil
+	}
+}
+
+func voice(cfg *config.Config) (Voice, error) {
+	switch cfg.TTS.Engine {
+	case "", "espeak":
+	default:
+		return Voice{}, fmt.Errorf("tts.engine %q is not wired into the assistant yet (espeak is)", cfg.TTS.Engine)
+	}
+	e, err := espeak.New(espeak.Config{})
+	if err != nil {
+		return Voice{}, err
+	}
+	rate := e.Capabilities().SampleRate
+	req := tts.Request{Voice: cfg.TTS.Voice, Seed: cfg.TTS.Seed, Speed: cfg.TTS.Speed}
+	if cfg.Assistant.Language != "" && cfg.Assistant.Language != "auto" {
+		req.Language = cfg.Assistant.Language
+	}
+	return Voice{E: e, Req: req, Rate: rate}, nil
+}
+
+// deviceLatency is the latency asked of the audio devices: low enough that Stop silences the
+// speaker quickly and the echo reference stays close to what is heard (PulseAudio's ALSA
+// plug-in otherwise buffers seconds ahead), high enough not to underrun on a busy machine.
+const deviceLatency = 100 * time.Millisecond
