@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-voice/parley/llm"
@@ -84,7 +85,7 @@ type Brain struct {
 	log     *slog.Logger
 	mu      sync.Mutex
 	conv    llm.Conversation
-	noTools bool // the server rejected tools once: stop offering them
+	noTools atomic.Bool // the server rejected tools once: stop offering them
 }
 
 // New checks cfg and returns a Brain.
@@ -163,35 +164,67 @@ var localIntents = map[string]bool{
 	"math": true, "convert": true, "speed": true, "language": true, "voice": true, "stop": true, "repeat": true,
 }
 
-// Turn answers one user turn, streaming events to fn. If fn returns an error the turn stops
-// (and generation on the server with it) and Turn returns that error. When the model fails,
-// the turn ends with an apology that has already been streamed as text; the error is returned
-// too, for logs and the UI. Cancelling ctx (barge-in) stops everything and returns ctx's error.
+// Turn answers one user turn, streaming events to fn, and keeps the conversation. If fn
+// returns an error the turn stops (and generation on the server with it) and Turn returns
+// that error. When the model fails, the turn ends with an apology that has already been
+// streamed as text; the error returned then matches ErrSpoken. Cancelling ctx (barge-in)
+// stops everything and returns ctx's error.
 func (b *Brain) Turn(ctx context.Context, in Input, fn func(Event) error) (Result, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	start := time.Now()
-	t := &turn{b: b, fn: fn, start: start, zh: wantsChinese(in)}
-	res, err := t.run(ctx, in)
-	res.Elapsed = time.Since(start)
-	res.FirstToken = t.first
-	res.Text = t.text.String()
-	res.Actions = t.actions
+	res, err := b.answer(ctx, &b.conv, in, fn)
 	if err == nil && ctx.Err() == nil && res.Text != "" {
 		b.conv.Add(llm.Message{Role: llm.RoleUser, Content: in.Text}, llm.Message{Role: llm.RoleAssistant, Content: res.Text})
 	}
 	return res, err
 }
 
+// Answer is Turn for callers that keep the history themselves (the app's store): history
+// holds the earlier user and assistant messages, oldest first; the Brain's own conversation
+// is neither used nor changed. Turns through Answer may run concurrently.
+func (b *Brain) Answer(ctx context.Context, history []llm.Message, in Input, fn func(Event) error) (Result, error) {
+	b.mu.Lock()
+	conv := llm.Conversation{System: b.conv.System, Budget: b.cfg.Budget}
+	b.mu.Unlock()
+	conv.Messages = append([]llm.Message(nil), history...)
+	return b.answer(ctx, &conv, in, fn)
+}
+
+// ErrSpoken marks errors after which the user already got a spoken response for the turn
+// (an apology, or the skills' answer when the model failed): callers should not add another.
+var ErrSpoken = errors.New("brain: explained to the user")
+
+type spokenError struct{ err error }
+
+func (e spokenError) Error() string        { return e.err.Error() }
+func (e spokenError) Unwrap() error        { return e.err }
+func (e spokenError) Is(target error) bool { return target == ErrSpoken }
+
+func (b *Brain) answer(ctx context.Context, conv *llm.Conversation, in Input, fn func(Event) error) (Result, error) {
+	start := time.Now()
+	t := &turn{b: b, conv: conv, fn: fn, start: start, zh: wantsChinese(in)}
+	res, err := t.run(ctx, in)
+	res.Elapsed = time.Since(start)
+	res.FirstToken = t.first
+	res.Text = t.text.String()
+	res.Actions = t.actions
+	if err != nil && t.apologised {
+		err = spokenError{err}
+	}
+	return res, err
+}
+
 type turn struct {
-	b       *Brain
-	fn      func(Event) error
-	start   time.Time
-	first   time.Duration
-	text    strings.Builder
-	actions []skills.Action
-	zh      bool
-	fnErr   error
+	b          *Brain
+	conv       *llm.Conversation
+	apologised bool
+	fn         func(Event) error
+	start      time.Time
+	first      time.Duration
+	text       strings.Builder
+	actions    []skills.Action
+	zh         bool
+	fnErr      error
 }
 
 func (t *turn) emit(ev Event) error {
@@ -254,20 +287,20 @@ func (t *turn) run(ctx context.Context, in Input) (Result, error) {
 	res := Result{Source: b.cfg.Backend.Name(), Model: b.cfg.Model}
 	ctx, cancel := context.WithTimeoutCause(ctx, b.cfg.MaxDuration, errWallClock)
 	defer cancel()
-	b.conv.Add(llm.Message{Role: llm.RoleUser, Content: in.Text})
-	msgs := b.conv.Prompt(in.Listener)
-	b.conv.Messages = b.conv.Messages[:len(b.conv.Messages)-1] // Turn adds the pair at the end
+	t.conv.Add(llm.Message{Role: llm.RoleUser, Content: in.Text})
+	msgs := t.conv.Prompt(in.Listener)
+	t.conv.Messages = t.conv.Messages[:len(t.conv.Messages)-1] // Turn adds the pair at the end
 	tokens := 0
 	for round := 0; ; round++ {
 		req := &llm.Request{Model: b.cfg.Model, Messages: msgs, MaxTokens: b.cfg.MaxTokens - tokens, Temperature: b.cfg.Temperature}
-		offerTools := !b.cfg.NoTools && !b.noTools && round < b.cfg.MaxRounds
+		offerTools := !b.cfg.NoTools && !b.noTools.Load() && round < b.cfg.MaxRounds
 		if offerTools {
 			req.Tools = b.cfg.Tools.Tools()
 		}
 		out, err := t.stream(ctx, req, &tokens)
 		if err != nil && offerTools && round == 0 && t.text.Len() == 0 && toolsRejected(err) {
 			b.log.Info("brain: server rejected tools; continuing without", "model", b.cfg.Model, "err", err)
-			b.noTools = true
+			b.noTools.Store(true)
 			req.Tools = nil
 			out, err = t.stream(ctx, req, &tokens)
 		}
@@ -300,6 +333,7 @@ func (t *turn) run(ctx context.Context, in Input) (Result, error) {
 					b.log.Warn("brain: model failed; answered from skills", "err", err)
 					sr, serr := t.skills(ctx, in.Text)
 					sr.FinishReason = "error"
+					t.apologised = true // the user heard an answer
 					if serr != nil {
 						return sr, serr
 					}
@@ -427,7 +461,9 @@ func (t *turn) apologise(err error) {
 	if t.text.Len() > 0 {
 		msg = " " + msg
 	}
-	t.emit(Event{Kind: EventText, Text: msg})
+	if t.emit(Event{Kind: EventText, Text: msg}) == nil {
+		t.apologised = true
+	}
 }
 
 // Explain turns a backend error into one speakable sentence.

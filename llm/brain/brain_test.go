@@ -464,3 +464,39 @@ func TestNewErrors(t *testing.T) {
 		t.Errorf("no model: %v", err)
 	}
 }
+
+func TestAnswerWithCallerHistory(t *testing.T) {
+	sc := &script{handlers: []func(sse, *http.Request){func(s sse, _ *http.Request) { s.text("Blue.") }}}
+	srv := httptest.NewServer(sc)
+	defer srv.Close()
+	b := newBrain(t, Config{Backend: backend(t, srv.URL), Model: "m"})
+	hist := []llm.Message{{Role: "user", Content: "my favourite colour is blue"}, {Role: "assistant", Content: "Noted."}}
+	res, err := b.Answer(context.Background(), hist, Input{Text: "what is my favourite colour?"}, (&rec{}).fn)
+	if err != nil || res.Text != "Blue." {
+		t.Fatalf("%+v %v", res, err)
+	}
+	msgs := sc.requests()[0].Messages
+	if len(msgs) != 4 || msgs[1].Content != hist[0].Content || msgs[3].Content != "what is my favourite colour?" {
+		t.Errorf("sent %+v", msgs)
+	}
+	if len(b.History()) != 0 {
+		t.Error("Answer changed the brain's own history")
+	}
+}
+
+func TestErrSpoken(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	url := "http://" + l.Addr().String()
+	l.Close()
+	b := newBrain(t, Config{Backend: backend(t, url), Model: "m"})
+	_, err := b.Turn(context.Background(), Input{Text: "hello"}, (&rec{}).fn)
+	if !errors.Is(err, ErrSpoken) || !errors.Is(err, llm.ErrUnreachable) {
+		t.Errorf("err %v", err)
+	}
+	// When the apology could not be delivered, the error is not "spoken".
+	stop := errors.New("stop")
+	_, err = b.Turn(context.Background(), Input{Text: "hello"}, func(Event) error { return stop })
+	if !errors.Is(err, llm.ErrUnreachable) || errors.Is(err, ErrSpoken) {
+		t.Errorf("err %v", err)
+	}
+}
