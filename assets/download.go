@@ -184,14 +184,14 @@ func (m *Manager) planParts(info probeInfo) []part {
 	if !info.Ranges || info.Total <= 0 {
 		return []part{{Start: 0, End: info.Total}}
 	}
-	n := int(min(info.Total/m.opts.MinPartSize, maxParts))
-	n = max(1, min(n, m.opts.Parts))
-	size := info.Total / int64(n)
-	parts := make([]part, n)
-	for i := range parts {
-		parts[i] = part{Start: int64(i) * size, End: int64(i+1) * size}
+	// Many chunks, fetched in order by Parts workers: the downloaded prefix then grows steadily,
+	// so hashing along the transfer keeps up and little is left to hash at the end.
+	n := int(max(1, min((info.Total+m.opts.MinPartSize-1)/m.opts.MinPartSize, maxParts)))
+	size := (info.Total + int64(n) - 1) / int64(n)
+	var parts []part
+	for start := int64(0); start < info.Total; start += size {
+		parts = append(parts, part{Start: start, End: min(start+size, info.Total)})
 	}
-	parts[n-1].End = info.Total
 	return parts
 }
 
@@ -693,18 +693,32 @@ func (d *transfer) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	snap := d.snapshot()
-	errs := make(chan error, len(snap.Parts))
-	var wg sync.WaitGroup
+	queue := make(chan int, len(snap.Parts))
 	for i, p := range snap.Parts {
-		if p.complete() {
-			continue
+		if !p.complete() {
+			queue <- i
 		}
+	}
+	close(queue)
+	workers := min(d.m.opts.Parts, len(queue))
+	if !snap.Ranges {
+		workers = min(workers, 1)
+	}
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := d.runPart(ctx, i); err != nil {
-				errs <- err
-				cancel()
+			for i := range queue {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := d.runPart(ctx, i); err != nil {
+					errs <- err
+					cancel()
+					return
+				}
 			}
 		}()
 	}

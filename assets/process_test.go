@@ -32,7 +32,7 @@ func helperPull() int {
 		return 2
 	}
 	mgr, err := NewManager(reg, Options{Dir: os.Getenv("H_DIR"), CacheDir: os.Getenv("H_CACHE"),
-		Parts: 4, MinPartSize: 64 << 10, Backoff: time.Millisecond, StallTimeout: time.Minute,
+		Parts: 4, MinPartSize: 1 << 20, Backoff: time.Millisecond, StallTimeout: time.Minute,
 		Progress: func(ev Event) {
 			if ev.Phase == "waiting" {
 				fmt.Println("waited for the lock")
