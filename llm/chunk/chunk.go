@@ -82,7 +82,9 @@ func (c *Chunker) Push(s string) []string {
 	if s == "" {
 		return nil
 	}
-	c.buf = append(c.buf, []rune(s)...)
+	for _, r := range s {
+		c.buf = append(c.buf, r)
+	}
 	var out []string
 	c.scan(false, &out)
 	return out

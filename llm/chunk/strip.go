@@ -13,6 +13,9 @@ func Strip(s string) string {
 	if s == "" {
 		return s
 	}
+	if !strings.ContainsAny(s, "\n#>-*+•|`_~[") {
+		return strings.Join(strings.Fields(s), " ") // plain text: nothing to strip
+	}
 	var lines []string
 	for _, line := range strings.Split(s, "\n") {
 		t := strings.TrimSpace(line)
@@ -28,10 +31,14 @@ func Strip(s string) string {
 	}
 	s = strings.Join(lines, " ")
 	s = stripLinks(s)
-	s = strings.NewReplacer("**", "", "__", "", "~~", "", "`", "").Replace(s)
+	s = emphasis.Replace(s)
 	s = stripStars(s)
 	return strings.Join(strings.Fields(s), " ")
 }
+
+// emphasis removes paired emphasis marks and backticks (a Replacer is immutable and safe
+// for concurrent use).
+var emphasis = strings.NewReplacer("**", "", "__", "", "~~", "", "`", "")
 
 func isRule(t string) bool {
 	if len(t) < 3 {
