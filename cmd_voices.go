@@ -31,7 +31,8 @@ const voicesUsage = `usage: parley voices COMMAND [flags] [args]
 The voice library lives in %s (one JSON file per voice).
 
   list                                   all voices (bad files are reported, not hidden)
-  show NAME [--speaker]                  a voice as JSON (--speaker: its embedding as a speaker string)
+  show NAME [--speaker [--chattts]]      a voice as JSON (--speaker: its embedding as a speaker
+                                         string, Parley's spk1: or ChatTTS's base16384 form)
   create NAME --engine E (--preset P | --seed N | --embedding FILE | --speaker STR | --freeze-seed N)
          [--temperature T --top-p P --top-k K --speed S --lang L --description D] [--force]
                                          --embedding reads .npy or raw float32 .bin; --freeze-seed
@@ -141,6 +142,7 @@ func voicesShow(env *cliEnv, lib *voices.Library, args []string) error {
 	fs := flag.NewFlagSet("voices show", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	speaker := fs.Bool("speaker", false, "print the embedding as a speaker string")
+	chattts := fs.Bool("chattts", false, "with --speaker: in ChatTTS's format (what its infer() takes as spk_emb)")
 	pos, err := voiceArgs(fs, args)
 	if err != nil {
 		return err
@@ -155,6 +157,14 @@ func voicesShow(env *cliEnv, lib *voices.Library, args []string) error {
 	if *speaker {
 		if v.Embedding == nil {
 			return fmt.Errorf("voices show: %s has no embedding", v.Name)
+		}
+		if *chattts {
+			s, err := voices.EncodeChatTTSSpeaker(v.Embedding.Data)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(env.Stdout, s)
+			return nil
 		}
 		fmt.Fprintln(env.Stdout, voices.EncodeSpeaker(v.Embedding.Data))
 		return nil
@@ -198,7 +208,7 @@ func voicesCreate(env *cliEnv, lib *voices.Library, args []string) error {
 	preset := fs.String("preset", "", "engine preset (espeak: en-us+f3; kokoro: af_heart)")
 	seed := fs.String("seed", "", "voice seed")
 	embFile := fs.String("embedding", "", "embedding file: .npy or raw float32 .bin")
-	speaker := fs.String("speaker", "", "embedding as a speaker string (spk1:…)")
+	speaker := fs.String("speaker", "", "embedding as a speaker string (Parley spk1:… or a ChatTTS speaker string)")
 	freeze := fs.String("freeze-seed", "", "kokoro: store the style this audio seed gives, as an embedding")
 	model := fs.String("model", "", "kokoro model directory for --freeze-seed (default: installed)")
 	d := addDefaultFlags(fs)
@@ -232,7 +242,7 @@ func voicesCreate(env *cliEnv, lib *voices.Library, args []string) error {
 		v = voices.New(name, *engine, voices.KindSeed)
 		v.Seed = &s
 	case *speaker != "":
-		data, err := voices.DecodeSpeaker(*speaker)
+		data, err := voices.DecodeAnySpeaker(*speaker)
 		if err != nil {
 			return err
 		}

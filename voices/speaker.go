@@ -20,6 +20,15 @@ const (
 	MaxSpeakerFloat = 8192 * 4 // at most a 4-row Kokoro pack or a few ChatTTS embeddings
 )
 
+// DecodeAnySpeaker accepts either speaker string form: Parley's "spk1:" or ChatTTS's
+// base16384 text.
+func DecodeAnySpeaker(s string) ([]float32, error) {
+	if IsChatTTSSpeaker(s) {
+		return DecodeChatTTSSpeaker(s)
+	}
+	return DecodeSpeaker(s)
+}
+
 // EncodeSpeaker renders an embedding as a speaker string. Values are rounded to float16.
 func EncodeSpeaker(v []float32) string {
 	b := make([]byte, 8, 8+2*len(v)+4)

@@ -64,7 +64,8 @@ type Embedding struct {
 	Dim  int       `json:"dim"`
 	Rows int       `json:"rows,omitempty"` // 0 or 1 = one vector
 	Data []float32 `json:"data,omitempty"`
-	// Speaker is the same data as a speaker string (EncodeSpeaker); either may be given.
+	// Speaker is the same data as a speaker string (Parley's "spk1:…" or a ChatTTS speaker
+	// string); either it or Data may be given.
 	Speaker string `json:"speaker,omitempty"`
 }
 
@@ -177,7 +178,7 @@ func (v *Voice) Validate() error {
 // normalize fills Data from Speaker (or checks they agree) and validates the numbers.
 func (e *Embedding) normalize() error {
 	if e.Speaker != "" {
-		data, err := DecodeSpeaker(e.Speaker)
+		data, err := DecodeAnySpeaker(e.Speaker)
 		if err != nil {
 			return err
 		}
