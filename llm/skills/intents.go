@@ -119,7 +119,7 @@ func (e *Engine) help(_ context.Context, in input, _ bool) (Reply, bool, error) 
 
 // ---- timers ----
 
-var timerWordsZH = []string{"计时", "定时", "倒计时", "闹钟", "提醒"}
+var timerWordsZH = []string{"计时", "记时", "定时", "倒计时", "闹钟", "闹铃", "提醒"}
 
 func (in input) mentionsTimer() bool {
 	return in.has("timer", "timers", "alarm", "alarms", "reminder", "reminders", "countdown") || containsAny(in.raw, timerWordsZH...)
@@ -274,8 +274,10 @@ const maxTimer = 7 * 24 * time.Hour
 
 func (e *Engine) setTimer(ctx context.Context, in input, dry bool) (Reply, bool, error) {
 	en := in.has("timer", "countdown") || in.hasPhrase("count down", "remind me in", "remind me after", "wake me in", "wake me up in") ||
-		(in.has("remind") && in.has("in", "after"))
-	zh := containsAny(in.raw, "计时", "定时", "倒计时", "后提醒", "后叫我", "提醒我", "以后叫") || (strings.Contains(in.raw, "闹钟") && strings.Contains(in.raw, "后"))
+		(in.has("remind") && in.has("in", "after")) ||
+		// misheard "timer" ("time", "timmer", "tymer") next to a command and a duration
+		(in.has("set", "start", "make", "begin") && in.fuzzy("timer", "tiger", "tamer", "times") && in.hasDuration())
+	zh := containsAny(in.raw, "计时", "记时", "定时", "倒计时", "倒记时", "后提醒", "后叫我", "提醒我", "以后叫") || (strings.Contains(in.raw, "闹钟") && strings.Contains(in.raw, "后"))
 	if !(en || zh) {
 		return Reply{}, false, nil
 	}
@@ -468,8 +470,9 @@ func (c clock) next(now time.Time) time.Time {
 }
 
 func (e *Engine) setAlarm(ctx context.Context, in input, dry bool) (Reply, bool, error) {
-	en := reAlarmCue.MatchString(in.norm) || reRemindAtE.MatchString(in.norm) || in.hasPhrase("wake me up", "wake me")
-	zh := containsAny(in.raw, "闹钟", "叫醒我", "叫我起床", "喊我起床") || (strings.Contains(in.raw, "提醒我") && strings.Contains(in.raw, "点"))
+	en := reAlarmCue.MatchString(in.norm) || reRemindAtE.MatchString(in.norm) || in.hasPhrase("wake me up", "wake me") ||
+		(in.has("set") && in.fuzzy("alarm", "alarms") && in.hasTimeOfDay())
+	zh := containsAny(in.raw, "闹钟", "闹铃", "叫醒我", "叫我起床", "喊我起床") || (strings.Contains(in.raw, "提醒我") && strings.Contains(in.raw, "点"))
 	if !(en || zh) {
 		return Reply{}, false, nil
 	}

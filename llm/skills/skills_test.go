@@ -44,7 +44,10 @@ func TestIntents(t *testing.T) {
 		// timers
 		{"set a timer for 5 minutes", "timer.set", "Timer set for 5 minutes."},
 		{"set a timer for five minutes", "timer.set", "5 minutes"},
-		{"set a time for ten minutes", "", ""}, // misheard "timer" as "time" with a duration: no guess
+		{"set a time for ten minutes", "timer.set", "10 minutes"}, // "timer" misheard as "time"
+		{"set a timmer for 3 minutes", "timer.set", "3 minutes"},
+		{"set an alarn for 6 am", "alarm.set", "6:00 AM"},
+		{"设置一个十分钟的记时器", "timer.set", "10分钟"},
 		{"timer one hour and thirty minutes", "timer.set", "1 hour and 30 minutes"},
 		{"set a timer for an hour and a half", "timer.set", "1 hour and 30 minutes"},
 		{"start a half an hour timer", "timer.set", "30 minutes"},
