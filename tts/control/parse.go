@@ -25,6 +25,8 @@ type frame struct {
 	emphasis bool
 	laughing bool
 	rate     float64
+	mute     bool   // inside <sub alias>: the content is replaced by the alias
+	sayAs    string // inside <say-as>: "characters" or "digits"
 }
 
 type parser struct {
@@ -81,6 +83,12 @@ func (p *parser) flush() {
 	t := p.text.String()
 	p.text.Reset()
 	f := p.top()
+	if f.mute {
+		return
+	}
+	if f.sayAs != "" {
+		t = spellOut(t, f.sayAs)
+	}
 	it := Item{Kind: Text, Text: t, Emphasis: f.emphasis, Laughing: f.laughing, Rate: p.rate()}
 	if n := len(p.s.Items); n > 0 {
 		last := &p.s.Items[n-1]
@@ -412,7 +420,33 @@ func (p *parser) element(off int, t tag, src string) {
 				p.warn(off, src, "prosody "+k+" is not supported; ignored")
 			}
 		}
-	case "voice", "lang", "say-as", "sub", "audio":
+	case "sub":
+		if alias, ok := t.attrs["alias"]; ok && !f.mute {
+			// the alias is plain text: control syntax in it is not interpreted nor spoken
+			alias = strings.Map(func(r rune) rune {
+				if strings.ContainsRune("[]<>", r) {
+					return ' '
+				}
+				return r
+			}, alias)
+			p.text.WriteString(" " + alias + " ")
+			p.flush()
+			f.mute = true
+		} else if !ok {
+			p.warn(off, src, "<sub> without alias; its text is spoken")
+		}
+	case "say-as":
+		switch v := strings.ToLower(t.attrs["interpret-as"]); v {
+		case "characters", "spell-out", "verbatim":
+			f.sayAs = "characters"
+		case "digits", "telephone":
+			f.sayAs = "digits"
+		case "cardinal", "number", "date", "time", "currency", "":
+			// the normaliser reads these forms already
+		default:
+			p.warn(off, src, "say-as "+v+" is not supported; its text is spoken plainly")
+		}
+	case "voice", "lang", "audio":
 		p.warn(off, src, "<"+t.name+"> is not supported; its text is spoken plainly")
 	}
 	before := p.rate()
@@ -465,6 +499,28 @@ func (p *parser) breakTag(off int, t tag, src string) {
 	default:
 		p.warn(off, src, "unknown break strength")
 	}
+}
+
+// spellOut separates characters (or only digits) with spaces so engines read them one by one.
+func spellOut(t, mode string) string {
+	var b strings.Builder
+	for _, r := range t {
+		if r == ' ' || r == '\t' || r == '\n' {
+			b.WriteRune(r)
+			continue
+		}
+		if mode == "digits" && (r < '0' || r > '9') {
+			if r == '-' || r == '(' || r == ')' || r == '+' || r == '.' {
+				b.WriteByte(' ')
+				continue
+			}
+			b.WriteRune(r)
+			continue
+		}
+		b.WriteRune(r)
+		b.WriteByte(' ')
+	}
+	return b.String()
 }
 
 // parseDuration parses SSML times: "300ms", "1.5s", "2s".

@@ -83,6 +83,11 @@ func TestParse(t *testing.T) {
 		{"self-closing laughter", "ha<laughter/>ha", `"ha" laugh "ha"`, 0},
 		{"prefixed ssml", `a<ssml:break time="1s"/>b`, `"a" pause:1s "b"`, 0},
 		{"empty", "", ``, 0},
+		{"sub alias", `the <sub alias="World Wide Web">WWW</sub> is big`, `"the World Wide Web is big"`, 0},
+		{"say-as characters", `code <say-as interpret-as="characters">ab12</say-as>.`, `"code a b 1 2 ."`, 0},
+		{"say-as digits", `call <say-as interpret-as="telephone">555-1234</say-as>`, `"call 5 5 5 1 2 3 4"`, 0},
+		{"say-as unknown", `<say-as interpret-as="ordinal">3</say-as>`, `"3"`, 1},
+		{"voice warns", `<voice name="x">hi</voice>`, `"hi"`, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,7 +169,7 @@ func FuzzParse(f *testing.F) {
 		`<speak><prosody rate="slow">a<break time="300ms"/><strong>b</strong></prosody></speak>`,
 		"<laughter>x<strong>y</laughter>z", "[laugh", "<strong", "a < b > c", "&amp;&lt;",
 		"[oral_9][laugh_2][break_7]", "<!-- x", "<break time=\"1e309s\"/>", "[\xff]", "<a b=\"",
-		strings.Repeat("<strong>", 100),
+		strings.Repeat("<strong>", 100), `<sub alias="[laugh]">x</sub>`, `<say-as interpret-as="characters">[uv_break]</say-as>`,
 	} {
 		f.Add(s)
 	}
