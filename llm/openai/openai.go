@@ -118,10 +118,12 @@ type chatRequest struct {
 	Stream        bool           `json:"stream"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
 	MaxTokens     int            `json:"max_tokens,omitempty"`
-	Temperature   *float64       `json:"temperature,omitempty"`
-	TopP          *float64       `json:"top_p,omitempty"`
-	Seed          *int           `json:"seed,omitempty"`
-	Tools         []llm.Tool     `json:"tools,omitempty"`
+	// MaxCompletionTokens replaces max_tokens for servers that reject it (OpenAI o-series).
+	MaxCompletionTokens int        `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64   `json:"temperature,omitempty"`
+	TopP                *float64   `json:"top_p,omitempty"`
+	Seed                *int       `json:"seed,omitempty"`
+	Tools               []llm.Tool `json:"tools,omitempty"`
 }
 
 type toolDelta struct {
@@ -164,35 +166,51 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 	if !c.cfg.NoUsage {
 		body.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return fmt.Errorf("openai: encode request: %w", err)
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	resp, err := httpx.Do(ctx, c.hc, func() (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/chat/completions", bytes.NewReader(buf))
+	var resp *http.Response
+	// A 400 that names stream_options or max_completion_tokens means nothing was generated:
+	// adapt the request (older servers; OpenAI's reasoning models) and send it again.
+	for attempt := 0; ; attempt++ {
+		buf, err := json.Marshal(body)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("openai: encode request: %w", err)
 		}
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "text/event-stream")
-		if c.cfg.APIKey != "" {
-			r.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+		resp, err = httpx.Do(ctx, c.hc, func() (*http.Request, error) {
+			r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/chat/completions", bytes.NewReader(buf))
+			if err != nil {
+				return nil, err
+			}
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "text/event-stream")
+			if c.cfg.APIKey != "" {
+				r.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+			}
+			return r, nil
+		}, c.cfg.Retries, c.cfg.Backoff, c.log)
+		if err != nil {
+			return fmt.Errorf("openai: %s: %w", c.base, err)
 		}
-		return r, nil
-	}, c.cfg.Retries, c.cfg.Backoff, c.log)
-	if err != nil {
-		return fmt.Errorf("openai: %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
 		e := httpx.APIError(resp)
+		resp.Body.Close()
+		msg := strings.ToLower(e.Message)
+		switch {
+		case attempt < 2 && e.Status == http.StatusBadRequest && body.StreamOptions != nil && strings.Contains(msg, "stream_options"):
+			body.StreamOptions = nil
+			continue
+		case attempt < 2 && e.Status == http.StatusBadRequest && body.MaxTokens > 0 && strings.Contains(msg, "max_completion_tokens"):
+			body.MaxCompletionTokens, body.MaxTokens = body.MaxTokens, 0
+			continue
+		}
 		if errors.Is(e, llm.ErrModelNotFound) && !strings.Contains(e.Message, req.Model) {
 			e.Message = fmt.Sprintf("model %q: %s", req.Model, e.Message)
 		}
 		return e
 	}
+	defer resp.Body.Close()
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
 		// The server ignored "stream": one whole completion.
 		return c.whole(resp, fn)
@@ -201,7 +219,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 	wd := httpx.NewWatchdog(c.cfg.StallTimeout, cancel)
 	defer wd.Stop()
 	s := &sse{fn: fn}
-	err = httpx.ReadLines(resp.Body, func(line []byte) error {
+	err := httpx.ReadLines(resp.Body, func(line []byte) error {
 		wd.Kick()
 		return s.line(line)
 	})

@@ -405,3 +405,43 @@ func FuzzSSELine(f *testing.F) {
 		_ = s.finish()
 	})
 }
+
+func TestAdaptsRejectedParameters(t *testing.T) {
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b map[string]any
+		json.NewDecoder(r.Body).Decode(&b)
+		bodies = append(bodies, b)
+		switch {
+		case b["stream_options"] != nil:
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"Unrecognized request argument supplied: stream_options","type":"invalid_request_error"}}`)
+		case b["max_tokens"] != nil:
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`)
+		default:
+			replay(t, "llamacpp_reasoning.sse")(w, r)
+		}
+	}))
+	defer srv.Close()
+	r := req()
+	r.MaxTokens = 50
+	d, err := llm.Collect(context.Background(), newClient(t, srv.URL), r)
+	if err != nil || d.Content != "Hello there! How can I help?" {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if len(bodies) != 3 || bodies[2]["max_completion_tokens"] != float64(50) {
+		t.Errorf("%d requests, last %v", len(bodies), bodies[len(bodies)-1])
+	}
+	// Any other 400 is final.
+	bodies = nil
+	srv400 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bodies = append(bodies, nil)
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":{"message":"messages: field required"}}`)
+	}))
+	defer srv400.Close()
+	if _, err := llm.Collect(context.Background(), newClient(t, srv400.URL), req()); !errors.Is(err, llm.ErrServer) || len(bodies) != 1 {
+		t.Errorf("err %v after %d requests", err, len(bodies))
+	}
+}
