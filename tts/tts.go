@@ -200,6 +200,13 @@ type Engine interface {
 	Close() error
 }
 
+// SpeakerSampler is implemented by engines whose seeds draw a speaker embedding (Kokoro's
+// audio seeds, ChatTTS's sample_random_speaker): the embedding a seed gives, so a seed voice
+// can be frozen into an embedding voice that survives changes to the installed voices.
+type SpeakerSampler interface {
+	SampleSpeaker(seed int64) ([]float32, error)
+}
+
 // Warnings collects what a request asked for that the engine could not do, plus control
 // grammar warnings.
 func Warnings(s *control.Script, caps Capabilities, req Request) []string {

@@ -176,6 +176,11 @@ func (e *Engine) Pack(name string) (*Pack, bool) { p, ok := e.packs[name]; retur
 // SeedPack is the voice an audio seed gives.
 func (e *Engine) SeedPack(seed int64) *Pack { return e.stats.Sample(seed) }
 
+// SampleSpeaker implements tts.SpeakerSampler: the whole pack (rows × 256) a seed gives.
+func (e *Engine) SampleSpeaker(seed int64) ([]float32, error) { return e.stats.Sample(seed).Data, nil }
+
+var _ tts.SpeakerSampler = (*Engine)(nil)
+
 // Close releases the session.
 func (e *Engine) Close() error {
 	var err error
