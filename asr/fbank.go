@@ -136,18 +136,16 @@ func (f *fbank) frameInto(out []float32, in []float32) {
 		sum += x
 	}
 	mean := sum / frameLength
-	for i := range frameLength {
-		fr[i] -= mean
-	}
-	// Pre-emphasis, in place from the end: w[i] -= 0.97*w[i-1]; w[0] -= 0.97*w[0].
-	for i := frameLength - 1; i > 0; i-- {
-		fr[i] -= preemphCoeff * fr[i-1]
-	}
-	fr[0] -= preemphCoeff * fr[0]
+	// DC removal, pre-emphasis (w[i] -= 0.97·w[i-1], w[0] -= 0.97·w[0]) and the window in
+	// one pass from the end, so that w[i-1] is still unmodified when w[i] needs it.
 	win := &f.t.window
-	for i := range frameLength {
-		fr[i] *= win[i]
+	prev := fr[frameLength-1] - mean
+	for i := frameLength - 1; i > 0; i-- {
+		cur := prev
+		prev = fr[i-1] - mean
+		fr[i] = (cur - preemphCoeff*prev) * win[i]
 	}
+	fr[0] = (prev - preemphCoeff*prev) * win[0]
 	clear(fr[frameLength:])
 	f.t.fft.power(fr[:], f.power[:], f.re[:], f.im[:])
 	for b := range f.t.mel {

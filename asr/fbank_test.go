@@ -134,7 +134,7 @@ func TestNumFrames(t *testing.T) {
 
 // TestRealFFTMatchesDFT checks the packed real FFT against a direct DFT.
 func TestRealFFTMatchesDFT(t *testing.T) {
-	for _, n := range []int{4, 8, 64, 512} {
+	for _, n := range []int{8, 16, 64, 512} {
 		f := newRealFFT(n)
 		x := make([]float64, n)
 		for i := range x {

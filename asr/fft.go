@@ -10,20 +10,20 @@ type realFFT struct {
 	n      int
 	m      int       // n/2, the complex FFT length
 	bitrev []int32   // bit-reversal permutation for m
-	twRe   []float64 // e^{-2πi j/m}, j < m/2
+	twRe   []float64 // per stage of size 8..m, e^{-2πi j/size} for j < size/2, concatenated
 	twIm   []float64
 	spRe   []float64 // e^{-2πi k/n}, k <= m, for the split step
 	spIm   []float64
 }
 
 func newRealFFT(n int) *realFFT {
-	if n < 4 || n&(n-1) != 0 {
-		panic("asr: realFFT length must be a power of two >= 4")
+	if n < 8 || n&(n-1) != 0 {
+		panic("asr: realFFT length must be a power of two >= 8")
 	}
 	m := n / 2
 	f := &realFFT{n: n, m: m,
 		bitrev: make([]int32, m),
-		twRe:   make([]float64, m/2), twIm: make([]float64, m/2),
+		twRe:   make([]float64, 0, m), twIm: make([]float64, 0, m),
 		spRe: make([]float64, m+1), spIm: make([]float64, m+1),
 	}
 	bits := 0
@@ -39,9 +39,12 @@ func newRealFFT(n int) *realFFT {
 		}
 		f.bitrev[i] = int32(r)
 	}
-	for j := range m / 2 {
-		s, c := math.Sincos(-2 * math.Pi * float64(j) / float64(m))
-		f.twRe[j], f.twIm[j] = c, s
+	for size := 8; size <= m; size <<= 1 {
+		for j := range size / 2 {
+			s, c := math.Sincos(-2 * math.Pi * float64(j) / float64(size))
+			f.twRe = append(f.twRe, c)
+			f.twIm = append(f.twIm, s)
+		}
 	}
 	for k := 0; k <= m; k++ {
 		s, c := math.Sincos(-2 * math.Pi * float64(k) / float64(n))
@@ -61,26 +64,35 @@ func (f *realFFT) power(x, out, re, im []float64) {
 		re[r] = x[2*i]
 		im[r] = x[2*i+1]
 	}
-	// First stage (size 2) has the trivial twiddle.
-	for i := 0; i < m; i += 2 {
-		ar, ai := re[i], im[i]
-		br, bi := re[i+1], im[i+1]
-		re[i], im[i] = ar+br, ai+bi
-		re[i+1], im[i+1] = ar-br, ai-bi
+	// The first two stages (sizes 2 and 4) together: their twiddles are 1 and -i.
+	for i := 0; i+3 < m; i += 4 {
+		r, q := re[i:i+4:i+4], im[i:i+4:i+4]
+		b0r, b0i := r[0]+r[1], q[0]+q[1]
+		b1r, b1i := r[0]-r[1], q[0]-q[1]
+		b2r, b2i := r[2]+r[3], q[2]+q[3]
+		b3r, b3i := r[2]-r[3], q[2]-q[3]
+		r[0], q[0] = b0r+b2r, b0i+b2i
+		r[2], q[2] = b0r-b2r, b0i-b2i
+		// -i·b3 = (b3i, -b3r)
+		r[1], q[1] = b1r+b3i, b1i-b3r
+		r[3], q[3] = b1r-b3i, b1i+b3r
 	}
-	for size := 4; size <= m; size <<= 1 {
+	tw := 0
+	for size := 8; size <= m; size <<= 1 {
 		half := size >> 1
-		step := m / size
+		wr, wi := f.twRe[tw:tw+half], f.twIm[tw:tw+half]
+		tw += half
 		for start := 0; start < m; start += size {
-			a := re[start : start+size]
-			b := im[start : start+size]
-			for j := 0; j < half; j++ {
-				wr, wi := f.twRe[j*step], f.twIm[j*step]
-				ur, ui := a[j+half], b[j+half]
-				tr := ur*wr - ui*wi
-				ti := ur*wi + ui*wr
-				a[j+half], b[j+half] = a[j]-tr, b[j]-ti
-				a[j], b[j] = a[j]+tr, b[j]+ti
+			ar, ai := re[start:start+half], im[start:start+half]
+			br, bi := re[start+half:start+size], im[start+half:start+size]
+			br, bi = br[:len(ar)], bi[:len(ar)]
+			ai = ai[:len(ar)]
+			for j := range ar {
+				ur, ui := br[j], bi[j]
+				tr := ur*wr[j] - ui*wi[j]
+				ti := ur*wi[j] + ui*wr[j]
+				br[j], bi[j] = ar[j]-tr, ai[j]-ti
+				ar[j], ai[j] = ar[j]+tr, ai[j]+ti
 			}
 		}
 	}

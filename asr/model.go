@@ -319,15 +319,16 @@ func (m *model) setCMVN(negMean, invStd []float32, what string) error {
 }
 
 // forward runs the network on a batch of feature matrices (each rows × 560, row-major,
-// rows[i] frames) with per-item language and text-norm query ids, and returns each item's logits (rows[i]+4 × vocab) and frame count.
-// Items are zero-padded to the longest, as sherpa-onnx pads them.
-func (m *model) forward(ctx context.Context, feats [][]float32, rows []int, langs, norms []int32) ([][]float32, []int, error) {
+// rows[i] frames) with per-item language and text-norm query ids, and calls fn with each
+// item's logits (frames × vocab, frames = rows[i]+4) while the output tensor is alive: fn
+// must not keep the slice. Items are zero-padded to the longest, as sherpa-onnx pads them.
+func (m *model) forward(ctx context.Context, feats [][]float32, rows []int, langs, norms []int32, fn func(i int, logits []float32, frames int)) error {
 	n := len(feats)
 	if n == 0 {
-		return nil, nil, nil
+		return nil
 	}
 	if len(rows) != n || len(langs) != n || len(norms) != n {
-		return nil, nil, fmt.Errorf("%w: batch of %d with %d lengths, %d languages, %d text norms", ErrModel, n, len(rows), len(langs), len(norms))
+		return fmt.Errorf("%w: batch of %d with %d lengths, %d languages, %d text norms", ErrModel, n, len(rows), len(langs), len(norms))
 	}
 	dim := numMelBins * m.lfrM
 	tmax := 0
@@ -335,7 +336,7 @@ func (m *model) forward(ctx context.Context, feats [][]float32, rows []int, lang
 		tmax = max(tmax, r)
 	}
 	if tmax == 0 {
-		return nil, nil, fmt.Errorf("%w: no feature frames", ErrModel)
+		return fmt.Errorf("%w: no feature frames", ErrModel)
 	}
 	var x []float32
 	if n == 1 {
@@ -348,7 +349,7 @@ func (m *model) forward(ctx context.Context, feats [][]float32, rows []int, lang
 	}
 	xt, err := ort.NewTensor(ort.NewShape(int64(n), int64(tmax), int64(dim)), x)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: input tensor: %v", ErrModel, err)
+		return fmt.Errorf("%w: input tensor: %v", ErrModel, err)
 	}
 	defer xt.Destroy()
 	var lt ort.Value
@@ -359,7 +360,7 @@ func (m *model) forward(ctx context.Context, feats [][]float32, rows []int, lang
 		}
 		t, err := ort.NewTensor(ort.NewShape(int64(n)), l)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: length tensor: %v", ErrModel, err)
+			return fmt.Errorf("%w: length tensor: %v", ErrModel, err)
 		}
 		lt = t
 	} else {
@@ -369,25 +370,25 @@ func (m *model) forward(ctx context.Context, feats [][]float32, rows []int, lang
 		}
 		t, err := ort.NewTensor(ort.NewShape(int64(n)), l)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: length tensor: %v", ErrModel, err)
+			return fmt.Errorf("%w: length tensor: %v", ErrModel, err)
 		}
 		lt = t
 	}
 	defer lt.Destroy()
 	langT, err := ort.NewTensor(ort.NewShape(int64(n)), langs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: language tensor: %v", ErrModel, err)
+		return fmt.Errorf("%w: language tensor: %v", ErrModel, err)
 	}
 	defer langT.Destroy()
 	normT, err := ort.NewTensor(ort.NewShape(int64(n)), norms)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: text_norm tensor: %v", ErrModel, err)
+		return fmt.Errorf("%w: text_norm tensor: %v", ErrModel, err)
 	}
 	defer normT.Destroy()
 
 	outs := make([]ort.Value, len(m.outputs))
 	if err := m.run(ctx, []ort.Value{xt, lt, langT, normT}, outs); err != nil {
-		return nil, nil, err
+		return err
 	}
 	defer func() {
 		for _, o := range outs {
@@ -398,23 +399,20 @@ func (m *model) forward(ctx context.Context, feats [][]float32, rows []int, lang
 	}()
 	lg, ok := outs[0].(*ort.Tensor[float32])
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: %s: output %s is not a float32 tensor", ErrModel, m.path, m.outputs[0])
+		return fmt.Errorf("%w: %s: output %s is not a float32 tensor", ErrModel, m.path, m.outputs[0])
 	}
 	shape := lg.GetShape()
 	if len(shape) != 3 || int(shape[0]) != n || int(shape[2]) != m.vocab {
-		return nil, nil, fmt.Errorf("%w: %s: output %s has shape %v, want [%d T %d]", ErrModel, m.path, m.outputs[0], shape, n, m.vocab)
+		return fmt.Errorf("%w: %s: output %s has shape %v, want [%d T %d]", ErrModel, m.path, m.outputs[0], shape, n, m.vocab)
 	}
 	tout := int(shape[1])
 	data := lg.GetData()
-	logits := make([][]float32, n)
-	frames := make([]int, n)
 	for i := range n {
 		// sherpa-onnx: the valid length is the feature length + 4 (the four query frames).
 		t := min(rows[i]+4, tout)
-		frames[i] = t
-		logits[i] = append([]float32(nil), data[i*tout*m.vocab:(i*tout+t)*m.vocab]...)
+		fn(i, data[i*tout*m.vocab:(i*tout+t)*m.vocab], t)
 	}
-	return logits, frames, nil
+	return nil
 }
 
 // run executes the session, terminating it early when ctx is cancelled.

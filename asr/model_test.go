@@ -66,7 +66,10 @@ func TestTinyMatchesPyTorch(t *testing.T) {
 			for i := range n {
 				feats[i] = c.X[i*tmax*dim : (i+1)*tmax*dim]
 			}
-			logits, frames, err := r.m.forward(context.Background(), feats, c.XLength, c.Language, c.TextNorm)
+			logits, frames := make([][]float32, n), make([]int, n)
+			err := r.m.forward(context.Background(), feats, c.XLength, c.Language, c.TextNorm, func(i int, l []float32, f int) {
+				logits[i], frames[i] = append([]float32(nil), l...), f
+			})
 			if err != nil {
 				t.Fatalf("%s: %v", c.Name, err)
 			}

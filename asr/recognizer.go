@@ -314,18 +314,17 @@ func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banE
 	for i := range ps {
 		langs[i], norms[i] = lang, norm
 	}
-	logits, frames, err := m.forward(ctx, feats, rows, langs, norms)
-	if err != nil {
-		return nil, err
-	}
 	ban := -1
 	if banEmo {
 		ban = m.emoUnknown
 	}
 	out := make([]Segment, len(ps))
-	for i, p := range ps {
-		w.ids, w.frames = greedyCTC(logits[i], frames[i], m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
-		out[i] = decodeSegment(m.tokens, w.ids, w.frames, seconds(p.offset), seconds(len(p.x)))
+	err = m.forward(ctx, feats, rows, langs, norms, func(i int, logits []float32, frames int) {
+		w.ids, w.frames = greedyCTC(logits, frames, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
+		out[i] = decodeSegment(m.tokens, w.ids, w.frames, seconds(ps[i].offset), seconds(len(ps[i].x)))
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
