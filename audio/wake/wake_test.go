@@ -87,6 +87,20 @@ func TestHeyJarvis(t *testing.T) {
 		}
 	}
 	t.Logf("near miss \"hey travis\": fires in %d of %d voices (a known confusion, reported not asserted)", near, len(voices))
+	// run-on commands: "hey jarvis" followed by a question after a pause of 0, 150 or 300 ms
+	cmd := audiotest.RequireSpeech(t, "what time is it", "en-us", 0)
+	for _, gap := range []float64{0, 0.15, 0.3} {
+		found := 0
+		for _, v := range voices {
+			b := audiotest.RequireSpeech(t, "hey jarvis", v, 0)
+			x := append(append(append([]float32(nil), b.Data...), make([]float32, int(gap*Rate))...), cmd.Data...)
+			dets, _, _ := d.Process(ctx, audio.NewBufferSource(&audio.Buffer{Format: audio.Mono16k, Data: x}))
+			if len(dets) > 0 {
+				found++
+			}
+		}
+		t.Logf("\"hey jarvis\" + %.0f ms + \"what time is it\": detected in %d of %d voices", gap*1000, found, len(voices))
+	}
 }
 
 // TestStreamInConversation: the wake phrase inside a minute of other speech fires once, at the
