@@ -213,3 +213,22 @@ func TestFindCut(t *testing.T) {
 		t.Fatalf("short input cut at %d", c)
 	}
 }
+
+// TestParallelPieces: a long input's pieces run on several workers at once (BatchSize 1)
+// and give what one worker gives.
+func TestParallelPieces(t *testing.T) {
+	x, _ := longInput(t)
+	one := newTiny(t, Config{MaxSegment: 5 * time.Second, Workers: 1, BatchSize: 1})
+	many := newTiny(t, Config{MaxSegment: 5 * time.Second, Workers: 3, BatchSize: 1})
+	a, err := one.Transcribe(context.Background(), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := many.Transcribe(context.Background(), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.TokenIDs, b.TokenIDs) || !slices.Equal(a.Timestamps, b.Timestamps) || len(a.Segments) != len(b.Segments) {
+		t.Fatalf("3 workers %v\n1 worker %v", b.TokenIDs, a.TokenIDs)
+	}
+}

@@ -239,19 +239,34 @@ func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o 
 		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return len(pieces[a].x) - len(pieces[b].x) })
+	// Batches run concurrently, as many at once as there are free worker slots.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var errOnce sync.Once
+	var firstErr error
 	for start := 0; start < len(order); start += r.cfg.BatchSize {
 		batch := order[start:min(start+r.cfg.BatchSize, len(order))]
 		ps := make([]piece, len(batch))
 		for j, k := range batch {
 			ps[j] = pieces[k]
 		}
-		out, err := r.run(ctx, ps, lang, norm, o.SuppressEmoUnknown)
-		if err != nil {
-			return nil, err
-		}
-		for j, k := range batch {
-			segs[k] = out[j]
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := r.run(ctx, ps, lang, norm, o.SuppressEmoUnknown)
+			if err != nil {
+				errOnce.Do(func() { firstErr = err; cancel() })
+				return
+			}
+			for j, k := range batch {
+				segs[k] = out[j] // distinct indices per goroutine
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	results := make([]*Result, len(inputs))
 	for i, x := range inputs {
