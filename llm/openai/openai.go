@@ -223,6 +223,12 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 		wd.Kick()
 		return s.line(line)
 	})
+	if err == nil || (!errors.Is(err, errDone) && s.fnErr == nil && ctx.Err() == nil && s.pending != nil && json.Valid(s.pending)) {
+		// The stream ended (or broke) right after a complete event without its blank line.
+		if ferr := s.flush(); ferr != nil {
+			err = ferr
+		}
+	}
 	if errors.Is(err, errDone) {
 		return s.finish()
 	}
@@ -251,6 +257,9 @@ type sse struct {
 	sentTC   bool
 	calls    []llm.ToolCall
 	byIndex  map[int]int
+
+	pending    []byte // data of the event being read; nil: none
+	pendingBuf []byte // reused storage
 }
 
 func (s *sse) call(d llm.Delta) error {
@@ -261,9 +270,16 @@ func (s *sse) call(d llm.Delta) error {
 	return nil
 }
 
+// line handles one line of the event stream. Data lines accumulate until the blank line
+// that ends the event (multi-line data joins with "\n", as the SSE spec says); a server that
+// omits blank lines still works, because a new data line first dispatches pending data that
+// is complete JSON on its own.
 func (s *sse) line(line []byte) error {
 	line = bytes.TrimRight(line, "\r")
-	if len(line) == 0 || line[0] == ':' { // event separator or comment (keep-alive)
+	if len(line) == 0 { // end of the event
+		return s.flush()
+	}
+	if line[0] == ':' { // comment (keep-alive)
 		return nil
 	}
 	field, value, _ := bytes.Cut(line, []byte(":"))
@@ -280,7 +296,29 @@ func (s *sse) line(line []byte) error {
 		}
 		return fmt.Errorf("%w: unexpected line %s", llm.ErrBadStream, httpx.Excerpt(line))
 	}
-	if bytes.Equal(bytes.TrimSpace(value), []byte("[DONE]")) {
+	if s.pending != nil {
+		if !json.Valid(s.pending) && !isDone(s.pending) {
+			s.pending = append(append(s.pending, '\n'), value...)
+			return nil
+		}
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	s.pending = append(s.pendingBuf[:0], value...)
+	return nil
+}
+
+func isDone(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("[DONE]")) }
+
+// flush decodes and delivers the pending event's data.
+func (s *sse) flush() error {
+	if s.pending == nil {
+		return nil
+	}
+	value := s.pending
+	s.pendingBuf, s.pending = s.pending, nil
+	if isDone(value) {
 		return errDone
 	}
 	var ch chunk
@@ -365,7 +403,11 @@ func (c *Client) whole(resp *http.Response, fn func(llm.Delta) error) error {
 		return fmt.Errorf("openai: %w: %w", llm.ErrTruncated, err)
 	}
 	s := &sse{fn: fn}
-	if err := s.line(append([]byte("data: "), buf.Bytes()...)); err != nil {
+	err := s.line(append([]byte("data: "), buf.Bytes()...))
+	if err == nil {
+		err = s.flush()
+	}
+	if err != nil && !errors.Is(err, errDone) {
 		return fmt.Errorf("openai: %w", err)
 	}
 	return s.finish()

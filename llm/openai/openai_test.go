@@ -402,6 +402,8 @@ func FuzzSSELine(f *testing.F) {
 		s := &sse{fn: func(llm.Delta) error { return nil }}
 		_ = s.line([]byte(line))
 		_ = s.line([]byte(line))
+		_ = s.line(nil)
+		_ = s.flush()
 		_ = s.finish()
 	})
 }
@@ -443,5 +445,30 @@ func TestAdaptsRejectedParameters(t *testing.T) {
 	defer srv400.Close()
 	if _, err := llm.Collect(context.Background(), newClient(t, srv400.URL), req()); !errors.Is(err, llm.ErrServer) || len(bodies) != 1 {
 		t.Errorf("err %v after %d requests", err, len(bodies))
+	}
+}
+
+func TestSSEFraming(t *testing.T) {
+	tests := []struct{ name, body string }{
+		{"multi-line data", "data: {\"choices\":[{\"index\":0,\n" + "data: \"delta\":{\"content\":\"Hi.\"}}]}\n\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"},
+		{"no blank lines", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi.\"}}]}\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\ndata: [DONE]\n"},
+		{"CRLF and event names", "event: message\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi.\"}}]}\r\n\r\n" +
+			"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\n"},
+		{"last event without blank line", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi.\"},\"finish_reason\":\"stop\"}]}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			d, err := llm.Collect(context.Background(), newClient(t, srv.URL), req())
+			if err != nil || d.Content != "Hi." || d.FinishReason != "stop" {
+				t.Errorf("%+v %v", d, err)
+			}
+		})
 	}
 }
