@@ -116,12 +116,8 @@ func (e *Engine) Capabilities() tts.Capabilities {
 	return c
 }
 
-// Synthesize streams one chunk per sentence at the engine's rate (or req.SampleRate).
-func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
-	req, err := req.Validate()
-	if err != nil {
-		return nil, err
-	}
+// prepare resolves the base voice and the text's language and plans the sentences.
+func (e *Engine) prepare(req tts.Request) (tts.Request, string, *tts.Plan, error) {
 	base := e.cfg.Voice
 	if req.Voice != "" {
 		base = req.Voice
@@ -130,11 +126,29 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 		base = voiceFor(req.Language)
 	}
 	if err := checkVoice(base); err != nil {
-		return nil, err
+		return req, "", nil, err
+	}
+	if req.Language == "" {
+		// the voice names the language ("fr", "en-gb+f2", "cmn-latn-pinyin"): text in Latin
+		// script is normalised and spoken in it
+		req.Language = voiceLang(base)
 	}
 	plan := tts.Prepare(req, e.cfg.Calibration)
 	if !hasWords(plan) {
-		return nil, fmt.Errorf("%w: only controls, no words", tts.ErrEmpty)
+		return req, "", nil, fmt.Errorf("%w: only controls, no words", tts.ErrEmpty)
+	}
+	return req, base, plan, nil
+}
+
+// Synthesize streams one chunk per sentence at the engine's rate (or req.SampleRate).
+func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	req, err := req.Validate()
+	if err != nil {
+		return nil, err
+	}
+	req, base, plan, err := e.prepare(req)
+	if err != nil {
+		return nil, err
 	}
 	warn := tts.Warnings(plan.Script, e.Capabilities(), req)
 	v := Voice{Pitch: 50, Range: 50, Rate: 175}
@@ -185,7 +199,7 @@ func (e *Engine) sentence(ctx context.Context, sent tts.Sentence, base, reqLang 
 		switch seg.Kind {
 		case control.Text:
 			voice := base
-			if l := baseLang(seg.Lang); l != "" && l != reqLang && !(reqLang == "" && l == baseLang(base)) {
+			if l := baseLang(seg.Lang); l != "" && l != reqLang {
 				voice = voiceFor(seg.Lang)
 			}
 			p := params{voice: withVariant(voice, v.Variant), rate: int(float64(v.Rate) * seg.Rate), pitch: v.Pitch, rng: v.Range, volume: 100, seed: rng.Uint32()}
@@ -266,6 +280,16 @@ func baseLang(l string) string {
 		l = l[:i]
 	}
 	if l == "cmn" || l == "yue" {
+		return "zh"
+	}
+	return l
+}
+
+// voiceLang is the language tag of an espeak voice name: "en-gb+f2" → "en-gb",
+// "cmn-latn-pinyin" → "zh".
+func voiceLang(voice string) string {
+	l, _, _ := strings.Cut(strings.ToLower(voice), "+")
+	if strings.HasPrefix(l, "cmn") {
 		return "zh"
 	}
 	return l

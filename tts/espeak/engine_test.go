@@ -415,3 +415,34 @@ func TestChineseAndMixed(t *testing.T) {
 		t.Errorf("zh %v, mixed %v", zh.Duration(), mixed.Duration())
 	}
 }
+
+// TestVoiceLanguage checks that a voice naming a language makes it the text's language: "12"
+// stays digits for espeak's French rules instead of becoming English "twelve".
+func TestVoiceLanguage(t *testing.T) {
+	if got := voiceLang("en-gb+f2"); got != "en-gb" {
+		t.Errorf("voiceLang = %q", got)
+	}
+	if got := voiceLang("cmn-latn-pinyin"); got != "zh" {
+		t.Errorf("voiceLang = %q", got)
+	}
+	e := newEngine(t)
+	for _, c := range []struct {
+		req       tts.Request
+		want      string
+		base, seg string
+	}{
+		{tts.Request{Text: "j'ai 12 ans", Voice: "fr"}, "12", "fr", "fr"},
+		{tts.Request{Text: "I am 12", Voice: "en-gb+f2"}, "twelve", "en-gb+f2", "en-gb"},
+		{tts.Request{Text: "I am 12"}, "twelve", "en-us", "en-us"},
+		{tts.Request{Text: "我有2个", Language: "zh"}, "两个", "cmn-latn-pinyin", "zh"},
+	} {
+		req, base, p, err := e.prepare(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(p.Sentences[0].Text, c.want) || base != c.base || p.Sentences[0].Segments[0].Lang != c.seg {
+			t.Errorf("%+v: planned %q in %s (run %s, language %s); want %q in %s (run %s)", c.req, p.Sentences[0].Text, base,
+				p.Sentences[0].Segments[0].Lang, req.Language, c.want, c.base, c.seg)
+		}
+	}
+}

@@ -246,6 +246,33 @@ func (e *Engine) voice(req tts.Request) (*Pack, error) {
 	return e.packs[e.cfg.Voice], nil
 }
 
+// packLang is the language of a Kokoro voice from its name's first letter (af_heart →
+// en-us, bf_emma → en-gb, ef → es, ff → fr, hf → hi, if → it, jf → ja, pf → pt-br, zf → zh);
+// other names (blends, seeds, embeddings) default to en-us.
+func packLang(name string) string {
+	if len(name) >= 3 && name[2] == '_' {
+		switch name[0] {
+		case 'b':
+			return "en-gb"
+		case 'e':
+			return "es"
+		case 'f':
+			return "fr-fr"
+		case 'h':
+			return "hi"
+		case 'i':
+			return "it"
+		case 'j':
+			return "ja"
+		case 'p':
+			return "pt-br"
+		case 'z':
+			return "zh"
+		}
+	}
+	return "en-us"
+}
+
 // espeakVoice picks the phonemizer language for a run: the request's language when the run
 // is in it, else the run's own.
 func espeakVoice(runLang, reqLang, pack string) string {
@@ -261,7 +288,6 @@ func espeakVoice(runLang, reqLang, pack string) string {
 		return "en-us"
 	case strings.HasPrefix(l, "zh"):
 		return "cmn-latn-pinyin" // see tts/espeak voiceFor
-
 	case l == "pt":
 		return "pt-br"
 	}
@@ -282,6 +308,9 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 	pack, err := e.voice(req)
 	if err != nil {
 		return nil, err
+	}
+	if req.Language == "" {
+		req.Language = packLang(pack.Name)
 	}
 	plan := tts.Prepare(req, e.cfg.Calibration)
 	warn := tts.Warnings(plan.Script, e.Capabilities(), req)
