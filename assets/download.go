@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -327,6 +329,55 @@ func (m *Manager) authorize(req *http.Request) {
 	}
 }
 
+// unreachable reports a failure to reach the host at all (DNS, connection refused, no route):
+// the probe does not retry it, and the rest of the pull skips that host.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
+}
+
+// deadHosts remembers the hosts found unreachable during one pull.
+type deadHosts struct {
+	mu    sync.Mutex
+	hosts map[string]error
+}
+
+type deadHostsKey struct{}
+
+func withDeadHosts(ctx context.Context) context.Context {
+	if ctx.Value(deadHostsKey{}) != nil {
+		return ctx
+	}
+	return context.WithValue(ctx, deadHostsKey{}, &deadHosts{hosts: map[string]error{}})
+}
+
+func hostOf(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Host
+	}
+	return ""
+}
+
+// deadHost returns the error that made the URL's host unreachable earlier in this pull.
+func deadHost(ctx context.Context, rawURL string) error {
+	d, _ := ctx.Value(deadHostsKey{}).(*deadHosts)
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hosts[hostOf(rawURL)]
+}
+
+func markDead(ctx context.Context, rawURL string, err error) {
+	if d, _ := ctx.Value(deadHostsKey{}).(*deadHosts); d != nil {
+		d.mu.Lock()
+		d.hosts[hostOf(rawURL)] = err
+		d.mu.Unlock()
+	}
+}
+
 // retryable reports whether another attempt at the same URL may succeed.
 func retryable(err error) bool {
 	var he *HTTPError
@@ -366,8 +417,12 @@ func (m *Manager) backoff(ctx context.Context, attempt int, cause error) error {
 	}
 }
 
-// probeRetry probes with retries for transient failures.
+// probeRetry probes with retries for transient failures. A host that cannot be reached at
+// all is not retried, and the rest of the pull skips it.
 func (m *Manager) probeRetry(ctx context.Context, url string) (probeInfo, error) {
+	if err := deadHost(ctx, url); err != nil {
+		return probeInfo{}, fmt.Errorf("skipped (host unreachable earlier in this pull): %w", err)
+	}
 	for attempt := 1; ; attempt++ {
 		info, err := m.probe(ctx, url)
 		if err == nil {
@@ -375,6 +430,10 @@ func (m *Manager) probeRetry(ctx context.Context, url string) (probeInfo, error)
 		}
 		if ctx.Err() != nil {
 			return info, ctx.Err()
+		}
+		if unreachable(err) {
+			markDead(ctx, url, err)
+			return info, err
 		}
 		if !retryable(err) || attempt > m.opts.Retries {
 			return info, err

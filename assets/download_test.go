@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -604,4 +607,37 @@ func FuzzSidecar(f *testing.F) {
 			t.Fatalf("accepted parts that do not tile the file: %s", data)
 		}
 	})
+}
+
+// A host that cannot be reached is tried once per pull, not once per file with retries.
+func TestUnreachableHostSkipped(t *testing.T) {
+	srv := newFaultServer(t)
+	var files []File
+	for i := range 3 {
+		data := randomBytes(1000+i, uint64(30+i))
+		good := srv.add(fmt.Sprintf("/f%d", i), data)
+		files = append(files, File{Path: fmt.Sprintf("f%d", i), URLs: []string{fmt.Sprintf("http://dead.invalid/f%d", i), good}, SHA256: sha(data)})
+	}
+	var mu sync.Mutex
+	dials := map[string]int{}
+	te := newTestEnv(t, []*Model{{ID: "m", Kind: KindTTS, Files: files}}, srv, func(o *Options) {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		dialer := &net.Dialer{}
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			dials[addr]++
+			mu.Unlock()
+			if strings.HasPrefix(addr, "dead.invalid") {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+			}
+			return dialer.DialContext(ctx, network, addr)
+		}
+		o.Client = &http.Client{Transport: tr}
+	})
+	if err := te.mgr.Pull(context.Background(), "m"); err != nil {
+		t.Fatal(err)
+	}
+	if n := dials["dead.invalid:80"]; n != 1 {
+		t.Errorf("the unreachable host was dialled %d times, want 1", n)
+	}
 }

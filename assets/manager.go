@@ -225,6 +225,7 @@ func (m *Manager) Pull(ctx context.Context, id string) error {
 }
 
 func (m *Manager) pull(ctx context.Context, model *Model) error {
+	ctx = withDeadHosts(ctx)
 	dir := filepath.Join(m.opts.Dir, filepath.FromSlash(model.Dir))
 	m.cleanStaging(model)
 	if model.Embedded != "" {
