@@ -139,7 +139,7 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 
-	interactive := isTerminal(env.Stdin)
+	interactive := chatIsTerminal(env.Stdin)
 	fmt.Fprintf(env.Stderr, "parley chat: %s\n", b.Source())
 	if interactive {
 		fmt.Fprintln(env.Stderr, "Type a message and press Enter; /reset clears the conversation, /quit or Ctrl-D leaves.")
@@ -188,7 +188,7 @@ func replyLanguage(lang string) string {
 	return "en"
 }
 
-func isTerminal(r io.Reader) bool {
+func chatIsTerminal(r io.Reader) bool {
 	f, ok := r.(*os.File)
 	if !ok {
 		return false

@@ -56,7 +56,7 @@ type Options struct {
 	Model      string        // a configured model; empty: the server's first chat model
 	APIKey     string        // for OpenAI-compatible servers
 	Candidates []Candidate   // nil: DefaultCandidates()
-	Timeout    time.Duration // per probe: 500ms
+	Timeout    time.Duration // per probe: 500ms (a configured URL gets at least 3s)
 	Logger     *slog.Logger
 }
 
@@ -153,7 +153,8 @@ func Select(ctx context.Context, opt Options) (Choice, error) {
 	}
 
 	if strings.TrimSpace(opt.URL) != "" {
-		return selectConfigured(ctx, kind, opt, timeout, log)
+		// A configured server may be remote: give it longer than a local probe.
+		return selectConfigured(ctx, kind, opt, max(timeout, 3*time.Second), log)
 	}
 
 	cands := opt.Candidates
