@@ -253,16 +253,26 @@ func TestPullNPM(t *testing.T) {
 	srv := newFaultServer(t)
 	tgz := filepath.Join(t.TempDir(), "p.tgz")
 	onnx := randomBytes(5000, 12)
-	writeTarGz(t, tgz, []memFile{{"package/README.md", []byte("x")}, {"package/dist/vad.onnx", onnx}})
+	extra := randomBytes(3000, 13)
+	writeTarGz(t, tgz, []memFile{{"package/README.md", []byte("x")}, {"package/dist/vad.onnx", onnx}, {"package/dist/extra.bin", extra}})
 	tb, _ := os.ReadFile(tgz)
 	srv.add("/@scope/vad/-/vad-1.2.3.tgz", tb)
-	model := &Model{ID: "vad", Kind: KindVAD, Files: []File{{Path: "vad.onnx", URLs: []string{"npm:@scope/vad@1.2.3#package/dist/vad.onnx"}, SHA256: sha(onnx)}}}
+	model := &Model{ID: "vad", Kind: KindVAD, Files: []File{
+		{Path: "vad.onnx", URLs: []string{"npm:@scope/vad@1.2.3#package/dist/vad.onnx"}, SHA256: sha(onnx)},
+		{Path: "extra.bin", URLs: []string{"npm:@scope/vad@1.2.3#package/dist/extra.bin"}, SHA256: sha(extra)},
+	}}
 	te := newTestEnv(t, []*Model{model}, srv, nil)
 	if err := te.mgr.Pull(context.Background(), "vad"); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(te.read(t, "vad", "vad.onnx"), onnx) {
+	if !bytes.Equal(te.read(t, "vad", "vad.onnx"), onnx) || !bytes.Equal(te.read(t, "vad", "extra.bin"), extra) {
 		t.Fatal("content differs")
+	}
+	if got := srv.served.Load(); got != int64(len(tb))+1 {
+		t.Errorf("served %d bytes; the %d-byte tarball should be fetched once for both files", got, len(tb))
+	}
+	if rec := loadRecord(filepath.Join(te.dir, "vad")); rec.Files["extra.bin"].SHA256 != sha(extra) {
+		t.Errorf("extra.bin not recorded: %+v", rec.Files)
 	}
 	if _, err := os.Stat(filepath.Join(te.mgr.opts.CacheDir, "npm", "scope-vad-1.2.3.tgz")); err != nil {
 		t.Errorf("tarball not cached under setup.sh's name: %v", err)
@@ -274,6 +284,7 @@ func TestPullNPM(t *testing.T) {
 		t.Fatalf("pull from the cached tarball: %v", err)
 	}
 	// A member that is not in the package is a clear error.
+	model.Files = model.Files[:1]
 	model.Files[0].URLs = []string{"npm:@scope/vad@1.2.3#package/dist/none.onnx"}
 	os.RemoveAll(filepath.Join(te.dir, "vad"))
 	srv.set(func(s *faultServer) { delete(s.status, "/@scope/vad/-/vad-1.2.3.tgz") })

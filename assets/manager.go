@@ -320,7 +320,7 @@ func (m *Manager) fetchFile(ctx context.Context, model *Model, f File, dest stri
 		ev := Event{Model: model.ID, File: f.Path}
 		var res fetchResult
 		if src.Scheme == "npm" {
-			res, err = m.fetchNPM(ctx, ev, src, dest, want{Size: f.Size, SHA256: f.SHA256})
+			res, err = m.fetchNPM(ctx, ev, model, src, dest, want{Size: f.Size, SHA256: f.SHA256})
 		} else {
 			res, err = m.download(ctx, ev, src.httpURL(m.opts.Getenv), dest, want{Size: f.Size, SHA256: f.SHA256})
 		}
