@@ -46,6 +46,9 @@ func TestIntents(t *testing.T) {
 		{"set a timer for five minutes", "timer.set", "5 minutes"},
 		{"set a time for ten minutes", "timer.set", "10 minutes"}, // "timer" misheard as "time"
 		{"set a timmer for 3 minutes", "timer.set", "3 minutes"},
+		{"set a timer for five minuets", "timer.set", "5 minutes"},
+		{"wat time izit", "time", "3:07 PM"},
+		{"convert 20 celcius to farenheit", "convert", "68 degrees fahrenheit"},
 		{"set an alarn for 6 am", "alarm.set", "6:00 AM"},
 		{"设置一个十分钟的记时器", "timer.set", "10分钟"},
 		{"timer one hour and thirty minutes", "timer.set", "1 hour and 30 minutes"},

@@ -203,6 +203,11 @@ func normalize(s string) string {
 		}
 	}
 	words := strings.Fields(b.String())
+	for i, w := range words {
+		if fix, ok := asrFixes[w]; ok {
+			words[i] = fix
+		}
+	}
 	// "twenty - five" → "twenty five" when both sides are number words.
 	for i := 1; i+1 < len(words); i++ {
 		if words[i] == "-" {
@@ -221,6 +226,16 @@ func normalize(s string) string {
 		}
 	}
 	return strings.Join(wordsToDigits(words), " ")
+}
+
+// asrFixes maps frequent speech-recognition misspellings onto the words the matchers expect.
+var asrFixes = map[string]string{
+	"minuets": "minutes", "minuet": "minute", "minuts": "minutes", "minits": "minutes", "minets": "minutes",
+	"secends": "seconds", "seconts": "seconds", "hourz": "hours", "ours": "hours",
+	"tomorow": "tomorrow", "tommorow": "tomorrow", "tommorrow": "tomorrow",
+	"izit": "is it", "wats": "what is", "wat": "what", "whut": "what", "alarum": "alarm",
+	"celcius": "celsius", "farenheit": "fahrenheit",
+	"fahrenheight": "fahrenheit",
 }
 
 // hasHan reports whether s contains Chinese characters.
