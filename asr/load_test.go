@@ -130,7 +130,7 @@ func TestBadModels(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	gputest.RequireORT(t)
-	for _, cfg := range []Config{{Workers: -1}, {MaxSegment: MaxSegment + 1}, {MaxSegment: 1}, {BatchSize: -2}} {
+	for _, cfg := range []Config{{Workers: -1}, {MaxSegment: MaxSegment + 1}, {MaxSegment: 1}, {BatchSize: -2}, {VAD: "/nonexistent/silero.onnx"}} {
 		if r, err := New(tinyDir, cfg); err == nil {
 			r.Close()
 			t.Errorf("%+v accepted", cfg)

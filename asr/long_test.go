@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/audio/vad"
 )
 
 // sliceSource serves samples in reads of varying size.
@@ -43,8 +46,30 @@ func longInput(t testing.TB) (x []float32, pauses [][2]int) {
 // TestLongAudioCutsAtPauses: with 5 s pieces, every cut lands in a pause, no piece is longer
 // than 5 s, timestamps are absolute, and the merge equals the pieces transcribed alone.
 func TestLongAudioCutsAtPauses(t *testing.T) {
+	for _, mode := range cutModes(t) {
+		t.Run(mode.name, func(t *testing.T) { testLongAudio(t, mode.vad) })
+	}
+}
+
+type cutMode struct{ name, vad string }
+
+// cutModes are the two ways of finding pauses: energy always, the Silero VAD when set up.
+func cutModes(t *testing.T) []cutMode {
+	modes := []cutMode{{"energy", "none"}}
+	if _, err := os.Stat(vad.DefaultModel()); err == nil || os.Getenv("CI") != "" {
+		modes = append(modes, cutMode{"silero", ""})
+	} else {
+		t.Logf("Silero VAD not installed (%s): testing energy-based cuts only", vad.DefaultModel())
+	}
+	return modes
+}
+
+func testLongAudio(t *testing.T, vadCfg string) {
 	const maxSeg = 5 * time.Second
-	r := newTiny(t, Config{MaxSegment: maxSeg})
+	r := newTiny(t, Config{MaxSegment: maxSeg, VAD: vadCfg})
+	if r.UsesVAD() != (vadCfg == "") {
+		t.Fatalf("UsesVAD = %v with VAD %q", r.UsesVAD(), vadCfg)
+	}
 	x, pauses := longInput(t)
 	res, err := r.Transcribe(context.Background(), x)
 	if err != nil {
@@ -89,7 +114,13 @@ func TestLongAudioCutsAtPauses(t *testing.T) {
 
 // TestStreamEqualsInMemory: the bounded-memory stream gives what the in-memory call gives.
 func TestStreamEqualsInMemory(t *testing.T) {
-	r := newTiny(t, Config{MaxSegment: 5 * time.Second})
+	for _, mode := range cutModes(t) {
+		t.Run(mode.name, func(t *testing.T) { testStreamEqualsInMemory(t, mode.vad) })
+	}
+}
+
+func testStreamEqualsInMemory(t *testing.T, vadCfg string) {
+	r := newTiny(t, Config{MaxSegment: 5 * time.Second, VAD: vadCfg})
 	x, _ := longInput(t)
 	want, err := r.Transcribe(context.Background(), x)
 	if err != nil {
@@ -139,7 +170,7 @@ func TestHourLongStreamBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short mode")
 	}
-	r := newTiny(t, Config{})
+	r := newTiny(t, Config{VAD: "none"}) // the VAD's share is tested above; keep this one quick
 	src := &hourSource{total: 3600 * SampleRate, clip: loadCase(t, "speech_en"), every: 300 * SampleRate}
 	var peak uint64
 	var ms runtime.MemStats
@@ -171,7 +202,7 @@ func TestHourLongStreamBoundedMemory(t *testing.T) {
 }
 
 func TestStreamCancel(t *testing.T) {
-	r := newTiny(t, Config{})
+	r := newTiny(t, Config{VAD: "none"})
 	ctx, cancel := context.WithCancel(context.Background())
 	src := &hourSource{total: 3600 * SampleRate, clip: loadCase(t, "speech_en"), every: 60 * SampleRate}
 	n := 0
@@ -218,8 +249,8 @@ func TestFindCut(t *testing.T) {
 // and give what one worker gives.
 func TestParallelPieces(t *testing.T) {
 	x, _ := longInput(t)
-	one := newTiny(t, Config{MaxSegment: 5 * time.Second, Workers: 1, BatchSize: 1})
-	many := newTiny(t, Config{MaxSegment: 5 * time.Second, Workers: 3, BatchSize: 1})
+	one := newTiny(t, Config{MaxSegment: 5 * time.Second, Workers: 1, BatchSize: 1, VAD: "none"})
+	many := newTiny(t, Config{MaxSegment: 5 * time.Second, Workers: 3, BatchSize: 1, VAD: "none"})
 	a, err := one.Transcribe(context.Background(), x)
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,13 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/gpu"
 )
 
 // Options are per-call decoding choices.
@@ -42,6 +46,10 @@ type Config struct {
 	BatchSize int
 	// MaxSegment is the longest audio fed to one model call (default and maximum 30 s).
 	MaxSegment time.Duration
+	// VAD is the Silero VAD model used to find pauses in long audio: "" = the installed
+	// silero-vad-v5 when there is one (else energy-based cuts), "none" = energy-based cuts
+	// always, anything else a model file that must load.
+	VAD string
 	// Logger receives debug timings; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -67,6 +75,9 @@ type Recognizer struct {
 	slots  chan *worker
 	maxLen int
 	log    *slog.Logger
+
+	vadPath string          // "" when cutting by energy
+	vads    chan *vad.Model // idle VAD streams for reuse
 
 	mu     sync.RWMutex
 	closed bool
@@ -124,6 +135,10 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 		m.close()
 		return nil, err
 	}
+	if err := r.initVAD(); err != nil {
+		m.close()
+		return nil, err
+	}
 	r.slots = make(chan *worker, cfg.Workers)
 	for range cfg.Workers {
 		r.slots <- &worker{fb: newFbank(r.tables, m.scale)}
@@ -158,8 +173,77 @@ func (r *Recognizer) Close() error {
 		return nil
 	}
 	r.closed = true
+	for len(r.vads) > 0 { // no call is in flight: nobody else touches the channel
+		(<-r.vads).Close()
+	}
 	return r.m.close()
 }
+
+// initVAD resolves Config.VAD.
+func (r *Recognizer) initVAD() error {
+	r.vads = make(chan *vad.Model, 4)
+	switch r.cfg.VAD {
+	case "none":
+		return nil
+	case "":
+		p := vad.DefaultModel()
+		if _, err := os.Stat(p); err != nil {
+			r.log.Debug("asr: no Silero VAD installed; long audio is cut by energy", "looked", p)
+			return nil
+		}
+		r.vadPath = p
+	default:
+		r.vadPath = r.cfg.VAD
+	}
+	v, err := vad.OpenModel(r.vadPath, SampleRate, gpu.Options{Provider: gpu.ProviderCPU, IntraOpThreads: 1})
+	if err != nil {
+		if r.cfg.VAD == "" {
+			r.log.Warn("asr: Silero VAD unusable; long audio is cut by energy", "err", err)
+			r.vadPath = ""
+			return nil
+		}
+		return fmt.Errorf("%w: VAD %s: %w", ErrConfig, r.cfg.VAD, err)
+	}
+	r.vads <- v
+	return nil
+}
+
+// newCutter returns a cutter for one stream or long input, with a VAD stream when one is
+// configured; release it with putCutter.
+func (r *Recognizer) newCutter() *cutter {
+	c := &cutter{log: r.log}
+	if r.vadPath == "" {
+		return c
+	}
+	select {
+	case v := <-r.vads:
+		c.vad = v
+	default:
+		v, err := vad.OpenModel(r.vadPath, SampleRate, gpu.Options{Provider: gpu.ProviderCPU, IntraOpThreads: 1})
+		if err != nil {
+			r.log.Warn("asr: cannot open the VAD; cutting by energy", "err", err)
+			return c
+		}
+		c.vad = v
+	}
+	c.vad.Reset()
+	c.win = c.vad.Window()
+	return c
+}
+
+func (r *Recognizer) putCutter(c *cutter) {
+	if c.vad == nil {
+		return
+	}
+	select {
+	case r.vads <- c.vad:
+	default:
+		c.vad.Close()
+	}
+}
+
+// UsesVAD reports whether long audio is cut with the Silero VAD (else by energy).
+func (r *Recognizer) UsesVAD() bool { return r.vadPath != "" }
 
 func (r *Recognizer) enter() error {
 	r.mu.RLock()
@@ -220,13 +304,28 @@ func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o 
 		if err := checkSamples(x); err != nil {
 			return nil, fmt.Errorf("input %d: %w", i, err)
 		}
+		var c *cutter
 		for off := 0; off < len(x); {
-			n := findCut(x[off:], r.maxLen)
-			if n <= 0 { // cannot happen; never loop forever
-				n = min(len(x)-off, r.maxLen)
+			n := len(x) - off
+			if n > r.maxLen {
+				if c == nil {
+					c = r.newCutter()
+				}
+				c.feed(ctx, x[off:off+r.maxLen])
+				n = c.cut(x[off:], r.maxLen)
+				if n <= 0 || n > r.maxLen { // cannot happen; never loop forever
+					n = r.maxLen
+				}
+				c.advance(n)
 			}
 			pieces = append(pieces, piece{input: i, offset: off, x: x[off : off+n]})
 			off += n
+		}
+		if c != nil {
+			r.putCutter(c)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
 	}
 	segs := make([]Segment, len(pieces))
@@ -358,6 +457,8 @@ func (r *Recognizer) TranscribeStream(ctx context.Context, src Source, o Options
 		return nil, err
 	}
 	buf := make([]float32, 0, r.maxLen+16000)
+	c := r.newCutter()
+	defer r.putCutter(c)
 	var segs []Segment
 	total := 0 // samples consumed into pieces
 	eof := false
@@ -405,7 +506,9 @@ func (r *Recognizer) TranscribeStream(ctx context.Context, src Source, o Options
 		}
 		cut := len(buf)
 		if len(buf) > r.maxLen || !eof {
-			cut = findCut(buf, r.maxLen)
+			c.feed(ctx, buf[:r.maxLen])
+			cut = c.cut(buf, r.maxLen)
+			c.advance(cut)
 		}
 		if err := emit(buf[:cut]); err != nil {
 			return nil, err

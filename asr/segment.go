@@ -1,17 +1,23 @@
 package asr
 
 import (
+	"context"
+	"log/slog"
 	"math"
 	"sort"
+
+	"github.com/parley-voice/parley/audio/vad"
 )
 
-// Long audio is cut into pieces of at most maxSegment samples at silences. Until the Silero
-// VAD in audio/vad is wired in, silences are found from short-time energy in 10 ms frames; the
-// longest quiet run in the last two thirds of the window wins, its middle is the cut; with
-// no quiet run, the quietest 50 ms in that range.
+// Long audio is cut into pieces of at most maxSegment samples at pauses. With the Silero VAD
+// (audio/vad), a pause is a run of windows whose speech probability stays under
+// vadPauseProb; without it (no model installed, or Config.VAD = "none"), pauses are found
+// from short-time energy in 10 ms frames. Either way the longest pause in the last two
+// thirds of the window wins and its middle is the cut; with no pause, the quietest 50 ms
+// in that range.
 //
-// Quiet means: within 8 dB of the window's quietest 5 % of frames, never under −60 dBFS,
-// and at least 10 dB under the median frame.
+// Quiet (energy) means: within 8 dB of the window's quietest 5 % of frames, never under
+// −60 dBFS, and at least 10 dB under the median frame.
 
 const (
 	energyFrame    = 160    // 10 ms
@@ -108,4 +114,88 @@ func isSilent(x []float32) bool {
 		ss += d * d
 	}
 	return peak < silentPeak && math.Sqrt(ss/float64(len(x))) < silentRMS
+}
+
+// VAD pause detection.
+const (
+	vadPauseProb    = 0.35 // under this a window is not speech (Silero's usual negative threshold)
+	vadMinPauseWins = 3    // a pause lasts at least 3 windows (96 ms)
+)
+
+// cutter finds cut points in a stream that it is fed from a window-aligned start. With a VAD
+// model it keeps one speech probability per VAD window of the audio not yet cut off; all
+// its cuts are whole windows, so the next piece starts aligned too.
+type cutter struct {
+	vad    *vad.Model // nil: energy only
+	win    int
+	probs  []float32 // per window from the start of the current buffer
+	fed    int       // samples of the current buffer already given to the VAD
+	log    *slog.Logger
+	failed bool
+}
+
+// feed gives the VAD the whole windows of buf it has not seen yet.
+func (c *cutter) feed(ctx context.Context, buf []float32) {
+	if c.vad == nil || c.failed {
+		return
+	}
+	for c.fed+c.win <= len(buf) {
+		if ctx.Err() != nil {
+			return
+		}
+		p, err := c.vad.Prob(buf[c.fed : c.fed+c.win])
+		if err != nil {
+			c.failed = true
+			c.log.Warn("asr: VAD failed; cutting long audio by energy", "err", err)
+			return
+		}
+		c.probs = append(c.probs, p)
+		c.fed += c.win
+	}
+}
+
+// cut returns where to end the piece at the start of buf (len(buf) > maxLen): (0, maxLen].
+func (c *cutter) cut(buf []float32, maxLen int) int {
+	if c.vad == nil || c.failed {
+		return findCut(buf, maxLen)
+	}
+	kmax := min(len(c.probs), maxLen/c.win)
+	lo := kmax / 3
+	bestStart, bestLen := -1, 0
+	for k := lo; k < kmax; {
+		if c.probs[k] >= vadPauseProb {
+			k++
+			continue
+		}
+		j := k
+		for j < kmax && c.probs[j] < vadPauseProb {
+			j++
+		}
+		if j-k > bestLen {
+			bestStart, bestLen = k, j-k
+		}
+		k = j
+	}
+	if bestLen >= vadMinPauseWins {
+		return (bestStart + bestLen/2) * c.win
+	}
+	// No pause the VAD believes in: the quietest spot, on a window boundary.
+	n := findCut(buf, maxLen) / c.win * c.win
+	if n <= 0 {
+		n = c.win
+	}
+	return n
+}
+
+// advance drops the first n samples (a cut) from the buffer's bookkeeping.
+func (c *cutter) advance(n int) {
+	if c.vad == nil || c.failed {
+		return
+	}
+	k := n / c.win
+	if k > len(c.probs) {
+		k = len(c.probs)
+	}
+	c.probs = c.probs[:copy(c.probs, c.probs[k:])]
+	c.fed = max(0, c.fed-n)
 }
