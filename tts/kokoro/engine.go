@@ -201,14 +201,16 @@ func (e *Engine) Capabilities() tts.Capabilities {
 		Controls: map[tts.Control]tts.Support{
 			tts.CtlSeed: tts.Emulated, tts.CtlTemperature: tts.Ignored, tts.CtlTopP: tts.Ignored, tts.CtlTopK: tts.Ignored,
 			tts.CtlSpeed: tts.Native, tts.CtlEmbedding: tts.Native, tts.CtlMix: tts.Native, tts.CtlPause: tts.Emulated,
-			tts.CtlLaugh: tts.Ignored, tts.CtlLaughSpan: tts.Ignored, tts.CtlBreath: tts.Ignored, tts.CtlCough: tts.Ignored,
-			tts.CtlSigh: tts.Ignored, tts.CtlEmphasis: tts.Ignored, tts.CtlRate: tts.Native, tts.CtlOral: tts.Ignored,
+			tts.CtlLaugh: tts.Emulated, tts.CtlLaughSpan: tts.Ignored, tts.CtlBreath: tts.Ignored, tts.CtlCough: tts.Ignored,
+			tts.CtlSigh: tts.Ignored, tts.CtlEmphasis: tts.Emulated, tts.CtlRate: tts.Native, tts.CtlOral: tts.Ignored,
 			tts.CtlLaughLevel: tts.Ignored, tts.CtlLanguage: tts.Emulated, tts.CtlStreaming: tts.Emulated,
 		},
 		Notes: map[tts.Control]string{
 			tts.CtlSeed:      "audio seed: a style vector drawn from the installed packs' per-dimension distribution",
 			tts.CtlPause:     "silence of calibrated length between model calls",
 			tts.CtlMix:       "weighted average of voice packs",
+			tts.CtlLaugh:     "the voice says \"ha ha!\" 1.2× faster",
+			tts.CtlEmphasis:  "emphasised words at 0.9× speed",
 			tts.CtlLanguage:  "each language run phonemized by espeak-ng in its language",
 			tts.CtlStreaming: "one chunk per ≤510-token model call",
 		},
@@ -326,8 +328,15 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 		dropped := 0
 		for _, seg := range s.Segments {
 			switch seg.Kind {
-			case control.Text:
-				ph, err := Phonemize(seg.Text, espeakVoice(seg.Lang, req.Language, pack.Name))
+			case control.Text, control.Laugh:
+				text, lang, rate := seg.Text, seg.Lang, seg.Rate
+				if seg.Kind == control.Laugh {
+					// emulated: the voice says "ha ha" (one more "ha" per level), a little faster
+					text, lang, rate = strings.TrimSpace(strings.Repeat("ha ", 2+seg.Level))+"!", "en", rate*1.2
+				} else if seg.Emphasis {
+					rate *= 0.9 // emulated: emphasised words a little slower
+				}
+				ph, err := Phonemize(text, espeakVoice(lang, req.Language, pack.Name))
 				if err != nil {
 					return nil, 0, err
 				}
@@ -335,7 +344,7 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 					ids, d := e.vocab.Tokenize(c)
 					dropped += d
 					if len(ids) > 0 {
-						calls = append(calls, call{ids: ids, rate: seg.Rate})
+						calls = append(calls, call{ids: ids, rate: rate})
 					}
 				}
 			case control.Pause:

@@ -153,9 +153,18 @@ func TestSpeedPausesSeeds(t *testing.T) {
 	if !slices.Equal(emb.Data, ref.Data) {
 		t.Error("embedding of af_tiny differs from voice af_tiny")
 	}
-	_, warn := synth(t, e, tts.Request{Text: "ha [laugh] ha", TopK: 5})
-	if w := strings.Join(warn, ";"); !strings.Contains(w, "laugh") || !strings.Contains(w, "top_k") {
-		t.Errorf("warnings %q", warn)
+	laugh, warn := synth(t, e, tts.Request{Text: "well [laugh] then [breath] ok", TopK: 5})
+	plain, _ := synth(t, e, tts.Request{Text: "well then ok"})
+	if w := strings.Join(warn, ";"); !strings.Contains(w, "breath") || !strings.Contains(w, "top_k") || strings.Contains(w, "laugh") {
+		t.Errorf("warnings %q: want breath and top_k ignored, laugh emulated", warn)
+	}
+	if laugh.Duration() < plain.Duration()+200*time.Millisecond {
+		t.Errorf("[laugh] added %v", laugh.Duration()-plain.Duration())
+	}
+	strong, _ := synth(t, e, tts.Request{Text: "this is <strong>very important</strong> indeed"})
+	flat, _ := synth(t, e, tts.Request{Text: "this is very important indeed"})
+	if strong.Duration() <= flat.Duration() {
+		t.Errorf("emphasis %v not slower than plain %v", strong.Duration(), flat.Duration())
 	}
 }
 
