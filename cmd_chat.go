@@ -122,9 +122,14 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	timers, err := skills.OpenFileTimers(filepath.Join(assets.DataDir(), "timers.json"))
+	var timers skills.TimerStore
+	ft, err := skills.OpenFileTimers(filepath.Join(assets.DataDir(), "timers.json"))
 	if err != nil {
-		return err
+		// Keep the file as it is (never overwrite what we cannot read) and chat anyway.
+		fmt.Fprintf(env.Stderr, "parley chat: warning: %v; timers will not be saved this session\n", err)
+		timers = &skills.MemTimers{}
+	} else {
+		timers = ft
 	}
 	sk, err := skills.New(skills.Options{Timers: timers, Logger: env.Log, Language: replyLanguage(cfg.Assistant.Language)})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,5 +144,25 @@ func TestChatPullIntoOllama(t *testing.T) {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
+	}
+}
+
+func TestChatCorruptTimersFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	t.Setenv("PARLEY_CONFIG", "")
+	p := filepath.Join(dir, "data", "parley", "timers.json")
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p, []byte("{oops"), 0o644)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"chat", "--backend", "skills"}, strings.NewReader("set a timer for 1 minute\n"), &out, &errb)
+	if code != 0 || out.String() != "Timer set for 1 minute.\n" || !strings.Contains(errb.String(), "timers.json is corrupt") {
+		t.Errorf("exit %d out %q err %q", code, out.String(), errb.String())
+	}
+	if b, _ := os.ReadFile(p); string(b) != "{oops" {
+		t.Errorf("corrupt file was overwritten: %q", b)
 	}
 }
