@@ -21,6 +21,10 @@ var (
 	ErrNoEar   = errors.New("app: no capture device")
 	ErrNoVoice = errors.New("app: no voice configured")
 	ErrConfig  = errors.New("app: bad configuration")
+	// ErrSpoken marks an error a part has already explained to the user in its own output
+	// (a brain that streamed an apology): the loop records and shows it but does not speak
+	// another explanation.
+	ErrSpoken = errors.New("already explained to the user")
 )
 
 // SampleRate is the rate of everything the ear hears: 16 kHz mono float32.
@@ -49,6 +53,12 @@ type Message struct {
 // is cancelled or fn returns an error.
 type Brain interface {
 	Answer(ctx context.Context, in Transcript, history []Message, fn func(delta string) error) error
+}
+
+// Interruptible is a Brain that keeps its own conversation: after an answer was cut short
+// the loop tells it what was actually spoken, before the next turn reaches it.
+type Interruptible interface {
+	Interrupted(spoken string)
 }
 
 // Chunker cuts a streamed answer into sentences for synthesis.

@@ -65,26 +65,45 @@ func (e *ear) refWindow(start, end int64) []float32 {
 // only to a device buffer).
 const echoLead = 100 * time.Millisecond
 
-// isEcho reports whether capture [start, end) is Parley's own voice: the best delayed, scaled
-// copy of the echo reference explains all but Options.EchoResidual of its energy.
-func (e *ear) isEcho(start, end int64) bool {
-	if e.a.o.EchoResidual < 0 || e.a.p.Echo == nil {
-		return false
-	}
+// verdict is the self-echo check's answer about a stretch of capture.
+type verdict int
+
+const (
+	unsure verdict = iota // too quiet to tell, or Parley is speaking and its reference is late
+	user                  // somebody else
+	echo                  // Parley's own voice
+)
+
+// isEcho reports whether capture [start, end) is Parley's own voice.
+func (e *ear) isEcho(start, end int64) bool { return e.judge(start, end) == echo }
+
+// judge tells Parley's own voice from the user's: capture [start, end) is echo when the best
+// delayed, scaled copy of the echo reference explains all but Options.EchoResidual of its
+// energy.
+func (e *ear) judge(start, end int64) verdict {
 	const maxWin = SampleRate // judge at most the last second
 	if end-start > maxWin {
 		start = end - maxWin
 	}
 	c := e.slice(start, end)
-	if len(c) < SampleRate/20 {
-		return false
+	if len(c) < SampleRate/20 || audio.RMS(c) < 1e-3 { // under -60 dBFS: nobody is talking
+		return unsure
+	}
+	if e.a.o.EchoResidual < 0 || e.a.p.Echo == nil {
+		return user
 	}
 	maxLag := e.a.samples(e.a.o.EchoMaxDelay)
 	lead := e.a.samples(echoLead)
 	r := e.refWindow(start-maxLag, end+lead)
 	res, ok := echoResidual(c, r, int(maxLag+lead))
 	e.a.log.Debug("echo check", "residual", res, "ok", ok, "capture_db", audio.DB(audio.RMS(c)), "ref_db", audio.DB(audio.RMS(r)), "from", start, "to", end)
-	return ok && res <= e.a.o.EchoResidual
+	switch {
+	case ok && res <= e.a.o.EchoResidual:
+		return echo
+	case !ok && e.a.State() == Speaking: // the reference may not have caught up yet
+		return unsure
+	}
+	return user
 }
 
 // echoResidual fits capture c, block by block (100 ms), as g·r[lag+i] with each block's own
@@ -193,7 +212,10 @@ func (e *ear) run(ctx context.Context) {
 		voiced        int64
 		echoNow       bool
 		lastLoudCheck int64
+		pending       bool  // speech started while Parley spoke and the check could not tell yet
+		pendUntil     int64 // when a pending start is taken as the user's
 	)
+	pendMax := a.samples(250 * time.Millisecond)
 	window := a.samples(300 * time.Millisecond)
 	recheck := a.samples(200 * time.Millisecond)
 	minLong := a.samples(o.BargeInMin)
@@ -241,28 +263,51 @@ func (e *ear) run(ctx context.Context) {
 					case SpeechStart:
 						inSeg, segStart, longSent = true, ev.Sample, false
 						segPeak, voiced, echoNow, lastLoudCheck = 0, max(0, now-ev.Sample-int64(n)), false, now
-						segEcho = e.isEcho(now-window, now)
 						lastCheck = now
-						if segEcho {
+						pending, segEcho = false, false
+						switch e.judge(now-window, now) {
+						case echo:
+							segEcho = true
 							a.publish(Event{Kind: EvEchoRejected, Turn: a.turnID.Load()})
-						} else {
+						case unsure: // decide within pendMax, as more capture and reference arrive
+							pending, pendUntil = true, now+pendMax
+						default:
 							a.toLoop(msgSpeechStart{at: segStart})
 						}
 					case SpeechEnd:
+						if inSeg && pending {
+							pending = false
+							if e.isEcho(segStart, ev.Sample) {
+								segEcho = true
+								a.publish(Event{Kind: EvEchoRejected, Turn: a.turnID.Load()})
+							} else {
+								a.toLoop(msgSpeechStart{at: segStart})
+							}
+						}
 						if inSeg && !segEcho {
 							a.toLoop(msgSpeechEnd{start: segStart, end: ev.Sample, when: endAt(ev.Sample)})
 						}
 						inSeg = false
 					}
 				}
+				if inSeg && pending {
+					switch v := e.judge(now-window, now); {
+					case v == echo:
+						pending, segEcho = false, true
+						a.publish(Event{Kind: EvEchoRejected, Turn: a.turnID.Load()})
+					case v == user || now >= pendUntil:
+						pending = false
+						a.toLoop(msgSpeechStart{at: segStart})
+					}
+				}
 				if inSeg && segEcho && now-lastCheck >= recheck {
 					lastCheck = now
-					if !e.isEcho(now-window, now) { // the user started talking over the echo
+					if e.judge(now-window, now) == user { // the user started talking over the echo
 						segEcho, segStart = false, now-window
 						a.toLoop(msgSpeechStart{at: segStart})
 					}
 				}
-				if inSeg && !segEcho && !longSent {
+				if inSeg && !segEcho && !pending && !longSent {
 					// count only the user's loud speech: not the VAD's hang-over, not Parley's echo
 					rms := audio.RMS(block)
 					segPeak = max(segPeak, rms)
@@ -280,7 +325,7 @@ func (e *ear) run(ctx context.Context) {
 						a.toLoop(msgSpeechLong{at: segStart})
 					}
 				}
-				if inSeg && !segEcho && now-segStart >= maxUtt {
+				if inSeg && !segEcho && !pending && now-segStart >= maxUtt {
 					a.toLoop(msgSpeechEnd{start: segStart, end: now, when: time.Now()})
 					segEcho = true // ignore the rest of this segment
 				}

@@ -95,7 +95,7 @@ func (a *Assistant) runTurn(t *turn) {
 		a.log.Warn("turn failed", "turn", t.id, "err", err)
 		a.publish(Event{Kind: EvError, Turn: t.id, Err: err.Error()})
 		var es *errStage
-		if errors.As(err, &es) && es.stage != "speak" && t.ctx.Err() == nil {
+		if errors.As(err, &es) && es.stage != "speak" && !errors.Is(err, ErrSpoken) && t.ctx.Err() == nil {
 			a.sayPlain(t, explanation(err))
 		}
 	}
@@ -422,6 +422,9 @@ func cutAt(text string, frac float64) string {
 
 // record adds the exchange to the brain's context and to history.
 func (a *Assistant) record(t *turn, ex *Exchange) {
+	if ib, ok := a.p.Brain.(Interruptible); ok && ex.Interrupted && ex.FullAnswer != "" {
+		ib.Interrupted(ex.Answer)
+	}
 	a.histMu.Lock()
 	if ex.Transcript.Text != "" {
 		a.hist = append(a.hist, Message{Role: string(RoleUser), Text: ex.Transcript.Text})

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/skills"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
@@ -34,6 +35,43 @@ func (t Transcriber) Transcribe(ctx context.Context, pcm []float32) (app.Transcr
 	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
 }
 
+// Brain adapts llm/brain (an LLM backend with tools and caps, or the offline skills). It keeps
+// the conversation itself, so the loop's history is not passed on; cut-off answers reach it
+// through Interrupted. Its failures arrive as an apology already streamed as text, so they are
+// returned wrapped in app.ErrSpoken.
+type Brain struct {
+	B *brain.Brain
+	// Action, when set, receives the controls the brain asks for (voice, speed, language).
+	Action func(skills.Action)
+}
+
+// Answer implements app.Brain.
+func (b Brain) Answer(ctx context.Context, in app.Transcript, _ []app.Message, fn func(string) error) error {
+	spoke := false
+	_, err := b.B.Turn(ctx, brain.Input{Text: in.Text, Listener: llm.Listener{Language: in.Lang, Emotion: in.Emotion, Event: in.Event}},
+		func(e brain.Event) error {
+			switch e.Kind {
+			case brain.EventText:
+				if e.Text != "" {
+					spoke = true
+					return fn(e.Text)
+				}
+			case brain.EventAction:
+				if b.Action != nil && e.Action != nil {
+					b.Action(*e.Action)
+				}
+			}
+			return nil
+		})
+	if err != nil && spoke && ctx.Err() == nil {
+		return fmt.Errorf("%w: %w", app.ErrSpoken, err)
+	}
+	return err
+}
+
+// Interrupted implements app.Interruptible.
+func (b Brain) Interrupted(spoken string) { b.B.Interrupted(spoken) }
+
 // SkillsBrain answers with the offline skills only.
 type SkillsBrain struct{ E *skills.Engine }
 
@@ -44,46 +82,6 @@ func (b SkillsBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Mess
 		return err
 	}
 	return fn(r.Text)
-}
-
-// LLMBrain answers with a chat backend; when Skills is set, utterances the skills handle
-// (time, timers, arithmetic…) are answered offline at once and the rest go to the model.
-type LLMBrain struct {
-	Backend   llm.Backend
-	Model     string
-	Persona   string
-	MaxTokens int
-	Skills    *skills.Engine
-}
-
-// Answer implements app.Brain.
-func (b LLMBrain) Answer(ctx context.Context, in app.Transcript, hist []app.Message, fn func(string) error) error {
-	if b.Skills != nil && b.Skills.Match(in.Text) != "" {
-		if r, err := b.Skills.Handle(ctx, in.Text); err == nil && r.Handled {
-			return fn(r.Text)
-		}
-	}
-	conv := llm.Conversation{System: llm.Persona{Prompt: b.Persona, Spoken: true}.System()}
-	for _, m := range hist {
-		conv.Add(llm.Message{Role: m.Role, Content: m.Text})
-	}
-	conv.Add(llm.Message{Role: llm.RoleUser, Content: in.Text})
-	req := &llm.Request{Model: b.Model, MaxTokens: b.MaxTokens,
-		Messages: conv.Prompt(llm.Listener{Language: in.Lang, Emotion: in.Emotion, Event: in.Event})}
-	var think llm.ThinkFilter
-	err := b.Backend.Chat(ctx, req, func(d llm.Delta) error {
-		if c, _ := think.Push(d.Content); c != "" {
-			return fn(c)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if c, _ := think.Flush(); c != "" {
-		return fn(c)
-	}
-	return nil
 }
 
 // Voice adapts a tts.Engine with a request template (voice, seed, speed…).

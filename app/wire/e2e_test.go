@@ -139,7 +139,7 @@ func (x *e2e) wait(t *testing.T, what string, pred func(app.Event) bool) app.Eve
 		case <-deadline:
 			var ks []string
 			for _, e := range x.seen {
-				ks = append(ks, string(e.Kind))
+				ks = append(ks, string(e.Kind)+e.Err)
 			}
 			t.Fatalf("waiting for %s: gave up (saw %s)", what, strings.Join(ks, " "))
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/parley-voice/parley/app"
@@ -16,9 +17,9 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
-	"github.com/parley-voice/parley/llm/ollama"
-	"github.com/parley-voice/parley/llm/openai"
+	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/llm/skills"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
@@ -27,12 +28,14 @@ import (
 
 // Options choose what Build opens beyond the configuration.
 type Options struct {
-	Log        *slog.Logger
-	NoAudio    bool   // text turns only: no capture, no speaker (the server's text face)
-	NoHistory  bool   // do not open the store
-	ASRModel   string // overrides asr.model: a directory or a model id
-	StorePath  string // overrides store.path
-	Transcript app.Transcriber
+	Log       *slog.Logger
+	NoAudio   bool   // text turns only: no capture, no speaker (the server's text face)
+	NoHistory bool   // do not open the store
+	ASRModel  string // overrides asr.model: a directory or a model id
+	StorePath string // overrides store.path
+	// NoDiscovery skips probing for local LLM servers when llm.url is empty (tests).
+	NoDiscovery bool
+	Transcript  app.Transcriber
 	// Stream adjusts the device streams' configuration (rate, channels, buffers) before they
 	// are opened.
 	Stream func(dir device.Direction, sc *device.StreamConfig)
@@ -43,8 +46,9 @@ type Options struct {
 // Assistant is a built assistant and everything it opened.
 type Assistant struct {
 	*app.Assistant
-	Notes   []string // what is demo-grade or missing, for the user
-	History *History // nil without a store
+	Notes   []string     // what is demo-grade or missing, for the user
+	History *History     // nil without a store
+	Brain   *brain.Brain // the conversation as the brain keeps it
 
 	closers []func() error
 }
@@ -117,31 +121,45 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	var p app.Parts
 	p.Chunker = func() app.Chunker { return chunk.New(chunk.DefaultOptions()) }
 
-	// brain
-	sk, err := skills.New(skills.Options{Logger: log})
+	// brain: llm/brain over the discovered backend, or the offline skills
+	dataDir := assets.DataDir()
+	if o.StorePath != "" {
+		dataDir = filepath.Dir(o.StorePath)
+	}
+	timers, err := skills.OpenFileTimers(filepath.Join(dataDir, "timers.json"))
+	if err != nil {
+		log.Warn("timers kept in memory only", "err", err)
+		timers = nil
+	}
+	so := skills.Options{Logger: log, Language: replyLanguage(cfg.Assistant.Language)}
+	if timers != nil {
+		so.Timers = timers
+	}
+	sk, err := skills.New(so)
 	if err != nil {
 		return fail(fmt.Errorf("skills: %w", err))
 	}
-	switch cfg.LLM.Backend {
-	case "skills":
-		p.Brain = SkillsBrain{sk}
-	case "openai", "ollama":
-		b, err := backend(cfg)
+	choice := discover.Choice{Name: "skills"}
+	if cfg.LLM.Backend != "skills" && !o.NoDiscovery {
+		choice, err = discover.Select(ctx, discover.Options{Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: log})
 		if err != nil {
 			return fail(err)
 		}
-		p.Brain = LLMBrain{Backend: b, Model: cfg.LLM.Model, Persona: cfg.LLM.Persona, MaxTokens: cfg.LLM.MaxTokens, Skills: sk}
-	default: // auto: a configured server, else the offline skills
-		if cfg.LLM.URL != "" {
-			b, err := backend(cfg)
-			if err != nil {
-				return fail(err)
-			}
-			p.Brain = LLMBrain{Backend: b, Model: cfg.LLM.Model, Persona: cfg.LLM.Persona, MaxTokens: cfg.LLM.MaxTokens, Skills: sk}
-		} else {
-			p.Brain = SkillsBrain{sk}
-			a.Notes = append(a.Notes, "brain: offline skills (no LLM server configured; set llm.url)")
+		if choice.Warning != "" {
+			a.Notes = append(a.Notes, "brain: "+choice.Warning)
 		}
+	}
+	b, err := brain.New(brain.Config{Backend: choice.Backend, Model: choice.Model, Skills: sk, LocalFirst: true,
+		Persona: llm.Persona{Prompt: cfg.LLM.Persona, Spoken: true}, MaxTokens: cfg.LLM.MaxTokens, Logger: log})
+	if err != nil {
+		return fail(err)
+	}
+	a.Brain = b
+	p.Brain = Brain{B: b}
+	if choice.Backend == nil {
+		a.Notes = append(a.Notes, "brain: offline skills only (no LLM server found; set llm.url)")
+	} else {
+		a.Notes = append(a.Notes, "brain: "+b.Source())
 	}
 
 	// ears
@@ -193,8 +211,8 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 		if rate == 0 {
 			rate = app.SampleRate
 		}
-		osc := device.StreamConfig{Device: cfg.Audio.Output, Latency: deviceLatency}
-		isc := device.StreamConfig{Device: cfg.Audio.Input, Latency: deviceLatency}
+		osc := device.StreamConfig{Device: cfg.Audio.Output, Latency: deviceLatency, LossTimeout: lossTimeout}
+		isc := device.StreamConfig{Device: cfg.Audio.Input, Latency: deviceLatency, LossTimeout: lossTimeout}
 		if o.Stream != nil {
 			o.Stream(device.Output, &osc)
 			o.Stream(device.Input, &isc)
@@ -255,28 +273,13 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	return a, nil
 }
 
-func backend(cfg *config.Config) (llm.Backend, error) {
-	kind := cfg.LLM.Backend
-	if kind == "auto" || kind == "" {
-		kind = "openai"
+// replyLanguage maps assistant.language onto the skills' default reply language.
+func replyLanguage(lang string) string {
+	switch strings.ToLower(lang) {
+	case "zh", "yue":
+		return "zh"
 	}
-	switch kind {
-	case "ollama":
-		c, err := ollama.New(ollama.Config{URL: cfg.LLM.URL})
-		if err != nil {
-			return nil, fmt.Errorf("llm: %w", err)
-		}
-		return c, nil
-	default:
-		if cfg.LLM.URL == "" {
-			return nil, fmt.Errorf("%w: llm.backend %s needs llm.url", app.ErrConfig, kind)
-		}
-		c, err := openai.New(openai.Config{URL: cfg.LLM.URL, APIKey: cfg.LLM.APIKey})
-		if err != nil {
-			return nil, fmt.Errorf("llm: %w", err)
-		}
-		return c, nil
-	}
+	return "en"
 }
 
 func voice(cfg *config.Config) (Voice, error) {
@@ -301,3 +304,7 @@ func voice(cfg *config.Config) (Voice, error) {
 // speaker quickly and the echo reference stays close to what is heard (PulseAudio's ALSA
 // plug-in otherwise buffers seconds ahead), high enough not to underrun on a busy machine.
 const deviceLatency = 100 * time.Millisecond
+
+// lossTimeout is how long a device may deliver no callback before it counts as lost: longer
+// than the device package's default, as a busy machine can stall PulseAudio for a second.
+const lossTimeout = 3 * time.Second
