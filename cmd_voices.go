@@ -283,7 +283,7 @@ func voicesCreate(env *cliEnv, lib *voices.Library, args []string) error {
 
 func embeddingVoice(name, engine string, data []float32) *voices.Voice {
 	v := voices.New(name, engine, voices.KindEmbedding)
-	dim := voices.EngineDims[engine]
+	dim, _ := voices.EngineDim(engine)
 	rows := 1
 	if dim > 0 && len(data) > dim && len(data)%dim == 0 {
 		rows = len(data) / dim

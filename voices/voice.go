@@ -41,8 +41,19 @@ const (
 	KindClone     = "clone"     // reserved for voice cloning
 )
 
-// EngineDims is the embedding size each engine takes (per row, for Kokoro).
-var EngineDims = map[string]int{"kokoro": 256, "chattts": 768, "espeak": 0}
+// EngineDim is the embedding size an engine takes (per row, for Kokoro; 0 for engines that
+// take none); ok is false for engines the library does not know.
+func EngineDim(engine string) (dim int, ok bool) {
+	switch engine {
+	case "kokoro":
+		return 256, true
+	case "chattts":
+		return 768, true
+	case "espeak":
+		return 0, true
+	}
+	return 0, false
+}
 
 // Defaults are the controls a voice applies unless the request overrides them.
 type Defaults struct {
@@ -109,7 +120,7 @@ func (v *Voice) Validate() error {
 	if err := ValidName(v.Name); err != nil {
 		return err
 	}
-	dim, ok := EngineDims[v.Engine]
+	dim, ok := EngineDim(v.Engine)
 	if !ok {
 		return fmt.Errorf("%w: %s: unknown engine %q (have espeak, kokoro, chattts)", ErrInvalid, v.Name, v.Engine)
 	}
