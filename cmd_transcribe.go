@@ -70,8 +70,8 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	if !contains(transcribeFormats, *format) {
 		return fmt.Errorf("%w: --format %q: want one of %s", errUsage, *format, strings.Join(transcribeFormats, ", "))
 	}
-	if !contains(asr.Languages, lang) {
-		return fmt.Errorf("%w: --lang %q: want one of %s", errUsage, lang, strings.Join(asr.Languages, ", "))
+	if !contains(asr.Languages(), lang) {
+		return fmt.Errorf("%w: --lang %q: want one of %s", errUsage, lang, strings.Join(asr.Languages(), ", "))
 	}
 	if (*format == "srt" || *format == "vtt") && len(files) > 1 {
 		return fmt.Errorf("%w: --format %s takes one file, got %d", errUsage, *format, len(files))

@@ -96,8 +96,16 @@ func stamp(sec float64, sep byte) string {
 	return fmt.Sprintf("%02d:%02d:%02d%c%03d", ms/3600000, ms/60000%60, ms/1000%60, sep, ms%1000)
 }
 
-// LanguageNames maps SenseVoice language tags to the names OpenAI's verbose_json uses.
-var LanguageNames = map[string]string{"zh": "chinese", "en": "english", "yue": "cantonese", "ja": "japanese", "ko": "korean"}
+var languageNames = map[string]string{"zh": "chinese", "en": "english", "yue": "cantonese", "ja": "japanese", "ko": "korean"}
+
+// LanguageName is the name OpenAI's verbose_json uses for a SenseVoice language tag ("en" →
+// "english"); other tags are returned as they are.
+func LanguageName(tag string) string {
+	if n, ok := languageNames[tag]; ok {
+		return n
+	}
+	return tag
+}
 
 // Verbose is OpenAI's verbose_json transcription shape, with SenseVoice's tags added
 // (lang, emotion, event at the top and per segment).
@@ -128,11 +136,8 @@ type VerboseSegment struct {
 
 // Verbose returns r in OpenAI's verbose_json shape.
 func (r *Result) Verbose() Verbose {
-	v := Verbose{Task: "transcribe", Language: LanguageNames[r.Lang], Duration: r.Duration, Text: r.Text,
+	v := Verbose{Task: "transcribe", Language: LanguageName(r.Lang), Duration: r.Duration, Text: r.Text,
 		Lang: r.Lang, Emotion: r.Emotion, Event: r.Event, Segments: []VerboseSegment{}, Words: r.Words()}
-	if v.Language == "" {
-		v.Language = r.Lang
-	}
 	if v.Words == nil {
 		v.Words = []Word{}
 	}

@@ -41,8 +41,11 @@ const (
 	FormatFunASR Format = "funasr"
 )
 
-// Languages are the language choices SenseVoice accepts ("auto" lets the model decide).
-var Languages = []string{"auto", "zh", "en", "yue", "ja", "ko"}
+// languages are the language choices SenseVoice accepts ("auto" lets the model decide).
+var languages = []string{"auto", "zh", "en", "yue", "ja", "ko"}
+
+// Languages returns the language choices SenseVoice accepts ("auto" lets the model decide).
+func Languages() []string { return append([]string(nil), languages...) }
 
 // funasrIDs are the query ids FunASR's SenseVoiceSmall uses (its lid_dict / textnorm_dict);
 // sherpa-onnx exports carry the same values in their metadata.
@@ -216,7 +219,7 @@ func (m *model) initSherpa(info *gpu.ModelInfo, dir string) error {
 		m.blank = b
 	}
 	m.lang = map[string]int32{}
-	for _, l := range append(Languages, "nospeech") {
+	for _, l := range append(Languages(), "nospeech") {
 		if _, ok := info.Meta("lang_" + l); !ok {
 			continue // lang_nospeech is optional
 		}
@@ -279,7 +282,7 @@ func (m *model) initFunASR(info *gpu.ModelInfo, dir string) error {
 	// FunASR's frontend for SenseVoiceSmall: LFR 7/6, samples scaled to 16-bit amplitudes.
 	m.lfrM, m.lfrN, m.scale = 7, 6, sampleScale
 	m.lang = map[string]int32{}
-	for _, l := range append(Languages, "nospeech") {
+	for _, l := range append(Languages(), "nospeech") {
 		m.lang[l] = funasrIDs["lang_"+l]
 	}
 	m.withITN, m.withoutITN = funasrIDs["with_itn"], funasrIDs["without_itn"]

@@ -151,7 +151,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 // Info describes the loaded model.
 func (r *Recognizer) Info() ModelInfo {
 	langs := make([]string, 0, len(r.m.lang))
-	for _, l := range append(Languages, "nospeech") {
+	for _, l := range append(Languages(), "nospeech") {
 		if _, ok := r.m.lang[l]; ok {
 			langs = append(langs, l)
 		}
