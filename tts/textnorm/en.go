@@ -141,6 +141,8 @@ var (
 	reENUnit     = regexp.MustCompile(`(-?\d[\d,]*(?:\.\d+)?)\s?(km/h|mph|km|kg|cm|mm|ml|mg|GB|MB|KB|TB|kHz|Hz|°C|°F|ms|min|kW|m|g|l|s|h)\b`)
 	reENDegree   = regexp.MustCompile(`(-?\d[\d,]*(?:\.\d+)?)\s?(°C|°F|°)`)
 	reENOrdinal  = regexp.MustCompile(`\b(\d+)(st|nd|rd|th)\b`)
+	reENYearCtx  = regexp.MustCompile(`(?i)\b(in|since|by|from|until|till|before|after|around|circa|year|of)\s+(1[1-9]\d\d|20\d\d)\b`)
+	reENDecade   = regexp.MustCompile(`\b(1[1-9]\d0|20\d0)s\b`)
 	reENNumber   = regexp.MustCompile(`-?\d[\d,]*(?:\.\d+)?|-?\.\d+`)
 	reENAbbrev   = regexp.MustCompile(`\b(Dr|Mr|Mrs|Ms|Prof|St|Jr|Sr|vs|etc|approx|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|No|Mt|Ave|Dept|Inc|Ltd|Co)\.`)
 	reENLatin    = regexp.MustCompile(`\b(e\.g\.|i\.e\.|a\.k\.a\.)`)
@@ -228,6 +230,19 @@ func normalizeEN(s string) string {
 		p := reENAmPm.FindStringSubmatch(m)
 		tail := m[len(strings.TrimRight(m, " ,;!?")):]
 		return EnglishCardinal(p[1]) + " " + strings.ToUpper(p[2]) + " M" + tail
+	})
+	s = reENDecade.ReplaceAllStringFunc(s, func(m string) string {
+		y, _ := strconv.Atoi(m[:4])
+		w := enYear(y)
+		if strings.HasSuffix(w, "y") {
+			return w[:len(w)-1] + "ies"
+		}
+		return w + "s"
+	})
+	s = reENYearCtx.ReplaceAllStringFunc(s, func(m string) string {
+		p := reENYearCtx.FindStringSubmatch(m)
+		y, _ := strconv.Atoi(p[2])
+		return p[1] + " " + enYear(y)
 	})
 	s = reENCurrency.ReplaceAllStringFunc(s, func(m string) string {
 		p := reENCurrency.FindStringSubmatch(m)

@@ -35,6 +35,11 @@ func TestNormalizeEN(t *testing.T) {
 		{"Dr. Smith vs. Mr. Jones", "Doctor Smith versus Mister Jones"},
 		{"e.g. this", "for example this"},
 		{"Tom & Jerry", "Tom and Jerry"},
+		{"born in 1984", "born in nineteen eighty-four"},
+		{"since 2005", "since two thousand five"},
+		{"in the 1990s", "in the nineteen nineties"},
+		{"by 2100", "by two thousand one hundred"},
+		{"1984 people", "one thousand nine hundred eighty-four people"},
 		{"1234567890123456789", "one two three four five six seven eight nine zero one two three four five six seven eight nine"},
 	}
 	for _, tt := range tests {
