@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Roles of chat messages (OpenAI names).
@@ -156,9 +157,10 @@ func (e *APIError) Unwrap() error { return e.Kind }
 // the finish reason and usage.
 func Collect(ctx context.Context, b Backend, req *Request) (Delta, error) {
 	var all Delta
+	var content, reasoning strings.Builder
 	err := b.Chat(ctx, req, func(d Delta) error {
-		all.Content += d.Content
-		all.Reasoning += d.Reasoning
+		content.WriteString(d.Content)
+		reasoning.WriteString(d.Reasoning)
 		all.ToolCalls = append(all.ToolCalls, d.ToolCalls...)
 		if d.FinishReason != "" {
 			all.FinishReason = d.FinishReason
@@ -168,5 +170,6 @@ func Collect(ctx context.Context, b Backend, req *Request) (Delta, error) {
 		}
 		return nil
 	})
+	all.Content, all.Reasoning = content.String(), reasoning.String()
 	return all, err
 }

@@ -22,6 +22,9 @@ const (
 
 // Push feeds one delta and returns the answer text and the reasoning text it releases.
 func (f *ThinkFilter) Push(s string) (content, reasoning string) {
+	if f.pending == "" && !f.inThink && !f.afterClose && strings.IndexByte(s, '<') < 0 {
+		return s, "" // fast path: plain answer text
+	}
 	s = f.pending + s
 	f.pending = ""
 	var c, r strings.Builder

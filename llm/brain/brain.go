@@ -371,19 +371,20 @@ func (t *turn) run(ctx context.Context, in Input) (Result, error) {
 // stream runs one model call, forwarding text and reasoning, and enforcing the token cap.
 func (t *turn) stream(ctx context.Context, req *llm.Request, tokens *int) (llm.Delta, error) {
 	var all llm.Delta
+	var content strings.Builder
 	var think llm.ThinkFilter
 	strip := !t.b.cfg.KeepThink
 	limit := t.b.cfg.MaxTokens
 	deltas := 0
-	send := func(content, reasoning string) error {
+	send := func(text, reasoning string) error {
 		if reasoning != "" {
 			if err := t.emit(Event{Kind: EventReasoning, Text: reasoning}); err != nil {
 				return err
 			}
 		}
-		if content != "" {
-			all.Content += content
-			if err := t.emit(Event{Kind: EventText, Text: content}); err != nil {
+		if text != "" {
+			content.WriteString(text)
+			if err := t.emit(Event{Kind: EventText, Text: text}); err != nil {
 				return err
 			}
 		}
@@ -420,6 +421,7 @@ func (t *turn) stream(ctx context.Context, req *llm.Request, tokens *int) (llm.D
 			err = e
 		}
 	}
+	all.Content = content.String()
 	return all, err
 }
 

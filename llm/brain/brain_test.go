@@ -103,7 +103,7 @@ func (sc *script) requests() []chatReq {
 	return append([]chatReq(nil), sc.reqs...)
 }
 
-func backend(t *testing.T, url string) llm.Backend {
+func backend(t testing.TB, url string) llm.Backend {
 	t.Helper()
 	c, err := openai.New(openai.Config{URL: url, Retries: -1})
 	if err != nil {
