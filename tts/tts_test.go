@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,5 +124,31 @@ func TestValidate(t *testing.T) {
 	r, err := Request{Text: "a", Seed: 3}.Validate()
 	if err != nil || r.Speed != 1 || !r.HasSeed {
 		t.Errorf("Validate defaults: %+v %v", r, err)
+	}
+}
+
+// TestStreamBackpressure: the producer runs at most one chunk ahead of the consumer, so the
+// first audio reaches the consumer long before a long reply is synthesized.
+func TestStreamBackpressure(t *testing.T) {
+	var produced atomic.Int64
+	s := NewStream(context.Background(), nil, func(ctx context.Context, emit func(Chunk) error) error {
+		for i := 0; i < 50; i++ {
+			produced.Add(1)
+			if err := emit(Chunk{Samples: []float32{0}, SampleRate: 8000, Sentence: i}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	defer s.Close()
+	for i := 0; i < 5; i++ {
+		c, err := s.Next(context.Background())
+		if err != nil || c.Sentence != i {
+			t.Fatalf("chunk %d: %+v %v", i, c, err)
+		}
+		// the producer may have made this chunk, one in the channel and one blocked in emit
+		if p := produced.Load(); p > int64(i)+3 {
+			t.Fatalf("after %d chunks consumed the producer made %d", i+1, p)
+		}
 	}
 }
