@@ -39,6 +39,7 @@ type Config struct {
 	MaxDuration time.Duration // wall-clock cap of a turn: 90s
 	MaxRounds   int           // tool rounds per turn: 3
 	KeepThink   bool          // keep <think>…</think> text in the answer (default: strip it)
+	Think       *bool         // ask reasoning models to think (Ollama "think"); nil: server default. false speeds up spoken replies.
 	Temperature *float64
 	Logger      *slog.Logger
 }
@@ -292,7 +293,7 @@ func (t *turn) run(ctx context.Context, in Input) (Result, error) {
 	t.conv.Messages = t.conv.Messages[:len(t.conv.Messages)-1] // Turn adds the pair at the end
 	tokens := 0
 	for round := 0; ; round++ {
-		req := &llm.Request{Model: b.cfg.Model, Messages: msgs, MaxTokens: b.cfg.MaxTokens - tokens, Temperature: b.cfg.Temperature}
+		req := &llm.Request{Model: b.cfg.Model, Messages: msgs, MaxTokens: b.cfg.MaxTokens - tokens, Temperature: b.cfg.Temperature, Think: b.cfg.Think}
 		offerTools := !b.cfg.NoTools && !b.noTools.Load() && round < b.cfg.MaxRounds
 		if offerTools {
 			req.Tools = b.cfg.Tools.Tools()
