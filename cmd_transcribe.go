@@ -193,15 +193,7 @@ func transcribeFile(ctx context.Context, env *cliEnv, rec *asr.Recognizer, name 
 		defer wait()
 		src = dec
 	}
-	conv, err := audio.Convert(src, audio.Mono16k, audio.QualityHigh)
-	if err != nil {
-		return nil, err
-	}
-	res, err := rec.TranscribeStream(ctx, conv, rec.Options(), nil)
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+	return rec.TranscribeSource(ctx, src, rec.Options(), nil)
 }
 
 func isWAV(h []byte) bool {

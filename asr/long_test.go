@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/vad"
 )
 
@@ -261,5 +262,23 @@ func TestParallelPieces(t *testing.T) {
 	}
 	if !slices.Equal(a.TokenIDs, b.TokenIDs) || !slices.Equal(a.Timestamps, b.Timestamps) || len(a.Segments) != len(b.Segments) {
 		t.Fatalf("3 workers %v\n1 worker %v", b.TokenIDs, a.TokenIDs)
+	}
+}
+
+// TestTranscribeSource: 44.1 kHz stereo through TranscribeSource is converted on the fly.
+func TestTranscribeSource(t *testing.T) {
+	r := newTiny(t, Config{})
+	x := loadCase(t, "speech_en")
+	hi, err := audio.ResampleBuffer(&audio.Buffer{Format: audio.Mono16k, Data: x}, 44100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &audio.Buffer{Format: audio.Format{SampleRate: 44100, Channels: 2}, Data: audio.UpMix(nil, hi.Data, 2)}
+	res, err := r.TranscribeSource(context.Background(), audio.NewBufferSource(st), Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := res.Duration - float64(len(x))/SampleRate; d > 0.01 || d < -0.01 || len(res.Segments) != 1 {
+		t.Fatalf("duration %v for %v s, %d segments", res.Duration, float64(len(x))/SampleRate, len(res.Segments))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/gpu"
 )
@@ -441,6 +442,16 @@ func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banE
 		return nil, err
 	}
 	return out, nil
+}
+
+// TranscribeSource recognises an audio.Source of any rate and channel count: it is mixed
+// down to mono and resampled to 16 kHz on the fly, then streamed as TranscribeStream does.
+func (r *Recognizer) TranscribeSource(ctx context.Context, src audio.Source, o Options, onSegment func(Segment) error) (*Result, error) {
+	conv, err := audio.Convert(src, audio.Mono16k, audio.QualityHigh)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	return r.TranscribeStream(ctx, conv, o, onSegment)
 }
 
 // TranscribeStream recognises a 16 kHz mono stream of any length with bounded memory: it
