@@ -190,3 +190,22 @@ func FuzzToolArgs(f *testing.F) {
 		}
 	})
 }
+
+func TestBackend(t *testing.T) {
+	var b llm.Backend = Backend{E: newEngine(t)}
+	d, err := llm.Collect(context.Background(), b, &llm.Request{Model: ModelID, Messages: []llm.Message{
+		{Role: "system", Content: "be nice"}, {Role: "user", Content: "what is 6 times 7"}, {Role: "assistant", Content: "x"},
+	}})
+	if err != nil || d.Content != "That's 42." || d.FinishReason != "stop" {
+		t.Errorf("%+v %v", d, err)
+	}
+	ms, _ := b.Models(context.Background())
+	if len(ms) != 1 || ms[0].ID != ModelID || b.Health(context.Background()) != nil {
+		t.Errorf("%+v", ms)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Chat(ctx, &llm.Request{}, func(llm.Delta) error { return nil }); err == nil {
+		t.Error("cancelled chat ran")
+	}
+}
