@@ -751,6 +751,8 @@ func (d *transfer) save() {
 func (d *transfer) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	d.notify = make(chan struct{}, 1) // before any worker can write to it
+	d.sum = ""
 	snap := d.snapshot()
 	queue := make(chan int, len(snap.Parts))
 	for i, p := range snap.Parts {
@@ -783,8 +785,6 @@ func (d *transfer) run(ctx context.Context) error {
 	}
 	stop := make(chan struct{})
 	var bg sync.WaitGroup
-	d.notify = make(chan struct{}, 1)
-	d.sum = ""
 	bg.Add(1)
 	if !d.m.benchNoHash {
 		bg.Add(1)
