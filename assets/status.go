@@ -53,7 +53,7 @@ type ModelStatus struct {
 	Check       Check        `json:"check"`
 	Dir         string       `json:"dir"`
 	Bytes       int64        `json:"bytes"` // on disk
-	Total       int64        `json:"total"` // expected, 0 when unknown
+	Total       int64        `json:"total"` // expected, 0 when any file's size is unknown
 	InUse       bool         `json:"in_use"`
 	Files       []FileStatus `json:"files"`
 }
@@ -128,6 +128,7 @@ func (m *Manager) status(model *Model, ctx context.Context, full bool) ModelStat
 	}
 	rec := loadRecord(dir)
 	counts := map[State]int{}
+	totalKnown := true
 	for _, f := range model.Files {
 		fs := m.fileStatus(ctx, full, model, f, rec, dir)
 		st.Files = append(st.Files, fs)
@@ -135,10 +136,17 @@ func (m *Manager) status(model *Model, ctx context.Context, full bool) ModelStat
 		if fs.State != StateMissing {
 			st.Bytes += fs.Size
 		}
-		st.Total += f.Size
-		if f.Size == 0 {
+		switch {
+		case f.Size > 0:
+			st.Total += f.Size
+		case rec.Files[f.Path].Size > 0:
 			st.Total += rec.Files[f.Path].Size
+		default:
+			totalKnown = false
 		}
+	}
+	if !totalKnown {
+		st.Total = 0
 	}
 	n := len(model.Files)
 	switch {
