@@ -129,10 +129,12 @@ func (s *sidecar) matches(info probeInfo) bool {
 	if s.Total != info.Total || s.Total < 0 {
 		return false
 	}
-	if s.ETag != "" && info.ETag != "" && s.ETag != info.ETag {
-		return false
-	}
-	if s.ServerSHA != "" && info.ServerSHA != "" && s.ServerSHA != info.ServerSHA {
+	if s.ServerSHA != "" && info.ServerSHA != "" {
+		// The published content hash identifies the file; CDN ETags may differ per edge.
+		if s.ServerSHA != info.ServerSHA {
+			return false
+		}
+	} else if s.ETag != "" && info.ETag != "" && s.ETag != info.ETag {
 		return false
 	}
 	// The parts must tile [0, Total) in order (a damaged record must not leave gaps).

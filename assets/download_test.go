@@ -641,3 +641,33 @@ func TestUnreachableHostSkipped(t *testing.T) {
 		t.Errorf("the unreachable host was dialled %d times, want 1", n)
 	}
 }
+
+func TestSidecarMatches(t *testing.T) {
+	sum := strings.Repeat("a", 64)
+	base := sidecar{Total: 100, ETag: `"e1"`, ServerSHA: sum, Parts: []part{{0, 50, 10}, {50, 100, 0}}}
+	tests := []struct {
+		name string
+		mod  func(*sidecar)
+		info probeInfo
+		want bool
+	}{
+		{"same file", nil, probeInfo{Total: 100, ETag: `"e1"`, ServerSHA: sum}, true},
+		{"other CDN ETag, same published hash", nil, probeInfo{Total: 100, ETag: `"e2"`, ServerSHA: sum}, true},
+		{"other published hash", nil, probeInfo{Total: 100, ETag: `"e1"`, ServerSHA: strings.Repeat("b", 64)}, false},
+		{"other ETag, no hash", func(s *sidecar) { s.ServerSHA = "" }, probeInfo{Total: 100, ETag: `"e2"`}, false},
+		{"other size", nil, probeInfo{Total: 101, ETag: `"e1"`, ServerSHA: sum}, false},
+		{"gap between parts", func(s *sidecar) { s.Parts[1].Start = 60 }, probeInfo{Total: 100, ServerSHA: sum}, false},
+		{"done beyond part", func(s *sidecar) { s.Parts[0].Done = 51 }, probeInfo{Total: 100, ServerSHA: sum}, false},
+		{"unknown total", func(s *sidecar) { s.Total = -1 }, probeInfo{Total: -1}, false},
+	}
+	for _, tt := range tests {
+		s := base
+		s.Parts = append([]part(nil), base.Parts...)
+		if tt.mod != nil {
+			tt.mod(&s)
+		}
+		if got := s.matches(tt.info); got != tt.want {
+			t.Errorf("%s: matches = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

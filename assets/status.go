@@ -46,6 +46,7 @@ type ModelStatus struct {
 	ID          string       `json:"id"`
 	Kind        string       `json:"kind"`
 	Description string       `json:"description"`
+	Licence     string       `json:"licence"`
 	Demo        bool         `json:"demo"`
 	Embedded    bool         `json:"embedded"`
 	Extracted   bool         `json:"extracted"` // an embedded model's files are on disk
@@ -117,7 +118,7 @@ func (m *Manager) List(ctx context.Context, check Check, inUse ...string) ([]Mod
 // status checks model's files by size, and with full by hash too.
 func (m *Manager) status(model *Model, ctx context.Context, full bool) ModelStatus {
 	dir := filepath.Join(m.opts.Dir, filepath.FromSlash(model.Dir))
-	st := ModelStatus{ID: model.ID, Kind: model.Kind, Description: model.Description, Demo: model.Demo,
+	st := ModelStatus{ID: model.ID, Kind: model.Kind, Description: model.Description, Licence: model.Licence, Demo: model.Demo,
 		Embedded: model.Embedded != "", Dir: dir, Check: CheckSize}
 	if full {
 		st.Check = CheckHash
