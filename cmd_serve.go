@@ -3,43 +3,68 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"net"
-	"net/http"
-	"time"
+
+	"github.com/parley-voice/parley/app/serve"
 )
 
 func init() {
 	register(&command{
 		name:  "serve",
-		usage: "serve  headless speech server (same as --serve)",
+		usage: "serve  headless speech server: OpenAI-compatible API, realtime WebSocket, Wyoming (same as --serve)",
 		run:   runServe,
 	})
 }
 
+const serveUsage = `usage: parley serve [flags]   (or parley --serve)
+
+Runs Parley headless as a speech server:
+  HTTP (serve.addr, default 127.0.0.1:8780)
+    POST /v1/audio/transcriptions   OpenAI-compatible speech to text (multipart)
+    POST /v1/audio/speech           OpenAI-compatible text to speech (wav, pcm, flac; streamed)
+    POST /v1/chat/completions       chat through the configured LLM (offline skills without one)
+    GET  /v1/models                 ASR models, voices and LLMs
+    GET  /v1/realtime               realtime voice over WebSocket (OpenAI Realtime events)
+    GET  /health, /metrics          health and Prometheus metrics
+  Wyoming (Home Assistant) on serve.wyoming_asr_addr (10300) and serve.wyoming_tts_addr (10200);
+  set either to "off" to disable it.
+Listening beyond loopback needs serve.api_key (clients send Authorization: Bearer KEY) or
+serve.allow_unauthenticated = true. Settings: parley config list serve.
+
+Flags:`
+
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
-	addr := env.Config.Serve.Addr
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, "{\"status\":\"ok\",\"version\":%q}\n", version)
-	})
-	ln, err := net.Listen("tcp", addr)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	addr := fs.String("addr", "", "HTTP listen address (overrides serve.addr)")
+	fs.Usage = func() {
+		fmt.Fprintln(env.Stderr, serveUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	cfg := env.Config.Serve
+	if *addr != "" {
+		cfg.Addr = *addr
+	}
+	loaded, err := serve.Load(ctx, env.Config, env.Log)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w (set serve.addr or PARLEY_SERVE_ADDR)", addr, err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	env.Log.Info("serving", "addr", ln.Addr().String())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
 		return err
-	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	defer loaded.Close()
+	for _, n := range loaded.Notes {
+		env.Log.Info("note", "what", n)
+	}
+	srv, err := serve.New(serve.Options{Config: cfg, Engines: loaded.Engines, Log: env.Log, Version: version})
+	if err != nil {
+		return err
+	}
+	if err := srv.Run(ctx); err != nil {
 		return err
 	}
 	env.Log.Info("stopped")

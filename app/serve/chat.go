@@ -1,0 +1,362 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/skills"
+)
+
+// skillsModel is the model id of the offline skills brain.
+const skillsModel = "parley-skills"
+
+// skillsBackend answers chat with the offline skills: the last user message is the
+// utterance.
+type skillsBackend struct{ e *skills.Engine }
+
+func (b skillsBackend) Name() string { return "skills" }
+func (b skillsBackend) URL() string  { return "" }
+func (b skillsBackend) Health(context.Context) error {
+	return nil
+}
+func (b skillsBackend) Models(context.Context) ([]llm.Model, error) {
+	return []llm.Model{{ID: skillsModel, Family: "offline skills"}}, nil
+}
+func (b skillsBackend) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) error) error {
+	text := ""
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == llm.RoleUser {
+			text = req.Messages[i].Content
+			break
+		}
+	}
+	r, err := b.e.Handle(ctx, text)
+	if err != nil && r.Text == "" {
+		return err
+	}
+	if err := fn(llm.Delta{Content: r.Text}); err != nil {
+		return err
+	}
+	return fn(llm.Delta{FinishReason: llm.FinishStop, Usage: &llm.Usage{
+		PromptTokens: llm.EstimateTokens(text), CompletionTokens: llm.EstimateTokens(r.Text),
+		TotalTokens: llm.EstimateTokens(text) + llm.EstimateTokens(r.Text)}})
+}
+
+// chatMessage accepts content as a string or as an array of parts.
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCalls  []llm.ToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type chatRequest struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int       `json:"max_tokens"`
+	MaxCompletionTokens *int       `json:"max_completion_tokens"`
+	Temperature         *float64   `json:"temperature"`
+	TopP                *float64   `json:"top_p"`
+	Seed                *int       `json:"seed"`
+	N                   *int       `json:"n"`
+	Tools               []llm.Tool `json:"tools"`
+}
+
+func messageText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("content must be a string or an array of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("content part type %q is not supported (text only)", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
+	var in chatRequest
+	if e := decodeJSON(w, r, &in); e != nil {
+		return e
+	}
+	if in.Model == "" {
+		return invalid("model", "you must provide a model parameter")
+	}
+	if len(in.Messages) == 0 {
+		return invalid("messages", "'messages' must be a non-empty array of messages")
+	}
+	if in.N != nil && *in.N != 1 {
+		return invalid("n", "n=%d is not supported: Parley returns one choice", *in.N)
+	}
+	req := &llm.Request{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, Seed: in.Seed, Tools: in.Tools}
+	if in.Model == "parley" || in.Model == "default" {
+		req.Model = s.eng.LLMModel
+	}
+	if in.MaxTokens != nil {
+		req.MaxTokens = *in.MaxTokens
+	}
+	if in.MaxCompletionTokens != nil {
+		req.MaxTokens = *in.MaxCompletionTokens
+	}
+	if req.MaxTokens < 0 {
+		return invalid("max_tokens", "max_tokens must be positive")
+	}
+	for i, m := range in.Messages {
+		switch m.Role {
+		case llm.RoleSystem, llm.RoleUser, llm.RoleAssistant, llm.RoleTool, "developer":
+		default:
+			return invalid(fmt.Sprintf("messages[%d].role", i), "Invalid value: %q. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", m.Role)
+		}
+		text, err := messageText(m.Content)
+		if err != nil {
+			return invalid(fmt.Sprintf("messages[%d].content", i), "%v", err)
+		}
+		role := m.Role
+		if role == "developer" {
+			role = llm.RoleSystem
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: role, Content: text, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
+	}
+	release, err := s.llmLim.Acquire(r.Context())
+	if errors.Is(err, ErrBusy) {
+		return busy("llm", s.llmLim.RetryAfter())
+	}
+	if err != nil {
+		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away while queued"}
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.JobTimeout)
+	defer cancel()
+	id, created := newID("chatcmpl-"), time.Now().Unix()
+	if in.Stream {
+		return s.chatStream(ctx, w, req, id, created, in.StreamOptions != nil && in.StreamOptions.IncludeUsage)
+	}
+	d, err := llm.Collect(ctx, s.eng.LLM, req)
+	if err != nil {
+		return llmError(err, in.Model)
+	}
+	msg := map[string]any{"role": "assistant", "content": d.Content}
+	if len(d.ToolCalls) > 0 {
+		msg["tool_calls"] = d.ToolCalls
+	}
+	if d.Reasoning != "" {
+		msg["reasoning_content"] = d.Reasoning
+	}
+	finish := d.FinishReason
+	if finish == "" {
+		finish = llm.FinishStop
+	}
+	out := map[string]any{
+		"id": id, "object": "chat.completion", "created": created, "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
+	}
+	if d.Usage != nil {
+		out["usage"] = d.Usage
+	}
+	writeJSON(w, out)
+	return nil
+}
+
+func llmError(err error, model string) *APIError {
+	var ae *llm.APIError
+	switch {
+	case errors.Is(err, llm.ErrModelNotFound):
+		return modelNotFound(model)
+	case errors.Is(err, llm.ErrUnreachable):
+		return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: str("upstream_unreachable"), Message: fmt.Sprintf("the LLM server is unreachable: %v", err)}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "the answer took longer than the server's job timeout"}
+	case errors.Is(err, context.Canceled):
+		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
+	case errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500:
+		return &APIError{Status: ae.Status, Type: "invalid_request_error", Code: str(ae.Code), Message: ae.Message}
+	}
+	return &APIError{Status: http.StatusBadGateway, Type: "server_error", Message: fmt.Sprintf("the LLM backend failed: %v", err)}
+}
+
+func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *llm.Request, id string, created int64, usage bool) *APIError {
+	rc := http.NewResponseController(w)
+	started := false
+	send := func(v any) error {
+		if !started {
+			started = true
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+		}
+		b, _ := json.Marshal(v)
+		rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
+	}
+	var last *llm.Usage
+	first := true
+	err := s.eng.LLM.Chat(ctx, req, func(d llm.Delta) error {
+		delta := map[string]any{}
+		if first {
+			delta["role"] = "assistant"
+			first = false
+		}
+		if d.Content != "" || len(delta) > 0 {
+			delta["content"] = d.Content
+		}
+		if d.Reasoning != "" {
+			delta["reasoning_content"] = d.Reasoning
+		}
+		if len(d.ToolCalls) > 0 {
+			tc := make([]map[string]any, len(d.ToolCalls))
+			for i, c := range d.ToolCalls {
+				tc[i] = map[string]any{"index": i, "id": c.ID, "type": "function", "function": c.Function}
+			}
+			delta["tool_calls"] = tc
+		}
+		if d.Usage != nil {
+			last = d.Usage
+		}
+		var finish any
+		if d.FinishReason != "" {
+			finish = d.FinishReason
+		}
+		if len(delta) == 0 && finish == nil {
+			return nil
+		}
+		return send(chunk(delta, finish))
+	})
+	if err != nil {
+		if !started {
+			return llmError(err, req.Model)
+		}
+		// Mid-stream: OpenAI-compatible servers send an error frame.
+		e := llmError(err, req.Model)
+		send(map[string]any{"error": e})
+		return nil
+	}
+	if first { // nothing came: still a well-formed stream
+		send(chunk(map[string]any{"role": "assistant", "content": ""}, llm.FinishStop))
+	}
+	if usage {
+		u := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model, "choices": []any{}, "usage": last}
+		send(u)
+	}
+	rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	rc.Flush()
+	return nil
+}
+
+// modelEntry is one /v1/models entry: OpenAI's fields plus Parley's kind.
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+	Kind    string `json:"kind"` // asr | tts | voice | llm
+	Note    string `json:"note,omitempty"`
+}
+
+func (s *Server) modelList(ctx context.Context) []modelEntry {
+	var out []modelEntry
+	add := func(id, kind, owner, note string) {
+		out = append(out, modelEntry{ID: id, Object: "model", OwnedBy: owner, Kind: kind, Note: note})
+	}
+	if s.eng.ASR != nil {
+		add(s.eng.ASRModel, "asr", "parley", s.eng.ASRNote)
+		add("whisper-1", "asr", "parley", "alias of "+s.eng.ASRModel)
+	}
+	if s.eng.TTS != nil {
+		add(s.eng.TTSEngine, "tts", "parley", "")
+		add("tts-1", "tts", "parley", "alias of "+s.eng.TTSEngine)
+		for _, v := range sortedKeys(OpenAIVoices) {
+			add(v, "voice", "parley", "OpenAI voice name")
+		}
+		if s.eng.Voices != nil {
+			vs, _ := s.eng.Voices.List()
+			for _, v := range vs {
+				if v.Engine == s.eng.TTSEngine {
+					add(v.Name, "voice", "user", v.Description)
+				}
+			}
+		}
+	}
+	if s.eng.LLM != nil {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		ms, err := s.eng.LLM.Models(cctx)
+		cancel()
+		if err != nil || len(ms) == 0 {
+			if s.eng.LLMModel != "" {
+				add(s.eng.LLMModel, "llm", s.eng.LLM.Name(), "")
+			}
+		}
+		for _, m := range ms {
+			add(m.ID, "llm", s.eng.LLM.Name(), "")
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+func (s *Server) models(w http.ResponseWriter, r *http.Request) *APIError {
+	writeJSON(w, map[string]any{"object": "list", "data": s.modelList(r.Context())})
+	return nil
+}
+
+func (s *Server) model(w http.ResponseWriter, r *http.Request) *APIError {
+	id := r.PathValue("id")
+	for _, m := range s.modelList(r.Context()) {
+		if m.ID == id {
+			writeJSON(w, m)
+			return nil
+		}
+	}
+	return modelNotFound(id)
+}

@@ -1,0 +1,659 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/tts"
+)
+
+func TestTranscriptionFormats(t *testing.T) {
+	asrE := &fakeASR{}
+	_, base := testServer(t, Engines{ASR: asrE, ASRModel: "fake-sv"}, nil)
+	wav := wavBytes(t, 44100, 2, 1.5)
+	cases := []struct {
+		name   string
+		fields [][2]string
+		ctype  string
+		check  func(t *testing.T, body []byte)
+	}{
+		{"json", [][2]string{{"model", "whisper-1"}}, "application/json", func(t *testing.T, b []byte) {
+			var v struct {
+				Text  string `json:"text"`
+				Usage struct {
+					Type    string `json:"type"`
+					Seconds int    `json:"seconds"`
+				} `json:"usage"`
+			}
+			json.Unmarshal(b, &v)
+			if v.Text != "hello world" || v.Usage.Type != "duration" || v.Usage.Seconds != 2 {
+				t.Errorf("json = %s", b)
+			}
+		}},
+		{"text", [][2]string{{"model", "fake-sv"}, {"response_format", "text"}}, "text/plain", func(t *testing.T, b []byte) {
+			if string(b) != "hello world\n" {
+				t.Errorf("text = %q", b)
+			}
+		}},
+		{"srt", [][2]string{{"model", "whisper-1"}, {"response_format", "srt"}}, "text/plain", func(t *testing.T, b []byte) {
+			if !strings.HasPrefix(string(b), "1\n00:00:00,") || !strings.Contains(string(b), "-->") {
+				t.Errorf("srt = %q", b)
+			}
+		}},
+		{"vtt", [][2]string{{"model", "whisper-1"}, {"response_format", "vtt"}}, "text/plain", func(t *testing.T, b []byte) {
+			if !strings.HasPrefix(string(b), "WEBVTT") || !strings.Contains(string(b), "00:00:00.") {
+				t.Errorf("vtt = %q", b)
+			}
+		}},
+		{"verbose default segments", [][2]string{{"model", "whisper-1"}, {"response_format", "verbose_json"}}, "application/json", func(t *testing.T, b []byte) {
+			var v map[string]any
+			json.Unmarshal(b, &v)
+			if v["task"] != "transcribe" || v["language"] != "english" || v["emotion"] != "HAPPY" || v["event"] != "Speech" || v["segments"] == nil {
+				t.Errorf("verbose = %s", b)
+			}
+			if _, ok := v["words"]; ok {
+				t.Errorf("words without timestamp_granularities[]=word: %s", b)
+			}
+		}},
+		{"verbose words only", [][2]string{{"model", "whisper-1"}, {"response_format", "verbose_json"}, {"timestamp_granularities[]", "word"}}, "application/json", func(t *testing.T, b []byte) {
+			var v struct {
+				Words    []map[string]any `json:"words"`
+				Segments any              `json:"segments"`
+			}
+			json.Unmarshal(b, &v)
+			if len(v.Words) != 2 || v.Words[0]["word"] != "hello" || v.Segments != nil {
+				t.Errorf("verbose words = %s", b)
+			}
+		}},
+		{"verbose both", [][2]string{{"model", "whisper-1"}, {"response_format", "verbose_json"}, {"timestamp_granularities[]", "word"}, {"timestamp_granularities[]", "segment"}}, "application/json", func(t *testing.T, b []byte) {
+			var v struct {
+				Words    []any `json:"words"`
+				Segments []struct {
+					Emotion string `json:"emotion"`
+				} `json:"segments"`
+			}
+			json.Unmarshal(b, &v)
+			if len(v.Words) != 2 || len(v.Segments) != 1 || v.Segments[0].Emotion != "HAPPY" {
+				t.Errorf("verbose both = %s", b)
+			}
+		}},
+		{"language", [][2]string{{"model", "whisper-1"}, {"language", "en"}}, "application/json", func(t *testing.T, b []byte) {
+			if asrE.lang.Load() != "en" {
+				t.Errorf("language passed as %v", asrE.lang.Load())
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ct, body := multipartBody(t, wav, tc.fields...)
+			resp, b := post(t, base+"/v1/audio/transcriptions", ct, body)
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.ctype) {
+				t.Errorf("content type %q", resp.Header.Get("Content-Type"))
+			}
+			tc.check(t, b)
+		})
+	}
+}
+
+func TestTranscriptionBadInput(t *testing.T) {
+	_, base := testServer(t, Engines{ASR: &fakeASR{}, ASRModel: "fake-sv"}, func(o *Options) {
+		o.Config.MaxUploadMB = 1
+		o.Config.MaxAudioSeconds = 5
+	})
+	wav := wavBytes(t, 16000, 1, 1)
+	truncated := wav[:len(wav)/2]
+	mislabeledHeader := append([]byte(nil), wav...)
+	copy(mislabeledHeader[8:12], "AVI ")
+	cases := []struct {
+		name   string
+		ctype  string
+		body   []byte
+		status int
+		param  string
+		want   string
+	}{
+		{"not multipart", "application/json", []byte(`{"file":"x"}`), 400, "", "multipart/form-data"},
+		{"no file", "", nil, 400, "file", "file"},
+		{"empty file", "", []byte{}, 400, "file", "empty"},
+		{"not audio", "", []byte("this is a text file, not audio at all........"), 400, "file", "could not read the audio"},
+		{"garbage RIFF", "", mislabeledHeader, 400, "file", "could not read the audio"},
+		{"too big", "", bytes.Repeat([]byte{1}, 2<<20), 413, "", "larger than 1 MB"},
+		{"too long audio", "", wavBytes(t, 8000, 1, 6), 400, "file", "longer than 5 s"},
+		{"missing model", "nomodel", wav, 400, "model", "model"},
+		{"unknown model", "badmodel", wav, 404, "model", "does not exist"},
+		{"bad format", "badformat", wav, 400, "response_format", "verbose_json"},
+		{"granularity without verbose", "gran", wav, 400, "timestamp_granularities", "verbose_json"},
+		{"bad language", "badlang", wav, 400, "language", "fr"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var ct string
+			var body []byte
+			fields := [][2]string{{"model", "whisper-1"}}
+			switch tc.ctype {
+			case "application/json":
+				ct, body = tc.ctype, tc.body
+			case "nomodel":
+				fields = nil
+			case "badmodel":
+				fields = [][2]string{{"model", "gpt-9"}}
+			case "badformat":
+				fields = append(fields, [2]string{"response_format", "mp3"})
+			case "gran":
+				fields = append(fields, [2]string{"timestamp_granularities[]", "word"})
+			case "badlang":
+				fields = append(fields, [2]string{"language", "fr"})
+			}
+			if ct == "" {
+				file := tc.body
+				if tc.name == "no file" {
+					file = nil
+				}
+				ct, body = multipartBody(t, file, fields...)
+			}
+			resp, b := post(t, base+"/v1/audio/transcriptions", ct, body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
+			}
+			msg, _, param, _ := apiErr(t, b)
+			if param != tc.param {
+				t.Errorf("param %q, want %q (%s)", param, tc.param, msg)
+			}
+			if !strings.Contains(msg, tc.want) {
+				t.Errorf("message %q lacks %q", msg, tc.want)
+			}
+		})
+	}
+	t.Run("truncated WAV still transcribes what is there", func(t *testing.T) {
+		ct, body := multipartBody(t, truncated, [2]string{"model", "whisper-1"})
+		resp, b := post(t, base+"/v1/audio/transcriptions", ct, body)
+		if resp.StatusCode != 200 && resp.StatusCode != 400 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		if resp.StatusCode == 400 {
+			apiErr(t, b)
+		}
+	})
+	t.Run("still serving", func(t *testing.T) {
+		ct, body := multipartBody(t, wav, [2]string{"model", "whisper-1"})
+		resp, b := post(t, base+"/v1/audio/transcriptions", ct, body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+	})
+}
+
+func TestTranscriptionNonWAVThroughFFmpeg(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	_, base := testServer(t, Engines{ASR: &fakeASR{}}, nil)
+	// a FLAC file (what many clients upload), made by our own encoder
+	var flac bytes.Buffer
+	fw, _ := NewFLACWriter(&flac, 16000)
+	x := make([]float32, 16000)
+	for i := range x {
+		x[i] = float32(i%100) / 400
+	}
+	fw.Write(x)
+	fw.Close()
+	ct, body := multipartBody(t, flac.Bytes(), [2]string{"model", "whisper-1"}, [2]string{"response_format", "verbose_json"})
+	resp, b := post(t, base+"/v1/audio/transcriptions", ct, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	var v struct {
+		Duration float64 `json:"duration"`
+	}
+	json.Unmarshal(b, &v)
+	if v.Duration < 0.99 || v.Duration > 1.01 {
+		t.Errorf("duration %g, want 1 s", v.Duration)
+	}
+}
+
+func TestSpeechFormats(t *testing.T) {
+	eng := &fakeTTS{}
+	_, base := testServer(t, Engines{TTS: eng}, nil)
+	req := func(format string) []byte {
+		body := fmt.Sprintf(`{"model":"tts-1","input":"One two three. Four five.","voice":"alloy","response_format":%q}`, format)
+		resp, b := post(t, base+"/v1/audio/speech", "application/json", []byte(body))
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d: %s", format, resp.StatusCode, b)
+		}
+		want := map[string]string{"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac"}[format]
+		if resp.Header.Get("Content-Type") != want {
+			t.Errorf("%s: content type %q", format, resp.Header.Get("Content-Type"))
+		}
+		if resp.ContentLength != -1 || len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
+			t.Errorf("%s: not streamed chunked (length %d, %v)", format, resp.ContentLength, resp.TransferEncoding)
+		}
+		return b
+	}
+	pcm := req("pcm")
+	if n := len(pcm) / 2; n != 5*SpeechRate/10 {
+		t.Errorf("pcm: %d samples, want %d (5 words at 24 kHz)", n, 5*SpeechRate/10)
+	}
+	r := eng.last.Load().(tts.Request)
+	if r.Voice != "af_alloy" {
+		t.Errorf("alloy mapped to %+v", r)
+	}
+	wav := req("wav")
+	if string(wav[:4]) != "RIFF" || string(wav[8:12]) != "WAVE" || !bytes.Equal(wav[len(wav)-len(pcm):], pcm) {
+		t.Errorf("wav does not hold the pcm samples")
+	}
+	flac := req("flac")
+	if string(flac[:4]) != "fLaC" {
+		t.Fatalf("flac starts %q", flac[:4])
+	}
+	if _, err := exec.LookPath("ffmpeg"); err == nil {
+		dec := ffmpegDecodeS16(t, flac)
+		if !bytes.Equal(dec, pcm) {
+			t.Errorf("flac decoded by ffmpeg differs from pcm (%d vs %d bytes)", len(dec), len(pcm))
+		}
+	}
+}
+
+func ffmpegDecodeS16(t *testing.T, in []byte) []byte {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-f", "s16le", "pipe:1")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ffmpeg cannot decode: %v: %s", err, stderr.String())
+	}
+	if stderr.Len() > 0 {
+		t.Errorf("ffmpeg complained: %s", stderr.String())
+	}
+	return out
+}
+
+func TestSpeechBadInput(t *testing.T) {
+	_, base := testServer(t, Engines{TTS: &fakeTTS{}}, nil)
+	long := strings.Repeat("a", MaxSpeechInput+1)
+	cases := []struct {
+		name, body string
+		status     int
+		param      string
+		want       string
+	}{
+		{"invalid json", `{"model":`, 400, "", "could not parse"},
+		{"empty body", ``, 400, "", "empty"},
+		{"trailing", `{"model":"tts-1","input":"hi","voice":"alloy"} {}`, 400, "", "trailing"},
+		{"wrong type", `{"model":"tts-1","input":5,"voice":"alloy"}`, 400, "input", "Invalid type"},
+		{"mp3", `{"model":"tts-1","input":"hi","voice":"alloy","response_format":"mp3"}`, 400, "response_format", "wav, pcm, flac"},
+		{"opus", `{"model":"tts-1","input":"hi","voice":"alloy","response_format":"opus"}`, 400, "response_format", "cannot be produced"},
+		{"too long", `{"model":"tts-1","input":"` + long + `","voice":"alloy"}`, 400, "input", "maximum length 4096"},
+		{"empty input", `{"model":"tts-1","input":"  ","voice":"alloy"}`, 400, "input", "empty"},
+		{"no input", `{"model":"tts-1","voice":"alloy"}`, 400, "input", "input"},
+		{"no voice", `{"model":"tts-1","input":"hi"}`, 400, "voice", "voice"},
+		{"unknown voice", `{"model":"tts-1","input":"hi","voice":"nobody"}`, 400, "voice", "unknown voice"},
+		{"speed low", `{"model":"tts-1","input":"hi","voice":"alloy","speed":0.1}`, 400, "speed", "0.25"},
+		{"speed high", `{"model":"tts-1","input":"hi","voice":"alloy","speed":4.5}`, 400, "speed", "4.0"},
+		{"temperature", `{"model":"tts-1","input":"hi","voice":"alloy","temperature":3}`, 400, "temperature", "0–2"},
+		{"no model", `{"input":"hi","voice":"alloy"}`, 400, "model", "model"},
+		{"unknown model", `{"model":"tts-9","input":"hi","voice":"alloy"}`, 404, "model", "does not exist"},
+		{"sse", `{"model":"tts-1","input":"hi","voice":"alloy","stream_format":"sse"}`, 400, "stream_format", "sse"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := post(t, base+"/v1/audio/speech", "application/json", []byte(tc.body))
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, b)
+			}
+			msg, _, param, _ := apiErr(t, b)
+			if param != tc.param || !strings.Contains(msg, tc.want) {
+				t.Errorf("param %q message %q; want %q containing %q", param, msg, tc.param, tc.want)
+			}
+		})
+	}
+	t.Run("object voice and extras", func(t *testing.T) {
+		resp, b := post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"tts-1","input":"hi there","voice":{"id":"v1"},"seed":7,"temperature":0.5,"top_p":0.9,"top_k":10,"speed":1.5,"response_format":"pcm"}`))
+		if resp.StatusCode != 200 || len(b) == 0 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+	})
+}
+
+func TestChatCompletions(t *testing.T) {
+	_, base := testServer(t, Engines{}, nil)
+	resp, b := post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"parley","messages":[{"role":"user","content":"what is 2 plus 3"}]}`))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	var c struct {
+		Object  string `json:"object"`
+		Choices []struct {
+			Message struct {
+				Role, Content string
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+	}
+	json.Unmarshal(b, &c)
+	if c.Object != "chat.completion" || len(c.Choices) != 1 || !strings.Contains(c.Choices[0].Message.Content, "5") || c.Choices[0].FinishReason != "stop" {
+		t.Errorf("completion = %s", b)
+	}
+
+	// streaming
+	resp, b = post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"parley","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":[{"type":"text","text":"what is 2 plus 3"}]}]}`))
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	var text strings.Builder
+	sawDone, sawUsage, sawRole := false, false, false
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			sawDone = true
+			continue
+		}
+		var ch struct {
+			Object  string `json:"object"`
+			Choices []struct {
+				Delta map[string]string `json:"delta"`
+			} `json:"choices"`
+			Usage any `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(line), &ch); err != nil {
+			t.Fatalf("bad chunk %q: %v", line, err)
+		}
+		if ch.Object != "chat.completion.chunk" {
+			t.Errorf("object %q", ch.Object)
+		}
+		for _, c := range ch.Choices {
+			text.WriteString(c.Delta["content"])
+			sawRole = sawRole || c.Delta["role"] == "assistant"
+		}
+		sawUsage = sawUsage || ch.Usage != nil
+	}
+	if !sawDone || !sawUsage || !sawRole || !strings.Contains(text.String(), "5") {
+		t.Errorf("stream: done %v usage %v role %v text %q", sawDone, sawUsage, sawRole, text.String())
+	}
+
+	for _, tc := range []struct{ body, param string }{
+		{`{"messages":[{"role":"user","content":"hi"}]}`, "model"},
+		{`{"model":"parley","messages":[]}`, "messages"},
+		{`{"model":"parley","messages":[{"role":"robot","content":"hi"}]}`, "messages[0].role"},
+		{`{"model":"parley","messages":[{"role":"user","content":[{"type":"image_url"}]}]}`, "messages[0].content"},
+		{`{"model":"parley","n":2,"messages":[{"role":"user","content":"hi"}]}`, "n"},
+	} {
+		resp, b := post(t, base+"/v1/chat/completions", "application/json", []byte(tc.body))
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: status %d", tc.body, resp.StatusCode)
+			continue
+		}
+		if _, _, p, _ := apiErr(t, b); p != tc.param {
+			t.Errorf("%s: param %q, want %q", tc.body, p, tc.param)
+		}
+	}
+}
+
+func TestModelsHealthMetricsAndUnknownRoutes(t *testing.T) {
+	_, base := testServer(t, Engines{ASR: &fakeASR{}, ASRModel: "fake-sv", TTS: &fakeTTS{}}, nil)
+	resp, err := http.Get(base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Object string       `json:"object"`
+		Data   []modelEntry `json:"data"`
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	kinds := map[string]bool{}
+	for _, m := range list.Data {
+		kinds[m.Kind] = true
+		if m.Object != "model" {
+			t.Errorf("entry %+v", m)
+		}
+	}
+	if list.Object != "list" || !kinds["asr"] || !kinds["tts"] || !kinds["voice"] || !kinds["llm"] {
+		t.Errorf("models: %+v", list)
+	}
+	resp, _ = http.Get(base + "/v1/models/fake-sv")
+	if resp.StatusCode != 200 {
+		t.Errorf("/v1/models/fake-sv = %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+
+	resp, _ = http.Get(base + "/v1/nothing")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("unknown route = %d", resp.StatusCode)
+	}
+	apiErr(t, b)
+
+	// one request of each kind, then metrics
+	ct, body := multipartBody(t, wavBytes(t, 16000, 1, 1), [2]string{"model", "whisper-1"})
+	post(t, base+"/v1/audio/transcriptions", ct, body)
+	resp, _ = http.Get(base + "/metrics")
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`parley_http_requests_total{route="POST /v1/audio/transcriptions",code="200"} 1`,
+		`parley_http_request_duration_seconds_bucket{route="POST /v1/audio/transcriptions",le="+Inf"} 1`,
+		`parley_queue_depth{engine="asr"} 0`,
+		`parley_model_loaded{kind="asr",model="fake-sv"} 1`,
+		`# TYPE parley_http_request_duration_seconds histogram`,
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b)
+		}
+	}
+	resp, _ = http.Get(base + "/health")
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"status":"ok"`) {
+		t.Errorf("health %d %s", resp.StatusCode, b)
+	}
+}
+
+func TestMissingEnginesAnswer503(t *testing.T) {
+	_, base := testServer(t, Engines{}, nil)
+	ct, body := multipartBody(t, wavBytes(t, 16000, 1, 1), [2]string{"model", "whisper-1"})
+	resp, b := post(t, base+"/v1/audio/transcriptions", ct, body)
+	if resp.StatusCode != 503 {
+		t.Errorf("transcriptions without ASR = %d", resp.StatusCode)
+	}
+	apiErr(t, b)
+	resp, b = post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"tts-1","input":"hi","voice":"alloy"}`))
+	if resp.StatusCode != 503 {
+		t.Errorf("speech without TTS = %d", resp.StatusCode)
+	}
+	apiErr(t, b)
+}
+
+func TestAuth(t *testing.T) {
+	if _, err := New(Options{Config: config.Serve{Addr: "0.0.0.0:8780"}}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "api_key") {
+		t.Errorf("non-loopback without key: %v", err)
+	}
+	if _, err := New(Options{Config: config.Serve{Addr: "0.0.0.0:8780", AllowNoAuth: true}}); err != nil {
+		t.Errorf("allow_unauthenticated: %v", err)
+	}
+	if _, err := New(Options{Config: config.Serve{Addr: "127.0.0.1:8780", WyomingASRAddr: "0.0.0.0:10300"}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("non-loopback Wyoming: %v", err)
+	}
+	if _, err := New(Options{Config: config.Serve{Addr: "[::]:8780", APIKey: "k"}}); err != nil {
+		t.Errorf("non-loopback with key: %v", err)
+	}
+	_, base := testServer(t, Engines{TTS: &fakeTTS{}}, func(o *Options) { o.Config.APIKey = "sekrit" })
+	body := []byte(`{"model":"tts-1","input":"hi","voice":"alloy"}`)
+	for _, tc := range []struct {
+		hdr    []string
+		status int
+	}{
+		{nil, 401},
+		{[]string{"Authorization", "Bearer wrong"}, 401},
+		{[]string{"Authorization", "sekrit"}, 401},
+		{[]string{"Authorization", "Bearer sekrit"}, 200},
+	} {
+		resp, b := post(t, base+"/v1/audio/speech", "application/json", body, tc.hdr...)
+		if resp.StatusCode != tc.status {
+			t.Errorf("%v: status %d, want %d", tc.hdr, resp.StatusCode, tc.status)
+		}
+		if tc.status == 401 {
+			if _, _, _, code := apiErr(t, b); code != "invalid_api_key" {
+				t.Errorf("code %q", code)
+			}
+		}
+	}
+	resp, _ := http.Get(base + "/health")
+	if resp.StatusCode != 200 {
+		t.Errorf("health needs no key, got %d", resp.StatusCode)
+	}
+	resp.Body.Close()
+}
+
+func TestQueueFullGets429(t *testing.T) {
+	asrE := &fakeASR{block: make(chan struct{})}
+	s, base := testServer(t, Engines{ASR: asrE}, func(o *Options) {
+		o.Config.MaxConcurrentASR = 1
+		o.QueueLen = 1
+	})
+	ct, body := multipartBody(t, wavBytes(t, 16000, 1, 1), [2]string{"model", "whisper-1"})
+	type res struct {
+		code int
+		body []byte
+		ra   string
+	}
+	results := make(chan res, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			req, _ := http.NewRequest("POST", base+"/v1/audio/transcriptions", bytes.NewReader(body))
+			req.Header.Set("Content-Type", ct)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				results <- res{code: -1}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			results <- res{resp.StatusCode, b, resp.Header.Get("Retry-After")}
+		}()
+	}
+	// wait until one runs and one waits
+	for s.asrLim.Running()+s.asrLim.Waiting() < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	resp, b := post(t, base+"/v1/audio/transcriptions", ct, body)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("third request: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if _, _, _, code := apiErr(t, b); code != "rate_limit_exceeded" {
+		t.Errorf("code %q", code)
+	}
+	close(asrE.block)
+	for i := 0; i < 2; i++ {
+		if r := <-results; r.code != 200 {
+			t.Errorf("queued request: %d %s", r.code, r.body)
+		}
+	}
+}
+
+func TestGracefulShutdownDrains(t *testing.T) {
+	asrE := &fakeASR{block: make(chan struct{})}
+	o := Options{Config: config.Default().Serve, Engines: Engines{ASR: asrE}}
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, Listeners{HTTP: ln}) }()
+	ct, body := multipartBody(t, wavBytes(t, 16000, 1, 1), [2]string{"model", "whisper-1"})
+	got := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/audio/transcriptions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- -1
+			return
+		}
+		resp.Body.Close()
+		got <- resp.StatusCode
+	}()
+	for s.asrLim.Running() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel() // shutdown begins with a request in flight
+	time.Sleep(50 * time.Millisecond)
+	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		t.Error("still accepting connections while draining")
+	}
+	close(asrE.block)
+	if code := <-got; code != 200 {
+		t.Errorf("in-flight request ended %d during drain", code)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+func TestSlowAndAbandonedClients(t *testing.T) {
+	eng := &fakeTTS{}
+	s, base := testServer(t, Engines{ASR: &fakeASR{}, TTS: eng}, func(o *Options) {
+		o.UploadTimeout = 200 * time.Millisecond
+	})
+	addr := strings.TrimPrefix(base, "http://")
+	// A client that announces a body and never sends it.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\nContent-Length: 100000\r\n\r\n--zz\r\n")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled upload: %v", err)
+	}
+	if resp.StatusCode != 400 {
+		t.Errorf("stalled upload: %d", resp.StatusCode)
+	}
+	if s.asrLim.Waiting()+s.asrLim.Running() != 0 {
+		t.Error("stalled upload still holds a queue place")
+	}
+	// A client that asks for speech and goes away: the job is cancelled and frees its slot.
+	eng.block = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/audio/speech", strings.NewReader(`{"model":"tts-1","input":"hi","voice":"alloy"}`))
+	go func() {
+		for s.ttsLim.Running() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	http.DefaultClient.Do(req)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.ttsLim.Running() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.ttsLim.Running() != 0 {
+		t.Error("abandoned synthesis still holds its slot")
+	}
+	close(eng.block)
+}

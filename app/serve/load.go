@@ -1,0 +1,200 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/ollama"
+	"github.com/parley-voice/parley/llm/openai"
+	"github.com/parley-voice/parley/tts/engines"
+	"github.com/parley-voice/parley/voices"
+)
+
+// Loaded is what Load opened: the engines, notes for the user about what is missing or
+// demo-grade, and Close to release it all.
+type Loaded struct {
+	Engines Engines
+	Notes   []string
+	closers []func() error
+}
+
+// Close releases every engine.
+func (l *Loaded) Close() error {
+	var errs []error
+	for i := len(l.closers) - 1; i >= 0; i-- {
+		errs = append(errs, l.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// Load opens the engines the configuration names. An engine that cannot be opened is left
+// out with a note (its endpoints answer 503); only a bad LLM configuration is an error.
+func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := &Loaded{}
+	e := &l.Engines
+
+	// speech recognition
+	dir, id, err := findASR(cfg.ASR.Model, log)
+	if err == nil {
+		var r *asr.Recognizer
+		r, err = asr.New(dir, asr.Config{Options: asr.Options{Language: cfg.ASR.Language, ITN: cfg.ASR.ITN},
+			Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads, Workers: max(1, cfg.Serve.MaxConcurrentASR), Logger: log})
+		if err == nil {
+			l.closers = append(l.closers, r.Close)
+			e.ASR, e.ASRModel = r, id
+			var langs []string
+			for _, lang := range r.Info().Languages {
+				if lang != "auto" && lang != "nospeech" {
+					langs = append(langs, lang)
+				}
+			}
+			e.ASRLanguages = langs
+			if id == "sensevoice-demo" {
+				e.ASRNote = "demo-grade model; `parley models pull sensevoice-small-int8` for the real one"
+				l.Notes = append(l.Notes, "speech recognition: "+e.ASRNote)
+			}
+		}
+	}
+	if err != nil {
+		l.Notes = append(l.Notes, "speech recognition unavailable: "+err.Error())
+		log.Warn("no speech recognition", "err", err)
+	}
+
+	// voice
+	eng, err := engines.Open(engines.Options{Engine: cfg.TTS.Engine, Voice: cfg.TTS.Voice, Log: log,
+		GPU: gpu.Options{Provider: cfg.Runtime.Provider, IntraOpThreads: cfg.Runtime.IntraOpThreads}})
+	if err != nil {
+		l.Notes = append(l.Notes, "speech synthesis unavailable: "+err.Error())
+		log.Warn("no speech synthesis", "err", err)
+	} else {
+		l.closers = append(l.closers, eng.Close)
+		e.TTS, e.TTSEngine = eng, cfg.TTS.Engine
+		if e.TTSEngine == "" {
+			e.TTSEngine = eng.Capabilities().Engine
+		}
+	}
+	if lib, err := voices.Open(voices.DefaultDir()); err == nil {
+		e.Voices = lib
+	}
+
+	// brain
+	b, err := backend(cfg, log)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	if b != nil {
+		e.LLM, e.LLMModel = b, cfg.LLM.Model
+	} else {
+		l.Notes = append(l.Notes, "chat: offline skills (no LLM server configured; set llm.url)")
+	}
+
+	// voice activity for realtime sessions: Silero when its model is installed
+	if p := vad.DefaultModel(); fileExists(p) && gpu.Init() == nil {
+		e.NewVAD = func() (app.VAD, error) {
+			d, err := vad.New(vad.Config{Model: p})
+			if err != nil {
+				return nil, err
+			}
+			return &sileroVAD{d: d}, nil
+		}
+	} else {
+		l.Notes = append(l.Notes, "realtime: energy voice activity detector (Silero VAD model not installed)")
+	}
+	return l, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// findASR resolves asr.model: a directory, a model id, or (empty) the best installed model.
+func findASR(spec string, log *slog.Logger) (dir, id string, err error) {
+	if spec != "" {
+		if _, err := os.Stat(spec); err == nil {
+			return spec, filepath.Base(filepath.Clean(spec)), nil
+		}
+	}
+	mgr, err := assets.NewManager(nil, assets.Options{Log: log})
+	if err != nil {
+		return "", "", err
+	}
+	if spec == "" {
+		best, ok := mgr.BestInstalled(assets.KindASR)
+		if !ok {
+			return "", "", fmt.Errorf("no speech recognition model is installed (`parley models pull sensevoice-small-int8`)")
+		}
+		spec = best
+	}
+	d, err := mgr.Path(context.Background(), spec)
+	if err != nil {
+		return "", "", fmt.Errorf("speech recognition model %q: %w", spec, err)
+	}
+	return d, spec, nil
+}
+
+func backend(cfg *config.Config, log *slog.Logger) (llm.Backend, error) {
+	kind := cfg.LLM.Backend
+	switch kind {
+	case "skills":
+		return nil, nil
+	case "ollama":
+		c, err := ollama.New(ollama.Config{URL: cfg.LLM.URL, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("llm: %w", err)
+		}
+		return c, nil
+	case "openai":
+		if cfg.LLM.URL == "" {
+			return nil, fmt.Errorf("%w: llm.backend openai needs llm.url", ErrConfig)
+		}
+	default: // auto
+		if cfg.LLM.URL == "" {
+			return nil, nil
+		}
+	}
+	c, err := openai.New(openai.Config{URL: cfg.LLM.URL, APIKey: cfg.LLM.APIKey, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("llm: %w", err)
+	}
+	return c, nil
+}
+
+// sileroVAD adapts a Silero detector to app.VAD.
+type sileroVAD struct{ d *vad.Detector }
+
+func (v *sileroVAD) Process(p []float32) ([]app.VADEvent, error) {
+	evs, err := v.d.Accept(context.Background(), p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]app.VADEvent, 0, len(evs))
+	for _, e := range evs {
+		switch e.Type {
+		case vad.SpeechStart:
+			out = append(out, app.VADEvent{Kind: app.SpeechStart, Sample: e.Start})
+		case vad.SpeechEnd:
+			out = append(out, app.VADEvent{Kind: app.SpeechEnd, Sample: e.End})
+		}
+	}
+	return out, nil
+}
+
+func (v *sileroVAD) Reset() { v.d.Reset() }
+
+func (v *sileroVAD) Close() error { return v.d.Close() }

@@ -1,0 +1,676 @@
+package realtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/audio"
+)
+
+// asrRate is the rate of everything the VAD and the recognizer hear.
+const asrRate = 16000
+
+// Conn carries whole messages both ways (a WebSocket in the server).
+type Conn interface {
+	Read(ctx context.Context) ([]byte, error)
+	Write(ctx context.Context, msg []byte) error
+}
+
+// Transcriber recognises one utterance of 16 kHz mono samples (app.Transcriber).
+type Transcriber = app.Transcriber
+
+// Voice speaks one sentence with the named voice ("" = default), streaming mono PCM at
+// rate to fn.
+type Voice interface {
+	Synthesize(ctx context.Context, text, voice string, fn func(pcm []float32, rate int) error) error
+}
+
+// Config holds a session's engines and limits.
+type Config struct {
+	Transcriber Transcriber
+	Brain       app.Brain
+	Voice       Voice
+	// NewVAD returns the session's voice activity detector; nil: app.EnergyVAD.
+	NewVAD func() (app.VAD, error)
+	// NewChunker cuts answers into sentences; nil: app's default splitter via a simple rule.
+	NewChunker func() app.Chunker
+	// MaxBufferSeconds bounds the uncommitted input audio (manual turns); default 900.
+	MaxBufferSeconds int
+	// MaxUtterance cuts an utterance under server VAD; default 30 s.
+	MaxUtterance time.Duration
+	// MaxBadEvents closes a session after this many malformed events in a row; default 100.
+	MaxBadEvents int
+	// WriteTimeout bounds each message sent; default 10 s.
+	WriteTimeout time.Duration
+	Model        string
+	Log          *slog.Logger
+}
+
+// ErrTooManyBadEvents ends a session that keeps sending malformed events.
+var ErrTooManyBadEvents = errors.New("realtime: too many malformed events")
+
+type session struct {
+	cfg   Config
+	conn  Conn
+	ctx   context.Context
+	id    string
+	seq   atomic.Int64
+	wmu   sync.Mutex
+	dead  atomic.Bool
+	jobs  chan func(ctx context.Context)
+	jobMu sync.Mutex
+	// cancelResp cancels the response in flight (nil when none); gen counts barge-ins so
+	// queued responses from before one are dropped.
+	cancelResp   context.CancelFunc
+	respGen      atomic.Int64
+	cancelReason atomic.Value // string: why the last response was cancelled
+
+	// owned by the read loop
+	td           *TurnDetection
+	voice        string
+	instructions string
+	vad          app.VAD
+	vadBase      int64
+	in           *audio.Resampler
+	buf          []float32
+	bufStart     int64 // absolute index of buf[0]
+	total        int64 // samples appended so far (16 kHz)
+	inSpeech     bool
+	speechStart  int64
+	speechItem   string
+	lastItem     string
+
+	// history, shared with the worker
+	hmu     sync.Mutex
+	history []app.Message
+	pending string // user text not yet answered
+}
+
+// Run serves one session until the client goes away or ctx ends.
+func Run(ctx context.Context, conn Conn, cfg Config) error {
+	if cfg.MaxBufferSeconds <= 0 {
+		cfg.MaxBufferSeconds = 900
+	}
+	if cfg.MaxUtterance <= 0 {
+		cfg.MaxUtterance = 30 * time.Second
+	}
+	if cfg.MaxBadEvents <= 0 {
+		cfg.MaxBadEvents = 100
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Model == "" {
+		cfg.Model = "parley-realtime"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &session{cfg: cfg, conn: conn, ctx: ctx, id: newID("sess_"), jobs: make(chan func(context.Context), 8),
+		td: &TurnDetection{Type: "server_vad"}}
+	var err error
+	if cfg.NewVAD != nil {
+		s.vad, err = cfg.NewVAD()
+		if err != nil {
+			s.sendError("server_error", "vad_unavailable", "", fmt.Sprintf("voice activity detection is unavailable: %v", err))
+			return err
+		}
+	} else {
+		s.vad = &app.EnergyVAD{}
+	}
+	if c, ok := s.vad.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	if s.in, err = audio.NewResampler(Rate, asrRate, 1, audio.QualityMedium); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.worker() }()
+	defer func() {
+		s.cancelResponse()
+		close(s.jobs)
+		wg.Wait()
+	}()
+	s.send(map[string]any{"type": "session.created", "session": s.sessionObject()})
+	bad := 0
+	for {
+		msg, err := conn.Read(ctx)
+		if err != nil {
+			return nil
+		}
+		e, err := DecodeClientEvent(msg)
+		if err != nil {
+			bad++
+			id := ""
+			if e != nil {
+				id = e.EventID
+			}
+			s.sendErrorFor("invalid_request_error", "invalid_event", "", strings.TrimPrefix(err.Error(), "realtime: bad event: "), id)
+			if bad >= cfg.MaxBadEvents {
+				return ErrTooManyBadEvents
+			}
+			continue
+		}
+		bad = 0
+		s.handle(e)
+		if s.dead.Load() {
+			return nil
+		}
+	}
+}
+
+func newID(prefix string) string {
+	var b [10]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// send writes one server event (with a fresh event_id). A failed write marks the session
+// dead: the client is gone or not reading.
+func (s *session) send(ev map[string]any) {
+	if s.dead.Load() {
+		return
+	}
+	ev["event_id"] = fmt.Sprintf("event_%d", s.seq.Add(1))
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.WriteTimeout)
+	defer cancel()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.conn.Write(ctx, b); err != nil {
+		s.dead.Store(true)
+	}
+}
+
+func (s *session) sendError(typ, code, param, msg string) { s.sendErrorFor(typ, code, param, msg, "") }
+
+func (s *session) sendErrorFor(typ, code, param, msg, eventID string) {
+	e := map[string]any{"type": typ, "code": code, "message": msg, "param": nil, "event_id": nil}
+	if param != "" {
+		e["param"] = param
+	}
+	if eventID != "" {
+		e["event_id"] = eventID
+	}
+	s.send(map[string]any{"type": "error", "error": e})
+}
+
+func (s *session) sessionObject() map[string]any {
+	var td any
+	if s.td != nil {
+		td = s.td
+	}
+	format := map[string]any{"type": "audio/pcm", "rate": Rate}
+	voice := s.voice
+	if voice == "" {
+		voice = "alloy"
+	}
+	return map[string]any{
+		"id": s.id, "object": "realtime.session", "type": "realtime", "model": s.cfg.Model,
+		"instructions": s.instructions, "output_modalities": []string{"audio"},
+		"audio": map[string]any{
+			"input":  map[string]any{"format": format, "turn_detection": td},
+			"output": map[string]any{"format": format, "voice": voice},
+		},
+		// beta-shape mirrors
+		"voice": voice, "turn_detection": td, "input_audio_format": "pcm16", "output_audio_format": "pcm16",
+		"modalities": []string{"text", "audio"},
+	}
+}
+
+func (s *session) handle(e *ClientEvent) {
+	switch e.Type {
+	case SessionUpdate:
+		s.update(e)
+	case InputAudioAppend:
+		s.appendAudio(e)
+	case InputAudioCommit:
+		s.commit(e)
+	case InputAudioClear:
+		s.buf, s.bufStart, s.inSpeech = nil, s.total, false
+		s.vad.Reset()
+		s.vadBase = s.total
+		s.send(map[string]any{"type": "input_audio_buffer.cleared"})
+	case ResponseCreate:
+		s.enqueueResponse()
+	case ResponseCancel:
+		s.cancelResponse()
+	case ConversationItemCreate:
+		s.createItem(e)
+	default:
+		s.sendErrorFor("invalid_request_error", "invalid_event", "type",
+			fmt.Sprintf("Invalid value: '%s'. Parley supports session.update, input_audio_buffer.append|commit|clear, conversation.item.create, response.create and response.cancel.", e.Type), e.EventID)
+	}
+}
+
+func (s *session) update(e *ClientEvent) {
+	c := e.Session
+	td, set, err := c.turnDetection()
+	if err != nil {
+		s.sendErrorFor("invalid_request_error", "invalid_value", "session.turn_detection", err.Error(), e.EventID)
+		return
+	}
+	for _, f := range []struct {
+		raw   json.RawMessage
+		param string
+	}{{c.InputFormat, "session.input_audio_format"}, {c.OutputFormat, "session.output_audio_format"}} {
+		if err := checkFormat(f.raw, f.param); err != nil {
+			s.sendErrorFor("invalid_request_error", "invalid_value", f.param, err.Error(), e.EventID)
+			return
+		}
+	}
+	if c.Audio != nil {
+		if c.Audio.Input != nil {
+			if err := checkFormat(c.Audio.Input.Format, "session.audio.input.format"); err != nil {
+				s.sendErrorFor("invalid_request_error", "invalid_value", "session.audio.input.format", err.Error(), e.EventID)
+				return
+			}
+		}
+		if c.Audio.Output != nil {
+			if err := checkFormat(c.Audio.Output.Format, "session.audio.output.format"); err != nil {
+				s.sendErrorFor("invalid_request_error", "invalid_value", "session.audio.output.format", err.Error(), e.EventID)
+				return
+			}
+			if c.Audio.Output.Voice != nil {
+				s.voice = *c.Audio.Output.Voice
+			}
+		}
+	}
+	if set {
+		s.td = td
+		s.inSpeech = false
+	}
+	if c.Voice != nil {
+		s.voice = *c.Voice
+	}
+	if c.Instructions != nil {
+		s.instructions = *c.Instructions
+	}
+	s.send(map[string]any{"type": "session.updated", "session": s.sessionObject()})
+}
+
+func (s *session) ms(sample int64) int64 { return sample * 1000 / asrRate }
+
+func (s *session) appendAudio(e *ClientEvent) {
+	n := len(e.PCM) / 2
+	x := make([]float32, n)
+	audio.DecodePCM(x, e.PCM, audio.S16)
+	y := s.in.Process(nil, x)
+	if s.td == nil && len(s.buf)+len(y) > s.cfg.MaxBufferSeconds*asrRate {
+		s.sendErrorFor("invalid_request_error", "input_audio_buffer_full", "",
+			fmt.Sprintf("the input audio buffer holds more than %d s: commit or clear it", s.cfg.MaxBufferSeconds), e.EventID)
+		return
+	}
+	s.buf = append(s.buf, y...)
+	s.total += int64(len(y))
+	if s.td == nil {
+		return
+	}
+	evs, err := s.vad.Process(y)
+	if err != nil {
+		s.sendError("server_error", "vad_failed", "", err.Error())
+		return
+	}
+	for _, ev := range evs {
+		at := s.vadBase + ev.Sample
+		switch ev.Kind {
+		case app.SpeechStart:
+			if s.inSpeech {
+				continue
+			}
+			pad := int64(300)
+			if s.td.PrefixPaddingMS != nil {
+				pad = int64(max(0, *s.td.PrefixPaddingMS))
+			}
+			s.inSpeech = true
+			s.speechStart = max(s.bufStart, at-pad*asrRate/1000)
+			s.speechItem = newID("item_")
+			s.send(map[string]any{"type": "input_audio_buffer.speech_started", "audio_start_ms": s.ms(s.speechStart), "item_id": s.speechItem})
+			if s.td.InterruptResponse == nil || *s.td.InterruptResponse {
+				s.bargeIn()
+			}
+		case app.SpeechEnd:
+			if !s.inSpeech {
+				continue
+			}
+			end := min(s.total, at+int64(asrRate/10))
+			s.endUtterance(end)
+		}
+	}
+	if s.inSpeech && time.Duration(s.total-s.speechStart)*time.Second/asrRate > s.cfg.MaxUtterance {
+		s.endUtterance(s.total)
+	}
+	if !s.inSpeech && len(s.buf) > 2*asrRate {
+		drop := len(s.buf) - asrRate
+		s.buf = append(s.buf[:0], s.buf[drop:]...)
+		s.bufStart += int64(drop)
+	}
+}
+
+// endUtterance closes the utterance at end under server VAD and queues its turn.
+func (s *session) endUtterance(end int64) {
+	s.inSpeech = false
+	from := int(s.speechStart - s.bufStart)
+	to := int(end - s.bufStart)
+	from = max(0, min(from, len(s.buf)))
+	to = max(from, min(to, len(s.buf)))
+	pcm := append([]float32(nil), s.buf[from:to]...)
+	s.buf = append(s.buf[:0], s.buf[to:]...)
+	s.bufStart += int64(to)
+	item := s.speechItem
+	s.send(map[string]any{"type": "input_audio_buffer.speech_stopped", "audio_end_ms": s.ms(end), "item_id": item})
+	s.committed(item)
+	respond := s.td == nil || s.td.CreateResponse == nil || *s.td.CreateResponse
+	s.enqueueTranscription(pcm, item, respond)
+}
+
+func (s *session) committed(item string) {
+	var prev any
+	if s.lastItem != "" {
+		prev = s.lastItem
+	}
+	s.send(map[string]any{"type": "input_audio_buffer.committed", "previous_item_id": prev, "item_id": item})
+	s.lastItem = item
+}
+
+func (s *session) commit(e *ClientEvent) {
+	from := 0
+	if s.inSpeech {
+		from = int(s.speechStart - s.bufStart)
+	}
+	pcm := s.buf[max(0, from):]
+	if len(pcm) < asrRate/10 {
+		s.sendErrorFor("invalid_request_error", "input_audio_buffer_commit_empty", "",
+			fmt.Sprintf("Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has %.2fms of audio.", float64(len(pcm))*1000/asrRate), e.EventID)
+		return
+	}
+	pcm = append([]float32(nil), pcm...)
+	item := s.speechItem
+	if !s.inSpeech || item == "" {
+		item = newID("item_")
+	}
+	s.inSpeech = false
+	s.bufStart += int64(len(s.buf))
+	s.buf = s.buf[:0]
+	s.committed(item)
+	// Manual turns wait for response.create; under server VAD a commit answers at once.
+	respond := s.td != nil && (s.td.CreateResponse == nil || *s.td.CreateResponse)
+	s.enqueueTranscription(pcm, item, respond)
+}
+
+func (s *session) createItem(e *ClientEvent) {
+	it := e.Item
+	if it.Type != "message" || (it.Role != "user" && it.Role != "system") {
+		s.sendErrorFor("invalid_request_error", "invalid_value", "item", "Parley accepts message items from the user (input_text) or system", e.EventID)
+		return
+	}
+	var text strings.Builder
+	for _, c := range it.Content {
+		if c.Type == "input_text" || c.Type == "text" {
+			text.WriteString(c.Text)
+		}
+	}
+	if it.ID == "" {
+		it.ID = newID("item_")
+	}
+	if it.Role == "system" {
+		s.instructions = text.String()
+	} else {
+		s.hmu.Lock()
+		s.pending = strings.TrimSpace(s.pending + " " + text.String())
+		s.hmu.Unlock()
+	}
+	it.Object, it.Status = "realtime.item", "completed"
+	var prev any
+	if s.lastItem != "" {
+		prev = s.lastItem
+	}
+	s.lastItem = it.ID
+	s.send(map[string]any{"type": "conversation.item.added", "previous_item_id": prev, "item": it})
+	s.send(map[string]any{"type": "conversation.item.done", "previous_item_id": prev, "item": it})
+}
+
+// enqueue queues a job for the worker; a full queue is an error the client sees.
+func (s *session) enqueue(job func(ctx context.Context)) bool {
+	select {
+	case s.jobs <- job:
+		return true
+	default:
+		s.sendError("invalid_request_error", "too_many_pending", "", "too many turns are waiting: wait for response.done")
+		return false
+	}
+}
+
+func (s *session) enqueueTranscription(pcm []float32, item string, respond bool) {
+	gen := s.respGen.Load()
+	s.enqueue(func(ctx context.Context) {
+		t, err := s.cfg.Transcriber.Transcribe(ctx, pcm)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.send(map[string]any{"type": "conversation.item.input_audio_transcription.failed", "item_id": item, "content_index": 0,
+					"error": map[string]any{"type": "transcription_error", "code": "transcription_failed", "message": err.Error(), "param": nil}})
+			}
+			return
+		}
+		s.send(map[string]any{"type": "conversation.item.input_audio_transcription.completed", "item_id": item, "content_index": 0,
+			"transcript": t.Text, "language": t.Lang, "emotion": t.Emotion, "audio_event": t.Event})
+		s.hmu.Lock()
+		s.pending = strings.TrimSpace(s.pending + " " + t.Text)
+		s.hmu.Unlock()
+		if respond && s.respGen.Load() == gen && strings.TrimSpace(t.Text) != "" {
+			s.respond(ctx, t)
+		}
+	})
+}
+
+func (s *session) enqueueResponse() {
+	gen := s.respGen.Load()
+	s.enqueue(func(ctx context.Context) {
+		if s.respGen.Load() != gen {
+			return
+		}
+		s.respond(ctx, app.Transcript{})
+	})
+}
+
+// bargeIn cancels the answer in flight and any queued before now.
+func (s *session) bargeIn() {
+	s.respGen.Add(1)
+	s.cancelReason.Store("turn_detected")
+	s.stopResponse()
+}
+
+func (s *session) cancelResponse() {
+	s.cancelReason.Store("client_cancelled")
+	s.stopResponse()
+}
+
+func (s *session) stopResponse() {
+	s.jobMu.Lock()
+	if s.cancelResp != nil {
+		s.cancelResp()
+	}
+	s.jobMu.Unlock()
+}
+
+func (s *session) worker() {
+	for job := range s.jobs {
+		if s.ctx.Err() != nil {
+			continue
+		}
+		job(s.ctx)
+	}
+}
+
+// respond answers the pending user text: response.created, audio and transcript deltas
+// sentence by sentence, then response.done (completed, cancelled or failed).
+func (s *session) respond(parent context.Context, heard app.Transcript) {
+	s.hmu.Lock()
+	user := s.pending
+	s.pending = ""
+	hist := append([]app.Message(nil), s.history...)
+	s.hmu.Unlock()
+	ctx, cancel := context.WithCancel(parent)
+	s.jobMu.Lock()
+	s.cancelResp = cancel
+	s.jobMu.Unlock()
+	defer func() {
+		s.jobMu.Lock()
+		s.cancelResp = nil
+		s.jobMu.Unlock()
+		cancel()
+	}()
+	respID, itemID := newID("resp_"), newID("item_")
+	s.send(map[string]any{"type": "response.created", "response": map[string]any{"id": respID, "object": "realtime.response", "status": "in_progress", "output": []any{}}})
+	done := func(status string, details any, text string) {
+		s.send(map[string]any{"type": "response.output_audio_transcript.done", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0, "transcript": text})
+		s.send(map[string]any{"type": "response.output_audio.done", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0})
+		item := map[string]any{"id": itemID, "object": "realtime.item", "type": "message", "status": map[bool]string{true: "completed", false: "incomplete"}[status == "completed"],
+			"role": "assistant", "content": []any{map[string]any{"type": "output_audio", "transcript": text}}}
+		s.send(map[string]any{"type": "response.done", "response": map[string]any{"id": respID, "object": "realtime.response", "status": status, "status_details": details, "output": []any{item}}})
+	}
+	if strings.TrimSpace(user) == "" {
+		s.sendError("invalid_request_error", "no_input", "", "there is nothing to respond to yet: send audio or a conversation.item.create first")
+		done("failed", map[string]any{"type": "failed", "error": map[string]any{"type": "invalid_request_error", "code": "no_input"}}, "")
+		return
+	}
+	heard.Text = user
+	chunker := s.newChunker()
+	var spoken strings.Builder
+	var out *audio.Resampler
+	outRate := 0
+	buf := make([]byte, 0, 9600)
+	speak := func(sentence string) error {
+		if strings.TrimSpace(sentence) == "" {
+			return nil
+		}
+		s.send(map[string]any{"type": "response.output_audio_transcript.delta", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0, "delta": sentence})
+		err := s.cfg.Voice.Synthesize(ctx, sentence, s.voice, func(pcm []float32, rate int) error {
+			if rate != outRate {
+				outRate = rate
+				out = nil
+				if rate != Rate {
+					var err error
+					if out, err = audio.NewResampler(rate, Rate, 1, audio.QualityMedium); err != nil {
+						return err
+					}
+				}
+			}
+			if out != nil {
+				pcm = out.Process(nil, pcm)
+			}
+			for len(pcm) > 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				n := min(len(pcm), Rate/5)
+				buf = audio.EncodePCM(buf[:0], pcm[:n], audio.S16)
+				pcm = pcm[n:]
+				s.send(map[string]any{"type": "response.output_audio.delta", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0,
+					"delta": base64.StdEncoding.EncodeToString(buf)})
+				if s.dead.Load() {
+					return context.Canceled
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			spoken.WriteString(sentence)
+			spoken.WriteString(" ")
+		}
+		return err
+	}
+	err := s.cfg.Brain.Answer(ctx, heard, hist, func(delta string) error {
+		for _, sentence := range chunker.Push(delta) {
+			if err := speak(sentence); err != nil {
+				return err
+			}
+		}
+		return ctx.Err()
+	})
+	if err == nil {
+		for _, sentence := range chunker.Flush() {
+			if err = speak(sentence); err != nil {
+				break
+			}
+		}
+	}
+	text := strings.TrimSpace(spoken.String())
+	s.hmu.Lock()
+	s.history = append(s.history, app.Message{Role: "user", Text: user})
+	if text != "" {
+		s.history = append(s.history, app.Message{Role: "assistant", Text: text})
+	}
+	s.hmu.Unlock()
+	switch {
+	case err == nil:
+		done("completed", nil, text)
+	case ctx.Err() != nil:
+		if ib, ok := s.cfg.Brain.(interface{ Interrupted(string) }); ok {
+			ib.Interrupted(text)
+		}
+		reason, _ := s.cancelReason.Load().(string)
+		if reason == "" || parent.Err() != nil {
+			reason = "client_cancelled"
+		}
+		done("cancelled", map[string]any{"type": "cancelled", "reason": reason}, text)
+	default:
+		s.sendError("server_error", "response_failed", "", err.Error())
+		done("failed", map[string]any{"type": "failed", "error": map[string]any{"type": "server_error", "message": err.Error()}}, text)
+	}
+}
+
+func (s *session) newChunker() app.Chunker {
+	if s.cfg.NewChunker != nil {
+		return s.cfg.NewChunker()
+	}
+	return &lineChunker{}
+}
+
+// lineChunker is a minimal sentence splitter used when no chunker is configured.
+type lineChunker struct{ b strings.Builder }
+
+func (c *lineChunker) Push(delta string) []string {
+	c.b.WriteString(delta)
+	s := c.b.String()
+	var out []string
+	start := 0
+	for i, r := range s {
+		if r == '.' || r == '!' || r == '?' || r == '\n' || r == '。' || r == '！' || r == '？' {
+			end := i + len(string(r))
+			if t := strings.TrimSpace(s[start:end]); t != "" {
+				out = append(out, t)
+			}
+			start = end
+		}
+	}
+	c.b.Reset()
+	c.b.WriteString(s[start:])
+	return out
+}
+
+func (c *lineChunker) Flush() []string {
+	t := strings.TrimSpace(c.b.String())
+	c.b.Reset()
+	if t == "" {
+		return nil
+	}
+	return []string{t}
+}

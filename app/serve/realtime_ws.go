@@ -1,0 +1,238 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/coder/websocket"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/serve/realtime"
+	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/brain"
+	"github.com/parley-voice/parley/llm/chunk"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/engines"
+)
+
+// MaxRealtimeSessions bounds concurrent realtime sessions.
+const MaxRealtimeSessions = 32
+
+// maxRealtimeMessage bounds one WebSocket message (a 12 MiB append in base64).
+const maxRealtimeMessage = 17 << 20
+
+// session is a realtime session's handle for shutdown.
+type session struct{ cancel context.CancelFunc }
+
+func (ss *session) shutdown() { ss.cancel() }
+
+// wsConn adapts a WebSocket to realtime.Conn.
+type wsConn struct{ c *websocket.Conn }
+
+func (w wsConn) Read(ctx context.Context) ([]byte, error) {
+	for {
+		typ, b, err := w.c.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if typ == websocket.MessageText || typ == websocket.MessageBinary {
+			return b, nil
+		}
+	}
+}
+
+func (w wsConn) Write(ctx context.Context, b []byte) error {
+	return w.c.Write(ctx, websocket.MessageText, b)
+}
+
+func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
+	route := "GET /v1/realtime"
+	fail := func(e *APIError) {
+		s.metrics.Observe(route, e.Status, 0)
+		writeError(w, e)
+	}
+	if s.eng.ASR == nil || s.eng.TTS == nil {
+		fail(unavailable("realtime voice needs both a speech recognition model and a voice; missing: %s", missing(s.eng.ASR == nil, s.eng.TTS == nil)))
+		return
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		fail(invalid("", "/v1/realtime is a WebSocket endpoint: connect with Upgrade: websocket"))
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ss := &session{cancel: cancel}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		cancel()
+		fail(unavailable("the server is shutting down"))
+		return
+	}
+	if len(s.sessions) >= MaxRealtimeSessions {
+		s.mu.Unlock()
+		cancel()
+		fail(busy("realtime", 5e9))
+		return
+	}
+	s.sessions[ss] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+		cancel()
+		s.wg.Done()
+	}()
+	var protos []string
+	for _, p := range strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ",") {
+		if p = strings.TrimSpace(p); p == "realtime" {
+			protos = append(protos, p)
+		}
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: protos})
+	if err != nil {
+		s.metrics.Observe(route, http.StatusBadRequest, 0)
+		return
+	}
+	s.metrics.Observe(route, http.StatusSwitchingProtocols, 0)
+	c.SetReadLimit(maxRealtimeMessage)
+	stop := context.AfterFunc(r.Context(), cancel)
+	defer stop()
+	br, err := s.brain()
+	if err != nil {
+		c.Close(websocket.StatusInternalError, "no brain")
+		return
+	}
+	cfg := realtime.Config{
+		Transcriber:  rtASR{s},
+		Brain:        br,
+		Voice:        rtVoice{s},
+		NewVAD:       s.eng.NewVAD,
+		NewChunker:   func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
+		Model:        r.URL.Query().Get("model"),
+		Log:          s.log,
+		WriteTimeout: s.o.WriteTimeout,
+	}
+	s.metrics.Counter("parley_realtime_sessions_total").Add(1)
+	err = realtime.Run(ctx, wsConn{c}, cfg)
+	switch {
+	case errors.Is(err, realtime.ErrTooManyBadEvents):
+		c.Close(websocket.StatusPolicyViolation, "too many malformed events")
+	case ctx.Err() != nil && r.Context().Err() == nil:
+		c.Close(websocket.StatusGoingAway, "server shutting down")
+	default:
+		c.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+func missing(asr, tts bool) string {
+	var m []string
+	if asr {
+		m = append(m, "speech recognition")
+	}
+	if tts {
+		m = append(m, "voice")
+	}
+	return strings.Join(m, " and ")
+}
+
+// brain returns a realtime session's brain: the configured one, else a fresh llm/brain
+// conversation over the LLM backend (with the skills as tools and answering locally what
+// they know), or over the offline skills alone.
+func (s *Server) brain() (app.Brain, error) {
+	if s.eng.Brain != nil {
+		return s.eng.Brain, nil
+	}
+	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Logger: s.log}
+	if _, ok := s.eng.LLM.(skillsBackend); !ok {
+		cfg.Backend, cfg.Model = s.eng.LLM, s.eng.LLMModel
+	}
+	b, err := brain.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return turnBrain{b}, nil
+}
+
+// turnBrain adapts llm/brain to app.Brain; the brain keeps its own history.
+type turnBrain struct{ b *brain.Brain }
+
+func (t turnBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Message, fn func(string) error) error {
+	_, err := t.b.Turn(ctx, brain.Input{Text: in.Text, Listener: llm.Listener{Language: in.Lang, Emotion: in.Emotion, Event: in.Event}},
+		func(e brain.Event) error {
+			if e.Kind == brain.EventText && e.Text != "" {
+				return fn(e.Text)
+			}
+			return nil
+		})
+	return err
+}
+
+// Interrupted tells the brain what was actually said of a cut-off answer.
+func (t turnBrain) Interrupted(spoken string) { t.b.Interrupted(spoken) }
+
+type rtASR struct{ s *Server }
+
+func (a rtASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
+	s := a.s
+	var t app.Transcript
+	e := s.job(ctx, s.asrLim, func(ctx context.Context) *APIError {
+		res, err := s.eng.ASR.TranscribeWith(ctx, pcm, s.eng.ASR.Options())
+		if err != nil {
+			return &APIError{Status: 500, Message: err.Error()}
+		}
+		t = app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}
+		return nil
+	})
+	if e != nil {
+		return t, errors.New(e.Message)
+	}
+	return t, nil
+}
+
+type rtVoice struct{ s *Server }
+
+func (v rtVoice) Synthesize(ctx context.Context, text, voice string, fn func([]float32, int) error) error {
+	s := v.s
+	req := tts.Request{Text: text}
+	if voice != "" {
+		var e *APIError
+		if req, e = s.applyVoice(req, voice, engines.Explicit{}); e != nil {
+			return e
+		}
+	}
+	e := s.job(ctx, s.ttsLim, func(ctx context.Context) *APIError {
+		st, err := s.eng.TTS.Synthesize(ctx, req)
+		if err != nil {
+			if errors.Is(err, tts.ErrEmpty) {
+				return nil
+			}
+			return ttsError(err)
+		}
+		defer st.Close()
+		for {
+			c, err := st.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return ttsError(err)
+			}
+			if err := fn(c.Samples, c.SampleRate); err != nil {
+				return &APIError{Status: 499, Message: err.Error()}
+			}
+		}
+	})
+	if e != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%s", e.Message)
+	}
+	return nil
+}

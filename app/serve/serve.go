@@ -1,0 +1,465 @@
+// Package serve is Parley's headless face (`parley --serve`): an OpenAI-compatible HTTP API
+// (audio transcriptions, speech, chat completions, models), a realtime voice session over
+// WebSocket (a subset of OpenAI's Realtime events, with server VAD and barge-in) and Home
+// Assistant's Wyoming protocol on TCP for speech recognition and synthesis.
+//
+// Engines are reached through small interfaces (Transcriber, tts.Engine, llm.Backend,
+// app.Brain), so handlers run on fakes in unit tests and on the real engines in the product.
+// Every engine sits behind a Limiter: a few jobs run, a bounded number wait, and the rest
+// are refused at once with 429 and Retry-After.
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/serve/wyoming"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/skills"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/voices"
+)
+
+// Transcriber is the speech recognizer; *asr.Recognizer is one.
+type Transcriber interface {
+	TranscribeWith(ctx context.Context, samples []float32, o asr.Options) (*asr.Result, error)
+	Options() asr.Options
+}
+
+// VoiceLibrary is the user's voice library; *voices.Library is one.
+type VoiceLibrary interface {
+	Get(name string) (*voices.Voice, error)
+	List() ([]*voices.Voice, []error)
+}
+
+// Engines are what the server serves. Any may be nil: requests that need a missing engine
+// get a clear 503 (or the protocol's own error), the rest keep working.
+type Engines struct {
+	ASR          Transcriber
+	ASRModel     string   // model id shown in /v1/models and Wyoming info
+	ASRLanguages []string // languages the model knows (default asr.Languages minus auto)
+	ASRNote      string   // e.g. "demo-grade model"
+
+	TTS       tts.Engine
+	TTSEngine string       // engine name (espeak, kokoro); default Capabilities().Engine
+	Voices    VoiceLibrary // optional library voices
+
+	LLM      llm.Backend    // chat backend; nil: the offline skills answer
+	LLMModel string         // model asked of LLM
+	Skills   *skills.Engine // offline brain; nil: one is made
+
+	// Brain answers realtime turns; nil: built from LLM/Skills.
+	Brain app.Brain
+	// NewVAD returns a fresh voice activity detector per realtime session; nil: the energy
+	// detector of package app.
+	NewVAD func() (app.VAD, error)
+}
+
+// Options configure a Server.
+type Options struct {
+	Config  config.Serve
+	Engines Engines
+	Log     *slog.Logger
+	Version string
+	// QueueLen is how many jobs may wait per engine beyond those running; 0: 4 per worker.
+	QueueLen int
+	// JobTimeout bounds one transcription or synthesis; 0: 5 minutes.
+	JobTimeout time.Duration
+	// UploadTimeout bounds reading a request body; 0: 2 minutes.
+	UploadTimeout time.Duration
+	// WriteTimeout bounds each write of a streamed response (an abandoned client frees its
+	// slot after this); 0: 30 s.
+	WriteTimeout time.Duration
+	// DrainTimeout bounds graceful shutdown; 0: 30 s.
+	DrainTimeout time.Duration
+}
+
+// Server is the headless server. Create it with New, run it with Run or Serve.
+type Server struct {
+	o       Options
+	log     *slog.Logger
+	eng     Engines
+	asrLim  *Limiter
+	ttsLim  *Limiter
+	llmLim  *Limiter
+	metrics *Metrics
+	mux     *http.ServeMux
+
+	// sessions are realtime WebSocket sessions, cancelled at shutdown.
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	closing  bool
+	wg       sync.WaitGroup
+}
+
+// Listeners are the sockets Serve runs on; nil ones are not served.
+type Listeners struct {
+	HTTP       net.Listener
+	WyomingASR net.Listener
+	WyomingTTS net.Listener
+}
+
+// New checks the configuration and returns a server. A non-loopback HTTP address needs an
+// API key unless allow_unauthenticated is set; Wyoming has no authentication at all, so a
+// non-loopback Wyoming address needs allow_unauthenticated.
+func New(o Options) (*Server, error) {
+	c := &o.Config
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:8780"
+	}
+	if !isLoopback(c.Addr) && c.APIKey == "" && !c.AllowNoAuth {
+		return nil, fmt.Errorf("%w: serve.addr %s is not a loopback address: set serve.api_key (clients send Authorization: Bearer KEY) or serve.allow_unauthenticated = true", ErrConfig, c.Addr)
+	}
+	for _, a := range []struct{ key, addr string }{{"wyoming_asr_addr", c.WyomingASRAddr}, {"wyoming_tts_addr", c.WyomingTTSAddr}} {
+		if a.addr != "" && a.addr != "off" && !isLoopback(a.addr) && !c.AllowNoAuth {
+			return nil, fmt.Errorf("%w: serve.%s %s is not a loopback address and Wyoming has no authentication: set serve.allow_unauthenticated = true to expose it", ErrConfig, a.key, a.addr)
+		}
+	}
+	if c.MaxUploadMB <= 0 {
+		c.MaxUploadMB = 50
+	}
+	if c.MaxAudioSeconds <= 0 {
+		c.MaxAudioSeconds = 3600
+	}
+	if c.MaxConcurrentASR <= 0 {
+		c.MaxConcurrentASR = 2
+	}
+	if c.MaxConcurrentTTS <= 0 {
+		c.MaxConcurrentTTS = 2
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.JobTimeout <= 0 {
+		o.JobTimeout = 5 * time.Minute
+	}
+	if o.UploadTimeout <= 0 {
+		o.UploadTimeout = 2 * time.Minute
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 30 * time.Second
+	}
+	q := func(workers int) int {
+		if o.QueueLen > 0 {
+			return o.QueueLen
+		}
+		return 4 * workers
+	}
+	s := &Server{
+		o: o, log: o.Log, eng: o.Engines, metrics: newMetrics(), sessions: map[*session]struct{}{},
+		asrLim: NewLimiter("asr", c.MaxConcurrentASR, q(c.MaxConcurrentASR)),
+		ttsLim: NewLimiter("tts", c.MaxConcurrentTTS, q(c.MaxConcurrentTTS)),
+		llmLim: NewLimiter("llm", 4, q(4)),
+	}
+	if s.eng.Skills == nil {
+		sk, err := skills.New(skills.Options{Logger: o.Log})
+		if err != nil {
+			return nil, fmt.Errorf("serve: skills: %w", err)
+		}
+		s.eng.Skills = sk
+	}
+	if s.eng.LLM == nil {
+		s.eng.LLM = skillsBackend{s.eng.Skills}
+		s.eng.LLMModel = skillsModel
+	}
+	if len(s.eng.ASRLanguages) == 0 {
+		s.eng.ASRLanguages = []string{"zh", "en", "yue", "ja", "ko"}
+	}
+	if s.eng.TTS != nil && s.eng.TTSEngine == "" {
+		s.eng.TTSEngine = s.eng.TTS.Capabilities().Engine
+	}
+	s.metrics.limiterGauges(s.asrLim, s.ttsLim, s.llmLim)
+	s.metrics.Gauge(s.modelGauges)
+	s.routes()
+	return s, nil
+}
+
+// isLoopback reports whether a listen address binds only the loopback interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Metrics is the server's metrics registry.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Handler is the HTTP API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /health", s.health)
+	m.Handle("GET /metrics", s.auth(http.HandlerFunc(s.metricsPage)))
+	m.Handle("POST /v1/audio/transcriptions", s.api(s.transcriptions))
+	m.Handle("POST /v1/audio/speech", s.api(s.speech))
+	m.Handle("POST /v1/chat/completions", s.api(s.chat))
+	m.Handle("GET /v1/models", s.api(s.models))
+	m.Handle("GET /v1/models/{id}", s.api(s.model))
+	m.Handle("GET /v1/realtime", s.auth(http.HandlerFunc(s.realtime)))
+	m.Handle("/", s.api(func(w http.ResponseWriter, r *http.Request) *APIError {
+		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: str("unknown_url"),
+			Message: fmt.Sprintf("Unknown request URL: %s %s. Parley serves /v1/audio/transcriptions, /v1/audio/speech, /v1/chat/completions, /v1/models, /v1/realtime, /health and /metrics.", r.Method, r.URL.Path)}
+	}))
+	s.mux = m
+}
+
+// auth checks the bearer key when one is configured.
+func (s *Server) auth(h http.Handler) http.Handler {
+	key := s.o.Config.APIKey
+	if key == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok && r.URL.Path == "/v1/realtime" {
+			// Browsers cannot set headers on a WebSocket: OpenAI accepts the key as a
+			// subprotocol "openai-insecure-api-key.KEY".
+			for _, p := range strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ",") {
+				if k, found := strings.CutPrefix(strings.TrimSpace(p), "openai-insecure-api-key."); found {
+					got, ok = k, true
+				}
+			}
+		}
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(key)) != 1 {
+			msg := "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+			if ok {
+				msg = "Incorrect API key provided."
+			}
+			s.metrics.Observe(pattern(r), http.StatusUnauthorized, 0)
+			writeError(w, &APIError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: str("invalid_api_key"), Message: msg})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func pattern(r *http.Request) string {
+	if r.Pattern == "" || r.Pattern == "/" {
+		return "other"
+	}
+	return r.Pattern
+}
+
+// api wraps a handler: authentication, metrics, and APIError responses.
+func (s *Server) api(h func(http.ResponseWriter, *http.Request) *APIError) http.Handler {
+	return s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("handler panic", "route", r.Pattern, "panic", p)
+				if !sw.written {
+					writeError(sw, internal("internal error"))
+				}
+			}
+			code := sw.code
+			if !sw.written {
+				code = http.StatusOK
+			}
+			s.metrics.Observe(pattern(r), code, time.Since(start))
+		}()
+		if e := h(sw, r); e != nil {
+			if sw.written {
+				// Headers are gone (a stream failed midway): the client sees a cut stream.
+				s.log.Warn("request failed mid-stream", "route", r.Pattern, "err", e.Message)
+				return
+			}
+			if e.Status >= 500 {
+				s.log.Warn("request failed", "route", r.Pattern, "status", e.Status, "err", e.Message)
+			}
+			writeError(sw, e)
+		}
+	}))
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	type model struct {
+		Kind   string `json:"kind"`
+		ID     string `json:"id,omitempty"`
+		Loaded bool   `json:"loaded"`
+		Note   string `json:"note,omitempty"`
+	}
+	out := struct {
+		Status  string  `json:"status"`
+		Version string  `json:"version,omitempty"`
+		Models  []model `json:"models"`
+	}{Status: "ok", Version: s.o.Version}
+	out.Models = append(out.Models,
+		model{Kind: "asr", ID: s.eng.ASRModel, Loaded: s.eng.ASR != nil, Note: s.eng.ASRNote},
+		model{Kind: "tts", ID: s.eng.TTSEngine, Loaded: s.eng.TTS != nil},
+		model{Kind: "llm", ID: s.eng.LLMModel, Loaded: s.eng.LLM != nil})
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
+	s.metrics.Observe("GET /health", 200, 0)
+}
+
+func (s *Server) modelGauges(w io.Writer) {
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintln(w, "# HELP parley_model_loaded Whether each engine's model is loaded.")
+	fmt.Fprintln(w, "# TYPE parley_model_loaded gauge")
+	fmt.Fprintf(w, "parley_model_loaded{kind=\"asr\",model=\"%s\"} %d\n", label(s.eng.ASRModel), b(s.eng.ASR != nil))
+	fmt.Fprintf(w, "parley_model_loaded{kind=\"tts\",model=\"%s\"} %d\n", label(s.eng.TTSEngine), b(s.eng.TTS != nil))
+	fmt.Fprintf(w, "parley_model_loaded{kind=\"llm\",model=\"%s\"} %d\n", label(s.eng.LLMModel), b(s.eng.LLM != nil))
+	s.mu.Lock()
+	n := len(s.sessions)
+	s.mu.Unlock()
+	fmt.Fprintln(w, "# TYPE parley_realtime_sessions gauge")
+	fmt.Fprintf(w, "parley_realtime_sessions %d\n", n)
+}
+
+func (s *Server) metricsPage(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	s.metrics.Write(w)
+}
+
+// Run listens on the configured addresses and serves until ctx ends, then drains.
+func (s *Server) Run(ctx context.Context) error {
+	c := s.o.Config
+	var ls Listeners
+	var err error
+	if ls.HTTP, err = net.Listen("tcp", c.Addr); err != nil {
+		return fmt.Errorf("listen on %s: %w (set serve.addr or PARLEY_SERVE_ADDR)", c.Addr, err)
+	}
+	// Wyoming ports that cannot be bound (another Wyoming service on the default port) are
+	// reported and skipped: the HTTP API still comes up.
+	wy := func(addr, key string) net.Listener {
+		if addr == "" || addr == "off" {
+			return nil
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			s.log.Warn("Wyoming service not started", "key", "serve."+key, "err", fmt.Errorf("listen on %s: %w (set serve.%s, or \"off\")", addr, err, key))
+			return nil
+		}
+		return ln
+	}
+	if s.eng.ASR != nil {
+		ls.WyomingASR = wy(c.WyomingASRAddr, "wyoming_asr_addr")
+	}
+	if s.eng.TTS != nil {
+		ls.WyomingTTS = wy(c.WyomingTTSAddr, "wyoming_tts_addr")
+	}
+	return s.Serve(ctx, ls)
+}
+
+// Serve serves on the given listeners until ctx ends, then stops accepting, lets work in
+// flight finish (up to DrainTimeout), cancels what is left and returns.
+func (s *Server) Serve(ctx context.Context, ls Listeners) error {
+	hs := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 3)
+	var run sync.WaitGroup
+	// Wyoming connections live under their own context, cancelled after the drain.
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	if ls.HTTP != nil {
+		s.log.Info("serving HTTP", "addr", ls.HTTP.Addr().String())
+		run.Add(1)
+		go func() {
+			defer run.Done()
+			if err := hs.Serve(ls.HTTP); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	var wys []*wyoming.Server
+	for _, l := range []struct {
+		ln  net.Listener
+		asr bool
+	}{{ls.WyomingASR, true}, {ls.WyomingTTS, false}} {
+		if l.ln == nil {
+			continue
+		}
+		ws := s.newWyoming(l.asr)
+		wys = append(wys, ws)
+		s.log.Info("serving Wyoming", "addr", l.ln.Addr().String(), "asr", l.asr, "tts", !l.asr)
+		run.Add(1)
+		go func(ln net.Listener) {
+			defer run.Done()
+			if err := ws.Serve(wctx, ln); err != nil {
+				errc <- err
+			}
+		}(l.ln)
+	}
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+	}
+	// Drain: stop accepting, let in-flight requests finish.
+	s.log.Info("draining")
+	dctx, cancel := context.WithTimeout(context.Background(), s.o.DrainTimeout)
+	defer cancel()
+	s.mu.Lock()
+	s.closing = true
+	for ss := range s.sessions {
+		ss.shutdown() // realtime sessions end their response and close politely
+	}
+	s.mu.Unlock()
+	for _, ws := range wys {
+		ws.CloseListener()
+	}
+	if e := hs.Shutdown(dctx); e != nil {
+		hs.Close()
+	}
+	for _, ws := range wys {
+		ws.Wait(dctx)
+	}
+	wcancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); run.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		s.log.Warn("some connections did not end in time")
+	}
+	return err
+}
+
+// job runs f under the engine's limiter with the job timeout.
+func (s *Server) job(ctx context.Context, l *Limiter, f func(ctx context.Context) *APIError) *APIError {
+	release, err := l.Acquire(ctx)
+	if errors.Is(err, ErrBusy) {
+		return busy(l.name, l.RetryAfter())
+	}
+	if err != nil {
+		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away while queued"}
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(ctx, s.o.JobTimeout)
+	defer cancel()
+	return f(ctx)
+}

@@ -1,0 +1,373 @@
+package serve
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/engines"
+	"github.com/parley-voice/parley/voices"
+)
+
+// SpeechRate is the sample rate of /v1/audio/speech output, as OpenAI's (24 kHz).
+const SpeechRate = 24000
+
+// MaxSpeechInput is OpenAI's limit on input, in characters.
+const MaxSpeechInput = 4096
+
+// maxJSONBody bounds JSON request bodies.
+const maxJSONBody = 4 << 20
+
+// speechModels are the model names /v1/audio/speech accepts besides the engine's own name.
+var speechModels = []string{"tts-1", "tts-1-hd", "gpt-4o-mini-tts", "parley"}
+
+// SpeechFormats are the response formats Parley can produce.
+var SpeechFormats = []string{"wav", "pcm", "flac"}
+
+// openAIFormats are formats OpenAI offers that Parley cannot produce.
+var openAIFormats = []string{"mp3", "opus", "aac"}
+
+// OpenAIVoices maps OpenAI's voice names to a Kokoro preset and a seed (used by engines
+// without that preset, e.g. espeak-ng, whose seeds pick variant, pitch, range and rate).
+var OpenAIVoices = map[string]struct {
+	Kokoro string
+	Seed   int64
+}{
+	"alloy": {"af_alloy", 101}, "ash": {"am_adam", 102}, "ballad": {"bm_george", 103},
+	"coral": {"af_heart", 104}, "echo": {"am_echo", 105}, "fable": {"bm_fable", 106},
+	"onyx": {"am_onyx", 107}, "nova": {"af_nova", 108}, "sage": {"af_sarah", 109},
+	"shimmer": {"af_bella", 110}, "verse": {"am_michael", 111}, "marin": {"af_kore", 112},
+	"cedar": {"am_liam", 113},
+}
+
+// speechRequest is OpenAI's /v1/audio/speech body plus Parley's sampling extras.
+type speechRequest struct {
+	Model          string          `json:"model"`
+	Input          *string         `json:"input"`
+	Voice          json.RawMessage `json:"voice"`
+	ResponseFormat string          `json:"response_format"`
+	Speed          *float64        `json:"speed"`
+	Instructions   string          `json:"instructions"`
+	StreamFormat   string          `json:"stream_format"`
+	Seed           *int64          `json:"seed"`
+	Temperature    *float64        `json:"temperature"`
+	TopP           *float64        `json:"top_p"`
+	TopK           *int            `json:"top_k"`
+	Language       string          `json:"language"`
+}
+
+// decodeJSON reads a bounded JSON body into v, mapping problems to OpenAI errors.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) *APIError {
+	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(time.Minute))
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		w.Header().Set("Connection", "close")
+		var mbe *http.MaxBytesError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &mbe):
+			return tooLarge("the request body is larger than %d bytes", maxJSONBody)
+		case errors.As(err, &te):
+			return invalid(te.Field, "Invalid type for '%s': expected %s, got %s", te.Field, te.Type, te.Value)
+		case errors.Is(err, io.EOF):
+			return invalid("", "We could not parse the JSON body of your request: the body is empty. (HINT: send a JSON object with Content-Type: application/json.)")
+		}
+		return invalid("", "We could not parse the JSON body of your request: %v. (HINT: This likely means you aren't using your HTTP library correctly.)", err)
+	}
+	if dec.More() {
+		w.Header().Set("Connection", "close")
+		return invalid("", "We could not parse the JSON body of your request: trailing data after the JSON object.")
+	}
+	rc.SetReadDeadline(time.Time{})
+	return nil
+}
+
+func (s *Server) speech(w http.ResponseWriter, r *http.Request) *APIError {
+	if s.eng.TTS == nil {
+		return unavailable("no speech synthesis engine is loaded")
+	}
+	var in speechRequest
+	if e := decodeJSON(w, r, &in); e != nil {
+		return e
+	}
+	req, format, e := s.speechTTSRequest(&in)
+	if e != nil {
+		return e
+	}
+	return s.job(r.Context(), s.ttsLim, func(ctx context.Context) *APIError {
+		return s.streamSpeech(ctx, w, req, format)
+	})
+}
+
+// speechTTSRequest validates an OpenAI speech request and turns it into a tts.Request.
+func (s *Server) speechTTSRequest(in *speechRequest) (tts.Request, string, *APIError) {
+	var req tts.Request
+	if in.Model == "" {
+		return req, "", invalid("model", "you must provide a model parameter")
+	}
+	if !slices.Contains(speechModels, in.Model) && in.Model != s.eng.TTSEngine {
+		return req, "", modelNotFound(in.Model)
+	}
+	if in.Input == nil {
+		return req, "", invalid("input", "Missing required parameter: 'input'.")
+	}
+	text := *in.Input
+	if strings.TrimSpace(text) == "" {
+		return req, "", invalid("input", "'input' is empty: give the text to speak.")
+	}
+	if n := utf8.RuneCountInString(text); n > MaxSpeechInput {
+		return req, "", invalidCode("input", "string_above_max_length", "Invalid 'input': string too long. Expected a string with maximum length %d, but got a string with length %d instead.", MaxSpeechInput, n)
+	}
+	format := in.ResponseFormat
+	if format == "" {
+		format = "wav" // OpenAI's default is mp3, which Parley cannot encode
+	}
+	if !slices.Contains(SpeechFormats, format) {
+		what := "is not a known format"
+		if slices.Contains(openAIFormats, format) {
+			what = "cannot be produced by this server"
+		}
+		return req, "", invalid("response_format", "response_format %q %s: Parley produces %s (24 kHz mono, 16-bit)", format, what, strings.Join(SpeechFormats, ", "))
+	}
+	if in.StreamFormat != "" && in.StreamFormat != "audio" {
+		return req, "", invalid("stream_format", "stream_format %q is not supported: Parley streams raw audio (stream_format=audio)", in.StreamFormat)
+	}
+	req.Text = text
+	req.SampleRate = SpeechRate
+	req.Language = in.Language
+	ex := engines.Explicit{}
+	if in.Speed != nil {
+		if math.IsNaN(*in.Speed) || *in.Speed < 0.25 || *in.Speed > 4 {
+			return req, "", invalid("speed", "Invalid 'speed': %g is outside 0.25–4.0.", *in.Speed)
+		}
+		req.Speed, ex.Speed = *in.Speed, true
+	}
+	if in.Temperature != nil {
+		if math.IsNaN(*in.Temperature) || *in.Temperature < 0 || *in.Temperature > 2 {
+			return req, "", invalid("temperature", "Invalid 'temperature': %g is outside 0–2.", *in.Temperature)
+		}
+		req.Temperature, ex.Temperature = *in.Temperature, true
+	}
+	if in.TopP != nil {
+		if math.IsNaN(*in.TopP) || *in.TopP < 0 || *in.TopP > 1 {
+			return req, "", invalid("top_p", "Invalid 'top_p': %g is outside 0–1.", *in.TopP)
+		}
+		req.TopP, ex.TopP = *in.TopP, true
+	}
+	if in.TopK != nil {
+		if *in.TopK < 0 || *in.TopK > 1000 {
+			return req, "", invalid("top_k", "Invalid 'top_k': %d is outside 0–1000.", *in.TopK)
+		}
+		req.TopK, ex.TopK = *in.TopK, true
+	}
+	if in.Seed != nil {
+		req.Seed, req.HasSeed, ex.Seed = *in.Seed, true, true
+	}
+	ex.Language = in.Language != ""
+	voice, e := parseVoice(in.Voice)
+	if e != nil {
+		return req, "", e
+	}
+	req, e = s.applyVoice(req, voice, ex)
+	if e != nil {
+		return req, "", e
+	}
+	if _, err := req.Validate(); err != nil {
+		return req, "", invalid("", "%v", err)
+	}
+	return req, format, nil
+}
+
+// parseVoice reads voice as a string or OpenAI's {"id": "..."} object.
+func parseVoice(raw json.RawMessage) (string, *APIError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", invalid("voice", "Missing required parameter: 'voice'.")
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err == nil {
+		if v == "" {
+			return "", invalid("voice", "Missing required parameter: 'voice'.")
+		}
+		return v, nil
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &obj); err == nil && obj.ID != "" {
+		return obj.ID, nil
+	}
+	return "", invalid("voice", "Invalid 'voice': expected a voice name or {\"id\": NAME}.")
+}
+
+// applyVoice resolves a voice: a library voice, an OpenAI voice name, or an engine preset.
+func (s *Server) applyVoice(req tts.Request, name string, ex engines.Explicit) (tts.Request, *APIError) {
+	if s.eng.Voices != nil && voices.ValidName(name) == nil {
+		v, err := s.eng.Voices.Get(name)
+		switch {
+		case err == nil:
+			out, err := engines.ApplyVoice(req, v, s.eng.TTSEngine, ex)
+			if err != nil {
+				return req, invalid("voice", "voice %q: %v", name, err)
+			}
+			return out, nil
+		case !errors.Is(err, voices.ErrNotFound):
+			return req, invalid("voice", "voice %q: %v", name, err)
+		}
+	}
+	if ov, ok := OpenAIVoices[strings.ToLower(name)]; ok {
+		if slices.Contains(s.eng.TTS.Capabilities().Voices, ov.Kokoro) {
+			req.Voice = ov.Kokoro
+		} else if !req.HasSeed {
+			req.Seed, req.HasSeed = ov.Seed, true
+		}
+		return req, nil
+	}
+	req.Voice = name // an engine preset; the engine rejects names it does not know
+	return req, nil
+}
+
+// ttsError maps a synthesis error to an API error.
+func ttsError(err error) *APIError {
+	switch {
+	case errors.Is(err, tts.ErrUnknownVoice):
+		return invalidCode("voice", "invalid_voice", "%v", err)
+	case errors.Is(err, tts.ErrEmpty), errors.Is(err, tts.ErrTooLong), errors.Is(err, tts.ErrBadRequest):
+		return invalid("input", "%v", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "synthesis took longer than the server's job timeout"}
+	case errors.Is(err, context.Canceled):
+		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
+	}
+	return internal("synthesis failed: %v", err)
+}
+
+// streamSpeech synthesises req and streams it in format as it comes. The first chunk is
+// pulled before any header is written, so a request the engine refuses still gets a clean
+// error; after that, a failure cuts the stream.
+func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tts.Request, format string) *APIError {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := s.eng.TTS.Synthesize(ctx, req)
+	if err != nil {
+		return ttsError(err)
+	}
+	defer st.Close()
+	first, err := st.Next(ctx)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return ttsError(err)
+	}
+	rate := SpeechRate
+	if first.SampleRate > 0 {
+		rate = first.SampleRate
+	}
+	enc, ctype, err := newSpeechEncoder(w, format, rate)
+	if err != nil {
+		return internal("%v", err)
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("X-Parley-Sample-Rate", fmt.Sprint(rate))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	write := func(samples []float32) error {
+		rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
+		if err := enc.Write(samples); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if err == nil {
+		if err := write(first.Samples); err != nil {
+			return ttsError(err)
+		}
+		for {
+			c, err := st.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return ttsError(err)
+			}
+			if err := write(c.Samples); err != nil {
+				return ttsError(err)
+			}
+		}
+	}
+	rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
+	if err := enc.Close(); err != nil {
+		return ttsError(err)
+	}
+	return nil
+}
+
+// speechEncoder writes audio in one response format.
+type speechEncoder interface {
+	Write(samples []float32) error
+	Close() error
+}
+
+func newSpeechEncoder(w io.Writer, format string, rate int) (speechEncoder, string, error) {
+	switch format {
+	case "pcm":
+		return &pcmEncoder{w: w}, "audio/pcm", nil
+	case "flac":
+		f, err := NewFLACWriter(w, rate)
+		return f, "audio/flac", err
+	default:
+		h, err := audio.WAVHeader(audio.Format{SampleRate: rate, Channels: 1}, audio.S16, -1)
+		if err != nil {
+			return nil, "", err
+		}
+		return &pcmEncoder{w: w, header: h}, "audio/wav", nil
+	}
+}
+
+// pcmEncoder writes signed 16-bit little-endian samples, after an optional header (a WAV
+// header with the "unknown length" sizes for streaming).
+type pcmEncoder struct {
+	w      io.Writer
+	header []byte
+	buf    []byte
+}
+
+func (p *pcmEncoder) Write(samples []float32) error {
+	p.buf = p.buf[:0]
+	if p.header != nil {
+		p.buf, p.header = append(p.buf, p.header...), nil
+	}
+	for _, x := range samples {
+		v := x * 32768
+		switch {
+		case v > 32767:
+			v = 32767
+		case v < -32768:
+			v = -32768
+		case v != v:
+			v = 0
+		}
+		p.buf = binary.LittleEndian.AppendUint16(p.buf, uint16(int16(v)))
+	}
+	_, err := p.w.Write(p.buf)
+	return err
+}
+
+func (p *pcmEncoder) Close() error {
+	if p.header != nil {
+		_, err := p.w.Write(p.header)
+		p.header = nil
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,391 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/audio"
+)
+
+// transcriptionModels are the model names a transcription request may give: OpenAI's (so
+// clients work unchanged) and Parley's own. All of them mean the loaded recognizer.
+var transcriptionModels = []string{"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "sensevoice", "parley"}
+
+var transcriptionFormats = []string{"json", "text", "srt", "verbose_json", "vtt"}
+
+// maxFieldBytes bounds each non-file multipart field (prompt included).
+const maxFieldBytes = 64 << 10
+
+// maxParts bounds the number of multipart parts.
+const maxParts = 64
+
+// transcribeForm is a parsed transcription request.
+type transcribeForm struct {
+	File        []byte
+	Filename    string
+	Model       string
+	Language    string
+	Prompt      string
+	Format      string
+	Granularity []string
+	Temperature string
+}
+
+// errUpload is a multipart problem, turned into a 400.
+var errUpload = errors.New("bad upload")
+
+// parseTranscribeForm reads a multipart transcription request with bounded memory: fields up
+// to maxFieldBytes, the file up to maxFile bytes (errTooLarge beyond).
+func parseTranscribeForm(mr *multipart.Reader, maxFile int64) (*transcribeForm, error) {
+	f := &transcribeForm{}
+	hasFile := false
+	for n := 0; ; n++ {
+		if n >= maxParts {
+			return nil, fmt.Errorf("%w: more than %d form fields", errUpload, maxParts)
+		}
+		p, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: malformed multipart body: %v", errUpload, err)
+		}
+		name := p.FormName()
+		if name == "file" {
+			if hasFile {
+				p.Close()
+				return nil, fmt.Errorf("%w: more than one file", errUpload)
+			}
+			hasFile = true
+			f.Filename = p.FileName()
+			var buf bytes.Buffer
+			n, err := io.Copy(&buf, io.LimitReader(p, maxFile+1))
+			p.Close()
+			if err != nil {
+				return nil, uploadErr(err)
+			}
+			if n > maxFile {
+				return nil, errTooLarge
+			}
+			f.File = buf.Bytes()
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(p, maxFieldBytes+1))
+		p.Close()
+		if err != nil {
+			return nil, uploadErr(err)
+		}
+		if len(b) > maxFieldBytes {
+			return nil, fmt.Errorf("%w: field %q is longer than %d bytes", errUpload, name, maxFieldBytes)
+		}
+		v := strings.TrimSpace(string(b))
+		switch name {
+		case "model":
+			f.Model = v
+		case "language":
+			f.Language = v
+		case "prompt":
+			f.Prompt = v
+		case "response_format":
+			f.Format = v
+		case "temperature":
+			f.Temperature = v
+		case "timestamp_granularities[]", "timestamp_granularities":
+			f.Granularity = append(f.Granularity, v)
+		}
+	}
+	if !hasFile {
+		return nil, fmt.Errorf("%w: no file", errUpload)
+	}
+	return f, nil
+}
+
+var errTooLarge = errors.New("too large")
+
+func uploadErr(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errTooLarge
+	}
+	return fmt.Errorf("%w: reading the upload: %v", errUpload, err)
+}
+
+func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request) *APIError {
+	if s.eng.ASR == nil {
+		return unavailable("no speech recognition model is loaded; install one with `parley models pull sensevoice-small-int8`")
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "multipart/form-data" {
+		return invalid("", "Invalid Content-Type header (%q): expected multipart/form-data with a `file` field", r.Header.Get("Content-Type"))
+	}
+	// Take a place in the queue before reading the body: bodies held in memory are bounded
+	// by the queue.
+	ticket, err := s.asrLim.Admit()
+	if err != nil {
+		return busy("asr", s.asrLim.RetryAfter())
+	}
+	defer ticket.Done()
+
+	maxFile := int64(s.o.Config.MaxUploadMB) << 20
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(s.o.UploadTimeout))
+	r.Body = http.MaxBytesReader(w, r.Body, maxFile+1<<20)
+	mr, err := r.MultipartReader()
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		return invalid("file", "malformed multipart body: %v", err)
+	}
+	form, err := parseTranscribeForm(mr, maxFile)
+	if err != nil {
+		// What is left of the body is not worth reading: close the connection after the answer.
+		w.Header().Set("Connection", "close")
+	} else {
+		rc.SetReadDeadline(time.Time{})
+	}
+	switch {
+	case errors.Is(err, errTooLarge):
+		return tooLarge("the upload is larger than %d MB (serve.max_upload_mb)", s.o.Config.MaxUploadMB)
+	case errors.Is(err, errUpload) && strings.Contains(err.Error(), "no file"):
+		return invalid("file", "you must provide a `file` field with the audio")
+	case err != nil:
+		return invalid("file", "%v", err)
+	}
+	opts, format, gran, apiErr := s.transcribeOptions(form)
+	if apiErr != nil {
+		return apiErr
+	}
+	pcm, apiErr := s.decodeUpload(r.Context(), form.File)
+	if apiErr != nil {
+		return apiErr
+	}
+	if err := ticket.Wait(r.Context()); err != nil {
+		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away while queued"}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.JobTimeout)
+	defer cancel()
+	res, err := s.eng.ASR.TranscribeWith(ctx, pcm, opts)
+	ticket.Done()
+	if err != nil {
+		switch {
+		case errors.Is(err, asr.ErrInput):
+			return invalid("file", "%v", err)
+		case errors.Is(err, context.DeadlineExceeded):
+			return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "transcription took longer than the server's job timeout"}
+		case r.Context().Err() != nil:
+			return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
+		}
+		return internal("transcription failed: %v", err)
+	}
+	return writeTranscription(w, res, format, gran)
+}
+
+func (s *Server) transcribeOptions(f *transcribeForm) (asr.Options, string, []string, *APIError) {
+	o := s.eng.ASR.Options()
+	if f.Model == "" {
+		return o, "", nil, invalid("model", "you must provide a model parameter")
+	}
+	if !slices.Contains(transcriptionModels, f.Model) && f.Model != s.eng.ASRModel {
+		return o, "", nil, modelNotFound(f.Model)
+	}
+	format := f.Format
+	if format == "" {
+		format = "json"
+	}
+	if !slices.Contains(transcriptionFormats, format) {
+		return o, "", nil, invalid("response_format", "Invalid value %q for response_format: expected one of %s", format, strings.Join(transcriptionFormats, ", "))
+	}
+	for _, g := range f.Granularity {
+		if g != "word" && g != "segment" {
+			return o, "", nil, invalid("timestamp_granularities", "Invalid value %q for timestamp_granularities[]: expected word or segment", g)
+		}
+	}
+	if len(f.Granularity) > 0 && format != "verbose_json" {
+		return o, "", nil, invalid("timestamp_granularities", "timestamp_granularities is only supported with response_format=verbose_json")
+	}
+	if f.Language != "" {
+		l := strings.ToLower(f.Language)
+		if l == "auto" || slices.Contains(s.eng.ASRLanguages, l) {
+			o.Language = l
+		} else {
+			return o, "", nil, invalid("language", "Unsupported language %q: this model knows %s (ISO-639-1), or leave it out to detect the language", f.Language, strings.Join(s.eng.ASRLanguages, ", "))
+		}
+	}
+	if f.Temperature != "" {
+		var t float64
+		if _, err := fmt.Sscan(f.Temperature, &t); err != nil || t < 0 || t > 1 {
+			return o, "", nil, invalid("temperature", "temperature must be a number between 0 and 1")
+		}
+	}
+	return o, format, f.Granularity, nil
+}
+
+// decodeUpload turns an uploaded file into 16 kHz mono samples: WAV (any layout) directly,
+// anything else through ffmpeg. What the file is called does not matter, only what it holds.
+func (s *Server) decodeUpload(ctx context.Context, data []byte) ([]float32, *APIError) {
+	if len(data) == 0 {
+		return nil, invalid("file", "the audio file is empty")
+	}
+	maxSamples := s.o.Config.MaxAudioSeconds * asr.SampleRate
+	var pcm []float32
+	var err error
+	if isWAV(data) {
+		pcm, err = decodeWAV(ctx, data, maxSamples)
+	} else {
+		pcm, err = decodeFFmpeg(ctx, data, maxSamples)
+	}
+	switch {
+	case errors.Is(err, audio.ErrTooLarge):
+		return nil, invalid("file", "the audio is longer than %d s (serve.max_audio_seconds)", s.o.Config.MaxAudioSeconds)
+	case err != nil:
+		return nil, invalid("file", "could not read the audio: %v", err)
+	case len(pcm) == 0:
+		return nil, invalid("file", "the audio file holds no samples")
+	}
+	return pcm, nil
+}
+
+func isWAV(h []byte) bool {
+	return len(h) >= 12 && (bytes.Equal(h[:4], []byte("RIFF")) || bytes.Equal(h[:4], []byte("RF64"))) && bytes.Equal(h[8:12], []byte("WAVE"))
+}
+
+func decodeWAV(ctx context.Context, data []byte, maxSamples int) ([]float32, error) {
+	wr, err := audio.NewWAVReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	src, err := audio.Convert(wr, audio.Mono16k, audio.QualityHigh)
+	if err != nil {
+		return nil, err
+	}
+	b, err := audio.ReadAll(ctx, src, maxSamples)
+	if err != nil {
+		return nil, err
+	}
+	return b.Data, nil
+}
+
+// decodeFFmpeg decodes any other container/codec with ffmpeg (when installed), reading at
+// most maxSamples.
+func decodeFFmpeg(ctx context.Context, data []byte, maxSamples int) ([]float32, error) {
+	bin, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		return nil, fmt.Errorf("not a WAV file, and ffmpeg (needed for other formats) is not installed on the server")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-nostdin", "-hide_banner", "-loglevel", "error",
+		"-i", "pipe:0", "-vn", "-f", "s16le", "-acodec", "pcm_s16le", "-ac", "1", "-ar", "16000", "pipe:1")
+	cmd.Stdin = bytes.NewReader(data)
+	var stderr limitedBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("ffmpeg: %w", err)
+	}
+	pr, err := audio.NewPCMReader(out, audio.Mono16k, audio.S16)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	b, rerr := audio.ReadAll(ctx, pr, maxSamples)
+	if rerr != nil {
+		cmd.Process.Kill()
+	}
+	werr := cmd.Wait()
+	if rerr != nil {
+		return nil, rerr
+	}
+	if werr != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
+			msg = msg[i+1:]
+		}
+		if msg == "" {
+			msg = werr.Error()
+		}
+		return nil, fmt.Errorf("not audio that WAV or ffmpeg can decode (%s)", strings.TrimPrefix(msg, "pipe:0: "))
+	}
+	return b.Data, nil
+}
+
+// limitedBuffer keeps the first 4 KiB written to it.
+type limitedBuffer struct{ bytes.Buffer }
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := 4096 - l.Len(); room > 0 {
+		l.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func writeTranscription(w http.ResponseWriter, res *asr.Result, format string, gran []string) *APIError {
+	switch format {
+	case "text":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, res.Text+"\n")
+	case "srt", "vtt":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		var buf bytes.Buffer
+		if format == "srt" {
+			asr.WriteSRT(&buf, res.Cues())
+		} else {
+			asr.WriteVTT(&buf, res.Cues())
+		}
+		w.Write(buf.Bytes())
+	case "verbose_json":
+		b, err := json.Marshal(res.Verbose())
+		if err != nil {
+			return internal("encoding: %v", err)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		if len(gran) == 0 {
+			gran = []string{"segment"}
+		}
+		if !slices.Contains(gran, "segment") {
+			delete(m, "segments")
+		}
+		if !slices.Contains(gran, "word") {
+			delete(m, "words")
+		}
+		m["usage"] = map[string]any{"type": "duration", "seconds": roundUp(res.Duration)}
+		writeJSON(w, m)
+	default:
+		writeJSON(w, map[string]any{"text": res.Text, "usage": map[string]any{"type": "duration", "seconds": roundUp(res.Duration)}})
+	}
+	return nil
+}
+
+func roundUp(sec float64) int {
+	n := int(sec)
+	if float64(n) < sec {
+		n++
+	}
+	return n
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, internal("encoding: %v", err))
+		return
+	}
+	w.Write(append(b, '\n'))
+}

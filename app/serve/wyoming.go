@@ -1,0 +1,225 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/parley-voice/parley/app/serve/wyoming"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/engines"
+)
+
+var parleyAttribution = wyoming.Attribution{Name: "Parley", URL: "https://github.com/parley-voice/parley"}
+
+// newWyoming returns the Wyoming service for ASR (asrSide) or TTS.
+func (s *Server) newWyoming(asrSide bool) *wyoming.Server {
+	ws := &wyoming.Server{
+		Log:             s.log.With("wyoming", map[bool]string{true: "asr", false: "tts"}[asrSide]),
+		MaxAudioSeconds: s.o.Config.MaxAudioSeconds,
+		WriteTimeout:    s.o.WriteTimeout,
+		ErrorCode:       wyomingCode,
+		Info:            s.wyomingInfo(asrSide),
+	}
+	ws.Count = func(typ string) {
+		s.metrics.Counter(fmt.Sprintf("parley_wyoming_events_total{type=%q}", label(typ))).Add(1)
+	}
+	if asrSide {
+		ws.ASR = wyASR{s}
+	} else {
+		ws.TTS = wyTTS{s}
+	}
+	return ws
+}
+
+// NewWyomingASR returns the Wyoming ASR service alone (for tests and embedding).
+func (s *Server) NewWyomingASR() *wyoming.Server { return s.newWyoming(true) }
+
+// NewWyomingTTS returns the Wyoming TTS service alone.
+func (s *Server) NewWyomingTTS() *wyoming.Server { return s.newWyoming(false) }
+
+func wyomingCode(err error) string {
+	var ae *APIError
+	switch {
+	case errors.Is(err, ErrBusy):
+		return "busy"
+	case errors.As(err, &ae):
+		if ae.Code != nil {
+			return *ae.Code
+		}
+		return ae.Type
+	case errors.Is(err, tts.ErrUnknownVoice):
+		return "unknown-voice"
+	case errors.Is(err, asr.ErrInput), errors.Is(err, tts.ErrBadRequest), errors.Is(err, tts.ErrEmpty):
+		return "bad-request"
+	}
+	return "error"
+}
+
+// kokoroLangs maps a Kokoro voice's first letter to its language.
+var kokoroLangs = map[byte]string{'a': "en-us", 'b': "en-gb", 'e': "es", 'f': "fr", 'h': "hi", 'i': "it", 'j': "ja", 'p': "pt-br", 'z': "zh"}
+
+func (s *Server) wyomingInfo(asrSide bool) wyoming.Info {
+	info := wyoming.Info{ASR: []wyoming.AsrProgram{}, TTS: []wyoming.TtsProgram{}, Handle: []any{}, Intent: []any{}, Wake: []any{}}
+	art := func(name, desc string) wyoming.Artifact {
+		return wyoming.Artifact{Name: name, Attribution: parleyAttribution, Installed: true, Description: desc, Version: s.o.Version}
+	}
+	if asrSide && s.eng.ASR != nil {
+		desc := "SenseVoice speech recognition"
+		if s.eng.ASRNote != "" {
+			desc += " (" + s.eng.ASRNote + ")"
+		}
+		info.ASR = append(info.ASR, wyoming.AsrProgram{
+			Artifact:                    art("parley-asr", "Parley speech recognition"),
+			Models:                      []wyoming.AsrModel{{Artifact: art(s.eng.ASRModel, desc), Languages: s.eng.ASRLanguages}},
+			SupportsTranscriptStreaming: true,
+		})
+	}
+	if !asrSide && s.eng.TTS != nil {
+		caps := s.eng.TTS.Capabilities()
+		var speakers []wyoming.Speaker
+		for _, n := range sortedKeys(OpenAIVoices) {
+			speakers = append(speakers, wyoming.Speaker{Name: n})
+		}
+		var vs []wyoming.TtsVoice
+		names := caps.Voices
+		if len(names) == 0 {
+			names = caps.Languages
+		}
+		for _, n := range names {
+			lang := n
+			if s.eng.TTSEngine == "kokoro" && len(n) > 0 {
+				lang = kokoroLangs[n[0]]
+			}
+			v := wyoming.TtsVoice{Artifact: art(n, fmt.Sprintf("%s voice %s", s.eng.TTSEngine, n)), Languages: []string{lang}}
+			if s.eng.TTSEngine != "kokoro" {
+				v.Speakers = speakers // OpenAI voice names, mapped to seeds
+			}
+			vs = append(vs, v)
+		}
+		if s.eng.Voices != nil {
+			lib, _ := s.eng.Voices.List()
+			for _, v := range lib {
+				if v.Engine != s.eng.TTSEngine {
+					continue
+				}
+				lang := v.Defaults.Language
+				if lang == "" {
+					lang = "en"
+				}
+				vs = append(vs, wyoming.TtsVoice{Artifact: art(v.Name, v.Description), Languages: []string{lang}})
+			}
+		}
+		if len(vs) == 0 {
+			vs = append(vs, wyoming.TtsVoice{Artifact: art("default", s.eng.TTSEngine+" default voice"), Languages: []string{"en"}, Speakers: speakers})
+		}
+		info.TTS = append(info.TTS, wyoming.TtsProgram{
+			Artifact:                    art("parley-tts", "Parley speech synthesis ("+s.eng.TTSEngine+")"),
+			Voices:                      vs,
+			SupportsSynthesizeStreaming: true,
+		})
+	}
+	return info
+}
+
+type wyASR struct{ s *Server }
+
+func (a wyASR) Transcribe(ctx context.Context, pcm []float32, language string, onSegment func(string) error) (wyoming.Transcript, error) {
+	s := a.s
+	o := s.eng.ASR.Options()
+	if language != "" {
+		l := strings.ToLower(language)
+		if i := strings.IndexAny(l, "-_"); i > 0 {
+			l = l[:i] // en-US → en
+		}
+		if !slices.Contains(s.eng.ASRLanguages, l) && l != "auto" {
+			return wyoming.Transcript{}, fmt.Errorf("language %q is not supported (have %s)", language, strings.Join(s.eng.ASRLanguages, ", "))
+		}
+		o.Language = l
+	}
+	var res *asr.Result
+	e := s.job(ctx, s.asrLim, func(ctx context.Context) *APIError {
+		var err error
+		res, err = s.eng.ASR.TranscribeWith(ctx, pcm, o)
+		if err != nil {
+			return &APIError{Type: "error", Message: err.Error()}
+		}
+		return nil
+	})
+	if e != nil {
+		if e.Status == 429 {
+			return wyoming.Transcript{}, fmt.Errorf("%w: %s", ErrBusy, e.Message)
+		}
+		return wyoming.Transcript{}, errors.New(e.Message)
+	}
+	if onSegment != nil && len(res.Segments) > 1 {
+		for _, seg := range res.Segments {
+			if seg.Text != "" {
+				if err := onSegment(seg.Text); err != nil {
+					return wyoming.Transcript{}, err
+				}
+			}
+		}
+	}
+	lang := res.Lang
+	if lang == "" {
+		lang = language
+	}
+	return wyoming.Transcript{Text: res.Text, Language: lang}, nil
+}
+
+type wyTTS struct{ s *Server }
+
+func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emit func([]float32, int) error) error {
+	s := t.s
+	req := tts.Request{Text: text, Language: v.Language}
+	if v.Speaker != "" {
+		if ov, ok := OpenAIVoices[strings.ToLower(v.Speaker)]; ok {
+			req.Seed, req.HasSeed = ov.Seed, true
+		}
+	}
+	name := v.Name
+	if name == "default" {
+		name = ""
+	}
+	if name != "" {
+		var e *APIError
+		req, e = s.applyVoice(req, name, engines.Explicit{Seed: req.HasSeed, Language: req.Language != ""})
+		if e != nil {
+			return e
+		}
+	}
+	if _, err := req.Validate(); err != nil {
+		return err
+	}
+	e := s.job(ctx, s.ttsLim, func(ctx context.Context) *APIError {
+		st, err := s.eng.TTS.Synthesize(ctx, req)
+		if err != nil {
+			return ttsError(err)
+		}
+		defer st.Close()
+		for {
+			c, err := st.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return ttsError(err)
+			}
+			if err := emit(c.Samples, c.SampleRate); err != nil {
+				return &APIError{Type: "error", Message: err.Error()}
+			}
+		}
+	})
+	if e != nil {
+		if e.Status == 429 {
+			return fmt.Errorf("%w: %s", ErrBusy, e.Message)
+		}
+		return e
+	}
+	return nil
+}
