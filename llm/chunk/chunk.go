@@ -190,13 +190,10 @@ func (c *Chunker) update(r rune) {
 	case r == ']':
 		if c.brackets > 0 {
 			c.brackets--
-			if c.brackets == 0 && c.pos+1 < len(c.buf) && c.buf[c.pos+1] == '(' {
-				c.link = true
-			}
 		}
+	case r == '(' && c.pos > 0 && c.buf[c.pos-1] == ']' && c.brackets == 0:
+		c.link = true // the (target) of [text](target)
 	case r == ')' && c.link:
-		c.link = false
-	case unicode.IsSpace(r):
 		c.link = false
 	}
 	if c.clean() {
