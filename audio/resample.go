@@ -7,26 +7,30 @@ import (
 
 // Quality selects a resampling filter. All are linear-phase Kaiser-windowed sinc filters whose
 // stop band starts at the lower rate's Nyquist frequency (no aliasing above the stated
-// rejection).
+// rejection). The presets follow sox's rate effect: "95% bandwidth" means the response is
+// −3 dB at 95% of the lower Nyquist frequency, and the flat pass band ends earlier, where
+// sox puts it (sox's rate.c: 0 dB edge = 100% − (100% − bw₃dB) / (0.646 + (1.6e-6·A − 7.5e-4)·A)).
 type Quality int
 
 const (
-	QualityHigh   Quality = iota // 95% pass band, 125 dB rejection (like sox -h); the default
-	QualityMedium                // 93% pass band, 100 dB rejection
-	QualityLow                   // 90% pass band, 80 dB rejection, about 3× faster than High
-	QualityVery                  // 97% pass band, 150 dB rejection
+	QualityHigh   Quality = iota // −3 dB at 95%, 125 dB rejection: sox rate -h; the default
+	QualityMedium                // −3 dB at 95%, 100 dB rejection: sox rate -m
+	QualityLow                   // −3 dB at 85%, 80 dB rejection; about 3× cheaper than High
+	QualityVery                  // −3 dB at 95%, 150 dB rejection (sox -v has 175; float32 stops near 150)
 )
 
 func (q Quality) params() (passband, atten float64) {
+	bw3, atten := 0.95, 125.0
 	switch q {
 	case QualityMedium:
-		return 0.93, 100
+		atten = 100
 	case QualityLow:
-		return 0.90, 80
+		bw3, atten = 0.85, 80
 	case QualityVery:
-		return 0.97, 150
+		atten = 150
 	}
-	return 0.95, 125
+	to3dB := 0.646 + (1.6e-6*atten-7.5e-4)*atten
+	return 1 - (1-bw3)/to3dB, atten
 }
 
 // maxPhases is the largest polyphase table kept exactly; conversions whose reduced ratio has a

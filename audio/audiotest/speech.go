@@ -81,8 +81,10 @@ func WhiteNoise(n int, rms float64, seed uint64) []float32 {
 	return out
 }
 
-// Babble returns n samples of babble-like noise: several espeak-ng talkers reading unrelated
-// sentences at once, looped to length and scaled to the given RMS. It needs espeak-ng.
+// Babble returns n samples of babble-like noise: many espeak-ng talkers (six texts, each read
+// by three voices at different speeds and pitches, 18 in all) reading at once from random
+// offsets, scaled to the given RMS. Like cafeteria babble it has speech's spectrum and
+// rhythm, but no single intelligible talker. It needs espeak-ng.
 func Babble(ctx context.Context, n int, rms float64, seed uint64) ([]float32, error) {
 	texts := []string{
 		"the quarterly report shows steady growth across all of the northern regions this year",
@@ -92,17 +94,21 @@ func Babble(ctx context.Context, n int, rms float64, seed uint64) ([]float32, er
 		"she said the train was late again because of the snow on the tracks near the bridge",
 		"numbers like seventeen forty two and nine hundred are easy to say but hard to hear",
 	}
-	voices := []string{"en-us", "en+f3", "en-gb+m3", "en+f2", "en-us+m5", "en+f4"}
+	voices := []string{"en-us", "en+f3", "en-gb+m3", "en+f2", "en-us+m5", "en+f4", "en+m2", "en-gb+f5", "en+m7"}
 	rng := rand.New(rand.NewPCG(seed, 0xbabb1e))
 	out := make([]float32, n)
 	for i, text := range texts {
-		b, err := Speak(ctx, text, voices[i%len(voices)], 150+rng.IntN(40))
-		if err != nil {
-			return nil, err
-		}
-		off := rng.IntN(len(b.Data))
-		for j := range out {
-			out[j] += b.Data[(off+j)%len(b.Data)]
+		for k := 0; k < 3; k++ {
+			b, err := Speak(ctx, text, voices[(i*3+k)%len(voices)], 140+rng.IntN(60))
+			if err != nil {
+				return nil, err
+			}
+			x, _ := Trim(b.Data, 0.01)
+			g := float32(1 / math.Max(audio.RMS(x), 1e-9))
+			off := rng.IntN(len(x))
+			for j := range out {
+				out[j] += g * x[(off+j)%len(x)]
+			}
 		}
 	}
 	g := float32(rms / math.Max(audio.RMS(out), 1e-9))

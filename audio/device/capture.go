@@ -102,6 +102,9 @@ func (s *stream) WaitRunning(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
+// Now is the stream's clock (PortAudio's stream time), the clock of StartTime.
+func (s *stream) Now() time.Duration { return s.pa.Time() }
+
 func (s *stream) lostErr() error {
 	if p := s.lost.Load(); p != nil {
 		return *p

@@ -111,11 +111,8 @@ type Detector struct {
 	speechFrom int64
 	audioFrom  int64
 	silentFrom int64 // -1 when not in a possible silence
-	lastVoice  int64 // end of the last window at or above Threshold
+	lastVoice  int64 // end of the last window at or above Confirm
 	prevProb   float32
-	searchWins int     // end refinement looks this many windows back from the last confident one
-	clampWins  int     // and moves the end at most this many windows back
-	floor      float64 // noise floor: mean square of recent non-speech windows (-1 = unknown)
 	candSum    float64 // sum of the candidate's window probabilities
 	candN      int
 	lastEnd    int64 // AudioEnd of the last utterance (pre-roll never reaches before it)
@@ -156,7 +153,7 @@ func newDetector(cfg Config, m *Model) *Detector {
 	ms := func(d time.Duration) int64 { return int64(d) * r / int64(time.Second) }
 	d := &Detector{cfg: cfg, m: m, rate: cfg.SampleRate, win: m.Window(),
 		minSpeech: ms(cfg.MinSpeech), minSilence: ms(cfg.MinSilence), preRoll: ms(cfg.PreRoll),
-		hang: ms(cfg.HangOver), maxSpeech: ms(cfg.MaxSpeech), searchWins: 8, clampWins: 2}
+		hang: ms(cfg.HangOver), maxSpeech: ms(cfg.MaxSpeech)}
 	d.Reset()
 	return d
 }
@@ -173,7 +170,7 @@ func (d *Detector) Reset() {
 	d.pending = d.pending[:0]
 	d.hist = d.hist[:0]
 	d.pos, d.histStart, d.lastEnd = 0, 0, 0
-	d.state, d.silentFrom, d.prob, d.prevProb, d.floor = idle, -1, 0, 0, -1
+	d.state, d.silentFrom, d.prob, d.prevProb = idle, -1, 0, 0
 }
 
 // InSpeech reports whether an utterance is open (after SpeechStart, before SpeechEnd).
@@ -243,7 +240,10 @@ func (d *Detector) step(p float32, evs []Event) []Event {
 	case speaking:
 		switch {
 		case p >= d.cfg.Threshold:
-			d.silentFrom, d.lastVoice = -1, d.pos
+			d.silentFrom = -1
+			if p >= d.cfg.Confirm {
+				d.lastVoice = d.pos // only confident windows move the end: noise hovers near the threshold
+			}
 		case p < d.cfg.NegThresh && d.silentFrom < 0:
 			d.silentFrom = start
 		}
@@ -258,14 +258,6 @@ func (d *Detector) step(p float32, evs []Event) []Event {
 			evs = append(evs, Event{Type: SpeechStart, Start: d.pos, AudioStart: d.pos, At: d.pos})
 		}
 	}
-	if d.state == idle && p < d.cfg.NegThresh {
-		e := meanSquare(d.hist[start-d.histStart:])
-		if d.floor < 0 {
-			d.floor = e
-		} else {
-			d.floor += 0.1 * (e - d.floor)
-		}
-	}
 	d.prevProb = p
 	d.trim()
 	return evs
@@ -276,75 +268,7 @@ func (d *Detector) step(p float32, evs []Event) []Event {
 // confident window (but never before the utterance's minimum length).
 func (d *Detector) speechEnd() int64 {
 	end := min(d.lastVoice, d.silentFrom) - int64(d.win)
-	if r, ok := d.refineEnd(min(d.lastVoice, d.silentFrom)); ok {
-		end = r
-	}
 	return max(end, d.speechFrom+d.minSpeech)
-}
-
-// Boundary refinement. The model decides per 32 ms window and reacts a little late; within a
-// few windows of its decision the boundary is moved to the first (last) 10 ms frame that is
-// audible: 3 dB above the noise floor and within 35 dB of the loudest frame nearby.
-const (
-	aboveFloor = 2.0    // 3 dB, as a power ratio
-	belowPeak  = 3.2e-4 // −35 dB, as a power ratio
-)
-
-func (d *Detector) frame() int64 { return int64(d.rate / 100) }
-
-// level returns the audibility threshold (mean square) for frames in [from, to).
-func (d *Detector) level(from, to int64) (float64, bool) {
-	if d.floor < 0 {
-		return 0, false // no noise estimate yet
-	}
-	f := d.frame()
-	var peak float64
-	for t := from; t+f <= to; t += f {
-		peak = max(peak, meanSquare(d.hist[t-d.histStart:t-d.histStart+f]))
-	}
-	return max(d.floor*aboveFloor, peak*belowPeak), peak > 0
-}
-
-func (d *Detector) refineStart(from int64) int64 {
-	lo := max(from-int64(d.win), d.histStart, d.lastEnd)
-	hi := min(from+2*int64(d.win), d.pos)
-	lvl, ok := d.level(lo, d.pos)
-	if !ok {
-		return from
-	}
-	f := d.frame()
-	for t := lo; t+f <= hi; t += f {
-		if meanSquare(d.hist[t-d.histStart:t-d.histStart+f]) >= lvl {
-			return t
-		}
-	}
-	return from
-}
-
-func (d *Detector) refineEnd(last int64) (int64, bool) {
-	lo := max(last-int64(d.searchWins)*int64(d.win), d.speechFrom, d.histStart)
-	lvl, ok := d.level(d.speechFrom, last)
-	if !ok {
-		return 0, false
-	}
-	f := d.frame()
-	for t := last - f; t >= lo; t -= f {
-		if meanSquare(d.hist[t-d.histStart:t-d.histStart+f]) >= lvl {
-			return max(t+f, last-int64(d.clampWins)*int64(d.win)), true
-		}
-	}
-	return 0, false
-}
-
-func meanSquare(x []float32) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	var s float64
-	for _, v := range x {
-		s += float64(v) * float64(v)
-	}
-	return s / float64(len(x))
 }
 
 // onsetProb is the probability in the window before a confirmed start that moves the onset
@@ -362,7 +286,6 @@ func (d *Detector) confirm(evs []Event) []Event {
 		return evs
 	}
 	d.state, d.silentFrom, d.lastVoice = speaking, -1, d.pos
-	d.speechFrom = d.refineStart(d.speechFrom)
 	d.audioFrom = max(d.speechFrom-d.preRoll, d.lastEnd, d.histStart)
 	return append(evs, Event{Type: SpeechStart, Start: d.speechFrom, AudioStart: d.audioFrom, At: d.pos})
 }

@@ -1,0 +1,108 @@
+package device_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/audiotest"
+	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+// BenchmarkCaptureToVAD plays an utterance into the null sink, captures it and runs the VAD,
+// and measures for the speech-start and speech-end events:
+//   - pipeline_*_ms: from the deciding sample's delivery by the device callback to the event
+//     reaching the caller (ring buffer, polling, resampling, VAD windowing and model): the
+//     audio the callbacks had delivered beyond the deciding sample when the event came out;
+//   - adc_*_ms: from the deciding sample's ADC time (PortAudio's time stamp) to the event,
+//     which adds the host's own capture latency (large through PulseAudio's ALSA plug-in);
+//   - *_rule_ms: the detector's decision rules (MinSpeech confirmation, MinSilence), which
+//     come on top and are configuration, not delay.
+func BenchmarkCaptureToVAD(b *testing.B) {
+	model := gputest.RequireModel(b, "silero-vad-v5/silero_vad.onnx")
+	pulse := audiotest.RequirePulse(b)
+	speech := audiotest.RequireSpeech(b, "please turn on the kitchen lights", "en-us", 0)
+	h, err := device.Open(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sc := device.StreamConfig{Device: pulse.Device, SampleRate: 48000, BufferFrames: 480, Latency: 20 * time.Millisecond}
+	capt, err := h.OpenCapture(device.CaptureConfig{StreamConfig: sc, Format: audio.Mono16k})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer capt.Close()
+	sc.Latency = 100 * time.Millisecond
+	play, err := h.OpenPlayback(device.PlaybackConfig{StreamConfig: sc, Format: audio.Mono16k})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer play.Close()
+	d, err := vad.New(vad.Config{Model: model})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	if err := capt.WaitRunning(ctx, 300*time.Millisecond); err != nil {
+		b.Fatal(err)
+	}
+	if capt.StartTime() == 0 {
+		b.Skip("the host API reports no ADC times")
+	}
+	var pos int64
+	buf := make([]float32, 512)
+	var startDelay, endDelay, startRule, endRule, startPipe, endPipe time.Duration
+	devRate := int64(capt.DeviceFormat().SampleRate)
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		if _, err := play.Write(ctx, speech.Data); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := play.Write(ctx, make([]float32, 16000)); err != nil { // a second of silence
+			b.Fatal(err)
+		}
+		ended := false
+		for !ended {
+			k, err := capt.Read(ctx, buf)
+			if err != nil {
+				b.Fatal(err)
+			}
+			evs, err := d.Accept(ctx, buf[:k])
+			if err != nil {
+				b.Fatal(err)
+			}
+			pos += int64(k)
+			for _, e := range evs {
+				now := capt.Now()
+				entered := capt.StartTime() + time.Duration(e.At)*time.Second/16000
+				delivered := time.Duration(capt.Stats().Frames)*time.Second/time.Duration(devRate) - time.Duration(e.At)*time.Second/16000
+				switch e.Type {
+				case vad.SpeechStart:
+					startDelay += now - entered
+					startPipe += delivered
+					startRule += time.Duration(e.At-e.Start) * time.Second / 16000
+				case vad.SpeechEnd:
+					endDelay += now - entered
+					endPipe += delivered
+					endRule += time.Duration(e.At-e.End) * time.Second / 16000
+					ended = true
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d) / float64(b.N) / 1e6 }
+	b.ReportMetric(per(startPipe), "pipeline_start_ms")
+	b.ReportMetric(per(endPipe), "pipeline_end_ms")
+	b.ReportMetric(per(startDelay), "adc_start_ms")
+	b.ReportMetric(per(endDelay), "adc_end_ms")
+	b.ReportMetric(per(startRule), "start_rule_ms")
+	b.ReportMetric(per(endRule), "end_rule_ms")
+	b.ReportMetric(float64(capt.Stats().Dropped), "dropped_frames")
+}
