@@ -28,6 +28,11 @@ type Limits struct {
 	MaxPayload int // payload_length; default 4 MiB
 }
 
+// NewReader returns a buffered reader sized for lim's header lines.
+func NewReader(r io.Reader, lim Limits) *bufio.Reader {
+	return bufio.NewReaderSize(r, lim.withDefaults().MaxLine)
+}
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxLine <= 0 {
 		l.MaxLine = 64 << 10
@@ -100,7 +105,8 @@ func length(raw json.RawMessage, name string, max int) (int, error) {
 	return int(n), nil
 }
 
-// ReadEvent reads one event. io.EOF means the stream ended cleanly between events; any
+// ReadEvent reads one event. Give it a reader of at most Limits.MaxLine bytes of buffer (see
+// NewReader) so that a header line without a newline is refused as soon as it is too long. io.EOF means the stream ended cleanly between events; any
 // other error (ErrFrame for malformed or oversized frames, io.ErrUnexpectedEOF for a
 // stream cut inside an event) means the connection cannot go on.
 func ReadEvent(r *bufio.Reader, lim Limits) (*Event, error) {
@@ -108,10 +114,10 @@ func ReadEvent(r *bufio.Reader, lim Limits) (*Event, error) {
 	var line []byte
 	for {
 		frag, err := r.ReadSlice('\n')
-		if len(line)+len(frag) > lim.MaxLine {
+		line = append(line, frag...)
+		if len(line) > lim.MaxLine || (errors.Is(err, bufio.ErrBufferFull) && len(line) >= lim.MaxLine) {
 			return nil, fmt.Errorf("%w: header line longer than %d bytes", ErrFrame, lim.MaxLine)
 		}
-		line = append(line, frag...)
 		if err == nil {
 			break
 		}

@@ -1,7 +1,6 @@
 package wyoming
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -272,7 +271,7 @@ type conn struct {
 }
 
 func (s *Server) handle(ctx context.Context, c net.Conn) {
-	r := bufio.NewReaderSize(c, 64<<10)
+	r := NewReader(c, s.Limits)
 	cn := &conn{s: s, c: c, ctx: ctx}
 	for {
 		c.SetReadDeadline(time.Now().Add(s.IdleTimeout))
@@ -280,6 +279,13 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 		if err != nil {
 			if errors.Is(err, ErrFrame) {
 				cn.sendError(err.Error(), "bad-frame")
+				// Let the client read the error: stop writing, swallow what it still sends
+				// (closing with unread input would reset the connection), then close.
+				if tc, ok := c.(interface{ CloseWrite() error }); ok {
+					tc.CloseWrite()
+					c.SetReadDeadline(time.Now().Add(time.Second))
+					io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+				}
 			} else if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 				s.Log.Debug("wyoming: connection ended", "remote", c.RemoteAddr().String(), "err", err)
 			}
