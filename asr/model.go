@@ -70,6 +70,7 @@ type model struct {
 	blank      int
 	emoUnknown int // id of <|EMO_UNKNOWN|>, -1 if none
 	lenInt64   bool
+	maxBatch   int // 0 = any batch size
 	inputs     []string
 	outputs    []string
 }
@@ -133,6 +134,10 @@ func loadModel(path string, cfg Config) (*model, error) {
 	}
 	if in, ok := info.Input(m.inputs[0]); ok && len(in.Shape) == 3 && in.Shape[2] > 0 && int(in.Shape[2]) != numMelBins*m.lfrM {
 		return nil, fmt.Errorf("%w: %s: input %s has %d features per frame, want %d (80 mel bins × LFR %d)", ErrBadModel, file, in.Name, in.Shape[2], numMelBins*m.lfrM, m.lfrM)
+	}
+	// Some exports fix the batch dimension; never batch those beyond it.
+	if in, ok := info.Input(m.inputs[0]); ok && len(in.Shape) == 3 && in.Shape[0] > 0 {
+		m.maxBatch = int(in.Shape[0])
 	}
 	if m.blank < 0 || m.blank >= m.vocab {
 		return nil, fmt.Errorf("%w: %s: blank_id %d outside the vocabulary (%d)", ErrBadModel, file, m.blank, m.vocab)

@@ -140,6 +140,9 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 		m.close()
 		return nil, err
 	}
+	if m.maxBatch > 0 && r.cfg.BatchSize > m.maxBatch {
+		r.cfg.BatchSize = m.maxBatch
+	}
 	r.slots = make(chan *worker, cfg.Workers)
 	for range cfg.Workers {
 		r.slots <- &worker{fb: newFbank(r.tables, m.scale)}
