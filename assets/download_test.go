@@ -36,7 +36,7 @@ func newTestEnv(t testing.TB, models []*Model, srv *faultServer, mod func(*Optio
 	opts := Options{
 		Dir: te.dir, CacheDir: filepath.Join(root, "cache"),
 		Parts: 4, MinPartSize: 64 << 10, Retries: 3, Backoff: time.Millisecond,
-		StallTimeout: 300 * time.Millisecond, ProgressInterval: 5 * time.Millisecond,
+		StallTimeout: 10 * time.Second, ProgressInterval: 5 * time.Millisecond,
 		FreeSpace: func(string) (uint64, error) { return 1 << 40, nil },
 		Progress: func(ev Event) {
 			te.evMu.Lock()
@@ -90,6 +90,7 @@ func TestPullFaults(t *testing.T) {
 		name   string
 		fault  func(*faultServer)
 		pinned bool
+		opts   func(*Options)
 		check  func(t *testing.T, log []string)
 	}{
 		{name: "parallel ranges", pinned: true, check: func(t *testing.T, log []string) {
@@ -107,7 +108,8 @@ func TestPullFaults(t *testing.T) {
 			}
 		}},
 		{name: "dropped connections", pinned: true, fault: func(s *faultServer) { s.drops, s.dropAfter = 3, 100<<10 }},
-		{name: "stalls", pinned: true, fault: func(s *faultServer) { s.stalls, s.stallAfter = 2, 50<<10 }},
+		{name: "stalls", pinned: true, fault: func(s *faultServer) { s.stalls, s.stallAfter = 2, 50<<10 },
+			opts: func(o *Options) { o.StallTimeout = 300 * time.Millisecond }},
 		{name: "503 then fine", pinned: true, fault: func(s *faultServer) { s.busy = 3 }},
 		{name: "server ignores Range", pinned: true, fault: func(s *faultServer) { s.noRange = true }},
 		{name: "Range only on the probe", pinned: true, fault: func(s *faultServer) { s.noRangeParts = true }},
@@ -125,7 +127,7 @@ func TestPullFaults(t *testing.T) {
 			if tt.pinned {
 				sum = sha(data)
 			}
-			te := newTestEnv(t, []*Model{oneFileModel("m", url, 0, sum)}, srv, nil)
+			te := newTestEnv(t, []*Model{oneFileModel("m", url, 0, sum)}, srv, tt.opts)
 			if err := te.mgr.Pull(context.Background(), "m"); err != nil {
 				t.Fatalf("Pull: %v\nrequests: %v", err, srv.log())
 			}
