@@ -209,6 +209,14 @@ func TestStopWithinOneBuffer(t *testing.T) {
 	if d := len(toneCap) - len(toneEcho); d > play.BufferFrames() || d < -play.BufferFrames() {
 		t.Errorf("recorded tone is %d frames, played %d: differ by more than a buffer", len(toneCap), len(toneEcho))
 	}
+	// the echo reference is what reached the device: it is found in the recording, and the
+	// time stamps say roughly where (the host's latency estimates make them approximate)
+	m := audio.Align(capBuf.Data, echoBuf.Data[start:end])
+	byStamps := (capt.StartTime() + time.Duration(m.Lag)*time.Second/48000) - (play.StartTime() + time.Duration(start)*time.Second/48000)
+	t.Logf("echo reference in the recording: lag %d, corr %.4f, SNR %.1f dB; time-stamp disagreement %v", m.Lag, m.Corr, m.SNR, byStamps)
+	if m.SNR < 30 {
+		t.Errorf("echo reference does not match the recording: %+v", m)
+	}
 	// and playback works again after a stop
 	if _, err := play.Write(ctx, tone.Data[:4800]); err != nil {
 		t.Errorf("Write after Stop: %v", err)
