@@ -495,6 +495,7 @@ func TestEmbeddedModel(t *testing.T) {
 		{ID: "demo", Kind: KindASR, Demo: true, Embedded: "demo"},
 		{ID: "absent", Kind: KindASR, Demo: true, Embedded: "empty"},
 		{ID: "sub", Kind: KindASR, Demo: true, Embedded: "demo2"},
+		{ID: "notyet", Kind: KindASR, Demo: true, Embedded: "demo/sensevoice"},
 	}
 	reg, err := newRegistry(models, embedSource{fsys: fsys})
 	if err != nil {
@@ -524,6 +525,9 @@ func TestEmbeddedModel(t *testing.T) {
 	}
 	if st, _ := mgr.Status("absent"); st.State != StateUnavailable {
 		t.Errorf("embedded model without files: %s", st.State)
+	}
+	if st, _ := mgr.Status("notyet"); st.State != StateUnavailable {
+		t.Errorf("embedded model whose directory is not in the build: %s", st.State)
 	}
 	if _, err := mgr.Path(context.Background(), "absent"); !errors.Is(err, ErrNotInstalled) {
 		t.Errorf("Path(absent) = %v", err)

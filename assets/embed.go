@@ -35,8 +35,10 @@ func (e embedSource) files(dir string) ([]File, error) {
 	if e.fsys == nil {
 		return nil, errors.New("no embedded files")
 	}
-	if st, err := fs.Stat(e.fsys, dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("no directory %q among the embedded files", dir)
+	if st, err := fs.Stat(e.fsys, dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // not in this build: the model is listed as unavailable
+	} else if err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("%q among the embedded files is not a directory", dir)
 	}
 	var out []File
 	err := fs.WalkDir(e.fsys, dir, func(p string, d fs.DirEntry, err error) error {
