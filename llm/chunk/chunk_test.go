@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 )
 
 // tokens splits s the way a tokenizer might: pieces of 1 to 4 runes that cut through words,
@@ -250,8 +251,8 @@ func FuzzChunker(f *testing.F) {
 	f.Add("a.b.c. 1.2.3 ``` x", uint8(1))
 	f.Add("[[[[((( ](", uint8(2))
 	f.Fuzz(func(t *testing.T, in string, step uint8) {
-		if !strings.ContainsRune(in, '\uFFFD') && !utf8Valid(in) {
-			return
+		if !utf8.ValidString(in) {
+			return // deltas are decoded JSON strings: always valid UTF-8
 		}
 		pat := []int{int(step%5) + 1, 2, 1}
 		// Raw mode: the chunks are exactly the input, modulo whitespace.
@@ -282,5 +283,3 @@ func FuzzChunker(f *testing.F) {
 		}
 	})
 }
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }

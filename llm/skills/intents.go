@@ -65,7 +65,11 @@ func containsAny(s string, subs ...string) bool {
 // ---- repeat after me ----
 
 var (
-	reRepeatEN = regexp.MustCompile(`(?i)^\s*(?:please\s+|can you\s+|could you\s+)?(?:repeat after me|say after me|repeat|say)\b[\s:,]*(.+?)\s*$`)
+	reRepeatEN = regexp.MustCompile(`(?i)^\s*(?:please\s+|can you\s+|could you\s+)?(?:repeat after me|say after me|say|repeat)\b[\s:,]*(.+?)\s*$`)
+	// "say something funny", "repeat the last answer" are requests for the model, not text to echo.
+	repeatNotFirst = map[string]bool{"something": true, "anything": true, "a": true, "an": true, "the": true, "that": true,
+		"it": true, "what": true, "why": true, "how": true, "more": true, "again": true, "me": true, "my": true, "your": true,
+		"some": true, "sorry": true, "this": true, "yes": true, "no": true, "something,": true}
 	reRepeatZH = regexp.MustCompile(`^\s*(?:请)?(?:跟我说|跟我念|跟着我说|跟着我念|重复一遍|重复|请说|你说)[\s:：,，]*(.+?)\s*$`)
 )
 
@@ -81,6 +85,14 @@ func (e *Engine) repeat(_ context.Context, in input, _ bool) (Reply, bool, error
 	text := strings.Trim(m[1], " \"'“”‘’")
 	if text == "" {
 		return Reply{}, false, nil
+	}
+	if re == reRepeatEN {
+		lead := strings.ToLower(strings.TrimSpace(in.raw))
+		explicit := strings.Contains(lead, "after me") || strings.ContainsAny(m[1], "\"“:") || strings.Contains(lead, ":")
+		first := strings.ToLower(strings.Fields(text)[0])
+		if !explicit && (repeatNotFirst[first] || strings.HasPrefix(lead, "repeat")) {
+			return Reply{}, false, nil
+		}
 	}
 	return Reply{Text: text, Lang: langOf(in)}, true, nil
 }
@@ -104,11 +116,13 @@ func (e *Engine) stop(_ context.Context, in input, _ bool) (Reply, bool, error) 
 
 // ---- help ----
 
+var (
+	reHelpEN = regexp.MustCompile(`^(?:so |hey |ok |okay )?(?:parley )?(?:what can you do|what do you do|what are you able to do|what can i ask(?: you)?|what can i say|what are your skills|what skills do you have|what are your features|how can you help(?: me)?|help|help me|what do you know how to do)(?: parley)?(?: for me)?(?: exactly)?$`)
+	reHelpZH = regexp.MustCompile(`^(?:请问)?(?:你|您)?(?:能|会|可以)(?:做|干)?(?:什么|啥|些什么|哪些事)(?:呢|啊|呀|吗)?$|^(?:你|您)有(?:什么|哪些)功能(?:呢|啊|吗)?$|^帮助$`)
+)
+
 func (e *Engine) help(_ context.Context, in input, _ bool) (Reply, bool, error) {
-	ok := in.hasPhrase("what can you do", "what do you do", "what are you able to do", "what can i ask",
-		"what can i say", "what are your skills", "what skills", "how can you help", "what do you know", "help", "help me") &&
-		!in.has("with", "timer", "alarm") || in.norm == "help" ||
-		containsAny(in.raw, "你能做什么", "你会做什么", "你会什么", "你可以做什么", "你有什么功能", "你能干什么", "能干嘛", "你会干什么", "帮助")
+	ok := reHelpEN.MatchString(in.norm) || reHelpZH.MatchString(strings.Join(in.words, ""))
 	if !ok {
 		return Reply{}, false, nil
 	}
@@ -128,7 +142,8 @@ func (in input) mentionsTimer() bool {
 func (e *Engine) cancelTimer(ctx context.Context, in input, dry bool) (Reply, bool, error) {
 	en := in.has("cancel", "stop", "delete", "remove", "clear", "kill", "disable") || in.hasPhrase("turn off", "switch off", "get rid of")
 	zh := containsAny(in.raw, "取消", "关掉", "关闭", "删除", "删掉", "停止", "不要")
-	if !in.mentionsTimer() || !(en || zh) {
+	if !in.mentionsTimer() || !(en || zh) || in.has("how", "why", "can", "does", "do") || len(in.words) > 10 ||
+		containsAny(in.raw, "怎么", "如何", "为什么") {
 		return Reply{}, false, nil
 	}
 	if dry {
@@ -173,8 +188,12 @@ func (e *Engine) cancelTimer(ctx context.Context, in input, dry bool) (Reply, bo
 }
 
 func (e *Engine) listTimers(ctx context.Context, in input, dry bool) (Reply, bool, error) {
-	en := in.hasPhrase("how much time", "how long", "time left", "time remaining") && in.has("left", "remaining", "until", "till", "timer", "alarm") ||
-		in.mentionsTimer() && in.has("what", "which", "list", "any", "show", "status", "check", "do", "have")
+	en := (in.hasPhrase("how much time", "how long", "time left", "time remaining") && in.has("left", "remaining", "until", "till", "timer", "alarm")) ||
+		(in.mentionsTimer() && in.hasPhrase("what timers", "which timers", "list timers", "list my timers", "any timers", "my timers",
+			"my alarms", "what alarms", "which alarms", "show timers", "show my timers", "timer status", "do i have", "are there", "the timers", "the alarms", "list alarms"))
+	if in.hasPhrase("how do", "how to", "how can") || in.has("cancel", "delete", "set") {
+		en = false
+	}
 	zh := containsAny(in.raw, "还剩多少", "还有多久", "还剩多久", "剩多少时间", "有哪些", "有什么闹钟", "有几个") ||
 		(containsAny(in.raw, timerWordsZH...) && containsAny(in.raw, "多久", "剩", "哪些", "什么", "几个", "查看", "列出"))
 	if !(en || zh) || in.hasTimeOfDay() || in.hasDuration() {
@@ -283,7 +302,7 @@ func (e *Engine) setTimer(ctx context.Context, in input, dry bool) (Reply, bool,
 	}
 	d, ok := in.duration()
 	if !ok {
-		if in.has("timer") || containsAny(in.raw, "计时", "倒计时") {
+		if reBareTimer.MatchString(in.norm) || reBareTimerZH.MatchString(strings.Join(in.words, "")) {
 			if dry {
 				return Reply{}, true, nil
 			}
@@ -302,9 +321,13 @@ func (e *Engine) setTimer(ctx context.Context, in input, dry bool) (Reply, bool,
 }
 
 var (
-	reLabelTo  = regexp.MustCompile(`\bremind me (?:in|after) .*? to (.+)$|\bremind me to (.+?) in \d`)
-	reLabelFor = regexp.MustCompile(`\b(?:for|called|named) (?:the |my )?([a-z][a-z ]*)$`)
-	reLabelZH  = regexp.MustCompile(`提醒我(.+)$`)
+	reBareAlarm   = regexp.MustCompile(`^(?:please )?(?:(?:can|could) you )?(?:set|create|make)(?: me)?(?: an| a)?(?: new)? alarm(?: please)?$|^alarm$`)
+	reBareAlarmZH = regexp.MustCompile(`^(?:请|帮我)?(?:设置|设|定|订|设定)(?:一个)?闹钟(?:吧)?$`)
+	reBareTimer   = regexp.MustCompile(`^(?:please )?(?:(?:can|could) you )?(?:set|start|create|make)(?: me)?(?: a| an)?(?: new)? timer(?: please)?$|^timer$`)
+	reBareTimerZH = regexp.MustCompile(`^(?:请|帮我)?(?:设置|设|定|开始|开)?(?:一个)?(?:计时器|计时|倒计时|定时器)(?:吧)?$`)
+	reLabelTo     = regexp.MustCompile(`\bremind me (?:in|after) .*? to (.+)$|\bremind me to (.+?) in \d`)
+	reLabelFor    = regexp.MustCompile(`\b(?:for|called|named) (?:the |my )?([a-z][a-z ]*)$`)
+	reLabelZH     = regexp.MustCompile(`提醒我(.+)$`)
 )
 
 func labelOf(in input) string {
@@ -472,7 +495,8 @@ func (c clock) next(now time.Time) time.Time {
 func (e *Engine) setAlarm(ctx context.Context, in input, dry bool) (Reply, bool, error) {
 	en := reAlarmCue.MatchString(in.norm) || reRemindAtE.MatchString(in.norm) || in.hasPhrase("wake me up", "wake me") ||
 		(in.has("set") && in.fuzzy("alarm", "alarms") && in.hasTimeOfDay())
-	zh := containsAny(in.raw, "闹钟", "闹铃", "叫醒我", "叫我起床", "喊我起床") || (strings.Contains(in.raw, "提醒我") && strings.Contains(in.raw, "点"))
+	zh := (containsAny(in.raw, "闹钟", "闹铃", "叫醒我", "叫我起床", "喊我起床") || (strings.Contains(in.raw, "提醒我") && strings.Contains(in.raw, "点"))) &&
+		!containsAny(in.raw, "取消", "关掉", "删除", "怎么", "如何", "为什么")
 	if !(en || zh) {
 		return Reply{}, false, nil
 	}
@@ -481,10 +505,7 @@ func (e *Engine) setAlarm(ctx context.Context, in input, dry bool) (Reply, bool,
 		if in.hasDuration() {
 			return Reply{}, false, nil // "wake me in 20 minutes" is a timer
 		}
-		if in.has("alarm") || strings.Contains(in.raw, "闹钟") {
-			if in.has("cancel", "stop", "delete", "what", "when") {
-				return Reply{}, false, nil
-			}
+		if reBareAlarm.MatchString(in.norm) || reBareAlarmZH.MatchString(strings.Join(in.words, "")) {
 			if dry {
 				return Reply{}, true, nil
 			}
@@ -733,15 +754,42 @@ func (in input) city() (string, *time.Location) {
 	return "", nil
 }
 
+// The time and date questions are recognised as whole utterances (with a misheard key word
+// put right by canon), so "what is the time complexity of quicksort" goes to the model.
+var (
+	reTimeEN = regexp.MustCompile(`^(?:(?:hey |ok |okay )?parley )?(?:(?:can|could|would) you )?(?:please )?(?:tell me |do you know |have you got |you got |got |check |say )?(?:what is |what )?(?:the )?(?:current |exact )?time(?: is it| it is)?(?: now| right now)?(?: please)?(?: in [a-z]+(?: [a-z]+)?)?(?: please| now)?$`)
+	reTimeZH = regexp.MustCompile(`^(?:请问)?(?:现在|目前|而家)?(?:是)?(?:几点|几点钟|几點|鸡点|几店|挤点|机点|什么时间|什么时候|几多点)(?:了)?(?:呢|啊|呀|吗)?$`)
+	reDateEN = regexp.MustCompile(`^(?:(?:hey |ok |okay )?parley )?(?:(?:can|could|would) you )?(?:please )?(?:tell me |do you know )?(?:what is |what |which )?(?:the |todays |today s |today's )?(?:date|day|day of the week|weekday)(?: is it| is today| is it today| it is| today| is)?(?: today)?(?: please)?$|^what is today(?:'s date| s date)?$|^today'?s date$`)
+	reDateZH = regexp.MustCompile(`^(?:请问)?(?:今天|今日)?(?:是)?(?:几号|星期几|礼拜几|周几|几月几号|几月几日|什么日子|哪一天)(?:了)?(?:呢|啊|呀|吗)?$`)
+)
+
+// canon returns the normalised utterance with every word within one edit of target (except
+// the listed real words) replaced by target.
+func (in input) canon(target string, except ...string) string {
+	ws := make([]string, len(in.words))
+outer:
+	for i, w := range in.words {
+		ws[i] = w
+		for _, x := range except {
+			if w == x {
+				continue outer
+			}
+		}
+		if w != target && len(target) >= 4 && len(w) >= 3 && levenshtein(w, target) <= 1 {
+			ws[i] = target
+		}
+	}
+	return strings.Join(ws, " ")
+}
+
 var timeNotWords = []string{"timer", "timers", "times", "timed", "tie", "ties", "tile", "tide", "tome", "item", "tine"}
 
 func (e *Engine) time(_ context.Context, in input, _ bool) (Reply, bool, error) {
-	en := (in.fuzzy("time", timeNotWords...) &&
-		(in.has("what", "tell", "current", "now", "got", "know", "check", "whats") || in.norm == "time" || in.norm == "the time")) ||
-		in.hasPhrase("what hour is it", "what o'clock")
-	zh := containsAny(in.raw, "几点", "几點", "几店", "鸡点", "挤点", "机点", "什么时间", "现在时间", "现在的时间", "几多点", "什么时候了") ||
-		(strings.Contains(in.raw, "时间") && containsAny(in.raw, "现在", "几", "多少", "报"))
-	if !(en || zh) || in.has("date", "day") || in.hasDuration() {
+	en := reTimeEN.MatchString(in.canon("time", timeNotWords...)) || in.hasPhrase("what hour is it")
+	compact := strings.Join(in.words, "")
+	zh := reTimeZH.MatchString(compact) ||
+		containsAny(in.raw, "现在几点", "现在是几点", "几点了", "几点钟了", "现在时间", "现在的时间", "报时", "现在鸡点", "现在几店", "而家几点")
+	if !(en || zh) {
 		return Reply{}, false, nil
 	}
 	now := e.now().In(e.loc)
@@ -769,11 +817,11 @@ func titleCase(s string) string {
 var weekdayZH = []string{"日", "一", "二", "三", "四", "五", "六"}
 
 func (e *Engine) date(_ context.Context, in input, _ bool) (Reply, bool, error) {
-	en := (in.fuzzy("date", "data", "dated", "dates", "late", "gate", "rate", "mate") && in.has("what", "which", "today", "todays", "tell", "current", "is")) ||
-		(in.has("day", "weekday") && in.has("what", "which") && (in.has("today", "it") || in.hasPhrase("of the week"))) ||
-		in.hasPhrase("what is today", "what day is today", "todays date", "today's date")
-	zh := containsAny(in.raw, "几号", "几月几", "星期几", "礼拜几", "周几", "什么日子", "日期", "哪一天", "几号了")
-	if !(en || zh) || in.has("birthday", "until", "till") {
+	en := reDateEN.MatchString(in.canon("date", "data", "dated", "dates", "late", "gate", "rate", "mate"))
+	compact := strings.Join(in.words, "")
+	zh := reDateZH.MatchString(compact) ||
+		containsAny(in.raw, "今天几号", "今天是几号", "今天星期几", "今天是星期几", "今天礼拜几", "今天周几", "今天是什么日子", "今天的日期", "今天日期", "几月几号了")
+	if !(en || zh) {
 		return Reply{}, false, nil
 	}
 	now := e.now().In(e.loc)
@@ -1048,6 +1096,9 @@ func (e *Engine) speed(_ context.Context, in input, _ bool) (Reply, bool, error)
 	return Reply{}, false, nil
 }
 
+// reLangCmd: a command to change language, not a sentence that mentions speaking one.
+var reLangCmd = regexp.MustCompile(`^(?:ok |okay |hey )?(?:parley )?(?:please )?(?:(?:can|could|would) you )?(?:please )?(?:switch|change|speak|talk|use|reply|answer|respond)\b|\b(?:switch|change) (?:to|into)\b|\bfrom now on\b`)
+
 var languagesEN = map[string]string{
 	"english": "en", "chinese": "zh", "mandarin": "zh", "cantonese": "yue", "japanese": "ja", "korean": "ko",
 }
@@ -1077,7 +1128,7 @@ func (e *Engine) language(_ context.Context, in input, _ bool) (Reply, bool, err
 				}
 			}
 		}
-	} else if in.has("switch", "change", "speak", "talk", "use", "reply", "answer", "respond", "respond") && !in.has("how", "translate", "mean", "word") {
+	} else if reLangCmd.MatchString(in.norm) && !in.has("how", "translate", "mean", "word", "learn", "learning", "say") {
 		for _, w := range in.words {
 			if c, ok := languagesEN[w]; ok {
 				code = c
@@ -1105,7 +1156,8 @@ var (
 )
 
 func (e *Engine) voice(_ context.Context, in input, _ bool) (Reply, bool, error) {
-	en := in.has("voice", "voices") && in.has("change", "switch", "different", "another", "next", "use", "try", "new", "other", "pick")
+	en := in.has("voice", "voices") && in.has("change", "switch", "different", "another", "next", "use", "try", "new", "other", "pick") &&
+		len(in.words) <= 8 && !in.has("paragraph", "sentence", "passive", "active", "text", "essay", "grammar", "how", "why")
 	zh := containsAny(in.raw, "声音", "音色", "嗓音") && containsAny(in.raw, "换", "切换", "改", "用", "别的", "另一个", "下一个")
 	if !(en || zh) {
 		return Reply{}, false, nil

@@ -283,3 +283,39 @@ func TestNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestModelBoundQuestions: with a model configured and local-first answering on, these must
+// not be taken by a local intent (they mention time, dates, voices, timers… but ask for more).
+func TestModelBoundQuestions(t *testing.T) {
+	local := map[string]bool{"time": true, "date": true, "timer.set": true, "timer.cancel": true, "timer.list": true,
+		"alarm.set": true, "math": true, "convert": true, "speed": true, "language": true, "voice": true, "stop": true, "repeat": true, "help": true}
+	for _, q := range []string{
+		"what is the time complexity of quicksort",
+		"what time does the sun set today",
+		"what's the date of the French revolution",
+		"what day is Christmas this year",
+		"tell me about the history of time zones",
+		"how do I convert a string to an int in Go",
+		"how many miles to the moon",
+		"repeat the last thing you said",
+		"say something funny",
+		"can you say that again",
+		"what can you do about climate change",
+		"change the voice of this paragraph to passive",
+		"I want to learn to speak Chinese",
+		"how do you say thank you in Japanese",
+		"set up a timer in javascript",
+		"how do I cancel a timer on android",
+		"what is faster, light or sound",
+		"stop the car",
+		"你几点下班",
+		"明天几号发工资",
+		"怎么取消闹钟",
+		"用英语怎么说你好",
+		"你能做什么菜",
+	} {
+		if got := newEngine(t).Match(q); local[got] {
+			t.Errorf("Match(%q) = %q, want the model to answer", q, got)
+		}
+	}
+}
