@@ -48,7 +48,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fs.StringVar(&lang, "lang", lang, "language: auto | zh | en | yue | ja | ko")
 	fs.BoolVar(&itn, "itn", itn, "inverse text normalisation (digits, punctuation); --itn=false for raw words")
-	fs.StringVar(&model, "model", model, "model id (`parley models list`) or directory; empty = best installed")
+	fs.StringVar(&model, "model", model, "a model `DIR`, or a model id from parley models list; empty = best installed")
 	format := fs.String("format", "text", "output: "+strings.Join(transcribeFormats, " | "))
 	noUnk := fs.Bool("no-emo-unknown", false, "never report the EMO_UNKNOWN emotion; pick the likeliest real one")
 	int8 := fs.Bool("int8", false, "prefer the int8 model file when the model directory has both")
