@@ -53,13 +53,14 @@ class SenseVoiceDataset(Dataset):
 
     def __init__(self, records: Sequence[dict], vocab: Vocab, neg_mean: Sequence[float],
                  inv_stddev: Sequence[float], train: bool = False, seed: int = 0,
-                 auto_lang_prob: float = 0.2, cache: bool = False):
+                 auto_lang_prob: float = 0.2, cache: bool = False, specaug: bool = True):
         self.records = list(records)
         self.vocab = vocab
         self.neg_mean = torch.tensor(neg_mean, dtype=torch.float32)
         self.inv_std = torch.tensor(inv_stddev, dtype=torch.float32)
         self.train, self.seed, self.epoch = train, seed, 0
         self.auto_lang_prob = auto_lang_prob
+        self.specaug = specaug
         self.cache: Optional[Dict[str, torch.Tensor]] = {} if cache else None
 
     def set_epoch(self, epoch: int) -> None:
@@ -97,11 +98,11 @@ class SenseVoiceDataset(Dataset):
             x = x.clone()
             if rng.random() < self.auto_lang_prob:
                 lang_row = 0
-            for _ in range(2):  # frequency masks on the 80-bin pattern of every LFR slot
+            for _ in range(2 if self.specaug else 0):  # frequency masks on the 80-bin pattern of every LFR slot
                 w = int(rng.integers(0, 10))
                 f0 = int(rng.integers(0, 80 - w))
                 x.view(x.shape[0], 7, 80)[:, :, f0:f0 + w] = 0.0
-            for _ in range(2):
+            for _ in range(2 if self.specaug else 0):  # time masks
                 w = int(rng.integers(0, max(1, min(6, x.shape[0] // 5))))
                 t0 = int(rng.integers(0, max(1, x.shape[0] - w)))
                 x[t0:t0 + w] = 0.0

@@ -30,11 +30,12 @@ from .tokens import Vocab, load_vocab
 
 class SenseVoiceTask(Task):
     def __init__(self, train_manifest: str, val_manifest: Optional[str], vocab: Vocab, cmvn: dict,
-                 model_cfg: svm.SenseVoiceConfig, cfg: TrainConfig, cache: bool = True):
+                 model_cfg: svm.SenseVoiceConfig, cfg: TrainConfig, cache: bool = True, specaug: bool = True):
         self.index = ManifestIndex(train_manifest)
         self.val = read_manifest(val_manifest, check_audio=True) if val_manifest else []
         self.vocab, self.cmvn, self.model_cfg, self.cfg = vocab, cmvn, model_cfg, cfg
         self.cache = cache
+        self.specaug = specaug
         self._parts: Dict[int, SenseVoiceDataset] = {}
 
     def num_parts(self) -> int:
@@ -45,7 +46,7 @@ class SenseVoiceTask(Task):
         if ds is None:
             recs = self.index.part(part, self.num_parts())
             ds = SenseVoiceDataset(recs, self.vocab, self.cmvn["neg_mean"], self.cmvn["inv_stddev"],
-                                   train=True, seed=self.cfg.seed, cache=self.cache)
+                                   train=True, seed=self.cfg.seed, cache=self.cache, specaug=self.specaug)
             if self.num_parts() == 1:  # one part: keep it (and its feature cache) across epochs
                 self._parts[part] = ds
         ds.set_epoch(epoch)
@@ -129,6 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--model-config", help="JSON object overriding SenseVoiceConfig fields")
     ap.add_argument("--init", help="initial weights (FunASR model.pt or our checkpoint)")
     ap.add_argument("--no-cache", action="store_true", help="do not cache features in memory")
+    ap.add_argument("--no-specaug", action="store_true", help="no time/frequency masking")
     ap.add_argument("--out", dest="out_dir", default="train/out/sensevoice")
     ap.add_argument("--epochs", dest="max_epochs", type=int, default=10)
     ap.add_argument("--warmup", dest="warmup_steps", type=int, default=0)
@@ -147,7 +149,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         model = svm.build(mcfg)
         if a.init:
             svm.load_checkpoint_weights(model, a.init)
-        task = SenseVoiceTask(a.train, a.val, vocab, cmvn, mcfg, cfg, cache=not a.no_cache)
+        task = SenseVoiceTask(a.train, a.val, vocab, cmvn, mcfg, cfg, cache=not a.no_cache, specaug=not a.no_specaug)
         Trainer(cfg, model, task, info).fit()
     finally:
         pdist.destroy()
