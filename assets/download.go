@@ -373,6 +373,14 @@ func deadHost(ctx context.Context, rawURL string) error {
 }
 
 func markDead(ctx context.Context, rawURL string, err error) {
+	// Keep the network-level cause ("lookup host: no such host"), not the first URL's wrapper.
+	var dns *net.DNSError
+	var op *net.OpError
+	if errors.As(err, &dns) {
+		err = dns
+	} else if errors.As(err, &op) {
+		err = op
+	}
 	if d, _ := ctx.Value(deadHostsKey{}).(*deadHosts); d != nil {
 		d.mu.Lock()
 		d.hosts[hostOf(rawURL)] = err
@@ -423,7 +431,7 @@ func (m *Manager) backoff(ctx context.Context, attempt int, cause error) error {
 // all is not retried, and the rest of the pull skips it.
 func (m *Manager) probeRetry(ctx context.Context, url string) (probeInfo, error) {
 	if err := deadHost(ctx, url); err != nil {
-		return probeInfo{}, fmt.Errorf("skipped (host unreachable earlier in this pull): %w", err)
+		return probeInfo{}, fmt.Errorf("%s: skipped, its host was unreachable earlier in this pull: %w", url, err)
 	}
 	for attempt := 1; ; attempt++ {
 		info, err := m.probe(ctx, url)

@@ -440,7 +440,7 @@ func (m *Manager) pullArchive(ctx context.Context, model *Model) error {
 					if fatal(ctx, err) {
 						return err
 					}
-					errs = append(errs, err)
+					errs = append(errs, fmt.Errorf("archive: %w", err))
 					continue
 				}
 			}

@@ -264,7 +264,11 @@ func (m *Manager) pull(ctx context.Context, model *Model) error {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("pulling %s: %w", model.ID, errors.Join(errs...))
+		err := errors.Join(errs...)
+		if unreachable(err) {
+			return fmt.Errorf("pulling %s: %w\n(no network? fetch the files on another machine and run `parley models import DIR` here)", model.ID, err)
+		}
+		return fmt.Errorf("pulling %s: %w", model.ID, err)
 	}
 	m.emit(Event{Model: model.ID, Phase: "done"})
 	return nil
