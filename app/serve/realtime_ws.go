@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/coder/websocket"
 
@@ -26,9 +27,18 @@ const MaxRealtimeSessions = 32
 const maxRealtimeMessage = 17 << 20
 
 // session is a realtime session's handle for shutdown.
-type session struct{ cancel context.CancelFunc }
+type session struct {
+	closing atomic.Bool
+	ws      *websocket.Conn
+}
 
-func (ss *session) shutdown() { ss.cancel() }
+// shutdown closes the WebSocket with "going away"; the session's read fails and it ends.
+// (Cancelling a read's context would drop the connection without a close frame.)
+func (ss *session) shutdown() {
+	if ss.closing.CompareAndSwap(false, true) {
+		go ss.ws.Close(websocket.StatusGoingAway, "server shutting down")
+	}
+}
 
 // wsConn adapts a WebSocket to realtime.Conn.
 type wsConn struct{ c *websocket.Conn }
@@ -63,31 +73,20 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		fail(invalid("", "/v1/realtime is a WebSocket endpoint: connect with Upgrade: websocket"))
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ss := &session{cancel: cancel}
 	s.mu.Lock()
-	if s.closing {
+	switch {
+	case s.closing:
 		s.mu.Unlock()
-		cancel()
 		fail(unavailable("the server is shutting down"))
 		return
-	}
-	if len(s.sessions) >= MaxRealtimeSessions {
+	case len(s.sessions) >= MaxRealtimeSessions:
 		s.mu.Unlock()
-		cancel()
 		fail(busy("realtime", 5e9))
 		return
 	}
-	s.sessions[ss] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.sessions, ss)
-		s.mu.Unlock()
-		cancel()
-		s.wg.Done()
-	}()
+	defer s.wg.Done()
 	var protos []string
 	for _, p := range strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ",") {
 		if p = strings.TrimSpace(p); p == "realtime" {
@@ -100,6 +99,20 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.Observe(route, http.StatusSwitchingProtocols, 0)
+	ss := &session{ws: c}
+	s.mu.Lock()
+	s.sessions[ss] = struct{}{}
+	if s.closing {
+		ss.shutdown()
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sessions, ss)
+		s.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	c.SetReadLimit(maxRealtimeMessage)
 	stop := context.AfterFunc(r.Context(), cancel)
 	defer stop()
@@ -121,11 +134,12 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 	s.metrics.Counter("parley_realtime_sessions_total").Add(1)
 	err = realtime.Run(ctx, wsConn{c}, cfg)
 	switch {
+	case ss.closing.Load():
 	case errors.Is(err, realtime.ErrTooManyBadEvents):
+		ss.closing.Store(true)
 		c.Close(websocket.StatusPolicyViolation, "too many malformed events")
-	case ctx.Err() != nil && r.Context().Err() == nil:
-		c.Close(websocket.StatusGoingAway, "server shutting down")
 	default:
+		ss.closing.Store(true)
 		c.Close(websocket.StatusNormalClosure, "")
 	}
 }

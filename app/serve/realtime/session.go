@@ -218,7 +218,9 @@ func (s *session) sessionObject() map[string]any {
 		td = s.td
 	}
 	format := map[string]any{"type": "audio/pcm", "rate": Rate}
+	s.hmu.Lock()
 	voice := s.voice
+	s.hmu.Unlock()
 	if voice == "" {
 		voice = "alloy"
 	}
@@ -289,7 +291,7 @@ func (s *session) update(e *ClientEvent) {
 				return
 			}
 			if c.Audio.Output.Voice != nil {
-				s.voice = *c.Audio.Output.Voice
+				s.setVoice(*c.Audio.Output.Voice)
 			}
 		}
 	}
@@ -298,12 +300,18 @@ func (s *session) update(e *ClientEvent) {
 		s.inSpeech = false
 	}
 	if c.Voice != nil {
-		s.voice = *c.Voice
+		s.setVoice(*c.Voice)
 	}
 	if c.Instructions != nil {
 		s.instructions = *c.Instructions
 	}
 	s.send(map[string]any{"type": "session.updated", "session": s.sessionObject()})
+}
+
+func (s *session) setVoice(v string) {
+	s.hmu.Lock()
+	s.voice = v
+	s.hmu.Unlock()
 }
 
 func (s *session) ms(sample int64) int64 { return sample * 1000 / asrRate }
@@ -526,6 +534,7 @@ func (s *session) respond(parent context.Context, heard app.Transcript) {
 	user := s.pending
 	s.pending = ""
 	hist := append([]app.Message(nil), s.history...)
+	voice := s.voice
 	s.hmu.Unlock()
 	ctx, cancel := context.WithCancel(parent)
 	s.jobMu.Lock()
@@ -562,7 +571,7 @@ func (s *session) respond(parent context.Context, heard app.Transcript) {
 			return nil
 		}
 		s.send(map[string]any{"type": "response.output_audio_transcript.delta", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0, "delta": sentence})
-		err := s.cfg.Voice.Synthesize(ctx, sentence, s.voice, func(pcm []float32, rate int) error {
+		err := s.cfg.Voice.Synthesize(ctx, sentence, voice, func(pcm []float32, rate int) error {
 			if rate != outRate {
 				outRate = rate
 				out = nil

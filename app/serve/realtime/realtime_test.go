@@ -1,0 +1,362 @@
+package realtime
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/app"
+)
+
+// pipeConn is a Conn over channels: the test writes client events to in and reads server
+// events from out.
+type pipeConn struct {
+	in  chan []byte
+	out chan []byte
+}
+
+func newPipe() *pipeConn { return &pipeConn{in: make(chan []byte, 64), out: make(chan []byte, 4096)} }
+
+func (p *pipeConn) Read(ctx context.Context) ([]byte, error) {
+	select {
+	case b, ok := <-p.in:
+		if !ok {
+			return nil, errors.New("closed")
+		}
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *pipeConn) Write(ctx context.Context, b []byte) error {
+	select {
+	case p.out <- append([]byte(nil), b...):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type fakeASR struct{ text string }
+
+func (f fakeASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
+	return app.Transcript{Text: f.text, Lang: "en", Emotion: "NEUTRAL"}, nil
+}
+
+type fakeBrain struct{ answer string }
+
+func (f fakeBrain) Answer(ctx context.Context, in app.Transcript, h []app.Message, fn func(string) error) error {
+	for _, w := range strings.SplitAfter(f.answer, " ") {
+		if err := fn(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fakeVoice speaks 0.2 s per sentence at 22050 Hz; slow makes it speak in small pieces
+// until cancelled.
+type fakeVoice struct {
+	slow bool
+	mu   sync.Mutex
+	said []string
+}
+
+func (f *fakeVoice) Synthesize(ctx context.Context, text, voice string, fn func([]float32, int) error) error {
+	f.mu.Lock()
+	f.said = append(f.said, text)
+	f.mu.Unlock()
+	if f.slow {
+		for {
+			if err := fn(make([]float32, 2205), 22050); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return fn(make([]float32, 4410), 22050)
+}
+
+type ev map[string]any
+
+func (e ev) typ() string { s, _ := e["type"].(string); return s }
+
+func start(t *testing.T, cfg Config) (*pipeConn, chan error) {
+	t.Helper()
+	p := newPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, p, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("session did not end")
+		}
+	})
+	if e := next(t, p); e.typ() != "session.created" {
+		t.Fatalf("first event %v", e)
+	}
+	return p, done
+}
+
+func next(t *testing.T, p *pipeConn) ev {
+	t.Helper()
+	select {
+	case b := <-p.out:
+		var e ev
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatalf("server sent non-JSON %q", b)
+		}
+		if e["event_id"] == nil {
+			t.Errorf("event without event_id: %s", b)
+		}
+		return e
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event from the server")
+	}
+	return nil
+}
+
+// until reads events until one of type typ, returning all of them.
+func until(t *testing.T, p *pipeConn, typ string) []ev {
+	t.Helper()
+	var out []ev
+	for {
+		e := next(t, p)
+		out = append(out, e)
+		if e.typ() == typ {
+			return out
+		}
+	}
+}
+
+func send(p *pipeConn, v any) {
+	b, _ := json.Marshal(v)
+	p.in <- b
+}
+
+// tone is PCM16 at 24 kHz: silence, then a loud tone, then silence.
+func tone(silence1, loud, silence2 time.Duration) []byte {
+	n := func(d time.Duration) int { return int(d.Seconds() * Rate) }
+	var b []byte
+	for i := 0; i < n(silence1); i++ {
+		b = binary.LittleEndian.AppendUint16(b, 0)
+	}
+	for i := 0; i < n(loud); i++ {
+		b = binary.LittleEndian.AppendUint16(b, uint16(int16(10000*math.Sin(2*math.Pi*300*float64(i)/Rate))))
+	}
+	for i := 0; i < n(silence2); i++ {
+		b = binary.LittleEndian.AppendUint16(b, 0)
+	}
+	return b
+}
+
+func appendAudio(p *pipeConn, pcm []byte) {
+	for len(pcm) > 0 {
+		n := min(len(pcm), 4800) // 100 ms
+		send(p, map[string]any{"type": "input_audio_buffer.append", "audio": base64.StdEncoding.EncodeToString(pcm[:n])})
+		pcm = pcm[n:]
+	}
+}
+
+func types(evs []ev) []string {
+	var out []string
+	for _, e := range evs {
+		if t := e.typ(); t != "response.output_audio.delta" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func TestServerVADTurn(t *testing.T) {
+	voice := &fakeVoice{}
+	p, _ := start(t, Config{Transcriber: fakeASR{"what time is it"}, Brain: fakeBrain{"It is noon. Have a nice day."}, Voice: voice})
+	appendAudio(p, tone(300*time.Millisecond, time.Second, time.Second))
+	evs := until(t, p, "response.done")
+	got := strings.Join(types(evs), " ")
+	for _, want := range []string{
+		"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed",
+		"conversation.item.input_audio_transcription.completed", "response.created",
+		"response.output_audio_transcript.delta", "response.output_audio_transcript.done", "response.output_audio.done", "response.done",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %s in %s", want, got)
+		}
+	}
+	var audioBytes int
+	var transcript strings.Builder
+	for _, e := range evs {
+		switch e.typ() {
+		case "response.output_audio.delta":
+			b, err := base64.StdEncoding.DecodeString(e["delta"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			audioBytes += len(b)
+		case "response.output_audio_transcript.delta":
+			transcript.WriteString(e["delta"].(string))
+		case "conversation.item.input_audio_transcription.completed":
+			if e["transcript"] != "what time is it" {
+				t.Errorf("transcription %v", e)
+			}
+		case "input_audio_buffer.speech_started":
+			if ms := e["audio_start_ms"].(float64); ms < 0 || ms > 400 {
+				t.Errorf("speech started at %v ms", ms)
+			}
+		case "response.done":
+			r := e["response"].(map[string]any)
+			if r["status"] != "completed" {
+				t.Errorf("response %v", r)
+			}
+		}
+	}
+	// two sentences of 0.2 s, resampled from 22.05 kHz to 24 kHz PCM16
+	if want := 2 * 2 * Rate / 5; audioBytes < want-200 || audioBytes > want+200 {
+		t.Errorf("audio %d bytes, want about %d", audioBytes, want)
+	}
+	if !strings.Contains(transcript.String(), "noon") || !strings.Contains(transcript.String(), "nice day") {
+		t.Errorf("transcript %q", transcript.String())
+	}
+}
+
+func TestBargeInCancelsTheAnswer(t *testing.T) {
+	voice := &fakeVoice{slow: true}
+	p, _ := start(t, Config{Transcriber: fakeASR{"tell me a story"}, Brain: fakeBrain{"Once upon a time there was a very long story."}, Voice: voice})
+	appendAudio(p, tone(200*time.Millisecond, 800*time.Millisecond, 800*time.Millisecond))
+	until(t, p, "response.output_audio.delta")
+	// the user speaks over the answer
+	appendAudio(p, tone(0, 800*time.Millisecond, 0))
+	evs := until(t, p, "response.done")
+	sawStart := false
+	for _, e := range evs {
+		sawStart = sawStart || e.typ() == "input_audio_buffer.speech_started"
+	}
+	done := evs[len(evs)-1]["response"].(map[string]any)
+	details, _ := done["status_details"].(map[string]any)
+	if !sawStart || done["status"] != "cancelled" || details["reason"] != "turn_detected" {
+		t.Errorf("speech_started %v, response.done %v", sawStart, done)
+	}
+}
+
+func TestManualTurnsAndErrors(t *testing.T) {
+	p, done := start(t, Config{Transcriber: fakeASR{"hello"}, Brain: fakeBrain{"Hi there."}, Voice: &fakeVoice{}, MaxBadEvents: 5, MaxBufferSeconds: 2})
+	send(p, map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime", "instructions": "be brief",
+		"audio": map[string]any{"input": map[string]any{"turn_detection": nil, "format": map[string]any{"type": "audio/pcm", "rate": 24000}}, "output": map[string]any{"voice": "nova"}}}})
+	e := next(t, p)
+	s := e["session"].(map[string]any)
+	if e.typ() != "session.updated" || s["turn_detection"] != nil || s["voice"] != "nova" || s["instructions"] != "be brief" {
+		t.Fatalf("session.updated %v", e)
+	}
+	// commit with nothing → error
+	send(p, map[string]any{"type": "input_audio_buffer.commit", "event_id": "c1"})
+	e = next(t, p)
+	if errObj, _ := e["error"].(map[string]any); e.typ() != "error" || errObj["code"] != "input_audio_buffer_commit_empty" || errObj["event_id"] != "c1" {
+		t.Errorf("empty commit: %v", e)
+	}
+	appendAudio(p, tone(0, 500*time.Millisecond, 0))
+	send(p, map[string]any{"type": "input_audio_buffer.commit"})
+	evs := until(t, p, "conversation.item.input_audio_transcription.completed")
+	if types(evs)[0] != "input_audio_buffer.committed" {
+		t.Errorf("commit events %v", types(evs))
+	}
+	send(p, map[string]any{"type": "response.create"})
+	evs = until(t, p, "response.done")
+	if evs[0].typ() != "response.created" {
+		t.Errorf("response events %v", types(evs))
+	}
+	// too much uncommitted audio
+	appendAudio(p, tone(0, 2500*time.Millisecond, 0))
+	e = next(t, p)
+	if errObj, _ := e["error"].(map[string]any); e.typ() != "error" || errObj["code"] != "input_audio_buffer_full" {
+		t.Errorf("full buffer: %v", e)
+	}
+	send(p, map[string]any{"type": "input_audio_buffer.clear"})
+	for _, e := range until(t, p, "input_audio_buffer.cleared") {
+		if e.typ() != "error" && e.typ() != "input_audio_buffer.cleared" {
+			t.Errorf("before cleared: %v", e)
+		}
+	}
+	// bad events: each answered in the protocol's shape; a flood of them ends the session
+	for _, raw := range []string{`{`, `{"type":"nope"}`, `{"type":"input_audio_buffer.append","audio":"!!"}`, `{"type":"input_audio_buffer.append","audio":"AAAA"}`, `{}`} {
+		p.in <- []byte(raw)
+		e := next(t, p)
+		if e.typ() != "error" {
+			t.Errorf("%s: got %v", raw, e)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		p.in <- []byte(`not json`)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrTooManyBadEvents) {
+			t.Errorf("flood ended with %v", err)
+		}
+		done <- err
+	case <-time.After(5 * time.Second):
+		t.Error("a flood of malformed events did not end the session")
+	}
+}
+
+func TestTextItemAndCancel(t *testing.T) {
+	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{"Sure. Here we go. And on and on."}, Voice: &fakeVoice{slow: true}})
+	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "talk"}}}})
+	until(t, p, "conversation.item.done")
+	send(p, map[string]any{"type": "response.create"})
+	until(t, p, "response.output_audio.delta")
+	send(p, map[string]any{"type": "response.cancel"})
+	evs := until(t, p, "response.done")
+	r := evs[len(evs)-1]["response"].(map[string]any)
+	if r["status"] != "cancelled" || r["status_details"].(map[string]any)["reason"] != "client_cancelled" {
+		t.Errorf("cancel: %v", r)
+	}
+	// nothing pending: response.create fails cleanly
+	send(p, map[string]any{"type": "response.create"})
+	evs = until(t, p, "response.done")
+	if r := evs[len(evs)-1]["response"].(map[string]any); r["status"] != "failed" {
+		t.Errorf("empty response: %v", r)
+	}
+}
+
+func FuzzDecodeClientEvent(f *testing.F) {
+	f.Add([]byte(`{"type":"input_audio_buffer.append","audio":"AAAA"}`))
+	f.Add([]byte(`{"type":"session.update","session":{"turn_detection":null,"audio":{"input":{"format":{"type":"audio/pcm","rate":24000}}}}}`))
+	f.Add([]byte(`{"type":"session.update","session":{"turn_detection":{"type":"server_vad","silence_duration_ms":500}}}`))
+	f.Add([]byte(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}`))
+	f.Add([]byte(`{"type":"response.create","response":{}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeClientEvent(b)
+		if err != nil {
+			if !errors.Is(err, ErrEvent) {
+				t.Fatalf("error %v does not wrap ErrEvent", err)
+			}
+			return
+		}
+		if e.Type == "" {
+			t.Fatal("decoded an event without a type")
+		}
+		if e.Type == InputAudioAppend && len(e.PCM)%2 != 0 {
+			t.Fatal("odd PCM length accepted")
+		}
+		if e.Session != nil {
+			e.Session.turnDetection()
+			checkFormat(e.Session.InputFormat, "x")
+		}
+	})
+}
