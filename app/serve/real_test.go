@@ -1,0 +1,269 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/serve/wyoming"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/engines"
+)
+
+// realASR opens the embedded demo SenseVoice model when it is there (real transcripts),
+// else the tiny random test model (mechanics only). demo says which.
+func realASR(t testing.TB) (r *asr.Recognizer, id string, demo bool) {
+	t.Helper()
+	gputest.RequireORT(t)
+	dir, err := assets.Path(context.Background(), "sensevoice-demo")
+	id, demo = "sensevoice-demo", true
+	if err != nil {
+		_, file, _, _ := runtime.Caller(0)
+		dir = filepath.Join(filepath.Dir(file), "..", "..", "testdata", "sensevoice", "tiny")
+		id, demo = "sensevoice-tiny", false
+	}
+	r, err = asr.New(dir, asr.Config{Options: asr.Options{Language: "auto", ITN: true}, Threads: 1, Workers: 2})
+	if err != nil {
+		t.Fatalf("asr model %s: %v", dir, err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, id, demo
+}
+
+func realTTS(t testing.TB) tts.Engine {
+	t.Helper()
+	e, err := engines.Open(engines.Options{Engine: "espeak"})
+	if err != nil {
+		t.Skipf("espeak-ng unavailable: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func TestRealEnginesHTTP(t *testing.T) {
+	rec, id, demo := realASR(t)
+	eng := realTTS(t)
+	_, base := testServer(t, Engines{ASR: rec, ASRModel: id, TTS: eng, TTSEngine: "espeak"}, nil)
+
+	// speak with espeak-ng, in every format
+	var wav []byte
+	for _, format := range SpeechFormats {
+		resp, b := post(t, base+"/v1/audio/speech", "application/json",
+			[]byte(fmt.Sprintf(`{"model":"tts-1","input":"Hello world. What time is it?","voice":"nova","response_format":%q,"speed":1.1}`, format)))
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", format, resp.StatusCode, b)
+		}
+		switch format {
+		case "wav":
+			wav = b
+			buf, err := audio.ReadWAV(bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("wav: %v", err)
+			}
+			if buf.SampleRate != SpeechRate || buf.Duration() < 500*time.Millisecond || audio.RMS(buf.Data) < 0.01 {
+				t.Errorf("wav: %d Hz, %v, rms %.3f", buf.SampleRate, buf.Duration(), audio.RMS(buf.Data))
+			}
+		case "flac":
+			if _, err := exec.LookPath("ffmpeg"); err == nil {
+				dec := ffmpegDecodeS16(t, b)
+				if len(dec) < SpeechRate { // half a second of 16-bit samples
+					t.Errorf("flac decodes to %d bytes", len(dec))
+				}
+			}
+		}
+	}
+	// a Parley engine preset as the voice, and an unknown one
+	resp, b := post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"espeak","input":"Hi.","voice":"en-gb","response_format":"pcm"}`))
+	if resp.StatusCode != 200 {
+		t.Errorf("en-gb voice: %d %s", resp.StatusCode, b)
+	}
+	resp, b = post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"espeak","input":"Hi.","voice":"klingon-x","response_format":"pcm"}`))
+	if resp.StatusCode != 400 {
+		t.Errorf("unknown voice: %d %s", resp.StatusCode, b)
+	}
+
+	// transcribe what espeak said
+	ct, body := multipartBody(t, wav, [2]string{"model", "whisper-1"}, [2]string{"response_format", "verbose_json"}, [2]string{"timestamp_granularities[]", "word"}, [2]string{"timestamp_granularities[]", "segment"})
+	resp, b = post(t, base+"/v1/audio/transcriptions", ct, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("transcription: %d %s", resp.StatusCode, b)
+	}
+	var v asr.Verbose
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Task != "transcribe" || v.Duration < 0.5 || len(v.Segments) == 0 {
+		t.Errorf("verbose %s", b)
+	}
+	if demo {
+		if !strings.Contains(strings.ToLower(v.Text), "hello") {
+			t.Errorf("demo model heard %q in espeak's \"Hello world\"", v.Text)
+		}
+	} else {
+		t.Logf("tiny random model (mechanics only) heard %q", v.Text)
+	}
+}
+
+func TestRealWyoming(t *testing.T) {
+	rec, id, _ := realASR(t)
+	eng := realTTS(t)
+	_, _, asrAddr, ttsAddr, _ := serveAll(t, Engines{ASR: rec, ASRModel: id, TTS: eng, TTSEngine: "espeak"}, nil)
+	ctx := context.Background()
+	tc, err := wyoming.Dial(ctx, ttsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	tc.Write(wyoming.NewEvent(wyoming.TypeSynthesize, map[string]any{"text": "Turn on the kitchen light.", "voice": map[string]string{"name": "en-us", "speaker": "echo"}}))
+	var pcm []byte
+	var f wyoming.AudioFormat
+	for {
+		e, err := tc.Read(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == wyoming.TypeAudioStart {
+			e.Decode(&f)
+		}
+		if e.Type == wyoming.TypeError {
+			t.Fatalf("error %v", e.Data)
+		}
+		if e.Type == wyoming.TypeAudioStop {
+			break
+		}
+		pcm = append(pcm, e.Payload...)
+	}
+	if f.Rate == 0 || len(pcm) < f.Rate { // at least half a second
+		t.Fatalf("audio %+v, %d bytes", f, len(pcm))
+	}
+	// send it back for recognition, in 100 ms chunks at its own rate
+	ac, err := wyoming.Dial(ctx, asrAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	ac.Write(wyoming.NewEvent(wyoming.TypeTranscribe, map[string]string{"language": "en"}))
+	ac.Write(wyoming.NewEvent(wyoming.TypeAudioStart, f))
+	step := f.Rate / 10 * 2
+	for i := 0; i < len(pcm); i += step {
+		e := wyoming.NewEvent(wyoming.TypeAudioChunk, f)
+		e.Payload = pcm[i:min(len(pcm), i+step)]
+		ac.Write(e)
+	}
+	ac.Write(wyoming.NewEvent(wyoming.TypeAudioStop, nil))
+	for {
+		e, err := ac.Read(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Type == wyoming.TypeError {
+			t.Fatalf("error %v", e.Data)
+		}
+		if e.Type == wyoming.TypeTranscript {
+			var tr wyoming.Transcript
+			e.Decode(&tr)
+			t.Logf("%s heard %q", id, tr.Text)
+			break
+		}
+	}
+}
+
+// TestRealRealtime runs a realtime session on the real engines: espeak-ng speech in,
+// Silero VAD (when installed) finds the utterance, SenseVoice transcribes it, the offline
+// skills answer and espeak-ng speaks the answer back.
+func TestRealRealtime(t *testing.T) {
+	rec, id, _ := realASR(t)
+	eng := realTTS(t)
+	e := Engines{ASR: rec, ASRModel: id, TTS: eng, TTSEngine: "espeak"}
+	if p := vad.DefaultModel(); fileExists(p) {
+		e.NewVAD = func() (app.VAD, error) {
+			d, err := vad.New(vad.Config{Model: p})
+			if err != nil {
+				return nil, err
+			}
+			return &sileroVAD{d: d}, nil
+		}
+	} else {
+		t.Log("Silero VAD not installed: the energy detector finds the speech")
+	}
+	_, base, _, _, _ := serveAll(t, e, nil)
+
+	// speech to send: espeak-ng at 24 kHz, with silence after it
+	st, err := eng.Synthesize(context.Background(), tts.Request{Text: "What is two plus three?", SampleRate: 24000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf, err := tts.ReadAll(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	speech := append(append(make([]float32, 24000/2), buf.Data...), make([]float32, 24000*3/2)...)
+	pcm := audio.EncodePCM(nil, speech, audio.S16)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, strings.Replace(base, "http", "ws", 1)+"/v1/realtime", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 24)
+	for i := 0; i < len(pcm); i += 9600 {
+		msg, _ := json.Marshal(map[string]string{"type": "input_audio_buffer.append", "audio": base64.StdEncoding.EncodeToString(pcm[i:min(len(pcm), i+9600)])})
+		if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	audioBytes := 0
+	var heard string
+	for !seen["response.done"] {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("read: %v (seen %v)", err, seen)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		typ, _ := m["type"].(string)
+		seen[typ] = true
+		switch typ {
+		case "response.output_audio.delta":
+			d, _ := base64.StdEncoding.DecodeString(m["delta"].(string))
+			audioBytes += len(d)
+		case "conversation.item.input_audio_transcription.completed":
+			heard, _ = m["transcript"].(string)
+			if strings.TrimSpace(heard) == "" {
+				// the tiny random model may hear nothing: no turn follows
+				t.Logf("%s heard nothing; stopping here", id)
+				return
+			}
+		case "error":
+			t.Logf("error event: %s", b)
+		}
+	}
+	for _, want := range []string{"session.created", "input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed", "conversation.item.input_audio_transcription.completed", "response.created"} {
+		if !seen[want] {
+			t.Errorf("no %s (seen %v)", want, seen)
+		}
+	}
+	if audioBytes == 0 {
+		t.Error("no answer audio")
+	}
+	t.Logf("%s heard %q; answer %.1f s of audio", id, heard, float64(audioBytes)/2/24000)
+}
