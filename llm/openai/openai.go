@@ -288,6 +288,17 @@ func (s *sse) line(line []byte) error {
 	case "data":
 	case "event", "id", "retry":
 		return nil
+	case "error":
+		// llama.cpp's server before late 2025 reported mid-stream failures as a non-standard
+		// "error:" field: error: {"code":400,"message":"…","type":"invalid_request_error"}
+		if err := s.flush(); err != nil {
+			return err
+		}
+		e := httpx.ParseError(append(append([]byte(`{"error":`), value...), '}'))
+		if e == nil {
+			e = &llm.APIError{Message: string(bytes.TrimSpace(value)), Kind: llm.ErrServer}
+		}
+		return e
 	default:
 		// Some servers send bare JSON lines; accept those, reject anything else.
 		if len(line) > 0 && line[0] == '{' {
@@ -318,6 +329,9 @@ func (s *sse) flush() error {
 	}
 	value := s.pending
 	s.pendingBuf, s.pending = s.pending, nil
+	if len(bytes.TrimSpace(value)) == 0 {
+		return nil // an empty data: frame
+	}
 	if isDone(value) {
 		return errDone
 	}

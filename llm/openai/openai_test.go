@@ -154,6 +154,7 @@ func TestErrors(t *testing.T) {
 		{"mid-stream error frame", replay(t, "error_midstream.sse"), llm.ErrServer, "out of memory", "Par"},
 		{"invalid JSON frame", replay(t, "invalid_frame.sse"), llm.ErrBadStream, "invalid JSON", "Hi"},
 		{"cut mid-way", replay(t, "cut.sse"), llm.ErrTruncated, "", "One. Two"},
+		{"llama.cpp legacy error field", replay(t, "llamacpp_legacy_error.sse"), llm.ErrServer, "exceeds the available context size", ""},
 		{"wrong model", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(404)
@@ -456,6 +457,7 @@ func TestSSEFraming(t *testing.T) {
 			"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\ndata: [DONE]\n"},
 		{"CRLF and event names", "event: message\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi.\"}}]}\r\n\r\n" +
 			"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\r\n\r\n"},
+		{"empty data frames", "data:\n\ndata: \n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi.\"},\"finish_reason\":\"stop\"}]}\n\ndata:\n\ndata: [DONE]"},
 		{"last event without blank line", "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi.\"},\"finish_reason\":\"stop\"}]}"},
 	}
 	for _, tt := range tests {
