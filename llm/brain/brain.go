@@ -477,6 +477,16 @@ func Explain(err error, zh bool) string {
 		}
 		return en
 	}
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		m := strings.ToLower(ae.Message)
+		switch {
+		case ae.Status == 503 && strings.Contains(m, "loading"):
+			return pick("Sorry, the language model is still loading. Try again in a moment.", "抱歉，语言模型还在加载，请稍后再试。")
+		case strings.Contains(m, "context size") || strings.Contains(m, "context length") || strings.Contains(m, "too many tokens"):
+			return pick("Sorry, our conversation got too long for the language model. Say reset to start over.", "抱歉，对话太长了，语言模型处理不了。请重新开始对话。")
+		}
+	}
 	switch {
 	case errors.Is(err, llm.ErrUnreachable):
 		return pick("Sorry, I can't reach the language model right now.", "抱歉，我现在连不上语言模型。")

@@ -500,3 +500,24 @@ func TestErrSpoken(t *testing.T) {
 		t.Errorf("err %v", err)
 	}
 }
+
+func TestExplain(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&llm.APIError{Status: 503, Message: "Loading model", Kind: llm.ErrServer}, "still loading"},
+		{&llm.APIError{Message: "the request exceeds the available context size", Kind: llm.ErrServer}, "too long"},
+		{fmt.Errorf("x: %w", llm.ErrStalled), "lost the connection"},
+		{&llm.APIError{Status: 401, Kind: llm.ErrAuth}, "credentials"},
+		{errors.New("weird"), "ran into a problem"},
+	}
+	for _, tt := range tests {
+		if got := Explain(tt.err, false); !strings.Contains(got, tt.want) {
+			t.Errorf("Explain(%v) = %q", tt.err, got)
+		}
+	}
+	if got := Explain(llm.ErrUnreachable, true); got != "抱歉，我现在连不上语言模型。" {
+		t.Errorf("zh: %q", got)
+	}
+}
