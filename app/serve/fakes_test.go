@@ -25,6 +25,7 @@ import (
 // fakeASR returns a fixed transcript; block, when set, holds each call until it is closed
 // or ctx ends.
 type fakeASR struct {
+	delay time.Duration
 	block chan struct{}
 	calls atomic.Int64
 	lang  atomic.Value
@@ -38,6 +39,13 @@ func (f *fakeASR) TranscribeWith(ctx context.Context, pcm []float32, o asr.Optio
 	if f.block != nil {
 		select {
 		case <-f.block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -272,10 +272,10 @@ func TestWyomingThroughServer(t *testing.T) {
 	}
 }
 
-// TestLoad fires 50 transcriptions and 20 syntheses at once: each one succeeds or gets a
+// TestLoad fires 50 transcriptions, 20 syntheses and 200 chat completions at once: each one succeeds or gets a
 // clean 429; the queue never holds more than its bound; memory and goroutines come back.
 func TestLoad(t *testing.T) {
-	asrE := &fakeASR{}
+	asrE := &fakeASR{delay: 200 * time.Millisecond}
 	s, base, _, _, stop := serveAll(t, Engines{ASR: asrE, TTS: &fakeTTS{}}, func(o *Options) {
 		o.Config.MaxConcurrentASR = 2
 		o.Config.MaxConcurrentTTS = 2
@@ -340,13 +340,20 @@ func TestLoad(t *testing.T) {
 		wg.Add(1)
 		go do("tts", req)
 	}
+	for i := 0; i < 200; i++ {
+		req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"parley","messages":[{"role":"user","content":"what is 6 times 7"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		wg.Add(1)
+		go do("chat", req)
+	}
 	wg.Wait()
 	close(stopWatch)
 	t.Logf("results: %v; most jobs admitted at once %d", counts, maxQueue)
-	if counts["asr OK"] == 0 || counts["tts OK"] == 0 {
+	if counts["asr OK"] == 0 || counts["tts OK"] == 0 || counts["asr Too Many Requests"] == 0 {
 		t.Errorf("nothing succeeded: %v", counts)
 	}
-	if counts["asr OK"]+counts["asr Too Many Requests"] != 50 || counts["tts OK"]+counts["tts Too Many Requests"] != 20 {
+	if counts["asr OK"]+counts["asr Too Many Requests"] != 50 || counts["tts OK"]+counts["tts Too Many Requests"] != 20 ||
+		counts["chat OK"]+counts["chat Too Many Requests"] != 200 || counts["chat OK"] == 0 {
 		t.Errorf("results %v", counts)
 	}
 	if maxQueue > 2+8 {

@@ -333,6 +333,31 @@ func TestTextItemAndCancel(t *testing.T) {
 	}
 }
 
+func TestFloodOfResponseCreates(t *testing.T) {
+	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{"Sure."}, Voice: &fakeVoice{slow: true}})
+	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "go"}}}})
+	until(t, p, "conversation.item.done")
+	for i := 0; i < 50; i++ {
+		send(p, map[string]any{"type": "response.create"})
+	}
+	busy := 0
+	deadline := time.After(5 * time.Second)
+	for busy == 0 {
+		select {
+		case b := <-p.out:
+			if strings.Contains(string(b), "too_many_pending") {
+				busy++
+			}
+		case <-deadline:
+			t.Fatal("a flood of response.create was never refused")
+		}
+	}
+	// the session still answers
+	send(p, map[string]any{"type": "response.cancel"})
+	send(p, map[string]any{"type": "input_audio_buffer.clear"})
+	until(t, p, "input_audio_buffer.cleared")
+}
+
 func FuzzDecodeClientEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"input_audio_buffer.append","audio":"AAAA"}`))
 	f.Add([]byte(`{"type":"session.update","session":{"turn_detection":null,"audio":{"input":{"format":{"type":"audio/pcm","rate":24000}}}}}`))
