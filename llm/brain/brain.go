@@ -288,10 +288,15 @@ func (t *turn) run(ctx context.Context, in Input) (Result, error) {
 	res := Result{Source: b.cfg.Backend.Name(), Model: b.cfg.Model}
 	ctx, cancel := context.WithTimeoutCause(ctx, b.cfg.MaxDuration, errWallClock)
 	defer cancel()
-	t.conv.Add(llm.Message{Role: llm.RoleUser, Content: in.Text})
-	msgs := t.conv.Prompt(in.Listener)
-	t.conv.Messages = t.conv.Messages[:len(t.conv.Messages)-1] // Turn adds the pair at the end
+	prompt := func() []llm.Message {
+		t.conv.Add(llm.Message{Role: llm.RoleUser, Content: in.Text})
+		msgs := t.conv.Prompt(in.Listener)
+		t.conv.Messages = t.conv.Messages[:len(t.conv.Messages)-1] // Turn adds the pair at the end
+		return msgs
+	}
+	msgs := prompt()
 	tokens := 0
+	shrunk := false
 	for round := 0; ; round++ {
 		req := &llm.Request{Model: b.cfg.Model, Messages: msgs, MaxTokens: b.cfg.MaxTokens - tokens, Temperature: b.cfg.Temperature, Think: b.cfg.Think}
 		offerTools := !b.cfg.NoTools && !b.noTools.Load() && round < b.cfg.MaxRounds
@@ -326,6 +331,19 @@ func (t *turn) run(ctx context.Context, in Input) (Result, error) {
 		case ctx.Err() != nil:
 			res.FinishReason = llm.FinishCancelled
 			return res, context.Cause(ctx)
+		case round == 0 && !shrunk && t.text.Len() == 0 && contextOverflow(err) && len(t.conv.Messages) > 0:
+			// The server's context is smaller than our budget: fold older turns into the
+			// summary at half the budget and ask once more.
+			shrunk = true
+			budget := t.conv.Budget
+			if budget <= 0 {
+				budget = 3072
+			}
+			t.conv.Budget = budget / 2
+			b.log.Info("brain: server context overflow; shrinking the prompt", "budget", t.conv.Budget, "err", err)
+			msgs = prompt()
+			round = -1
+			continue
 		default:
 			res.FinishReason = "error"
 			// Nothing said yet and the skills know the answer: give it rather than an error.
@@ -424,6 +442,17 @@ func (t *turn) stream(ctx context.Context, req *llm.Request, tokens *int) (llm.D
 	}
 	all.Content = content.String()
 	return all, err
+}
+
+// contextOverflow recognises a prompt the server cannot fit (llama.cpp, vLLM, OpenAI wording).
+func contextOverflow(err error) bool {
+	var ae *llm.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	m := strings.ToLower(ae.Message)
+	return strings.Contains(m, "context size") || strings.Contains(m, "context length") ||
+		strings.Contains(m, "context window") || strings.Contains(m, "too many tokens") || ae.Code == "context_length_exceeded"
 }
 
 // toolsRejected recognises servers and models that cannot take tools (Ollama: "does not

@@ -521,3 +521,34 @@ func TestExplain(t *testing.T) {
 		t.Errorf("zh: %q", got)
 	}
 }
+
+func TestContextOverflowShrinksPrompt(t *testing.T) {
+	overflow := func(s sse, _ *http.Request) {
+		s.w.Header().Set("Content-Type", "application/json")
+		s.w.WriteHeader(400)
+		io.WriteString(s.w, `{"error":{"code":400,"message":"the request exceeds the available context size. try increasing the context size or enable context shift","type":"invalid_request_error"}}`)
+	}
+	sc := &script{handlers: []func(sse, *http.Request){
+		func(s sse, _ *http.Request) { s.text("One.") },
+		func(s sse, _ *http.Request) { s.text("Two.") },
+		overflow,
+		func(s sse, _ *http.Request) { s.text("Three.") },
+	}}
+	srv := httptest.NewServer(sc)
+	defer srv.Close()
+	b := newBrain(t, Config{Backend: backend(t, srv.URL), Model: "m", Budget: 1600})
+	long := strings.Repeat("a long question about many things ", 40)
+	for _, want := range []string{"One.", "Two.", "Three."} {
+		res, err := b.Turn(context.Background(), Input{Text: long}, (&rec{}).fn)
+		if err != nil || res.Text != want {
+			t.Fatalf("%+v %v", res, err)
+		}
+	}
+	reqs := sc.requests()
+	if len(reqs) != 4 || len(reqs[3].Messages) >= len(reqs[2].Messages) {
+		t.Errorf("retry did not shrink the prompt: %d → %d messages", len(reqs[2].Messages), len(reqs[3].Messages))
+	}
+	if !strings.Contains(reqs[3].Messages[0].Content, "Summary of the earlier conversation") {
+		t.Errorf("no summary after shrinking: %q", reqs[3].Messages[0].Content)
+	}
+}
