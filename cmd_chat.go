@@ -159,9 +159,14 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(out, "\n[%s] %s\n", t.Kind, sk.Announcement(t))
 		})
 	}
-	return brain.REPL(ctx, b, env.Stdin, out, brain.REPLOptions{
+	err = brain.REPL(ctx, b, env.Stdin, out, brain.REPLOptions{
 		Prompt: interactive, ShowReasoning: f.think, ShowTools: f.tools, Errors: env.Stderr,
 	})
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(env.Stdout)
+		return nil // Ctrl-C: a normal way to leave
+	}
+	return err
 }
 
 // pullModel asks Ollama to fetch model, printing a line per stage and every 10%.
