@@ -36,12 +36,15 @@ SPEECH = os.path.join(ROOT, "testdata", "speech")
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--demo", default=DEMO, help="the exported model directory (default assets/demo/sensevoice)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "asr", "testdata", "demo_golden.json"))
     a = ap.parse_args()
+    demo = a.demo
     torch.set_num_threads(1)
     out = load_our_checkpoint(a.checkpoint)
     m = out[0]
     m.eval()
-    ref = json.load(open(os.path.join(DEMO, "reference.json")))
+    ref = json.load(open(os.path.join(demo, "reference.json")))
     with torch.no_grad():
         for c in ref["cases"]:
             x = torch.tensor(c["x"], dtype=torch.float32).reshape(c["x_shape"])
@@ -49,11 +52,11 @@ def main():
                    torch.tensor(c["text_norm"], dtype=torch.int32))
             d = (lg - torch.tensor(c["logits"]).reshape(c["logits_shape"])).abs().max().item()
             if d > 1e-4:
-                raise SystemExit(f"{a.checkpoint} is not the checkpoint {DEMO} was exported from ({c['name']}: {d})")
-    md = {p.key: p.value for p in onnx.load(os.path.join(DEMO, "model.onnx")).metadata_props}
+                raise SystemExit(f"{a.checkpoint} is not the checkpoint {demo} was exported from ({c['name']}: {d})")
+    md = {p.key: p.value for p in onnx.load(os.path.join(demo, "model.onnx")).metadata_props}
     nm = torch.tensor([float(v) for v in md["neg_mean"].split(",")])
     iv = torch.tensor([float(v) for v in md["inv_stddev"].split(",")])
-    pieces = [line.rsplit(maxsplit=1)[0] for line in open(os.path.join(DEMO, "tokens.txt"), encoding="utf-8")]
+    pieces = [line.rsplit(maxsplit=1)[0] for line in open(os.path.join(demo, "tokens.txt"), encoding="utf-8")]
     golden = {"model": "assets/demo/sensevoice", "note": "PyTorch ids (asr/testdata/make_demo_golden.py --checkpoint "
               + os.path.relpath(a.checkpoint, ROOT) + ")", "ids": {}, "text": {}, "tags": {}}
     for line in open(os.path.join(SPEECH, "manifest.jsonl")):
@@ -80,7 +83,7 @@ def main():
         golden["text"][row["key"]] = text
         golden["tags"][row["key"]] = [pieces[i][2:-2] for i in ids[:3]]
         print(row["key"], repr(row["target"]), "->", repr(text), "min margin %.3g" % margin)
-    with open(os.path.join(ROOT, "asr", "testdata", "demo_golden.json"), "w", encoding="utf-8") as fh:
+    with open(a.out, "w", encoding="utf-8") as fh:
         json.dump(golden, fh, indent=1, ensure_ascii=False)
         fh.write("\n")
 
