@@ -41,6 +41,7 @@ type chatFlags struct {
 	maxTokens  int
 	timeout    time.Duration
 	pull       string
+	noTools    bool
 }
 
 func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
@@ -56,6 +57,7 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	fs.BoolVar(&f.localFirst, "local-first", true, "answer time, timers, maths, conversions and controls with the offline skills even when a model is configured")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "answer cap in tokens (default llm.max_tokens)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock cap per answer (default 90s)")
+	fs.BoolVar(&f.noTools, "no-tools", false, "offer the model no tools (for small models that get confused by them)")
 	fs.StringVar(&f.pull, "pull", "", "first ask the Ollama server to fetch this model (with progress), then chat with it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -136,7 +138,7 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	b, err := brain.New(brain.Config{
-		Backend: choice.Backend, Model: choice.Model, Skills: sk, LocalFirst: f.localFirst,
+		Backend: choice.Backend, Model: choice.Model, Skills: sk, LocalFirst: f.localFirst, NoTools: f.noTools,
 		Persona:   llm.Persona{Prompt: cfg.LLM.Persona, Spoken: true},
 		MaxTokens: cfg.LLM.MaxTokens, MaxDuration: f.timeout, Logger: env.Log,
 	})
