@@ -16,8 +16,6 @@ var (
 	ErrConfig = errors.New("serve: bad configuration")
 	// ErrBusy is returned when an engine's queue is full.
 	ErrBusy = errors.New("serve: busy")
-	// ErrNoEngine is returned when a request needs an engine that is not loaded.
-	ErrNoEngine = errors.New("serve: engine not available")
 )
 
 // APIError is an error in OpenAI's shape: {"error":{"message","type","param","code"}}.

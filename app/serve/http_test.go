@@ -67,13 +67,13 @@ func TestTranscriptionFormats(t *testing.T) {
 				t.Errorf("words without timestamp_granularities[]=word: %s", b)
 			}
 		}},
-		{"verbose words only", [][2]string{{"model", "whisper-1"}, {"response_format", "verbose_json"}, {"timestamp_granularities[]", "word"}}, "application/json", func(t *testing.T, b []byte) {
+		{"verbose words", [][2]string{{"model", "whisper-1"}, {"response_format", "verbose_json"}, {"timestamp_granularities[]", "word"}}, "application/json", func(t *testing.T, b []byte) {
 			var v struct {
 				Words    []map[string]any `json:"words"`
-				Segments any              `json:"segments"`
+				Segments []any            `json:"segments"`
 			}
 			json.Unmarshal(b, &v)
-			if len(v.Words) != 2 || v.Words[0]["word"] != "hello" || v.Segments != nil {
+			if len(v.Words) != 2 || v.Words[0]["word"] != "hello" || v.Words[0]["start"] == nil || len(v.Segments) != 1 {
 				t.Errorf("verbose words = %s", b)
 			}
 		}},
@@ -87,6 +87,11 @@ func TestTranscriptionFormats(t *testing.T) {
 			json.Unmarshal(b, &v)
 			if len(v.Words) != 2 || len(v.Segments) != 1 || v.Segments[0].Emotion != "HAPPY" {
 				t.Errorf("verbose both = %s", b)
+			}
+		}},
+		{"json ignores segment granularity", [][2]string{{"model", "whisper-1"}, {"timestamp_granularities[]", "segment"}}, "application/json", func(t *testing.T, b []byte) {
+			if !strings.Contains(string(b), `"text":"hello world"`) {
+				t.Errorf("json = %s", b)
 			}
 		}},
 		{"language", [][2]string{{"model", "whisper-1"}, {"language", "en"}}, "application/json", func(t *testing.T, b []byte) {

@@ -211,8 +211,9 @@ func (s *Server) transcribeOptions(f *transcribeForm) (asr.Options, string, []st
 			return o, "", nil, invalid("timestamp_granularities", "Invalid value %q for timestamp_granularities[]: expected word or segment", g)
 		}
 	}
-	if len(f.Granularity) > 0 && format != "verbose_json" {
-		return o, "", nil, invalid("timestamp_granularities", "timestamp_granularities is only supported with response_format=verbose_json")
+	// OpenAI refuses word timestamps outside verbose_json and ignores a bare "segment".
+	if slices.Contains(f.Granularity, "word") && format != "verbose_json" {
+		return o, "", nil, invalid("timestamp_granularities", "timestamp_granularities[]=word is only supported with response_format=verbose_json")
 	}
 	if f.Language != "" {
 		l := strings.ToLower(f.Language)
@@ -355,12 +356,7 @@ func writeTranscription(w http.ResponseWriter, res *asr.Result, format string, g
 		}
 		var m map[string]any
 		json.Unmarshal(b, &m)
-		if len(gran) == 0 {
-			gran = []string{"segment"}
-		}
-		if !slices.Contains(gran, "segment") {
-			delete(m, "segments")
-		}
+		// Segments always come (they cost nothing); words only when asked for, as OpenAI does.
 		if !slices.Contains(gran, "word") {
 			delete(m, "words")
 		}

@@ -92,6 +92,10 @@ func (s *Server) wyomingInfo(asrSide bool) wyoming.Info {
 		}
 		for _, n := range names {
 			lang := n
+			// "zh (cmn)": language zh, voice cmn
+			if l, v, ok := strings.Cut(n, " ("); ok {
+				lang, n = l, strings.TrimSuffix(v, ")")
+			}
 			if s.eng.TTSEngine == "kokoro" && len(n) > 0 {
 				lang = kokoroLangs[n[0]]
 			}
