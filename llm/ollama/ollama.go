@@ -57,7 +57,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("ollama: bad server URL %q", cfg.URL)
 	}
-	u.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/api")
+	// Accept the URL of Ollama's OpenAI-compatible API (…/v1) or of the native one (…/api).
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/api"), "/v1")
 	u.RawQuery, u.Fragment = "", ""
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = 30 * time.Minute

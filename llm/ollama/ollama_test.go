@@ -276,3 +276,26 @@ func FuzzChatStream(f *testing.F) {
 		}
 	})
 }
+
+func TestBaseURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                          "http://127.0.0.1:11434",
+		"127.0.0.1:11434":           "http://127.0.0.1:11434",
+		"http://h:11434/":           "http://h:11434",
+		"http://h:11434/api":        "http://h:11434",
+		"http://h:11434/v1/":        "http://h:11434",
+		"https://proxy/ollama/api/": "https://proxy/ollama",
+	} {
+		c, err := New(Config{URL: in})
+		if err != nil {
+			t.Errorf("New(%q): %v", in, err)
+			continue
+		}
+		if c.URL() != want {
+			t.Errorf("New(%q).URL() = %q, want %q", in, c.URL(), want)
+		}
+	}
+	if _, err := New(Config{URL: "ftp://x"}); err == nil {
+		t.Error("ftp accepted")
+	}
+}
