@@ -209,3 +209,11 @@ func TestBackend(t *testing.T) {
 		t.Error("cancelled chat ran")
 	}
 }
+
+func TestUnitAliasesResolve(t *testing.T) {
+	for a, id := range aliases {
+		if u, ok := lookupUnit(a); !ok || u == nil || u.id != id {
+			t.Errorf("alias %q → %q does not resolve", a, id)
+		}
+	}
+}

@@ -66,7 +66,7 @@ var aliases = map[string]string{
 	"km": "kilometre", "kilometer": "kilometre", "kilometers": "kilometre", "kms": "kilometre", "千米": "kilometre", "kilo metres": "kilometre",
 	"cm": "centimetre", "centimeter": "centimetre", "centimeters": "centimetre",
 	"mm": "millimetre", "millimeter": "millimetre", "millimeters": "millimetre",
-	"mi": "mile", "ft": "foot", "yd": "yard", "公尺": "metre", "里": "",
+	"mi": "mile", "ft": "foot", "yd": "yard", "公尺": "metre",
 	"kg": "kilogram", "kilo": "kilogram", "kilos": "kilogram", "千克": "kilogram",
 	"g": "gram", "gramme": "gram", "grams": "gram", "lb": "pound", "lbs": "pound", "oz": "ounce",
 	"ton": "tonne", "tons": "tonne", "t": "tonne", "公吨": "tonne",
@@ -94,9 +94,7 @@ var unitIndex = func() map[string]*unit {
 		m[u.id], m[u.plural], m[u.zh] = u, u, u
 	}
 	for a, id := range aliases {
-		if id != "" {
-			m[a] = m[id]
-		}
+		m[a] = m[id]
 	}
 	return m
 }()

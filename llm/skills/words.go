@@ -19,9 +19,8 @@ var enSmall = map[string]int{
 var enScale = map[string]int{"hundred": 100, "thousand": 1000, "million": 1000000}
 
 // wordsToDigits rewrites English number words as digits: "twenty five" → "25",
-// "one hundred and five" → "105", "three point five" → "3.5". Homophones ("to", "for")
-// count only next to other number words or before a unit, which the caller decides by
-// passing strict=false.
+// "one hundred and five" → "105", "three point five" → "3.5". Homophones of numbers ("to",
+// "for", "won", "ate") are never read as numbers.
 func wordsToDigits(words []string) []string {
 	var out []string
 	for i := 0; i < len(words); {
