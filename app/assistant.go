@@ -72,6 +72,7 @@ type Options struct {
 	BargeInMin time.Duration // for BargeInMinSpeech; default 300 ms
 
 	PreRoll      time.Duration // audio kept before the VAD's speech start; default 200 ms
+	PostRoll     time.Duration // audio kept after the VAD's speech end; default 150 ms
 	MaxUtterance time.Duration // an utterance is cut here; default 30 s
 	WakeListen   time.Duration // after the wake word, how long to wait for speech; default 8 s
 
@@ -92,6 +93,9 @@ func (o *Options) defaults() {
 	}
 	if o.PreRoll <= 0 {
 		o.PreRoll = 200 * time.Millisecond
+	}
+	if o.PostRoll <= 0 {
+		o.PostRoll = 150 * time.Millisecond
 	}
 	if o.MaxUtterance <= 0 {
 		o.MaxUtterance = 30 * time.Second
@@ -407,7 +411,7 @@ func (a *Assistant) handle(m any) {
 		}
 		start := max(a.utterStart, m.start) - a.samples(a.o.PreRoll)
 		a.utterStart = -1
-		a.startVoiceTurn(max(0, start), m.end, m.when)
+		a.startVoiceTurn(max(0, start), min(m.end+a.samples(a.o.PostRoll), a.ear.pos()), m.when)
 	case msgWake:
 		a.publish(Event{Kind: EvWake, Turn: a.turnID.Load()})
 		if a.o.Mode != WakeWord {

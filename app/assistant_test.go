@@ -445,7 +445,7 @@ func TestEchoResidual(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.capture[SampleRate/4 : SampleRate*3/4]
 			r := tc.ref[SampleRate/4-2000 : SampleRate*3/4]
-			res, ok := echoResidual(c, r, 2000)
+			res, _, ok := echoResidual(c, r, 2000)
 			if got := ok && res <= 0.35; got != tc.echo {
 				t.Errorf("residual %.3f ok=%v: echo=%v, want %v", res, ok, got, tc.echo)
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
@@ -21,7 +22,9 @@ type ear struct {
 	a   *Assistant
 	mu  sync.Mutex
 	cap []float32
-	n   int64 // samples captured so far
+	n   int64
+
+	delay atomic.Int64 // the echo's delay (samples) as last measured with confidence; 0 unknown // samples captured so far
 }
 
 func newEar(a *Assistant) *ear {
@@ -92,11 +95,19 @@ func (e *ear) judge(start, end int64) verdict {
 	if e.a.o.EchoResidual < 0 || e.a.p.Echo == nil {
 		return user
 	}
-	maxLag := e.a.samples(e.a.o.EchoMaxDelay)
-	lead := e.a.samples(echoLead)
-	r := e.refWindow(start-maxLag, end+lead)
-	res, ok := echoResidual(c, r, int(maxLag+lead))
-	e.a.log.Debug("echo check", "residual", res, "ok", ok, "capture_db", audio.DB(audio.RMS(c)), "ref_db", audio.DB(audio.RMS(r)), "from", start, "to", end)
+	// delays searched: the configured range, widened around the delay last measured (host
+	// under-runs through PulseAudio add up to more delay than any device reports)
+	dmin, dmax := -e.a.samples(echoLead), e.a.samples(e.a.o.EchoMaxDelay)
+	if d := e.delay.Load(); d != 0 {
+		dmin, dmax = min(dmin, d-e.a.samples(200*time.Millisecond)), max(dmax, d+e.a.samples(300*time.Millisecond))
+	}
+	r := e.refWindow(start-dmax, end-dmin)
+	res, lag, ok := echoResidual(c, r, int(dmax-dmin))
+	if ok && res < 0.1 {
+		e.delay.Store(dmax - int64(lag))
+	}
+	e.a.log.Debug("echo check", "residual", res, "ok", ok, "delay_ms", (dmax-int64(lag))*1000/SampleRate,
+		"capture_db", audio.DB(audio.RMS(c)), "ref_db", audio.DB(audio.RMS(r)), "from", start, "to", end)
 	switch {
 	case ok && res <= e.a.o.EchoResidual:
 		return echo
@@ -106,20 +117,21 @@ func (e *ear) judge(start, end int64) verdict {
 	return user
 }
 
-// echoResidual fits capture c, block by block (100 ms), as g·r[lag+i] with each block's own
+// echoResidual fits capture c, block by block (50 ms), as g·r[lag+i] with each block's own
 // best lag in [0, lags], and returns the fraction of c's energy the fits leave unexplained
-// (Σ E_b(1 − ρ_b²) / Σ E_b, ρ_b the normalised cross-correlation). Blocks get their own lag
-// because a host under- or overrun shifts the rest of the echo. ok is false when the
-// reference is silent (nothing played: it cannot be echo) or the capture is.
-func echoResidual(c, r []float32, lags int) (float64, bool) {
+// (Σ E_b(1 − ρ_b²) / Σ E_b, ρ_b the normalised cross-correlation) and the energy-weighted
+// lag. Blocks get their own lag because a host under- or overrun shifts the rest of the echo.
+// ok is false when the reference is silent (nothing played: it cannot be echo) or the
+// capture is.
+func echoResidual(c, r []float32, lags int) (res float64, lag int, ok bool) {
 	if len(r) < len(c)+lags {
 		lags = len(r) - len(c)
 	}
 	if lags < 0 || audio.RMS(r) < 1e-4 || audio.RMS(c) < 1e-5 {
-		return 1, false
+		return 1, 0, false
 	}
-	const block = SampleRate / 10
-	var total, unexplained float64
+	const block = SampleRate / 20
+	var total, unexplained, lagSum float64
 	for off := 0; off < len(c); off += block {
 		cb := c[off:min(off+block, len(c))]
 		if len(cb) < block/2 && off > 0 { // a short tail joins the verdict of the blocks before
@@ -137,14 +149,15 @@ func echoResidual(c, r []float32, lags int) (float64, bool) {
 		const d = 4
 		best4, _ := bestLag(decimate(cb, d), decimate(rb, d), 0, lags/d)
 		lo, hi := max(0, best4*d-2*d), min(lags, best4*d+2*d)
-		_, rho := bestLag(cb, rb, lo, hi)
+		best, rho := bestLag(cb, rb, lo, hi)
 		total += e
 		unexplained += e * (1 - rho*rho)
+		lagSum += e * float64(best)
 	}
 	if total == 0 {
-		return 1, false
+		return 1, 0, false
 	}
-	return unexplained / total, true
+	return unexplained / total, int(lagSum / total), true
 }
 
 func decimate(x []float32, d int) []float32 {

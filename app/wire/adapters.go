@@ -16,6 +16,8 @@ import (
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/audio/wake"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/skills"
@@ -124,6 +126,42 @@ func (v Voice) Synthesize(ctx context.Context, text string, fn func([]float32) e
 		}
 	}
 }
+
+// VAD adapts the Silero detector (audio/vad).
+type VAD struct{ D *vad.Detector }
+
+// Process implements app.VAD.
+func (v VAD) Process(p []float32) ([]app.VADEvent, error) {
+	evs, err := v.D.Accept(context.Background(), p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]app.VADEvent, 0, len(evs))
+	for _, e := range evs {
+		switch e.Type {
+		case vad.SpeechStart:
+			out = append(out, app.VADEvent{Kind: app.SpeechStart, Sample: e.Start})
+		case vad.SpeechEnd:
+			out = append(out, app.VADEvent{Kind: app.SpeechEnd, Sample: e.End})
+		}
+	}
+	return out, nil
+}
+
+// Reset implements app.VAD.
+func (v VAD) Reset() { v.D.Reset() }
+
+// Wake adapts the openWakeWord detector (audio/wake).
+type Wake struct{ D *wake.Detector }
+
+// Process implements app.WakeDetector.
+func (w Wake) Process(p []float32) (bool, error) {
+	ds, err := w.D.Accept(context.Background(), p)
+	return len(ds) > 0, err
+}
+
+// Reset implements app.WakeDetector.
+func (w Wake) Reset() { w.D.Reset() }
 
 // Player adapts a device.Playback (mono, opened at the voice's rate) to app.Player: Played
 // counts the samples written that have left the queue, discarding what Stop dropped.

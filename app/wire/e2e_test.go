@@ -54,13 +54,16 @@ func (s *scripted) Transcribe(ctx context.Context, pcm []float32) (app.Transcrip
 		if len(pcm) < len(ref)/2 {
 			continue
 		}
-		m := audiotest.Find(pcm, ref)
-		if m.Corr > bestCorr {
-			best, bestCorr = text, m.Corr
+		// judged block by block: under load PulseAudio under-runs and shifts parts of it
+		if score := matchingBlocks(pcm, ref); score > bestCorr {
+			best, bestCorr = text, score
 		}
 	}
-	if bestCorr < 0.6 { // unrelated speech scores 0.1–0.3; a barge-in utterance carries some echo
-		best = fmt.Sprintf("(unrecognised utterance, best correlation %.2f)", bestCorr)
+	if bestCorr < 0.3 { // unrelated speech matches under 10% of the blocks
+		if d := os.Getenv("PARLEY_E2E_DUMP"); d != "" {
+			audio.WriteWAVFile(filepath.Join(d, fmt.Sprintf("heard%d.wav", len(s.calls))), &audio.Buffer{Format: audio.Mono16k, Data: pcm}, audio.F32)
+		} // unrelated speech scores 0.1–0.3; a barge-in utterance carries some echo
+		best = fmt.Sprintf("(unrecognised utterance of %.2f s, best block match %.2f)", float64(len(pcm))/app.SampleRate, bestCorr)
 	}
 	s.calls = append(s.calls, best)
 	return app.Transcript{Text: best, Lang: "en"}, nil
@@ -245,6 +248,22 @@ func spoken(t *testing.T, text string) []float32 {
 	return out
 }
 
+// matchingBlocks is the fraction of ref's voiced 50 ms blocks found in rec at ≥ 6 dB SNR.
+func matchingBlocks(rec, ref []float32) float64 {
+	m := audiotest.Find(rec, ref)
+	blocks := audiotest.BlockSNR(rec, ref, m.Lag, 800, 1600)
+	if len(blocks) == 0 {
+		return 0
+	}
+	good := 0
+	for _, b := range blocks {
+		if b >= 6 {
+			good++
+		}
+	}
+	return float64(good) / float64(len(blocks))
+}
+
 var clock = regexp.MustCompile(`\b(\d{1,2}):(\d{2})\b`)
 
 func TestEndToEndWhatTimeIsIt(t *testing.T) {
@@ -288,24 +307,17 @@ func TestEndToEndWhatTimeIsIt(t *testing.T) {
 	// the answer was really played aloud: find it in the harness's own recording of the sink
 	rec := x.rec.stop()
 	ref := spoken(t, ex.Answer)
-	fm := audiotest.Find(rec, ref)
 	if d := os.Getenv("PARLEY_E2E_DUMP"); d != "" {
 		audio.WriteWAVFile(filepath.Join(d, "rec.wav"), &audio.Buffer{Format: audio.Mono16k, Data: rec}, audio.F32)
 		audio.WriteWAVFile(filepath.Join(d, "ref.wav"), &audio.Buffer{Format: audio.Mono16k, Data: ref}, audio.F32)
 	}
 	// PulseAudio on a busy 2-core host under-runs and shifts parts of it: judge 50 ms blocks,
-	// each at its best lag; unrelated speech matches no block at 6 dB
-	blocks := audiotest.BlockSNR(rec, ref, fm.Lag, 800, 1600)
-	good := 0
-	for _, b := range blocks {
-		if b >= 6 {
-			good++
-		}
-	}
-	t.Logf("answer found in the sink recording at %.2f s: corr %.3f, SNR %.1f dB; %d of %d blocks match at ≥ 6 dB",
-		float64(fm.Lag)/app.SampleRate, fm.Corr, fm.SNR, good, len(blocks))
-	if fm.Corr < 0.6 || good < len(blocks)/2 {
-		t.Errorf("the spoken answer is not in the sink's recording (corr %.3f, %d/%d good blocks)", fm.Corr, good, len(blocks))
+	// each at its best lag, and compare with a control sentence that was never played
+	good := matchingBlocks(rec, ref)
+	control := matchingBlocks(rec, spoken(t, "The quick brown fox jumps over the lazy dog."))
+	t.Logf("answer found in the sink recording: %.0f%% of its 50 ms blocks match at ≥ 6 dB (control sentence: %.0f%%)", 100*good, 100*control)
+	if good < 0.4 || good < 2*control+0.2 {
+		t.Errorf("the spoken answer is not in the sink's recording (%.0f%% of blocks, control %.0f%%)", 100*good, 100*control)
 	}
 	t.Logf("phase: recording checked at %v", time.Since(asked))
 

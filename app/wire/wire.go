@@ -16,6 +16,9 @@ import (
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/audio/wake"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
@@ -33,6 +36,8 @@ type Options struct {
 	NoHistory bool   // do not open the store
 	ASRModel  string // overrides asr.model: a directory or a model id
 	StorePath string // overrides store.path
+	// EnergyVAD uses the simple level detector instead of Silero VAD.
+	EnergyVAD bool
 	// NoDiscovery skips probing for local LLM servers when llm.url is empty (tests).
 	NoDiscovery bool
 	Transcript  app.Transcriber
@@ -240,11 +245,28 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 			a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
 			p.Echo = echo
 		}
-		p.VAD = &app.EnergyVAD{}
-		a.Notes = append(a.Notes, "voice activity: energy detector (Silero VAD adapter pending)")
-	}
-	if lo.Mode == app.WakeWord && p.Wake == nil {
-		return fail(fmt.Errorf("%w: wake-word mode: no wake word detector available yet", app.ErrConfig))
+		gopt := gpu.Options{Provider: "cpu", IntraOpThreads: 1}
+		if d, err := vad.New(vad.Config{GPU: gopt}); err == nil && !o.EnergyVAD {
+			a.closers = append(a.closers, d.Close)
+			p.VAD = VAD{d}
+		} else {
+			p.VAD = &app.EnergyVAD{}
+			if err != nil {
+				a.Notes = append(a.Notes, "voice activity: Silero VAD unavailable ("+err.Error()+"); using an energy detector")
+			}
+		}
+		if lo.Mode == app.WakeWord {
+			word := cfg.Assistant.WakeWord
+			if word == "" {
+				word = "hey_jarvis"
+			}
+			d, err := wake.New(wake.Config{Models: []string{word}, GPU: gopt})
+			if err != nil {
+				return fail(fmt.Errorf("wake word %q: %w", word, err))
+			}
+			a.closers = append(a.closers, d.Close)
+			p.Wake = Wake{d}
+		}
 	}
 
 	// history
