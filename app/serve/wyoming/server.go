@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -144,10 +145,11 @@ type Server struct {
 	// Count, if set, is told of each event type handled (for metrics).
 	Count func(typ string)
 
-	mu    sync.Mutex
-	lns   []net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	lns      []net.Listener
+	conns    map[net.Conn]*conn
+	wg       sync.WaitGroup
+	draining atomic.Bool
 }
 
 func (s *Server) defaults() {
@@ -178,7 +180,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mu.Lock()
 	s.lns = append(s.lns, ln)
 	if s.conns == nil {
-		s.conns = map[net.Conn]struct{}{}
+		s.conns = map[net.Conn]*conn{}
 	}
 	s.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
@@ -204,7 +206,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			c.Close()
 			continue
 		}
-		s.conns[c] = struct{}{}
+		cn := &conn{s: s, c: c, ctx: ctx}
+		s.conns[c] = cn
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
@@ -215,17 +218,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 				s.mu.Unlock()
 				c.Close()
 			}()
-			s.handle(ctx, c)
+			s.handle(cn)
 		}()
 	}
 }
 
-// CloseListener stops accepting new connections.
+// CloseListener stops accepting new connections and starts draining: connections end after
+// the exchange they are in (an utterance being sent, a streamed synthesis) is answered; idle
+// ones end now.
 func (s *Server) CloseListener() {
+	s.draining.Store(true)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, l := range s.lns {
 		l.Close()
+	}
+	for c, cn := range s.conns {
+		if !cn.busy.Load() {
+			c.SetReadDeadline(time.Now())
+		}
 	}
 }
 
@@ -248,9 +259,10 @@ func (s *Server) Wait(ctx context.Context) {
 
 // conn is one connection's state.
 type conn struct {
-	s   *Server
-	c   net.Conn
-	ctx context.Context
+	s    *Server
+	c    net.Conn
+	ctx  context.Context
+	busy atomic.Bool // inside a multi-event exchange
 
 	// ASR
 	language  string
@@ -270,11 +282,14 @@ type conn struct {
 	rate        int
 }
 
-func (s *Server) handle(ctx context.Context, c net.Conn) {
+func (s *Server) handle(cn *conn) {
+	c, ctx := cn.c, cn.ctx
 	r := NewReader(c, s.Limits)
-	cn := &conn{s: s, c: c, ctx: ctx}
 	for {
 		c.SetReadDeadline(time.Now().Add(s.IdleTimeout))
+		if s.draining.Load() && !cn.busy.Load() && r.Buffered() == 0 {
+			return
+		}
 		e, err := ReadEvent(r, s.Limits)
 		if err != nil {
 			if errors.Is(err, ErrFrame) {
@@ -286,7 +301,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 					c.SetReadDeadline(time.Now().Add(time.Second))
 					io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 				}
-			} else if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+			} else if !errors.Is(err, io.EOF) && ctx.Err() == nil && !s.draining.Load() {
 				s.Log.Debug("wyoming: connection ended", "remote", c.RemoteAddr().String(), "err", err)
 			}
 			return
@@ -294,7 +309,9 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 		if s.Count != nil {
 			s.Count(e.Type)
 		}
-		if err := cn.dispatch(e); err != nil {
+		err = cn.dispatch(e)
+		cn.busy.Store(cn.inAudio || cn.streaming)
+		if err != nil {
 			return
 		}
 		if ctx.Err() != nil {

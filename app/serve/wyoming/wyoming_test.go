@@ -401,6 +401,45 @@ func TestBrokenFramesCloseTheConnection(t *testing.T) {
 	expect(t, c2, TypeAudioStart)
 }
 
+func TestDrainEndsIdleConnectionsAndFinishesExchanges(t *testing.T) {
+	asr := &fakeASR{}
+	s := &Server{ASR: asr}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(context.Background(), ln)
+	idle := dial(t, ln.Addr().String())
+	idle.Write(NewEvent(TypePing, nil))
+	expect(t, idle, TypePong)
+	mid := dial(t, ln.Addr().String())
+	f := AudioFormat{Rate: 16000, Width: 2, Channels: 1}
+	mid.Write(NewEvent(TypeAudioStart, f))
+	mid.Write(NewEvent(TypePing, nil))
+	expect(t, mid, TypePong) // the audio-start has been handled: an exchange is open
+
+	s.CloseListener()
+	if _, err := idle.Read(5 * time.Second); !errors.Is(err, io.EOF) {
+		t.Errorf("idle connection not closed at drain: %v", err)
+	}
+	// the open exchange completes
+	e := NewEvent(TypeAudioChunk, f)
+	e.Payload = s16(1600, 16000)
+	mid.Write(e)
+	mid.Write(NewEvent(TypeAudioStop, nil))
+	expect(t, mid, TypeTranscriptStart, TypeTranscriptChunk, TypeTranscriptChunk, TypeTranscriptStop, TypeTranscript)
+	if _, err := mid.Read(5 * time.Second); !errors.Is(err, io.EOF) {
+		t.Errorf("connection not closed after its exchange: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	s.Wait(ctx)
+	if ctx.Err() != nil {
+		t.Errorf("Wait needed the deadline (%v)", time.Since(start))
+	}
+}
+
 func TestConnectionsAreBoundedAndDoNotLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	s := &Server{TTS: &fakeTTS{}, MaxConns: 4}
