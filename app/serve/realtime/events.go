@@ -21,13 +21,14 @@ var ErrEvent = errors.New("realtime: bad event")
 
 // Client event types.
 const (
-	SessionUpdate          = "session.update"
-	InputAudioAppend       = "input_audio_buffer.append"
-	InputAudioCommit       = "input_audio_buffer.commit"
-	InputAudioClear        = "input_audio_buffer.clear"
-	ResponseCreate         = "response.create"
-	ResponseCancel         = "response.cancel"
-	ConversationItemCreate = "conversation.item.create"
+	SessionUpdate            = "session.update"
+	InputAudioAppend         = "input_audio_buffer.append"
+	InputAudioCommit         = "input_audio_buffer.commit"
+	InputAudioClear          = "input_audio_buffer.clear"
+	ResponseCreate           = "response.create"
+	ResponseCancel           = "response.cancel"
+	ConversationItemCreate   = "conversation.item.create"
+	ConversationItemTruncate = "conversation.item.truncate"
 )
 
 // TurnDetection configures server VAD. A nil *TurnDetection in a session means manual
@@ -91,6 +92,10 @@ type ClientEvent struct {
 	Audio    string          `json:"audio,omitempty"`
 	Response json.RawMessage `json:"response,omitempty"`
 	Item     *Item           `json:"item,omitempty"`
+	// conversation.item.truncate
+	ItemID       string `json:"item_id,omitempty"`
+	ContentIndex int    `json:"content_index,omitempty"`
+	AudioEndMS   *int64 `json:"audio_end_ms,omitempty"`
 
 	// PCM is Audio decoded (append only).
 	PCM []byte `json:"-"`
@@ -133,6 +138,10 @@ func DecodeClientEvent(b []byte) (*ClientEvent, error) {
 	case ConversationItemCreate:
 		if e.Item == nil {
 			return &e, fmt.Errorf("%w: conversation.item.create needs 'item'", ErrEvent)
+		}
+	case ConversationItemTruncate:
+		if e.ItemID == "" || e.AudioEndMS == nil || *e.AudioEndMS < 0 {
+			return &e, fmt.Errorf("%w: conversation.item.truncate needs 'item_id' and a non-negative 'audio_end_ms'", ErrEvent)
 		}
 	}
 	return &e, nil

@@ -51,7 +51,16 @@ func (f fakeASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript,
 	return app.Transcript{Text: f.text, Lang: "en", Emotion: "NEUTRAL"}, nil
 }
 
-type fakeBrain struct{ answer string }
+type fakeBrain struct {
+	answer      string
+	interrupted *string
+}
+
+func (f fakeBrain) Interrupted(spoken string) {
+	if f.interrupted != nil {
+		*f.interrupted = spoken
+	}
+}
 
 func (f fakeBrain) Answer(ctx context.Context, in app.Transcript, h []app.Message, fn func(string) error) error {
 	for _, w := range strings.SplitAfter(f.answer, " ") {
@@ -185,7 +194,8 @@ func types(evs []ev) []string {
 
 func TestServerVADTurn(t *testing.T) {
 	voice := &fakeVoice{}
-	p, _ := start(t, Config{Transcriber: fakeASR{"what time is it"}, Brain: fakeBrain{"It is noon. Have a nice day."}, Voice: voice})
+	var heard string
+	p, _ := start(t, Config{Transcriber: fakeASR{"what time is it"}, Brain: fakeBrain{"It is noon. Have a nice day.", &heard}, Voice: voice})
 	appendAudio(p, tone(300*time.Millisecond, time.Second, time.Second))
 	evs := until(t, p, "response.done")
 	got := strings.Join(types(evs), " ")
@@ -232,11 +242,30 @@ func TestServerVADTurn(t *testing.T) {
 	if !strings.Contains(transcript.String(), "noon") || !strings.Contains(transcript.String(), "nice day") {
 		t.Errorf("transcript %q", transcript.String())
 	}
+	// the client played 300 ms of the answer: only the first sentence (200 ms) was heard
+	var item string
+	for _, e := range evs {
+		if e.typ() == "response.done" {
+			item = e["response"].(map[string]any)["output"].([]any)[0].(map[string]any)["id"].(string)
+		}
+	}
+	send(p, map[string]any{"type": "conversation.item.truncate", "item_id": item, "content_index": 0, "audio_end_ms": 300})
+	if e := next(t, p); e.typ() != "conversation.item.truncated" || heard != "It is noon." {
+		t.Errorf("truncate: %v; brain kept %q", e, heard)
+	}
+	send(p, map[string]any{"type": "conversation.item.truncate", "item_id": item, "content_index": 0, "audio_end_ms": 5000})
+	if e := next(t, p); e.typ() != "error" {
+		t.Errorf("truncate past the end: %v", e)
+	}
+	send(p, map[string]any{"type": "conversation.item.truncate", "item_id": "item_nope", "audio_end_ms": 10})
+	if e := next(t, p); e.typ() != "error" {
+		t.Errorf("truncate of an unknown item: %v", e)
+	}
 }
 
 func TestBargeInCancelsTheAnswer(t *testing.T) {
 	voice := &fakeVoice{slow: true}
-	p, _ := start(t, Config{Transcriber: fakeASR{"tell me a story"}, Brain: fakeBrain{"Once upon a time there was a very long story."}, Voice: voice})
+	p, _ := start(t, Config{Transcriber: fakeASR{"tell me a story"}, Brain: fakeBrain{answer: "Once upon a time there was a very long story."}, Voice: voice})
 	appendAudio(p, tone(200*time.Millisecond, 800*time.Millisecond, 800*time.Millisecond))
 	until(t, p, "response.output_audio.delta")
 	// the user speaks over the answer
@@ -254,7 +283,7 @@ func TestBargeInCancelsTheAnswer(t *testing.T) {
 }
 
 func TestManualTurnsAndErrors(t *testing.T) {
-	p, done := start(t, Config{Transcriber: fakeASR{"hello"}, Brain: fakeBrain{"Hi there."}, Voice: &fakeVoice{}, MaxBadEvents: 5, MaxBufferSeconds: 2})
+	p, done := start(t, Config{Transcriber: fakeASR{"hello"}, Brain: fakeBrain{answer: "Hi there."}, Voice: &fakeVoice{}, MaxBadEvents: 5, MaxBufferSeconds: 2})
 	send(p, map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime", "instructions": "be brief",
 		"audio": map[string]any{"input": map[string]any{"turn_detection": nil, "format": map[string]any{"type": "audio/pcm", "rate": 24000}}, "output": map[string]any{"voice": "nova"}}}})
 	e := next(t, p)
@@ -314,7 +343,7 @@ func TestManualTurnsAndErrors(t *testing.T) {
 }
 
 func TestTextItemAndCancel(t *testing.T) {
-	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{"Sure. Here we go. And on and on."}, Voice: &fakeVoice{slow: true}})
+	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Sure. Here we go. And on and on."}, Voice: &fakeVoice{slow: true}})
 	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "talk"}}}})
 	until(t, p, "conversation.item.done")
 	send(p, map[string]any{"type": "response.create"})
@@ -334,7 +363,7 @@ func TestTextItemAndCancel(t *testing.T) {
 }
 
 func TestFloodOfResponseCreates(t *testing.T) {
-	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{"Sure."}, Voice: &fakeVoice{slow: true}})
+	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Sure."}, Voice: &fakeVoice{slow: true}})
 	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "go"}}}})
 	until(t, p, "conversation.item.done")
 	for i := 0; i < 50; i++ {
@@ -365,6 +394,7 @@ func FuzzDecodeClientEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}`))
 	f.Add([]byte(`{"type":"response.create","response":{}}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"type":"conversation.item.truncate","item_id":"item_1","content_index":0,"audio_end_ms":1500}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := DecodeClientEvent(b)
 		if err != nil {

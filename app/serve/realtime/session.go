@@ -95,6 +95,14 @@ type session struct {
 	hmu     sync.Mutex
 	history []app.Message
 	pending string // user text not yet answered
+	last    answer // the latest answer, for conversation.item.truncate
+}
+
+// answer is what an answer item holds: its sentences and where each ended in the audio.
+type answer struct {
+	item      string
+	sentences []string
+	endMS     []int64
 }
 
 // Run serves one session until the client goes away or ctx ends.
@@ -256,9 +264,11 @@ func (s *session) handle(e *ClientEvent) {
 		s.cancelResponse()
 	case ConversationItemCreate:
 		s.createItem(e)
+	case ConversationItemTruncate:
+		s.truncate(e)
 	default:
 		s.sendErrorFor("invalid_request_error", "invalid_event", "type",
-			fmt.Sprintf("Invalid value: '%s'. Parley supports session.update, input_audio_buffer.append|commit|clear, conversation.item.create, response.create and response.cancel.", e.Type), e.EventID)
+			fmt.Sprintf("Invalid value: '%s'. Parley supports session.update, input_audio_buffer.append|commit|clear, conversation.item.create|truncate, response.create and response.cancel.", e.Type), e.EventID)
 	}
 }
 
@@ -423,6 +433,46 @@ func (s *session) commit(e *ClientEvent) {
 	s.enqueueTranscription(pcm, item, respond)
 }
 
+// truncate records that the client played only audio_end_ms of an answer (its user spoke
+// over it): the brain keeps the sentences heard in full.
+func (s *session) truncate(e *ClientEvent) {
+	s.hmu.Lock()
+	last := s.last
+	s.hmu.Unlock()
+	if e.ItemID != last.item || last.item == "" {
+		s.sendErrorFor("invalid_request_error", "item_not_found", "item_id", fmt.Sprintf("no answer item %q to truncate (the latest is %q)", e.ItemID, last.item), e.EventID)
+		return
+	}
+	total := int64(0)
+	if n := len(last.endMS); n > 0 {
+		total = last.endMS[n-1]
+	}
+	end := *e.AudioEndMS
+	if end > total {
+		s.sendErrorFor("invalid_request_error", "invalid_value", "audio_end_ms", fmt.Sprintf("audio_end_ms %d is past the end of the item's audio (%d ms)", end, total), e.EventID)
+		return
+	}
+	var heard []string
+	for i, ms := range last.endMS {
+		if ms <= end {
+			heard = append(heard, last.sentences[i])
+		}
+	}
+	spoken := strings.Join(heard, " ")
+	if ib, ok := s.cfg.Brain.(interface{ Interrupted(string) }); ok {
+		ib.Interrupted(spoken)
+	}
+	s.hmu.Lock()
+	for i := len(s.history) - 1; i >= 0; i-- {
+		if s.history[i].Role == "assistant" {
+			s.history[i].Text = spoken
+			break
+		}
+	}
+	s.hmu.Unlock()
+	s.send(map[string]any{"type": "conversation.item.truncated", "item_id": e.ItemID, "content_index": e.ContentIndex, "audio_end_ms": end})
+}
+
 func (s *session) createItem(e *ClientEvent) {
 	it := e.Item
 	if it.Type != "message" || (it.Role != "user" && it.Role != "system") {
@@ -547,6 +597,10 @@ func (s *session) respond(parent context.Context, heard app.Transcript) {
 		cancel()
 	}()
 	respID, itemID := newID("resp_"), newID("item_")
+	s.hmu.Lock()
+	s.last = answer{item: itemID}
+	s.hmu.Unlock()
+	sentSamples := int64(0)
 	s.send(map[string]any{"type": "response.created", "response": map[string]any{"id": respID, "object": "realtime.response", "status": "in_progress", "output": []any{}}})
 	done := func(status string, details any, text string) {
 		s.send(map[string]any{"type": "response.output_audio_transcript.done", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0, "transcript": text})
@@ -592,6 +646,7 @@ func (s *session) respond(parent context.Context, heard app.Transcript) {
 				n := min(len(pcm), Rate/5)
 				buf = audio.EncodePCM(buf[:0], pcm[:n], audio.S16)
 				pcm = pcm[n:]
+				sentSamples += int64(n)
 				s.send(map[string]any{"type": "response.output_audio.delta", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0,
 					"delta": base64.StdEncoding.EncodeToString(buf)})
 				if s.dead.Load() {
@@ -603,6 +658,12 @@ func (s *session) respond(parent context.Context, heard app.Transcript) {
 		if err == nil {
 			spoken.WriteString(sentence)
 			spoken.WriteString(" ")
+			s.hmu.Lock()
+			if s.last.item == itemID {
+				s.last.sentences = append(s.last.sentences, sentence)
+				s.last.endMS = append(s.last.endMS, sentSamples*1000/Rate)
+			}
+			s.hmu.Unlock()
 		}
 		return err
 	}
