@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // city time zones work on machines without tzdata
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/logging"
