@@ -23,8 +23,12 @@ import (
 // MaxRealtimeSessions bounds concurrent realtime sessions.
 const MaxRealtimeSessions = 32
 
-// maxRealtimeMessage bounds one WebSocket message (a 12 MiB append in base64).
-const maxRealtimeMessage = 17 << 20
+// maxRealtimeMessage bounds one WebSocket message (an append of 3 MiB of PCM, 65 s at 24 kHz,
+// in base64).
+const maxRealtimeMessage = 4<<20 + 4096
+
+// maxRealtimeBuffer bounds a session's uncommitted audio in seconds.
+const maxRealtimeBuffer = 300
 
 // session is a realtime session's handle for shutdown.
 type session struct {
@@ -122,14 +126,15 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := realtime.Config{
-		Transcriber:  rtASR{s},
-		Brain:        br,
-		Voice:        rtVoice{s},
-		NewVAD:       s.eng.NewVAD,
-		NewChunker:   func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
-		Model:        r.URL.Query().Get("model"),
-		Log:          s.log,
-		WriteTimeout: s.o.WriteTimeout,
+		Transcriber:      rtASR{s},
+		Brain:            br,
+		Voice:            rtVoice{s},
+		NewVAD:           s.eng.NewVAD,
+		NewChunker:       func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
+		Model:            r.URL.Query().Get("model"),
+		Log:              s.log,
+		WriteTimeout:     s.o.WriteTimeout,
+		MaxBufferSeconds: min(s.o.Config.MaxAudioSeconds, maxRealtimeBuffer),
 	}
 	s.metrics.Counter("parley_realtime_sessions_total").Add(1)
 	err = realtime.Run(ctx, wsConn{c}, cfg)

@@ -20,7 +20,8 @@ var parleyAttribution = wyoming.Attribution{Name: "Parley", URL: "https://github
 func (s *Server) newWyoming(asrSide bool) *wyoming.Server {
 	ws := &wyoming.Server{
 		Log:             s.log.With("wyoming", map[bool]string{true: "asr", false: "tts"}[asrSide]),
-		MaxAudioSeconds: s.o.Config.MaxAudioSeconds,
+		MaxAudioSeconds: min(s.o.Config.MaxAudioSeconds, 300), // voice commands; bounds memory per connection
+		MaxConns:        64,
 		WriteTimeout:    s.o.WriteTimeout,
 		ErrorCode:       wyomingCode,
 		Info:            s.wyomingInfo(asrSide),

@@ -101,8 +101,9 @@ type ClientEvent struct {
 	PCM []byte `json:"-"`
 }
 
-// MaxAppendBytes bounds the decoded audio of one append (OpenAI allows 15 MiB of base64).
-const MaxAppendBytes = 12 << 20
+// MaxAppendBytes bounds the decoded audio of one append: 3 MiB, 65 s at 24 kHz (OpenAI
+// allows 15 MiB of base64; clients send 20–100 ms per append).
+const MaxAppendBytes = 3 << 20
 
 // DecodeClientEvent parses one client message. Unknown types are returned as they are (the
 // session answers them with an error event); malformed JSON, a missing type and bad audio
