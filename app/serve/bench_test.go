@@ -51,7 +51,7 @@ func report(b *testing.B, server, direct []time.Duration, total time.Duration) {
 func BenchmarkTranscription(b *testing.B) {
 	rec, id, _ := realASR(b)
 	eng := realTTS(b)
-	_, base := testServer(&testing.T{}, Engines{ASR: rec, ASRModel: id}, nil)
+	_, base := testServer(b, Engines{ASR: rec, ASRModel: id}, nil)
 	st, err := eng.Synthesize(context.Background(), tts.Request{Text: "Hello, this is a three second sentence for the speech recognizer to hear.", SampleRate: 16000})
 	if err != nil {
 		b.Fatal(err)
@@ -102,7 +102,7 @@ func BenchmarkTranscription(b *testing.B) {
 
 func BenchmarkSpeech(b *testing.B) {
 	eng := realTTS(b)
-	_, base := testServer(&testing.T{}, Engines{TTS: eng, TTSEngine: "espeak"}, nil)
+	_, base := testServer(b, Engines{TTS: eng, TTSEngine: "espeak"}, nil)
 	text := "Good morning. The weather today is sunny with a light breeze."
 	body := []byte(`{"model":"tts-1","input":"` + text + `","voice":"alloy","response_format":"wav"}`)
 	client := &http.Client{}
@@ -151,7 +151,7 @@ func BenchmarkSpeech(b *testing.B) {
 // BenchmarkServerOverhead measures the server alone on instant fake engines: the cost of
 // HTTP, multipart parsing, WAV decoding and resampling, the queue and the JSON answer.
 func BenchmarkServerOverhead(b *testing.B) {
-	_, base := testServer(&testing.T{}, Engines{ASR: &fakeASR{}, TTS: &fakeTTS{}}, nil)
+	_, base := testServer(b, Engines{ASR: &fakeASR{}, TTS: &fakeTTS{}}, nil)
 	ct, body := multipartBody(b, wavBytes(b, 16000, 1, 3), [2]string{"model", "whisper-1"})
 	client := &http.Client{}
 	b.Run("transcription", func(b *testing.B) {

@@ -118,7 +118,7 @@ func (f *fakeTTS) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, 
 }
 
 // testServer runs a Server on loopback and returns its base URL.
-func testServer(t *testing.T, e Engines, mod func(*Options)) (*Server, string) {
+func testServer(t testing.TB, e Engines, mod func(*Options)) (*Server, string) {
 	t.Helper()
 	o := Options{Config: config.Default().Serve, Engines: e, Version: "test"}
 	o.Config.Addr = "127.0.0.1:0"
