@@ -149,7 +149,7 @@ func Run(ctx context.Context, conn Conn, cfg Config) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); s.worker() }()
 	defer func() {
-		s.cancelResponse()
+		cancel() // stops the job in flight, whatever it is
 		close(s.jobs)
 		wg.Wait()
 	}()
