@@ -1,0 +1,215 @@
+package gui
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/store"
+)
+
+// historyPanel searches, opens, exports and deletes past conversations.
+type historyPanel struct {
+	u       *UI
+	search  *widget.Entry
+	results *fyne.Container
+	view    *fyne.Container
+	title   *widget.Label
+	export  *widget.Button
+	del     *widget.Button
+	status  *widget.Label
+	content fyne.CanvasObject
+	open    int64
+}
+
+func newHistoryPanel(u *UI) *historyPanel {
+	p := &historyPanel{u: u}
+	p.search = widget.NewEntry()
+	p.search.SetPlaceHolder("Search every conversation…")
+	p.search.OnSubmitted = func(string) { p.refresh() }
+	p.search.OnChanged = func(s string) {
+		if s == "" {
+			p.refresh()
+		}
+	}
+	p.results = container.NewVBox()
+	p.view = container.NewVBox()
+	p.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	p.export = widget.NewButtonWithIcon("Export", theme.DocumentSaveIcon(), func() { p.exportDialog() })
+	p.del = widget.NewButtonWithIcon("Delete", theme.DeleteIcon(), func() { p.confirmDelete() })
+	p.del.Importance = widget.DangerImportance
+	p.export.Disable()
+	p.del.Disable()
+	p.status = widget.NewLabel("")
+	p.status.Importance = widget.LowImportance
+	left := container.NewBorder(container.NewVBox(p.search, p.status), nil, nil, nil, container.NewVScroll(p.results))
+	right := container.NewBorder(container.NewBorder(nil, nil, nil, container.NewHBox(p.export, p.del), p.title), nil, nil, nil,
+		container.NewVScroll(p.view))
+	split := container.NewHSplit(container.NewPadded(left), container.NewPadded(right))
+	split.Offset = 0.38
+	p.content = split
+	return p
+}
+
+// refresh lists recent conversations, or the search's hits.
+func (p *historyPanel) refresh() {
+	h := p.u.svc.History
+	if h == nil {
+		p.status.SetText("History is off (no store).")
+		return
+	}
+	q := strings.TrimSpace(p.search.Text)
+	go func() {
+		ctx := context.Background()
+		if q == "" {
+			convs, err := h.Conversations(ctx, 100)
+			fyne.Do(func() { p.showConversations(convs, err) })
+			return
+		}
+		hits, err := h.Search(ctx, q, 50)
+		fyne.Do(func() { p.showHits(hits, err) })
+	}()
+}
+
+func (p *historyPanel) showConversations(cs []store.Conversation, err error) {
+	p.results.RemoveAll()
+	if err != nil {
+		p.status.SetText(err.Error())
+		return
+	}
+	p.status.SetText(fmt.Sprintf("%d conversations", len(cs)))
+	for _, c := range cs {
+		id, title := c.ID, c.Title
+		if title == "" {
+			title = "Conversation " + c.Created.Format("2 Jan 15:04")
+		}
+		b := widget.NewButton(fmt.Sprintf("%s  ·  %d turns  ·  %s", title, c.Turns, c.Updated.Format("2 Jan 15:04")), func() { p.openConv(id, title) })
+		b.Alignment = widget.ButtonAlignLeading
+		b.Importance = widget.LowImportance
+		p.results.Add(b)
+	}
+}
+
+func (p *historyPanel) showHits(hits []store.Hit, err error) {
+	p.results.RemoveAll()
+	if err != nil {
+		p.status.SetText("Search: " + err.Error())
+		return
+	}
+	p.status.SetText(fmt.Sprintf("%d matches", len(hits)))
+	for _, h := range hits {
+		id, title := h.ConversationID, h.Title
+		snippet := store.Highlight(h.Snippet, h.Highlights, "«", "»")
+		b := widget.NewButton(fmt.Sprintf("%s — %s: %s", title, h.Role, snippet), func() { p.openConv(id, title) })
+		b.Alignment = widget.ButtonAlignLeading
+		b.Importance = widget.LowImportance
+		p.results.Add(b)
+	}
+}
+
+func (p *historyPanel) openConv(id int64, title string) {
+	h := p.u.svc.History
+	p.open = id
+	p.title.SetText(title)
+	p.export.Enable()
+	p.del.Enable()
+	go func() {
+		turns, err := h.Turns(context.Background(), id)
+		fyne.Do(func() {
+			p.view.RemoveAll()
+			if err != nil {
+				p.view.Add(widget.NewLabel(err.Error()))
+				return
+			}
+			c := newConversation()
+			for _, t := range turns {
+				b := newBubble(t.Role == store.RoleUser)
+				b.setText(t.Text)
+				if t.Role == store.RoleUser {
+					b.setBadges(tagBadges(appTranscript(t)))
+				} else {
+					b.setHeader("Parley" + voiceSuffix(t.Voice))
+					if t.Interrupted {
+						b.setInterrupted(t.Text)
+					}
+					if t.Error != "" {
+						b.setError(t.Error)
+					}
+				}
+				c.list.Add(b.row)
+			}
+			p.view.Add(c.list)
+		})
+	}()
+}
+
+func (p *historyPanel) exportDialog() {
+	h, id := p.u.svc.History, p.open
+	if h == nil || id == 0 {
+		return
+	}
+	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
+		if err != nil || w == nil {
+			return
+		}
+		f := store.FormatMarkdown
+		if strings.HasSuffix(strings.ToLower(w.URI().Name()), ".json") {
+			f, _ = store.ParseFormat("json")
+		}
+		go func() {
+			var buf bytes.Buffer
+			err := h.Export(context.Background(), &buf, id, f)
+			if err == nil {
+				_, err = w.Write(buf.Bytes())
+			}
+			if cerr := w.Close(); err == nil {
+				err = cerr
+			}
+			fyne.Do(func() {
+				if err != nil {
+					p.status.SetText("Export failed: " + err.Error())
+				} else {
+					p.status.SetText("Exported to " + w.URI().Path())
+				}
+			})
+		}()
+	}, p.u.win)
+	d.SetFileName(fmt.Sprintf("parley-conversation-%d.md", id))
+	d.Show()
+}
+
+func (p *historyPanel) confirmDelete() {
+	id := p.open
+	dialog.ShowConfirm("Delete conversation", "Delete this conversation and its saved audio?", func(ok bool) {
+		if !ok {
+			return
+		}
+		go func() {
+			err := p.u.svc.History.Delete(context.Background(), id)
+			fyne.Do(func() {
+				if err != nil {
+					p.status.SetText("Delete failed: " + err.Error())
+					return
+				}
+				p.open = 0
+				p.title.SetText("")
+				p.view.RemoveAll()
+				p.export.Disable()
+				p.del.Disable()
+				p.refresh()
+			})
+		}()
+	}, p.u.win)
+}
+
+func appTranscript(t store.Turn) app.Transcript {
+	return app.Transcript{Text: t.Text, Lang: t.Language, Emotion: t.Emotion, Event: t.Event}
+}

@@ -1,0 +1,250 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/llm/discover"
+	"github.com/parley-voice/parley/store"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/espeak"
+	"github.com/parley-voice/parley/voices"
+)
+
+// modelService adapts assets.Manager; progress events go to the pull that asked.
+type modelService struct {
+	m    *assets.Manager
+	mu   sync.Mutex
+	subs map[string]func(assets.Event)
+}
+
+func newModelService(log *slog.Logger) (*modelService, error) {
+	reg, err := assets.DefaultRegistry()
+	if err != nil {
+		return nil, err
+	}
+	s := &modelService{subs: map[string]func(assets.Event){}}
+	s.m, err = assets.NewManager(reg, assets.Options{Progress: s.dispatch, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *modelService) dispatch(ev assets.Event) {
+	s.mu.Lock()
+	fn := s.subs[ev.Model]
+	s.mu.Unlock()
+	if fn != nil {
+		fn(ev)
+	}
+}
+
+func (s *modelService) List(ctx context.Context) ([]assets.ModelStatus, error) {
+	return s.m.List(ctx, assets.CheckSize)
+}
+
+func (s *modelService) Pull(ctx context.Context, id string, progress func(assets.Event)) error {
+	s.mu.Lock()
+	s.subs[id] = progress
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.subs, id)
+		s.mu.Unlock()
+	}()
+	return s.m.Pull(ctx, id)
+}
+
+func (s *modelService) Verify(ctx context.Context, id string) (assets.ModelStatus, error) {
+	return s.m.Verify(ctx, id)
+}
+
+func (s *modelService) Remove(ctx context.Context, id string) error { return s.m.Remove(ctx, id) }
+
+// voiceService is the voice library with espeak-ng previews on the configured speaker.
+type voiceService struct {
+	lib    *voices.Library
+	cfg    *config.Config
+	log    *slog.Logger
+	mu     sync.Mutex
+	espeak *espeak.Engine
+}
+
+func (s *voiceService) List() ([]*voices.Voice, error) {
+	if s.lib == nil {
+		return nil, ErrUnavailable
+	}
+	list, errs := s.lib.List()
+	return list, errors.Join(errs...)
+}
+
+func (s *voiceService) Save(v *voices.Voice) error {
+	if s.lib == nil {
+		return ErrUnavailable
+	}
+	return s.lib.Save(v, false)
+}
+
+func (s *voiceService) engine(name string) (tts.Engine, error) {
+	switch name {
+	case "", "espeak":
+	default:
+		return nil, fmt.Errorf("the %s engine is not wired into the desktop app yet (espeak-ng is)", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.espeak == nil {
+		e, err := espeak.New(espeak.Config{})
+		if err != nil {
+			return nil, err
+		}
+		s.espeak = e
+	}
+	return s.espeak, nil
+}
+
+func (s *voiceService) Capabilities(engine string) (tts.Capabilities, error) {
+	e, err := s.engine(engine)
+	if err != nil {
+		return tts.Capabilities{}, err
+	}
+	return e.Capabilities(), nil
+}
+
+func (s *voiceService) Preview(ctx context.Context, engine string, req tts.Request) error {
+	e, err := s.engine(engine)
+	if err != nil {
+		return err
+	}
+	st, err := e.Synthesize(ctx, req)
+	if err != nil {
+		return err
+	}
+	buf, err := tts.ReadAll(ctx, st)
+	if err != nil {
+		return err
+	}
+	return play(ctx, s.log, s.cfg.Audio.Output, buf.Data, buf.SampleRate)
+}
+
+func (s *voiceService) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.espeak != nil {
+		return s.espeak.Close()
+	}
+	return nil
+}
+
+// play plays mono samples at rate on an output device and waits for the end.
+func play(ctx context.Context, log *slog.Logger, out string, pcm []float32, rate int) error {
+	h, err := device.Open(log)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	p, err := h.OpenPlayback(device.PlaybackConfig{StreamConfig: device.StreamConfig{Device: out}, Format: audio.Format{SampleRate: rate, Channels: 1}, Echo: -1})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if _, err := p.Write(ctx, pcm); err != nil {
+		return err
+	}
+	return p.Drain(ctx)
+}
+
+// deviceService lists PortAudio devices and runs the record-and-play test.
+type deviceService struct{ log *slog.Logger }
+
+func (s deviceService) List() ([]Device, error) {
+	h, err := device.Open(s.log)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	infos, err := h.Devices()
+	if err != nil {
+		return nil, err
+	}
+	var out []Device
+	for _, i := range infos {
+		out = append(out, Device{Name: i.Name, Input: i.MaxInputChannels > 0, Output: i.MaxOutputChannels > 0, Default: i.DefaultInput || i.DefaultOutput})
+	}
+	return out, nil
+}
+
+func (s deviceService) Test(ctx context.Context, in, out string, level func(float64)) error {
+	h, err := device.Open(s.log)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	c, err := h.OpenCapture(device.CaptureConfig{StreamConfig: device.StreamConfig{Device: in}, Format: audio.Mono16k})
+	if err != nil {
+		return fmt.Errorf("microphone: %w", err)
+	}
+	rec := make([]float32, 0, 3*16000)
+	buf := make([]float32, 1600)
+	for len(rec) < 3*16000 {
+		n, err := c.Read(ctx, buf)
+		if err != nil {
+			c.Close()
+			return fmt.Errorf("microphone: %w", err)
+		}
+		rec = append(rec, buf[:n]...)
+		level(audio.DB(audio.RMS(buf[:n])))
+	}
+	c.Close()
+	return play(ctx, s.log, out, rec, 16000)
+}
+
+// historyService is the store.
+type historyService struct{ s *store.Store }
+
+func (h historyService) Conversations(ctx context.Context, limit int) ([]store.Conversation, error) {
+	return h.s.Conversations(ctx, store.ListOptions{Limit: limit})
+}
+
+func (h historyService) Search(ctx context.Context, q string, limit int) ([]store.Hit, error) {
+	return h.s.Search(ctx, q, store.SearchOptions{Limit: limit})
+}
+
+func (h historyService) Turns(ctx context.Context, id int64) ([]store.Turn, error) {
+	return h.s.Turns(ctx, id)
+}
+
+func (h historyService) Export(ctx context.Context, w io.Writer, id int64, f store.Format) error {
+	return h.s.Export(ctx, w, id, f, store.ExportOptions{})
+}
+
+func (h historyService) Delete(ctx context.Context, id int64) error {
+	_, err := h.s.DeleteConversation(ctx, id)
+	return err
+}
+
+// discoverServers probes the usual local LLM endpoints.
+func discoverServers(ctx context.Context) []LLMServer {
+	var out []LLMServer
+	for _, f := range discover.Probe(ctx, discover.DefaultCandidates(), 2*time.Second) {
+		s := LLMServer{Name: f.Name, Kind: f.Kind, URL: f.URL}
+		if f.Err != nil {
+			s.Err = f.Err.Error()
+		}
+		for _, m := range f.Models {
+			s.Models = append(s.Models, m.ID)
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,281 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/parley-voice/parley/app/config"
+)
+
+const systemDefault = "System default"
+
+// settingsPanel edits the configuration and saves it through app/config.
+type settingsPanel struct {
+	u         *UI
+	input     *widget.Select
+	output    *widget.Select
+	testBtn   *widget.Button
+	testMeter *levelMeter
+	language  *widget.Select
+	backend   *widget.Select
+	url       *widget.Entry
+	model     *widget.SelectEntry
+	discover  *widget.Button
+	servers   *widget.Label
+	persona   *widget.Entry
+	bargeIn   *widget.Select
+	wakeWord  *widget.Select
+	retention *widget.Entry
+	save      *widget.Button
+	status    *widget.Label
+	content   fyne.CanvasObject
+	loaded    bool
+}
+
+var languages = []string{"auto", "en", "zh", "yue", "ja", "ko"}
+
+func newSettingsPanel(u *UI) *settingsPanel {
+	p := &settingsPanel{u: u}
+	p.input = widget.NewSelect([]string{systemDefault}, nil)
+	p.output = widget.NewSelect([]string{systemDefault}, nil)
+	p.testMeter = newLevelMeter()
+	p.testBtn = widget.NewButtonWithIcon("Test: record 3 s and play back", theme.MediaRecordIcon(), func() { p.test() })
+	p.language = widget.NewSelect(languages, nil)
+	p.backend = widget.NewSelect([]string{"auto", "openai", "ollama", "skills"}, nil)
+	p.url = widget.NewEntry()
+	p.url.SetPlaceHolder("empty = discover local servers (Ollama, llama.cpp, LM Studio)")
+	p.model = widget.NewSelectEntry(nil)
+	p.model.SetPlaceHolder("the server's default model")
+	p.servers = widget.NewLabel("")
+	p.servers.Wrapping = fyne.TextWrapWord
+	p.servers.Importance = widget.LowImportance
+	p.discover = widget.NewButtonWithIcon("Find servers", theme.SearchIcon(), func() { p.find() })
+	p.persona = widget.NewMultiLineEntry()
+	p.persona.SetPlaceHolder("Parley's default persona")
+	p.persona.SetMinRowsVisible(3)
+	p.persona.Wrapping = fyne.TextWrapWord
+	p.bargeIn = widget.NewSelect([]string{"on", "off", "min-speech"}, nil)
+	p.wakeWord = widget.NewSelect([]string{"hey_jarvis", "hey_mycroft", "alexa"}, nil)
+	p.retention = widget.NewEntry()
+	p.retention.Validator = func(s string) error {
+		if n, err := strconv.Atoi(s); err != nil || n < 0 {
+			return errors.New("a number of days, 0 = forever")
+		}
+		return nil
+	}
+	p.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), func() { p.Save() })
+	p.save.Importance = widget.HighImportance
+	p.status = widget.NewLabel("")
+	p.load(u.svc.Config)
+
+	audioForm := widget.NewForm(
+		widget.NewFormItem("Microphone", p.input),
+		widget.NewFormItem("Speaker", p.output),
+		widget.NewFormItem("", container.NewBorder(nil, nil, p.testBtn, nil, container.NewCenter(p.testMeter))),
+	)
+	talkForm := widget.NewForm(
+		widget.NewFormItem("Language", p.language),
+		widget.NewFormItem("Barge-in", p.bargeIn),
+		widget.NewFormItem("Wake word", p.wakeWord),
+	)
+	llmForm := widget.NewForm(
+		widget.NewFormItem("Backend", p.backend),
+		widget.NewFormItem("Server URL", container.NewBorder(nil, nil, nil, p.discover, p.url)),
+		widget.NewFormItem("", p.servers),
+		widget.NewFormItem("Model", p.model),
+		widget.NewFormItem("Persona", p.persona),
+	)
+	dataForm := widget.NewForm(widget.NewFormItem("Keep audio (days)", p.retention))
+	p.content = container.NewVScroll(container.NewPadded(container.NewVBox(
+		heading("Audio"), audioForm,
+		heading("Conversation"), talkForm,
+		heading("Language model"), llmForm,
+		heading("Data"), dataForm,
+		container.NewHBox(p.save, p.status),
+	)))
+	return p
+}
+
+func (p *settingsPanel) load(c *config.Config) {
+	if c == nil {
+		c = config.Default()
+	}
+	or := func(s, def string) string {
+		if s == "" {
+			return def
+		}
+		return s
+	}
+	p.input.SetSelected(or(c.Audio.Input, systemDefault))
+	p.output.SetSelected(or(c.Audio.Output, systemDefault))
+	p.language.SetSelected(or(c.Assistant.Language, "auto"))
+	p.backend.SetSelected(or(c.LLM.Backend, "auto"))
+	p.url.SetText(c.LLM.URL)
+	p.model.SetText(c.LLM.Model)
+	p.persona.SetText(c.LLM.Persona)
+	p.bargeIn.SetSelected(or(c.Assistant.BargeIn, "on"))
+	p.wakeWord.SetSelected(or(c.Assistant.WakeWord, "hey_jarvis"))
+	p.retention.SetText(strconv.Itoa(c.Store.RetentionDays))
+	if d := p.u.svc.Devices; d != nil && !p.loaded {
+		p.loaded = true
+		go func() {
+			list, err := d.List()
+			fyne.Do(func() { p.setDevices(list, err) })
+		}()
+	}
+}
+
+func (p *settingsPanel) setDevices(list []Device, err error) {
+	if err != nil {
+		p.status.SetText("Audio devices: " + err.Error())
+		return
+	}
+	in, out := []string{systemDefault}, []string{systemDefault}
+	for _, d := range list {
+		if d.Input {
+			in = append(in, d.Name)
+		}
+		if d.Output {
+			out = append(out, d.Name)
+		}
+	}
+	p.input.Options, p.output.Options = in, out
+	p.input.Refresh()
+	p.output.Refresh()
+}
+
+func devName(s string) string {
+	if s == systemDefault {
+		return ""
+	}
+	return s
+}
+
+// apply writes the form into c.
+func (p *settingsPanel) apply(c *config.Config) error {
+	days, err := strconv.Atoi(p.retention.Text)
+	if err != nil || days < 0 {
+		return fmt.Errorf("data retention: %q is not a number of days", p.retention.Text)
+	}
+	c.Audio.Input, c.Audio.Output = devName(p.input.Selected), devName(p.output.Selected)
+	c.Assistant.Language = p.language.Selected
+	c.ASR.Language = p.language.Selected
+	c.LLM.Backend = p.backend.Selected
+	c.LLM.URL = p.url.Text
+	c.LLM.Model = p.model.Text
+	c.LLM.Persona = p.persona.Text
+	c.Assistant.BargeIn = p.bargeIn.Selected
+	c.Assistant.WakeWord = p.wakeWord.Selected
+	c.Store.RetentionDays = days
+	return c.Validate()
+}
+
+// Save validates and saves the settings (off the UI goroutine); the assistant restarts
+// with them.
+func (p *settingsPanel) Save() {
+	base := p.u.svc.Config
+	if base == nil {
+		base = config.Default()
+	}
+	c := *base
+	if err := p.apply(&c); err != nil {
+		p.status.SetText(err.Error())
+		p.status.Importance = widget.DangerImportance
+		p.status.Refresh()
+		return
+	}
+	save := p.u.svc.SaveConfig
+	if save == nil {
+		p.status.SetText("Saving is not available here.")
+		return
+	}
+	p.status.SetText("Saving…")
+	p.status.Importance = widget.LowImportance
+	p.save.Disable()
+	go func() {
+		err := save(&c)
+		fyne.Do(func() {
+			p.save.Enable()
+			if err != nil {
+				p.status.SetText("Could not save: " + err.Error())
+				p.status.Importance = widget.DangerImportance
+			} else {
+				*base = c
+				p.status.SetText("Saved " + time.Now().Format("15:04:05") + ".")
+				p.status.Importance = widget.SuccessImportance
+			}
+			p.status.Refresh()
+		})
+	}()
+}
+
+// find probes for local LLM servers and fills the model picker.
+func (p *settingsPanel) find() {
+	d := p.u.svc.Discover
+	if d == nil {
+		p.servers.SetText("Discovery is not available here.")
+		return
+	}
+	p.servers.SetText("Looking for local servers…")
+	p.discover.Disable()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		found := d(ctx)
+		fyne.Do(func() {
+			p.discover.Enable()
+			var lines string
+			var models []string
+			for _, s := range found {
+				if s.Err != "" {
+					continue
+				}
+				lines += fmt.Sprintf("%s at %s (%d models)\n", s.Name, s.URL, len(s.Models))
+				models = append(models, s.Models...)
+				if p.url.Text == "" {
+					p.url.SetText(s.URL)
+				}
+			}
+			if lines == "" {
+				lines = "No local server answered (Ollama on :11434, llama.cpp on :8080, LM Studio on :1234). Parley uses its offline skills until one does."
+			}
+			p.servers.SetText(lines)
+			p.model.SetOptions(models)
+		})
+	}()
+}
+
+// test records three seconds on the chosen microphone and plays them back.
+func (p *settingsPanel) test() {
+	d := p.u.svc.Devices
+	if d == nil {
+		p.status.SetText("Audio devices are not available here.")
+		return
+	}
+	in, out := devName(p.input.Selected), devName(p.output.Selected)
+	p.testBtn.Disable()
+	p.testBtn.SetText("Recording… speak now")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		err := d.Test(ctx, in, out, func(db float64) { fyne.Do(func() { p.testMeter.setLevel(db) }) })
+		fyne.Do(func() {
+			p.testBtn.Enable()
+			p.testBtn.SetText("Test: record 3 s and play back")
+			p.testMeter.setLevel(-100)
+			if err != nil {
+				p.status.SetText("Audio test failed: " + err.Error())
+			} else {
+				p.status.SetText("Audio test done: you should have heard yourself.")
+			}
+		})
+	}()
+}

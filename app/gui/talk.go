@@ -1,0 +1,258 @@
+package gui
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/parley-voice/parley/app"
+)
+
+// modeNames are the microphone modes as the selector shows them, in app.Mode order.
+var modeNames = []string{"Push to talk", "Hands-free", "Wake word"}
+
+// talkBar is the strip under the conversation: the waveform of the last utterance, the
+// microphone with its mode, the level meter and VAD light, the state, stop, and the text box.
+type talkBar struct {
+	mic       *widget.Button
+	mode      *widget.Select
+	stop      *widget.Button
+	entry     *widget.Entry
+	send      *widget.Button
+	meter     *levelMeter
+	vad       *canvas.Circle
+	vadLabel  *canvas.Text
+	state     *canvas.Text
+	stateDot  *canvas.Circle
+	wave      *waveform
+	listening bool // push-to-talk utterance open
+	box       fyne.CanvasObject
+}
+
+func newTalkBar(u *UI) *talkBar {
+	t := &talkBar{}
+	t.mic = widget.NewButtonWithIcon("Talk", micIcon(), func() { u.toggleTalk() })
+	t.mic.Importance = widget.HighImportance
+	t.mode = widget.NewSelect(modeNames, nil)
+	t.mode.SetSelectedIndex(0)
+	t.mode.OnChanged = func(string) { u.changeMode(app.Mode(t.mode.SelectedIndex())) }
+	t.stop = widget.NewButtonWithIcon("Stop", theme.MediaStopIcon(), func() { u.stopTalking() })
+	t.stop.Importance = widget.DangerImportance
+	t.stop.Disable()
+	t.entry = widget.NewEntry()
+	t.entry.SetPlaceHolder("Type a message and press Enter…")
+	t.entry.OnSubmitted = func(s string) { u.submit(s) }
+	t.send = widget.NewButtonWithIcon("", theme.MailSendIcon(), func() { u.submit(t.entry.Text) })
+	t.send.Importance = widget.HighImportance
+	t.meter = newLevelMeter()
+	t.vad = canvas.NewCircle(themeColor(colMeterTrack))
+	t.vadLabel = canvas.NewText("voice", theme.Color(theme.ColorNamePlaceHolder))
+	t.vadLabel.TextSize = theme.CaptionTextSize()
+	t.stateDot = canvas.NewCircle(theme.Color(theme.ColorNameDisabled))
+	t.state = canvas.NewText("Starting…", theme.Color(theme.ColorNameForeground))
+	t.state.TextStyle.Bold = true
+	t.wave = newWaveform()
+
+	dot := container.NewGridWrap(fyne.NewSize(10, 10), t.vad)
+	sdot := container.NewGridWrap(fyne.NewSize(10, 10), t.stateDot)
+	status := container.NewHBox(container.NewCenter(sdot), t.state, layoutSpacer(8),
+		container.NewCenter(t.meter), container.NewCenter(dot), t.vadLabel)
+	controls := container.NewHBox(t.mic, t.mode, t.stop)
+	top := container.NewBorder(nil, nil, status, controls, t.wave)
+	input := container.NewBorder(nil, nil, nil, t.send, t.entry)
+	t.box = container.NewVBox(widget.NewSeparator(), top, input)
+	return t
+}
+
+func layoutSpacer(w float32) fyne.CanvasObject {
+	r := canvas.NewRectangle(nil)
+	r.SetMinSize(fyne.NewSize(w, 1))
+	return r
+}
+
+var stateText = map[app.State]string{
+	app.Idle:         "Ready",
+	app.Listening:    "Listening…",
+	app.Transcribing: "Transcribing…",
+	app.Thinking:     "Thinking…",
+	app.Speaking:     "Speaking…",
+}
+
+func (t *talkBar) setState(s app.State, muted bool) {
+	txt := stateText[s]
+	col := theme.Color(theme.ColorNameDisabled)
+	switch s {
+	case app.Listening:
+		col = themeColor(colVADOn)
+	case app.Transcribing:
+		col = themeColor(colTranscribe)
+	case app.Thinking:
+		col = themeColor(colThink)
+	case app.Speaking:
+		col = themeColor(colAudio)
+	}
+	if muted && (s == app.Idle || s == app.Listening) {
+		txt, col = "Microphone muted", theme.Color(theme.ColorNameError)
+	}
+	t.state.Text = txt
+	t.state.Refresh()
+	t.stateDot.FillColor = col
+	t.stateDot.Refresh()
+	if s == app.Idle || (s == app.Listening && !t.listening) {
+		t.stop.Disable()
+	} else {
+		t.stop.Enable()
+	}
+}
+
+func (t *talkBar) setListening(on bool) {
+	t.listening = on
+	if on {
+		t.mic.SetText("Done")
+		t.mic.SetIcon(micOffIcon())
+		t.mic.Importance = widget.DangerImportance
+	} else {
+		t.mic.SetText("Talk")
+		t.mic.SetIcon(micIcon())
+		t.mic.Importance = widget.HighImportance
+	}
+	t.mic.Refresh()
+}
+
+func (t *talkBar) setVAD(on bool) {
+	if on {
+		t.vad.FillColor = themeColor(colVADOn)
+	} else {
+		t.vad.FillColor = themeColor(colMeterTrack)
+	}
+	t.vad.Refresh()
+}
+
+// levelMeter shows the capture level (dBFS) as a bar.
+type levelMeter struct {
+	widget.BaseWidget
+	track, fill *canvas.Rectangle
+	frac        float32
+}
+
+func newLevelMeter() *levelMeter {
+	m := &levelMeter{track: canvas.NewRectangle(themeColor(colMeterTrack)), fill: canvas.NewRectangle(themeColor(colMeter))}
+	m.track.CornerRadius, m.fill.CornerRadius = 3, 3
+	m.ExtendBaseWidget(m)
+	return m
+}
+
+// setLevel maps -60…0 dBFS onto the bar.
+func (m *levelMeter) setLevel(db float64) {
+	f := float32((db + 60) / 60)
+	m.frac = max(0, min(1, f))
+	m.Refresh()
+}
+
+func (m *levelMeter) CreateRenderer() fyne.WidgetRenderer {
+	return &meterRenderer{m: m}
+}
+
+type meterRenderer struct{ m *levelMeter }
+
+func (r *meterRenderer) Layout(s fyne.Size) {
+	r.m.track.Resize(s)
+	r.m.fill.Resize(fyne.NewSize(s.Width*r.m.frac, s.Height))
+}
+func (r *meterRenderer) MinSize() fyne.Size { return fyne.NewSize(90, 8) }
+func (r *meterRenderer) Refresh() {
+	r.Layout(r.m.Size())
+	r.m.track.Refresh()
+	r.m.fill.Refresh()
+}
+func (r *meterRenderer) Objects() []fyne.CanvasObject {
+	return []fyne.CanvasObject{r.m.track, r.m.fill}
+}
+func (r *meterRenderer) Destroy() {}
+
+// waveform draws the level envelope of the last utterance (the loop reports levels, not
+// samples, so this is the utterance's loudness over time).
+type waveform struct {
+	widget.BaseWidget
+	levels    []float64 // dBFS, the utterance being heard or the last one
+	recording bool
+	label     *canvas.Text
+}
+
+const maxWave = 400
+
+func newWaveform() *waveform {
+	w := &waveform{label: canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))}
+	w.label.TextSize = theme.CaptionTextSize()
+	w.ExtendBaseWidget(w)
+	return w
+}
+
+func (w *waveform) start() {
+	w.levels = w.levels[:0]
+	w.recording = true
+	w.Refresh()
+}
+
+func (w *waveform) stop() { w.recording = false; w.Refresh() }
+
+func (w *waveform) add(db float64) {
+	if !w.recording {
+		return
+	}
+	if len(w.levels) >= maxWave {
+		copy(w.levels, w.levels[1:])
+		w.levels = w.levels[:maxWave-1]
+	}
+	w.levels = append(w.levels, db)
+	w.Refresh()
+}
+
+func (w *waveform) CreateRenderer() fyne.WidgetRenderer { return &waveRenderer{w: w} }
+
+type waveRenderer struct {
+	w    *waveform
+	bars []fyne.CanvasObject
+	size fyne.Size
+}
+
+func (r *waveRenderer) Layout(s fyne.Size) { r.size = s; r.build() }
+func (r *waveRenderer) MinSize() fyne.Size { return fyne.NewSize(120, 36) }
+func (r *waveRenderer) Refresh()           { r.build(); canvas.Refresh(r.w) }
+func (r *waveRenderer) Destroy()           {}
+func (r *waveRenderer) Objects() []fyne.CanvasObject {
+	return append(r.bars, r.w.label)
+}
+
+func (r *waveRenderer) build() {
+	s := r.size
+	r.bars = r.bars[:0]
+	lv := r.w.levels
+	if len(lv) == 0 {
+		r.w.label.Text = "the waveform of what you say appears here"
+		r.w.label.Move(fyne.NewPos(8, (s.Height-r.w.label.MinSize().Height)/2))
+		r.w.label.Resize(r.w.label.MinSize())
+		return
+	}
+	r.w.label.Text = ""
+	const step = 4
+	n := int(s.Width / step)
+	if n <= 0 {
+		return
+	}
+	col := themeColor(colWave)
+	for i := 0; i < n && i < len(lv); i++ {
+		// the newest levels on the right when there are more than fit
+		v := lv[max(0, len(lv)-n)+i]
+		f := float32((v + 60) / 60)
+		f = max(0.04, min(1, f))
+		h := f * s.Height
+		b := canvas.NewRectangle(col)
+		b.CornerRadius = 1
+		b.Resize(fyne.NewSize(step-1.5, h))
+		b.Move(fyne.NewPos(float32(i)*step, (s.Height-h)/2))
+		r.bars = append(r.bars, b)
+	}
+}

@@ -1,0 +1,448 @@
+package gui
+
+import (
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/driver/desktop"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/parley-voice/parley/app"
+)
+
+// UI is the app's window content and the state behind it. Its methods run on the Fyne
+// goroutine (event handlers, or functions passed to fyne.Do).
+type UI struct {
+	app fyne.App
+	win fyne.Window
+	svc Services
+
+	a     Assistant
+	unsub func()
+	gen   int // attachment generation: events from an older assistant are dropped
+	state app.State
+	mode  app.Mode
+	muted bool
+	// textOnly: the assistant has no voice or microphone (no audio devices); answers are
+	// shown, and "no voice" is not repeated as an error on every bubble.
+	textOnly bool
+
+	conv     *conversation
+	talk     *talkBar
+	voice    *voicePanel
+	models   *modelsPanel
+	settings *settingsPanel
+	history  *historyPanel
+	banners  *fyne.Container
+	tabs     *container.AppTabs
+	content  fyne.CanvasObject
+
+	spaceDown bool
+	// OnEvent, when set, sees every event after the UI handled it (tests, benchmarks).
+	OnEvent func(app.Event)
+}
+
+// New builds the UI for a window. Call Attach when the assistant is ready.
+func New(a fyne.App, w fyne.Window, svc Services) *UI {
+	u := &UI{app: a, win: w, svc: svc}
+	u.conv = newConversation()
+	u.talk = newTalkBar(u)
+	u.banners = container.NewVBox()
+	if svc.Config != nil {
+		u.conv.voice = svc.Config.TTS.Voice
+		if m, err := app.ParseMode(svc.Config.Assistant.Mode); err == nil {
+			u.mode = m
+			u.talk.mode.SetSelectedIndex(int(m))
+		}
+	}
+	u.voice = newVoicePanel(u)
+	u.models = newModelsPanel(u)
+	u.settings = newSettingsPanel(u)
+	u.history = newHistoryPanel(u)
+
+	convTab := container.NewBorder(u.banners, container.NewPadded(u.talk.box), nil, nil, u.conv.body)
+	u.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon("Conversation", theme.MailComposeIcon(), convTab),
+		container.NewTabItemWithIcon("Voice", theme.VolumeUpIcon(), u.voice.content),
+		container.NewTabItemWithIcon("Models", theme.DownloadIcon(), u.models.content),
+		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), u.settings.content),
+		container.NewTabItemWithIcon("History", theme.HistoryIcon(), u.history.content),
+	)
+	u.tabs.SetTabLocation(container.TabLocationLeading)
+	u.tabs.OnSelected = func(t *container.TabItem) {
+		switch t.Text {
+		case "Models":
+			u.models.refresh()
+		case "History":
+			u.history.refresh()
+		case "Voice":
+			u.voice.refresh()
+		}
+	}
+	u.content = u.tabs
+	u.talk.setState(app.Idle, false)
+	u.talk.state.Text = "Starting…"
+	u.installKeys()
+	return u
+}
+
+// Content is the window's content.
+func (u *UI) Content() fyne.CanvasObject { return u.content }
+
+// Attach connects the UI to a (new) assistant and shows notes about demo-grade or missing
+// parts. It replaces the previous assistant's subscription.
+func (u *UI) Attach(a Assistant, notes []string) {
+	if u.unsub != nil {
+		u.unsub()
+		u.unsub = nil
+	}
+	u.gen++
+	u.a = a
+	u.talk.setListening(false)
+	u.setNotes(notes)
+	if a == nil {
+		return
+	}
+	ch, unsub := a.Subscribe(1024)
+	u.unsub = unsub
+	u.setState(app.Idle)
+	if u.mode == app.HandsFree {
+		u.setState(app.Listening)
+	}
+	go u.pump(u.gen, ch)
+}
+
+// Detach drops the assistant (it is being rebuilt or closed).
+func (u *UI) Detach(reason string) {
+	if u.unsub != nil {
+		u.unsub()
+		u.unsub = nil
+	}
+	u.gen++
+	u.a = nil
+	u.talk.state.Text = reason
+	u.talk.state.Refresh()
+}
+
+// pump moves events to the UI goroutine in batches, so a fast stream of deltas costs one
+// hop per batch, not per event.
+func (u *UI) pump(gen int, ch <-chan app.Event) {
+	for ev := range ch {
+		batch := []app.Event{ev}
+	more:
+		for len(batch) < 512 {
+			select {
+			case e, ok := <-ch:
+				if !ok {
+					break more
+				}
+				batch = append(batch, e)
+			default:
+				break more
+			}
+		}
+		fyne.Do(func() {
+			if gen != u.gen {
+				return
+			}
+			for _, e := range batch {
+				u.Handle(e)
+			}
+		})
+	}
+}
+
+// Handle shows one assistant event.
+func (u *UI) Handle(e app.Event) {
+	switch e.Kind {
+	case app.EvState:
+		u.setState(e.State)
+	case app.EvLevel:
+		u.talk.meter.setLevel(e.Level)
+		u.talk.wave.add(e.Level)
+	case app.EvSpeechStart:
+		u.talk.setVAD(true)
+		u.talk.wave.start()
+	case app.EvSpeechEnd:
+		u.talk.setVAD(false)
+		u.talk.wave.stop()
+	case app.EvWake:
+		u.talk.state.Text = "Wake word heard — listening…"
+		u.talk.state.Refresh()
+	case app.EvTranscript:
+		if e.Transcript != nil {
+			u.conv.userTurn(e.Turn, *e.Transcript)
+		}
+	case app.EvDelta:
+		u.conv.delta(e.Turn, e.Text)
+	case app.EvError:
+		if u.textOnly && strings.Contains(e.Err, app.ErrNoVoice.Error()) {
+			break
+		}
+		u.conv.failed(e.Turn, e.Err)
+		u.showFix(e.Err)
+	case app.EvTurnDone:
+		if ex := e.Exchange; ex != nil && u.textOnly && strings.Contains(ex.Err, app.ErrNoVoice.Error()) {
+			c := *ex
+			c.Err = ""
+			ex = &c
+			u.conv.done(ex)
+			break
+		}
+		u.conv.done(e.Exchange)
+	}
+	if u.OnEvent != nil {
+		u.OnEvent(e)
+	}
+}
+
+func (u *UI) setState(s app.State) {
+	u.state = s
+	if s != app.Listening && u.talk.listening && s != app.Idle {
+		u.talk.setListening(false)
+	}
+	if s == app.Idle && u.talk.listening {
+		u.talk.setListening(false)
+	}
+	if s != app.Listening {
+		u.talk.setVAD(false)
+		u.talk.wave.stop()
+	}
+	u.talk.setState(s, u.muted)
+}
+
+// submit sends typed text as a turn (off the UI goroutine: the loop answers quickly, but
+// the UI never waits on it).
+func (u *UI) submit(text string) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	a := u.a
+	if a == nil {
+		u.banner("Parley is still starting — try again in a moment.", nil, "", nil)
+		return
+	}
+	u.talk.entry.SetText("")
+	go func() {
+		if _, err := a.SubmitText(text); err != nil {
+			fyne.Do(func() { u.banner("Could not send: "+err.Error(), nil, "", nil) })
+		}
+	}()
+}
+
+// toggleTalk is the microphone button: it opens a push-to-talk utterance, and closes it.
+func (u *UI) toggleTalk() {
+	if u.talk.listening {
+		u.endTalk()
+	} else {
+		u.beginTalk()
+	}
+}
+
+func (u *UI) beginTalk() {
+	a := u.a
+	if a == nil || u.talk.listening || u.muted {
+		return
+	}
+	u.talk.setListening(true)
+	u.talk.wave.start()
+	go func() {
+		if err := a.StartListening(); err != nil {
+			fyne.Do(func() {
+				u.talk.setListening(false)
+				u.showFix(err.Error())
+			})
+		}
+	}()
+}
+
+func (u *UI) endTalk() {
+	a := u.a
+	if a == nil || !u.talk.listening {
+		return
+	}
+	u.talk.setListening(false)
+	u.talk.wave.stop()
+	go func() {
+		if err := a.StopListening(); err != nil {
+			fyne.Do(func() { u.showFix(err.Error()) })
+		}
+	}()
+}
+
+// stopTalking interrupts Parley (or abandons listening).
+func (u *UI) stopTalking() {
+	a := u.a
+	if a == nil {
+		return
+	}
+	u.talk.setListening(false)
+	go a.Cancel()
+}
+
+func (u *UI) changeMode(m app.Mode) {
+	if m == u.mode {
+		return
+	}
+	u.mode = m
+	if u.svc.Config != nil {
+		u.svc.Config.Assistant.Mode = []string{"push-to-talk", "hands-free", "wake-word"}[m]
+	}
+	if u.svc.SetMode == nil {
+		return
+	}
+	u.Detach("Switching to " + strings.ToLower(modeNames[m]) + "…")
+	go func() {
+		if err := u.svc.SetMode(m); err != nil {
+			fyne.Do(func() { u.showFix(err.Error()) })
+		}
+	}()
+}
+
+// setMuted turns the microphone off (push-to-talk only) or back to the chosen mode.
+func (u *UI) setMuted(on bool) {
+	if on == u.muted {
+		return
+	}
+	u.muted = on
+	if on && u.talk.listening {
+		u.endTalk()
+	}
+	if u.svc.SetMode != nil && u.mode != app.PushToTalk {
+		m := u.mode
+		if on {
+			m = app.PushToTalk
+		}
+		go u.svc.SetMode(m)
+	}
+	u.talk.mic.Enable()
+	if on {
+		u.talk.mic.Disable()
+	}
+	u.talk.setState(u.state, u.muted)
+}
+
+// installKeys: holding the space bar talks (push-to-talk) when the text box is not focused;
+// Escape stops Parley; Ctrl+L focuses the text box.
+func (u *UI) installKeys() {
+	if u.win == nil {
+		return
+	}
+	c := u.win.Canvas()
+	if dc, ok := c.(desktop.Canvas); ok {
+		dc.SetOnKeyDown(func(ev *fyne.KeyEvent) {
+			if ev.Name == fyne.KeySpace && c.Focused() == nil && !u.spaceDown && u.tabs.SelectedIndex() == 0 {
+				u.spaceDown = true
+				u.beginTalk()
+			}
+		})
+		dc.SetOnKeyUp(func(ev *fyne.KeyEvent) {
+			if ev.Name == fyne.KeySpace && u.spaceDown {
+				u.spaceDown = false
+				u.endTalk()
+			}
+		})
+	}
+	c.SetOnTypedKey(func(ev *fyne.KeyEvent) {
+		if ev.Name == fyne.KeyEscape {
+			u.stopTalking()
+		}
+	})
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
+		u.tabs.SelectIndex(0)
+		c.Focus(u.talk.entry)
+	})
+}
+
+// setNotes shows what is demo-grade or missing, each with its fix.
+func (u *UI) setNotes(notes []string) {
+	u.banners.RemoveAll()
+	for _, n := range notes {
+		u.showFix(n)
+	}
+}
+
+// showFix shows a problem with the button that fixes it.
+func (u *UI) showFix(msg string) {
+	low := strings.ToLower(msg)
+	switch {
+	case strings.Contains(low, "demo-grade") || strings.Contains(low, "speech recognition unavailable") || strings.Contains(low, "not installed"):
+		u.banner(friendlyError(msg), theme.DownloadIcon(), "Get models", func() { u.tabs.SelectIndex(2) })
+	case strings.Contains(low, "offline skills only"):
+		u.banner("Parley answers with its offline skills (time, timers, weather words, arithmetic). Connect a language model for open conversation.",
+			theme.SettingsIcon(), "LLM settings", func() { u.tabs.SelectIndex(3) })
+	case strings.Contains(low, "connection refused") || strings.Contains(low, "llm") || strings.Contains(low, "brain"):
+		u.banner(friendlyError(msg), theme.SettingsIcon(), "LLM settings", func() { u.tabs.SelectIndex(3) })
+	case strings.Contains(low, "microphone") || strings.Contains(low, "speaker") || strings.Contains(low, "audio") || strings.Contains(low, "no capture device"):
+		u.banner(friendlyError(msg), theme.SettingsIcon(), "Audio settings", func() { u.tabs.SelectIndex(3) })
+	case strings.Contains(low, "no voice"):
+		u.banner(friendlyError(msg), theme.VolumeUpIcon(), "Voice", func() { u.tabs.SelectIndex(1) })
+	default:
+		u.banner(friendlyError(msg), nil, "", nil)
+	}
+}
+
+// banner adds a dismissible message above the conversation (the same message once).
+func (u *UI) banner(msg string, icon fyne.Resource, action string, fn func()) {
+	for _, o := range u.banners.Objects {
+		if b, ok := o.(*fyne.Container); ok && len(b.Objects) > 1 {
+			if l, ok := findLabel(b); ok && l.Text == msg {
+				return
+			}
+		}
+	}
+	if len(u.banners.Objects) >= 3 {
+		u.banners.Remove(u.banners.Objects[0])
+	}
+	l := widget.NewLabel(msg)
+	l.Wrapping = fyne.TextWrapWord
+	var row *fyne.Container
+	close := widget.NewButtonWithIcon("", theme.CancelIcon(), func() { u.banners.Remove(row) })
+	close.Importance = widget.LowImportance
+	right := container.NewHBox()
+	if fn != nil {
+		b := widget.NewButtonWithIcon(action, icon, fn)
+		right.Add(container.NewCenter(b))
+	}
+	right.Add(container.NewCenter(close))
+	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
+	bg.CornerRadius = 8
+	warn := widget.NewIcon(theme.WarningIcon())
+	row = container.NewStack(bg, container.NewBorder(nil, nil, warn, right, l))
+	u.banners.Add(container.NewPadded(row))
+}
+
+func findLabel(c *fyne.Container) (*widget.Label, bool) {
+	for _, o := range c.Objects {
+		switch v := o.(type) {
+		case *widget.Label:
+			return v, true
+		case *fyne.Container:
+			if l, ok := findLabel(v); ok {
+				return l, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// friendlyError words the loop's errors for people.
+func friendlyError(msg string) string {
+	low := strings.ToLower(msg)
+	switch {
+	case strings.Contains(low, "no voice configured"):
+		return "Parley has no working voice or speaker here, so answers are shown as text only."
+	case strings.Contains(low, "no capture device"):
+		return "No microphone is open. Choose an input device in Settings, or type instead."
+	case strings.Contains(low, "connection refused") || strings.Contains(low, "no such host"):
+		return "The language model server is not answering (" + msg + "). Start it, or pick another in Settings."
+	}
+	if len(msg) > 0 {
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	}
+	return msg
+}

@@ -1,0 +1,365 @@
+package gui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/wire"
+)
+
+// The real-window test runs the app in a child process (this test binary again, with
+// helperEnv set), because GLFW must own the process's main thread: TestMain hands the main
+// goroutine to the app there. The parent starts Xvfb when there is no display, bounds the
+// child with a timeout, and checks the screenshot and the child's report.
+
+const helperEnv = "PARLEY_GUI_WINDOW_HELPER" // the directory the helper writes to
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(helperEnv); dir != "" {
+		os.Exit(windowHelper(dir))
+	}
+	os.Exit(m.Run())
+}
+
+// helperReport is what the child tells the parent.
+type helperReport struct {
+	Question  string  `json:"question"`
+	Answer    string  `json:"answer"`
+	Bubbles   int     `json:"bubbles"`
+	StartupMS float64 `json:"startup_ms"` // Run called → window shown
+	ReadyMS   float64 `json:"ready_ms"`   // Run called → assistant attached
+	AnswerMS  float64 `json:"answer_ms"`  // question sent → turn done
+	Err       string  `json:"error,omitempty"`
+}
+
+// windowHelper runs the real app on the demo configuration (offline skills, no LLM
+// discovery, text only), types a question, waits for the answer and captures the window.
+func windowHelper(dir string) int {
+	rep := helperReport{Question: "What time is it?"}
+	fail := func(err error) int {
+		rep.Err = err.Error()
+		writeReport(dir, rep)
+		return 1
+	}
+	cfg := config.Default()
+	cfg.LLM.Backend = "skills"
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	var asked time.Time
+	var result error = errors.New("the window closed before the answer")
+	err := Run(ctx, cfg, Options{
+		StorePath: filepath.Join(dir, "parley.db"),
+		NoAudio:   true,
+		NoTray:    true,
+		Wire:      func(o *wire.Options) { o.NoDiscovery = true },
+		Started: func(u *UI, w fyne.Window) {
+			rep.StartupMS = ms(time.Since(t0))
+		},
+		Ready: func(u *UI, w fyne.Window) {
+			rep.ReadyMS = ms(time.Since(t0))
+			u.OnEvent = func(e app.Event) {
+				if e.Kind != app.EvTurnDone || e.Exchange == nil {
+					return
+				}
+				rep.AnswerMS = ms(time.Since(asked))
+				rep.Answer = e.Exchange.FullAnswer
+				rep.Bubbles = u.conv.count()
+				u.OnEvent = nil
+				// let the last layout and paint happen, then capture
+				go func() {
+					time.Sleep(700 * time.Millisecond)
+					fyne.Do(func() {
+						result = capture(w, filepath.Join(dir, "screenshot.png"))
+						fyne.CurrentApp().Quit()
+					})
+				}()
+			}
+			u.talk.entry.SetText(rep.Question)
+			asked = time.Now()
+			u.submit(u.talk.entry.Text)
+		},
+	})
+	if err != nil {
+		return fail(err)
+	}
+	if ctx.Err() != nil {
+		return fail(fmt.Errorf("timed out: %w", ctx.Err()))
+	}
+	if result != nil {
+		return fail(result)
+	}
+	writeReport(dir, rep)
+	return 0
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// capture saves the window as PNG: Fyne's canvas capture, or, where the GL read-back comes
+// back blank (Mesa's software renderer under Xvfb), a grab of the X screen by ffmpeg's
+// x11grab, cropped to the window.
+func capture(w fyne.Window, path string) error {
+	img := w.Canvas().Capture()
+	if img == nil || uniform(img) {
+		var err error
+		if img, err = grabScreen(os.Getenv("DISPLAY")); err != nil {
+			return fmt.Errorf("the canvas capture is blank, and grabbing the screen failed: %w", err)
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := png.Encode(f, img); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func uniform(img image.Image) bool {
+	b := img.Bounds()
+	if b.Empty() {
+		return true
+	}
+	first := img.At(b.Min.X, b.Min.Y)
+	r0, g0, b0, _ := first.RGBA()
+	for y := b.Min.Y; y < b.Max.Y; y += 3 {
+		for x := b.Min.X; x < b.Max.X; x += 3 {
+			r, g, bb, _ := img.At(x, y).RGBA()
+			if r != r0 || g != g0 || bb != b0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// grabScreen takes the X screen with ffmpeg and crops it to what is not the black root.
+func grabScreen(display string) (image.Image, error) {
+	ff, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "parley-grab")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "grab.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if b, err := exec.CommandContext(ctx, ff, "-loglevel", "error", "-y", "-f", "x11grab", "-draw_mouse", "0", "-i", display,
+		"-frames:v", "1", out).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("ffmpeg x11grab: %v: %s", err, b)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		return nil, err
+	}
+	b := img.Bounds()
+	box := image.Rectangle{Min: b.Max, Max: b.Min}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bb, _ := img.At(x, y).RGBA()
+			if r|g|bb != 0 {
+				box = box.Union(image.Rect(x, y, x+1, y+1))
+			}
+		}
+	}
+	if box.Empty() {
+		return nil, errors.New("the screen is black")
+	}
+	if s, ok := img.(interface {
+		SubImage(image.Rectangle) image.Image
+	}); ok {
+		return s.SubImage(box), nil
+	}
+	return img, nil
+}
+
+func writeReport(dir string, rep helperReport) {
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	os.WriteFile(filepath.Join(dir, "report.json"), b, 0o644)
+}
+
+// requireDisplay returns a DISPLAY for the child: the current one, or an Xvfb it starts
+// (stopped at the end of the test). Without either it skips locally and fails in CI.
+func requireDisplay(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("PARLEY_GUI_USE_DISPLAY") != "" && os.Getenv("DISPLAY") != "" {
+		return os.Getenv("DISPLAY")
+	}
+	xvfb, err := exec.LookPath("Xvfb")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("Xvfb is not installed (build/setup.sh installs xvfb)")
+		}
+		t.Skip("Xvfb is not installed; the real-window test needs it")
+	}
+	for n := 90; n < 140; n++ {
+		if _, err := os.Stat(fmt.Sprintf("/tmp/.X%d-lock", n)); err == nil {
+			continue
+		}
+		sock := fmt.Sprintf("/tmp/.X11-unix/X%d", n)
+		if _, err := os.Stat(sock); err == nil {
+			continue
+		}
+		cmd := exec.Command(xvfb, fmt.Sprintf(":%d", n), "-screen", "0", "1280x860x24", "-nolisten", "tcp")
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start Xvfb: %v", err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(sock); err == nil {
+				t.Cleanup(func() {
+					cmd.Process.Kill()
+					<-done
+				})
+				return fmt.Sprintf(":%d", n)
+			}
+			select {
+			case err := <-done:
+				t.Logf("Xvfb :%d exited (%v); trying another display", n, err)
+				goto next
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("Xvfb :%d did not come up in 15 s", n)
+	next:
+	}
+	t.Fatal("no free X display number in :90…:139")
+	return ""
+}
+
+// TestWindowScreenshot starts the real app under Xvfb on the demo models, sends a typed
+// question, waits for the offline skills' answer and checks the window's screenshot shows
+// the conversation. PARLEY_UPDATE_SCREENSHOT=1 copies it to docs/screenshot.png.
+func TestWindowScreenshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the real-window test starts Xvfb and the app")
+	}
+	display := requireDisplay(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(),
+		helperEnv+"="+dir,
+		"DISPLAY="+display,
+		"WAYLAND_DISPLAY=",
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
+		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
+		"PARLEY_CONFIG="+filepath.Join(dir, "config", "parley.toml"),
+		"FYNE_SCALE=1",
+		"LANG=en_US.UTF-8", "LC_ALL=",
+	)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	var rep helperReport
+	b, rerr := os.ReadFile(filepath.Join(dir, "report.json"))
+	if rerr == nil {
+		rerr = json.Unmarshal(b, &rep)
+	}
+	if err != nil || rerr != nil || rep.Err != "" {
+		t.Fatalf("the app run failed: %v / report: %v %s\n%s", err, rerr, rep.Err, tail(out, 3000))
+	}
+	t.Logf("window shown %.0f ms after start, assistant ready at %.0f ms, answer in %.0f ms: %q",
+		rep.StartupMS, rep.ReadyMS, rep.AnswerMS, rep.Answer)
+	if !regexp.MustCompile(`\d{1,2}[:.]\d{2}|\b(o'clock|noon|midnight|past|to)\b`).MatchString(strings.ToLower(rep.Answer)) {
+		t.Errorf("the answer to %q does not tell the time: %q", rep.Question, rep.Answer)
+	}
+	if rep.Bubbles < 2 {
+		t.Errorf("%d bubbles shown, want the question and the answer", rep.Bubbles)
+	}
+	shot := filepath.Join(dir, "screenshot.png")
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(f)
+	f.Close()
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	checkScreenshot(t, img)
+	if os.Getenv("PARLEY_UPDATE_SCREENSHOT") != "" {
+		b, _ := os.ReadFile(shot)
+		dst := filepath.Join("..", "..", "docs", "screenshot.png")
+		os.MkdirAll(filepath.Dir(dst), 0o755)
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("updated %s", dst)
+	}
+}
+
+// checkScreenshot looks for the conversation in the picture: the user's accent-coloured
+// bubble on the right half and Parley's bubble on the left half.
+func checkScreenshot(t *testing.T, img image.Image) {
+	t.Helper()
+	b := img.Bounds()
+	if b.Dx() < 600 || b.Dy() < 400 {
+		t.Fatalf("screenshot is %v, want the whole window", b.Size())
+	}
+	near := func(c color.Color, want color.Color) bool {
+		r, g, bb, _ := c.RGBA()
+		wr, wg, wb, _ := want.RGBA()
+		d := func(x, y uint32) int { v := int(x>>8) - int(y>>8); return v * v }
+		return d(r, wr)+d(g, wg)+d(bb, wb) < 300
+	}
+	th := newTheme()
+	var userRight, parleyLeft int
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			c := img.At(x, y)
+			mid := b.Min.X + b.Dx()/2
+			if x > mid && (near(c, th.Color(colUserBubble, 0)) || near(c, th.Color(colUserBubble, 1))) {
+				userRight++
+			}
+			if x < mid+b.Dx()/6 && (near(c, th.Color(colParleyBubble, 0)) || near(c, th.Color(colParleyBubble, 1))) {
+				parleyLeft++
+			}
+		}
+	}
+	if userRight < 200 {
+		t.Errorf("no user bubble on the right of the screenshot (%d accent pixels)", userRight)
+	}
+	if parleyLeft < 200 {
+		t.Errorf("no Parley bubble on the left of the screenshot (%d bubble pixels)", parleyLeft)
+	}
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
