@@ -159,7 +159,8 @@ type TurnRecord struct {
 
 // Latency is one exchange's timeline: instants at each hop, zero when not reached.
 type Latency struct {
-	SpeechEnd     time.Time `json:"speech_end"`
+	SpeechEnd     time.Time `json:"speech_end"` // the user's last word (estimated from the VAD's sample position)
+	Endpoint      time.Time `json:"endpoint"`   // the loop knew the utterance was over (after the VAD's hang-over)
 	Transcript    time.Time `json:"transcript"`
 	FirstToken    time.Time `json:"first_token"`
 	FirstSentence time.Time `json:"first_sentence"`
@@ -174,13 +175,23 @@ func (l Latency) Hop(t time.Time) (time.Duration, bool) {
 	return t.Sub(l.SpeechEnd), true
 }
 
-// String renders "transcript 120ms · first token 340ms · first sentence 410ms · first audio 520ms".
+// Overhead is the time from the endpoint to the first audio out, less the given model
+// compute: what the pipeline itself added.
+func (l Latency) Overhead(compute time.Duration) (time.Duration, bool) {
+	if l.Endpoint.IsZero() || l.FirstAudio.IsZero() {
+		return 0, false
+	}
+	return l.FirstAudio.Sub(l.Endpoint) - compute, true
+}
+
+// String renders "endpoint 400ms · transcript 520ms · first token 600ms · first sentence
+// 640ms · first audio 700ms", each measured from the end of speech.
 func (l Latency) String() string {
 	s := ""
 	for _, h := range []struct {
 		name string
 		t    time.Time
-	}{{"transcript", l.Transcript}, {"first token", l.FirstToken}, {"first sentence", l.FirstSentence}, {"first audio", l.FirstAudio}} {
+	}{{"endpoint", l.Endpoint}, {"transcript", l.Transcript}, {"first token", l.FirstToken}, {"first sentence", l.FirstSentence}, {"first audio", l.FirstAudio}} {
 		if d, ok := l.Hop(h.t); ok {
 			if s != "" {
 				s += " · "

@@ -307,7 +307,8 @@ type (
 	msgSpeechLong  struct{ at int64 }
 	msgSpeechEnd   struct {
 		start, end int64
-		when       time.Time
+		when       time.Time // the speech ended
+		decided    time.Time // the VAD said so
 	}
 	msgWake        struct{ at int64 }
 	msgEarError    struct{ err error }
@@ -360,7 +361,8 @@ func (a *Assistant) handle(m any) {
 		start := max(0, a.pttStart-a.samples(a.o.PreRoll)/4)
 		end := a.ear.pos()
 		a.pttStart = -1
-		a.startVoiceTurn(start, end, time.Now())
+		now := time.Now()
+		a.startVoiceTurn(start, end, now, now)
 	case cmdText:
 		if a.cur != nil {
 			a.bargeIn("text")
@@ -411,7 +413,7 @@ func (a *Assistant) handle(m any) {
 		}
 		start := max(a.utterStart, m.start) - a.samples(a.o.PreRoll)
 		a.utterStart = -1
-		a.startVoiceTurn(max(0, start), min(m.end+a.samples(a.o.PostRoll), a.ear.pos()), m.when)
+		a.startVoiceTurn(max(0, start), min(m.end+a.samples(a.o.PostRoll), a.ear.pos()), m.when, m.decided)
 	case msgWake:
 		a.publish(Event{Kind: EvWake, Turn: a.turnID.Load()})
 		if a.o.Mode != WakeWord {
@@ -490,7 +492,7 @@ func (a *Assistant) newTurn() *turn {
 	return t
 }
 
-func (a *Assistant) startVoiceTurn(start, end int64, speechEnd time.Time) {
+func (a *Assistant) startVoiceTurn(start, end int64, speechEnd, endpoint time.Time) {
 	pcm := a.ear.slice(start, end)
 	if len(pcm) == 0 {
 		a.setState(a.restState())
@@ -503,7 +505,7 @@ func (a *Assistant) startVoiceTurn(start, end int64, speechEnd time.Time) {
 	}
 	t := a.newTurn()
 	t.audio = pcm
-	t.lat.SpeechEnd = speechEnd
+	t.lat.SpeechEnd, t.lat.Endpoint = speechEnd, endpoint
 	t.start = speechEnd.Add(-time.Duration(len(pcm)) * time.Second / SampleRate)
 	a.launch(t)
 }

@@ -298,7 +298,7 @@ func (e *ear) run(ctx context.Context) {
 							}
 						}
 						if inSeg && !segEcho {
-							a.toLoop(msgSpeechEnd{start: segStart, end: ev.Sample, when: endAt(ev.Sample)})
+							a.toLoop(msgSpeechEnd{start: segStart, end: ev.Sample, when: endAt(ev.Sample), decided: time.Now()})
 						}
 						inSeg = false
 					}
@@ -339,7 +339,7 @@ func (e *ear) run(ctx context.Context) {
 					}
 				}
 				if inSeg && !segEcho && !pending && now-segStart >= maxUtt {
-					a.toLoop(msgSpeechEnd{start: segStart, end: now, when: time.Now()})
+					a.toLoop(msgSpeechEnd{start: segStart, end: now, when: time.Now(), decided: time.Now()})
 					segEcho = true // ignore the rest of this segment
 				}
 			}

@@ -135,7 +135,7 @@ func (a *Assistant) exchange(t *turn) (*Exchange, error) {
 		a.toLoop(msgTurnState{t, Thinking})
 	} else {
 		t.lat.SpeechEnd = time.Now()
-		t.lat.Transcript = t.lat.SpeechEnd
+		t.lat.Endpoint, t.lat.Transcript = t.lat.SpeechEnd, t.lat.SpeechEnd
 		t.start = t.lat.SpeechEnd
 		ex.Start = t.start
 		ex.Transcript = t.transcript
