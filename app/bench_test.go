@@ -138,7 +138,7 @@ func BenchmarkTextTurnOverhead(b *testing.B) {
 			b.ReportMetric(float64(fa.Microseconds())/1000, "first_audio_ms")
 			b.ReportMetric(float64(base.Microseconds())/1000, "baseline_ms")
 			b.ReportMetric(float64((fa-base).Microseconds())/1000, "overhead_ms")
-			b.ReportMetric(float64((turn / time.Duration(b.N)).Microseconds())/1000, "turn_ms")
+			b.ReportMetric(float64((turn/time.Duration(b.N)).Microseconds())/1000, "turn_ms")
 		})
 	}
 }
