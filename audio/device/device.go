@@ -223,7 +223,7 @@ type StreamConfig struct {
 	BufferFrames int           // device frames per callback; 0 = 10 ms
 	Latency      time.Duration // suggested latency; 0 = the device's default low latency
 	Ring         time.Duration // ring buffer between callback and caller; 0 = 2 s
-	LossTimeout  time.Duration // no callback for this long = device lost; 0 = max(1 s, 20 buffers)
+	LossTimeout  time.Duration // no callback for this long = device lost; 0 = max(3 s, 20 buffers)
 	StartTimeout time.Duration // no first callback for this long = device lost; 0 = 10 s
 	Quality      int           // audio.Quality of the resampler (0 = high)
 }
@@ -258,7 +258,7 @@ func (c *StreamConfig) fill(d Info, dir Direction, want int) error {
 		c.StartTimeout = 10 * time.Second
 	}
 	if c.LossTimeout == 0 {
-		c.LossTimeout = max(time.Second, 20*time.Duration(c.BufferFrames)*time.Second/time.Duration(c.SampleRate))
+		c.LossTimeout = max(3*time.Second, 20*time.Duration(c.BufferFrames)*time.Second/time.Duration(c.SampleRate))
 	}
 	return nil
 }
