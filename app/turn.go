@@ -99,7 +99,7 @@ func (a *Assistant) runTurn(t *turn) {
 			a.sayPlain(t, explanation(err))
 		}
 	}
-	if ex.Transcript.Text != "" || ex.Answer != "" {
+	if ex.Transcript.Text != "" || ex.Answer != "" || ex.Err != "" {
 		a.record(t, ex)
 	}
 	a.toLoop(msgTurnDone{t, ex})
