@@ -38,6 +38,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	addr := fs.String("addr", "", "HTTP listen address (overrides serve.addr)")
+	cert := fs.String("tls-cert", "", "PEM certificate file: serve HTTPS and wss:// (with -tls-key)")
+	key := fs.String("tls-key", "", "PEM private key file for -tls-cert")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, serveUsage)
 		fs.PrintDefaults()
@@ -60,7 +62,8 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	for _, n := range loaded.Notes {
 		env.Log.Info("note", "what", n)
 	}
-	srv, err := serve.New(serve.Options{Config: cfg, Engines: loaded.Engines, Log: env.Log, Version: version})
+	srv, err := serve.New(serve.Options{Config: cfg, Engines: loaded.Engines, Log: env.Log, Version: version,
+		TLSCertFile: *cert, TLSKeyFile: *key})
 	if err != nil {
 		return err
 	}

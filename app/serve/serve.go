@@ -85,6 +85,9 @@ type Options struct {
 	WriteTimeout time.Duration
 	// DrainTimeout bounds graceful shutdown; 0: 30 s.
 	DrainTimeout time.Duration
+	// TLSCertFile and TLSKeyFile, when both set, serve HTTPS (and wss:// for realtime, which
+	// OpenAI's SDKs insist on).
+	TLSCertFile, TLSKeyFile string
 }
 
 // Server is the headless server. Create it with New, run it with Run or Serve.
@@ -119,6 +122,9 @@ func New(o Options) (*Server, error) {
 	c := &o.Config
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8780"
+	}
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return nil, fmt.Errorf("%w: TLS needs both a certificate and a key file", ErrConfig)
 	}
 	if !isLoopback(c.Addr) && c.APIKey == "" && !c.AllowNoAuth {
 		return nil, fmt.Errorf("%w: serve.addr %s is not a loopback address: set serve.api_key (clients send Authorization: Bearer KEY) or serve.allow_unauthenticated = true", ErrConfig, c.Addr)
@@ -390,7 +396,13 @@ func (s *Server) Serve(ctx context.Context, ls Listeners) error {
 		run.Add(1)
 		go func() {
 			defer run.Done()
-			if err := hs.Serve(ls.HTTP); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			var err error
+			if s.o.TLSCertFile != "" && s.o.TLSKeyFile != "" {
+				err = hs.ServeTLS(ls.HTTP, s.o.TLSCertFile, s.o.TLSKeyFile)
+			} else {
+				err = hs.Serve(ls.HTTP)
+			}
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
