@@ -1,6 +1,8 @@
 package gui
 
 import (
+	"image/color"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
@@ -67,7 +69,7 @@ func newTalkBar(u *UI) *talkBar {
 }
 
 func layoutSpacer(w float32) fyne.CanvasObject {
-	r := canvas.NewRectangle(nil)
+	r := canvas.NewRectangle(color.Transparent)
 	r.SetMinSize(fyne.NewSize(w, 1))
 	return r
 }

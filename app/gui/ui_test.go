@@ -1,0 +1,537 @@
+package gui
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/store"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/voices"
+)
+
+// fakeAssistant is a scripted assistant: the test pushes events into its stream and reads
+// what the UI asked of it.
+type fakeAssistant struct {
+	ch      chan app.Event
+	mu      sync.Mutex
+	texts   []string
+	starts  int
+	stops   int
+	cancels int
+	turn    int64
+}
+
+func newFakeAssistant() *fakeAssistant { return &fakeAssistant{ch: make(chan app.Event, 1024)} }
+
+func (f *fakeAssistant) Subscribe(int) (<-chan app.Event, func()) { return f.ch, func() {} }
+func (f *fakeAssistant) SubmitText(s string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.texts = append(f.texts, s)
+	f.turn++
+	return f.turn, nil
+}
+func (f *fakeAssistant) StartListening() error { f.mu.Lock(); f.starts++; f.mu.Unlock(); return nil }
+func (f *fakeAssistant) StopListening() error  { f.mu.Lock(); f.stops++; f.mu.Unlock(); return nil }
+func (f *fakeAssistant) Cancel() error         { f.mu.Lock(); f.cancels++; f.mu.Unlock(); return nil }
+
+func (f *fakeAssistant) counts() (starts, stops, cancels int, texts []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.starts, f.stops, f.cancels, append([]string(nil), f.texts...)
+}
+
+// waitFor polls cond (evaluated on the UI goroutine's terms: the test driver runs fyne.Do
+// at once) until it holds; the bound only keeps a broken UI from hanging the test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func newTestUI(t testing.TB, svc Services) (*UI, fyne.Window) {
+	t.Helper()
+	a := test.NewTempApp(t)
+	a.Settings().SetTheme(newTheme())
+	w := a.NewWindow("Parley")
+	u := New(a, w, svc)
+	w.SetContent(u.Content())
+	w.Resize(fyne.NewSize(1000, 700))
+	return u, w
+}
+
+func TestMicTapStartsAndStopsListening(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	f := newFakeAssistant()
+	u.Attach(f, nil)
+	test.Tap(u.talk.mic)
+	waitFor(t, "StartListening", func() bool { s, _, _, _ := f.counts(); return s == 1 })
+	if u.talk.mic.Text != "Done" {
+		t.Errorf("mic button while listening says %q, want Done", u.talk.mic.Text)
+	}
+	test.Tap(u.talk.mic)
+	waitFor(t, "StopListening", func() bool { _, s, _, _ := f.counts(); return s == 1 })
+	if u.talk.mic.Text != "Talk" {
+		t.Errorf("mic button after listening says %q, want Talk", u.talk.mic.Text)
+	}
+	// Stop interrupts Parley while it speaks.
+	u.Handle(app.Event{Kind: app.EvState, State: app.Speaking})
+	if u.talk.stop.Disabled() {
+		t.Fatal("stop is disabled while Parley speaks")
+	}
+	test.Tap(u.talk.stop)
+	waitFor(t, "Cancel", func() bool { _, _, c, _ := f.counts(); return c == 1 })
+}
+
+func TestTypedMessageStreamsBubbles(t *testing.T) {
+	u, w := newTestUI(t, Services{})
+	f := newFakeAssistant()
+	u.Attach(f, nil)
+	test.Type(u.talk.entry, "what time is it")
+	u.talk.entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	waitFor(t, "SubmitText", func() bool { _, _, _, tx := f.counts(); return len(tx) == 1 })
+	if _, _, _, tx := f.counts(); tx[0] != "what time is it" {
+		t.Fatalf("submitted %q", tx[0])
+	}
+	if u.talk.entry.Text != "" {
+		t.Errorf("the text box kept %q after sending", u.talk.entry.Text)
+	}
+
+	// The scripted stream goes through the real subscription pump.
+	t0 := time.Now()
+	tr := app.Transcript{Text: "what time is it", Lang: "en", Emotion: "HAPPY", Event: "Laughter"}
+	f.ch <- app.Event{Kind: app.EvState, State: app.Thinking}
+	f.ch <- app.Event{Kind: app.EvTranscript, Turn: 1, Transcript: &tr}
+	f.ch <- app.Event{Kind: app.EvDelta, Turn: 1, Text: "It's "}
+	waitFor(t, "the first delta", func() bool { b := u.conv.parley[1]; return b != nil && b.raw == "It's " })
+	if got := u.talk.state.Text; got != "Thinking…" {
+		t.Errorf("state shows %q, want Thinking…", got)
+	}
+	user := u.conv.users[1]
+	if user == nil {
+		t.Fatal("no user bubble")
+	}
+	var badges []string
+	for _, o := range user.badges.Objects {
+		badges = append(badges, texts(o)...)
+	}
+	if want := []string{"English", "☺ happy", "laughter"}; strings.Join(badges, "|") != strings.Join(want, "|") {
+		t.Errorf("badges %q, want %q", badges, want)
+	}
+	f.ch <- app.Event{Kind: app.EvDelta, Turn: 1, Text: "7:05 "}
+	f.ch <- app.Event{Kind: app.EvDelta, Turn: 1, Text: "AM."}
+	ex := &app.Exchange{Turn: 1, Transcript: tr, Answer: "It's 7:05 AM.", FullAnswer: "It's 7:05 AM.", Start: t0,
+		Latency: app.Latency{SpeechEnd: t0, Transcript: t0.Add(120 * time.Millisecond), FirstToken: t0.Add(400 * time.Millisecond), FirstAudio: t0.Add(650 * time.Millisecond)}}
+	f.ch <- app.Event{Kind: app.EvTurnDone, Turn: 1, Exchange: ex}
+	waitFor(t, "the turn's latency bar", func() bool { return u.conv.parley[1].latency.Visible() })
+	b := u.conv.parley[1]
+	if b.raw != "It's 7:05 AM." {
+		t.Errorf("Parley's bubble shows %q", b.raw)
+	}
+	if u.conv.count() != 2 {
+		t.Errorf("%d bubbles, want 2", u.conv.count())
+	}
+	cap := strings.Join(texts(b.latency), " ")
+	for _, want := range []string{"transcribe 120 ms", "think 280 ms", "first audio 250 ms"} {
+		if !strings.Contains(cap, want) {
+			t.Errorf("latency caption %q lacks %q", cap, want)
+		}
+	}
+	if b.marks.Visible() {
+		t.Error("an answer that was not cut off is marked")
+	}
+	if img := w.Canvas().Capture(); img.Bounds().Empty() {
+		t.Error("the window does not render")
+	}
+}
+
+func TestInterruptedAnswerIsMarked(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	u.Attach(newFakeAssistant(), nil)
+	u.Handle(app.Event{Kind: app.EvDelta, Turn: 3, Text: "Once upon a time there was a very long story"})
+	u.Handle(app.Event{Kind: app.EvBargeIn, Turn: 3})
+	u.Handle(app.Event{Kind: app.EvTurnDone, Turn: 3, Exchange: &app.Exchange{Turn: 3, Answer: "Once upon a time",
+		FullAnswer: "Once upon a time there was a very long story", Interrupted: true}})
+	b := u.conv.parley[3]
+	if b.raw != "Once upon a time" {
+		t.Errorf("interrupted bubble shows %q, want only what was spoken", b.raw)
+	}
+	if !b.marks.Visible() || !strings.Contains(strings.Join(texts(b.marks), " "), "interrupted") {
+		t.Error("no interrupted mark")
+	}
+}
+
+func TestLevelsVADAndWaveform(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	u.Attach(newFakeAssistant(), nil)
+	u.Handle(app.Event{Kind: app.EvState, State: app.Listening})
+	u.Handle(app.Event{Kind: app.EvSpeechStart})
+	for _, db := range []float64{-50, -20, -10, -30} {
+		u.Handle(app.Event{Kind: app.EvLevel, Level: db})
+	}
+	if got := u.talk.meter.frac; got != 0.5 {
+		t.Errorf("meter at -30 dBFS shows %v, want 0.5", got)
+	}
+	if u.talk.vad.FillColor != themeColor(colVADOn) {
+		t.Error("VAD light is off during speech")
+	}
+	u.Handle(app.Event{Kind: app.EvSpeechEnd})
+	u.Handle(app.Event{Kind: app.EvLevel, Level: -60}) // after the utterance: not in its waveform
+	if n := len(u.talk.wave.levels); n != 4 {
+		t.Errorf("waveform holds %d levels, want the utterance's 4", n)
+	}
+	if u.talk.vad.FillColor == themeColor(colVADOn) {
+		t.Error("VAD light still on after speech end")
+	}
+}
+
+func TestNotesOfferTheFix(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	u.Attach(newFakeAssistant(), []string{
+		"speech recognition: demo-grade model (sensevoice-demo); `parley models pull sensevoice-small-int8` for the real one",
+		"brain: offline skills only (no LLM server found; set llm.url)",
+	})
+	if n := len(u.banners.Objects); n != 2 {
+		t.Fatalf("%d banners, want 2", n)
+	}
+	var buttons []*widget.Button
+	collect(u.banners, func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && b.Text != "" {
+			buttons = append(buttons, b)
+		}
+	})
+	if len(buttons) != 2 || buttons[0].Text != "Get models" || buttons[1].Text != "LLM settings" {
+		t.Fatalf("fix buttons %v", buttons)
+	}
+	test.Tap(buttons[0])
+	if u.tabs.Selected().Text != "Models" {
+		t.Errorf("Get models opened %q", u.tabs.Selected().Text)
+	}
+	test.Tap(buttons[1])
+	if u.tabs.Selected().Text != "Settings" {
+		t.Errorf("LLM settings opened %q", u.tabs.Selected().Text)
+	}
+	// a dead LLM mid-conversation: the error is shown on the turn and as a banner with the fix
+	u.Handle(app.Event{Kind: app.EvError, Turn: 1, Err: "brain: dial tcp 127.0.0.1:11434: connection refused"})
+	if b := u.conv.parley[1]; b == nil || !strings.Contains(strings.Join(texts(b.marks), " "), "not answering") {
+		t.Error("the dead LLM is not explained on the turn")
+	}
+}
+
+func TestSeedDiceAndLock(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	p := u.voice
+	seeds := []int64{42, 77, 99}
+	p.rnd = func() int64 { s := seeds[0]; seeds = seeds[1:]; return s }
+	test.Tap(p.dice)
+	if r := p.Request(); !r.HasSeed || r.Seed != 42 {
+		t.Fatalf("after the dice: seed %v (set %v), want 42", r.Seed, r.HasSeed)
+	}
+	test.Tap(p.dice)
+	if r := p.Request(); r.Seed != 77 {
+		t.Fatalf("second roll: %d, want 77", r.Seed)
+	}
+	test.Tap(p.lock)
+	if !p.dice.Disabled() || !p.seed.Disabled() {
+		t.Error("lock leaves the dice or the seed editable")
+	}
+	p.roll() // a roll that reaches a locked seed changes nothing
+	if r := p.Request(); r.Seed != 77 {
+		t.Errorf("locked seed changed to %d", r.Seed)
+	}
+	test.Tap(p.lock)
+	test.Tap(p.dice)
+	if r := p.Request(); r.Seed != 99 {
+		t.Errorf("unlocked roll: %d, want 99", r.Seed)
+	}
+	p.seed.SetText("")
+	if r := p.Request(); r.HasSeed {
+		t.Error("an empty seed field still sends a seed")
+	}
+}
+
+func TestSlidersChangeTheRequest(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	p := u.voice
+	tests := []struct {
+		name   string
+		slider *widget.Slider
+		value  float64
+		get    func(tts.Request) float64
+	}{
+		{"temperature", p.temp, 0.8, func(r tts.Request) float64 { return r.Temperature }},
+		{"top-p", p.topP, 0.45, func(r tts.Request) float64 { return r.TopP }},
+		{"top-k", p.topK, 35, func(r tts.Request) float64 { return float64(r.TopK) }},
+		{"speed", p.speed, 1.25, func(r tts.Request) float64 { return r.Speed }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.get(p.Request())
+			tc.slider.SetValue(tc.value)
+			if got := tc.get(p.Request()); got != tc.value || got == before {
+				t.Errorf("request %s = %v after setting %v (was %v)", tc.name, got, tc.value, before)
+			}
+		})
+	}
+	var played []tts.Request
+	p.OnPlay = func(r tts.Request) { played = append(played, r) }
+	test.Tap(p.preview)
+	if len(played) != 1 || played[0].Temperature != 0.8 || played[0].TopK != 35 || played[0].Speed != 1.25 {
+		t.Errorf("Preview sent %+v", played)
+	}
+}
+
+func TestTokenButtonsInsertAtCursor(t *testing.T) {
+	u, w := newTestUI(t, Services{})
+	p := u.voice
+	tests := []struct {
+		token  string
+		breakN string
+		text   string
+		row    int
+		col    int
+		want   string
+	}{
+		{"[laugh]", "", "Hello world", 0, 5, "Hello[laugh] world"},
+		{"[uv_break]", "", "Hello world", 0, 0, "[uv_break]Hello world"},
+		{"[lbreak]", "", "one\ntwo", 1, 3, "one\ntwo[lbreak]"},
+		{"[break_N]", "2", "a b", 0, 1, "a[break_2] b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.token, func(t *testing.T) {
+			w.Canvas().Focus(p.text)
+			p.text.SetText(tc.text)
+			p.text.CursorRow, p.text.CursorColumn = tc.row, tc.col
+			p.text.Refresh()
+			if tc.breakN != "" {
+				p.breakN.SetSelected(tc.breakN)
+			}
+			test.Tap(p.tokens[tc.token])
+			if p.text.Text != tc.want {
+				t.Errorf("after %s: %q, want %q", tc.token, p.text.Text, tc.want)
+			}
+		})
+	}
+}
+
+// fakeModels serves one missing model whose download reports half its bytes and then waits
+// to be cancelled.
+type fakeModels struct {
+	mu      sync.Mutex
+	pulled  chan struct{}
+	partial bool
+}
+
+func (f *fakeModels) status() assets.ModelStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := assets.ModelStatus{ID: "sensevoice-small-int8", Kind: "asr", Description: "SenseVoice-Small (int8)", State: assets.StateMissing, Total: 100}
+	if f.partial {
+		st.State, st.Bytes = assets.StatePartial, 50
+	}
+	return st
+}
+
+func (f *fakeModels) List(context.Context) ([]assets.ModelStatus, error) {
+	return []assets.ModelStatus{f.status()}, nil
+}
+
+func (f *fakeModels) Pull(ctx context.Context, id string, progress func(assets.Event)) error {
+	progress(assets.Event{Model: id, File: "model.int8.onnx", Phase: "download", Done: 50, Total: 100, Rate: 25})
+	f.mu.Lock()
+	f.partial = true
+	f.mu.Unlock()
+	close(f.pulled)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (f *fakeModels) Verify(context.Context, string) (assets.ModelStatus, error) { return f.status(), nil }
+func (f *fakeModels) Remove(context.Context, string) error                       { return nil }
+
+func TestDownloadProgressCancelResume(t *testing.T) {
+	fm := &fakeModels{pulled: make(chan struct{})}
+	u, _ := newTestUI(t, Services{Models: fm})
+	p := u.models
+	p.refresh()
+	waitFor(t, "the model list", func() bool { return p.rows["sensevoice-small-int8"] != nil })
+	r := p.rows["sensevoice-small-int8"]
+	if r.get.Text != "Download" || !r.get.Visible() {
+		t.Fatalf("missing model offers %q (visible %v)", r.get.Text, r.get.Visible())
+	}
+	test.Tap(r.get)
+	<-fm.pulled
+	waitFor(t, "progress", func() bool { return r.progress.Value == 0.5 })
+	if !r.progress.Visible() || !r.cancel.Visible() || r.get.Visible() {
+		t.Error("during a download the bar and Cancel should show, Download not")
+	}
+	if !strings.Contains(r.detail.Text, "50 B of 100 B") {
+		t.Errorf("progress text %q", r.detail.Text)
+	}
+	test.Tap(r.cancel)
+	waitFor(t, "the paused state", func() bool { return r.get.Visible() })
+	if r.get.Text != "Resume" {
+		t.Errorf("after cancel the button says %q, want Resume", r.get.Text)
+	}
+	if !strings.Contains(r.state.Text, "partial") {
+		t.Errorf("state %q", r.state.Text)
+	}
+}
+
+func TestSettingsSave(t *testing.T) {
+	cfg := config.Default()
+	var saved *config.Config
+	u, _ := newTestUI(t, Services{Config: cfg, SaveConfig: func(c *config.Config) error { saved = c; return nil }})
+	s := u.settings
+	s.language.SetSelected("ja")
+	s.bargeIn.SetSelected("off")
+	s.url.SetText("http://127.0.0.1:8080")
+	s.retention.SetText("30")
+	s.Save()
+	waitFor(t, "save", func() bool { return strings.HasPrefix(s.status.Text, "Saved") })
+	if saved == nil || saved.Assistant.Language != "ja" || saved.Assistant.BargeIn != "off" || saved.LLM.URL != "http://127.0.0.1:8080" || saved.Store.RetentionDays != 30 {
+		t.Fatalf("saved %+v", saved)
+	}
+	s.retention.SetText("forever")
+	saved = nil
+	s.Save()
+	if saved != nil || !strings.Contains(s.status.Text, "retention") {
+		t.Errorf("a bad retention was saved (status %q)", s.status.Text)
+	}
+}
+
+type fakeHistory struct{ deleted []int64 }
+
+func (h *fakeHistory) Conversations(context.Context, int) ([]store.Conversation, error) {
+	return []store.Conversation{{ID: 7, Title: "Kitchen timer", Turns: 2}}, nil
+}
+func (h *fakeHistory) Search(_ context.Context, q string, _ int) ([]store.Hit, error) {
+	return []store.Hit{{ConversationID: 7, Title: "Kitchen timer", Role: store.RoleUser, Snippet: "set a timer for pasta", Highlights: [][2]int{{6, 11}}}}, nil
+}
+func (h *fakeHistory) Turns(context.Context, int64) ([]store.Turn, error) {
+	return []store.Turn{{Role: store.RoleUser, Text: "set a timer for pasta", Language: "en"}, {Role: store.RoleAssistant, Text: "Timer set for 9 minutes."}}, nil
+}
+func (h *fakeHistory) Export(_ context.Context, w io.Writer, id int64, _ store.Format) error {
+	_, err := io.WriteString(w, "# Kitchen timer\n")
+	return err
+}
+func (h *fakeHistory) Delete(_ context.Context, id int64) error { h.deleted = append(h.deleted, id); return nil }
+
+func TestHistorySearchAndOpen(t *testing.T) {
+	h := &fakeHistory{}
+	u, _ := newTestUI(t, Services{History: h})
+	p := u.history
+	p.search.SetText("timer")
+	p.refresh()
+	waitFor(t, "hits", func() bool { return len(p.results.Objects) == 1 })
+	hit := p.results.Objects[0].(*widget.Button)
+	if !strings.Contains(hit.Text, "«timer»") {
+		t.Errorf("hit %q does not highlight the match", hit.Text)
+	}
+	test.Tap(hit)
+	waitFor(t, "the conversation", func() bool { return len(p.view.Objects) == 1 })
+	if p.title.Text != "Kitchen timer" || p.export.Disabled() || p.del.Disabled() {
+		t.Errorf("opened %q, export disabled %v", p.title.Text, p.export.Disabled())
+	}
+}
+
+type fakeVoices struct{ saved []*voices.Voice }
+
+func (f *fakeVoices) List() ([]*voices.Voice, error) {
+	s := int64(1234)
+	v := voices.New("warm", "espeak", voices.KindSeed)
+	v.Seed = &s
+	v.Defaults.Speed = 0.9
+	return []*voices.Voice{v}, nil
+}
+func (f *fakeVoices) Save(v *voices.Voice) error { f.saved = append(f.saved, v); return nil }
+func (f *fakeVoices) Capabilities(string) (tts.Capabilities, error) {
+	return tts.Capabilities{Engine: "espeak", Controls: map[tts.Control]tts.Support{tts.CtlSeed: tts.Emulated, tts.CtlSpeed: tts.Native}}, nil
+}
+func (f *fakeVoices) Preview(context.Context, string, tts.Request) error { return nil }
+
+func TestVoicePanelLibraryCapabilitiesSave(t *testing.T) {
+	fv := &fakeVoices{}
+	u, _ := newTestUI(t, Services{Voices: fv})
+	p := u.voice
+	p.refresh()
+	waitFor(t, "capabilities", func() bool { return len(p.caps.Objects) > 0 })
+	got := map[string]string{}
+	for i := 0; i+1 < len(p.caps.Objects); i += 2 {
+		got[p.caps.Objects[i].(*widget.Label).Text] = p.caps.Objects[i+1].(*widget.Label).Text
+	}
+	if got["Speed"] != "native" || got["Seed"] != "emulated" || got["Temperature"] != "ignored" {
+		t.Errorf("capabilities shown %v", got)
+	}
+	p.picker.SetSelected("warm")
+	if r := p.Request(); r.Seed != 1234 || r.Speed != 0.9 || r.Voice != "warm" {
+		t.Errorf("picking a voice gave %+v", r)
+	}
+	if err := p.saveAs("mine"); err != nil {
+		t.Fatal(err)
+	}
+	if len(fv.saved) != 1 || *fv.saved[0].Seed != 1234 || fv.saved[0].Kind != voices.KindSeed || fv.saved[0].Defaults.Speed != 0.9 {
+		t.Errorf("saved %+v", fv.saved)
+	}
+}
+
+func TestFriendlyErrorAndBadges(t *testing.T) {
+	tests := []struct {
+		in   app.Transcript
+		want string
+	}{
+		{app.Transcript{Lang: "zh", Emotion: "SAD", Event: "BGM"}, "Mandarin|sad|♪ music"},
+		{app.Transcript{Lang: "nospeech", Emotion: "EMO_UNKNOWN", Event: "Speech"}, ""},
+		{app.Transcript{Lang: "yue"}, "Cantonese"},
+	}
+	for _, tc := range tests {
+		if got := strings.Join(tagBadges(tc.in), "|"); got != tc.want {
+			t.Errorf("badges of %+v = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := friendlyError("app: no voice configured"); !strings.Contains(got, "text only") {
+		t.Errorf("friendlyError = %q", got)
+	}
+}
+
+// texts collects the strings shown under o.
+func texts(o fyne.CanvasObject) []string {
+	var out []string
+	collect(o, func(o fyne.CanvasObject) {
+		switch v := o.(type) {
+		case *widget.Label:
+			out = append(out, v.Text)
+		case *canvasText:
+			out = append(out, v.Text)
+		}
+	})
+	return out
+}
+
+func collect(o fyne.CanvasObject, fn func(fyne.CanvasObject)) {
+	fn(o)
+	if c, ok := o.(*fyne.Container); ok {
+		for _, ch := range c.Objects {
+			collect(ch, fn)
+		}
+	}
+}
+
+type canvasText = canvas.Text
