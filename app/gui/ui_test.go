@@ -363,8 +363,10 @@ func (f *fakeModels) Pull(ctx context.Context, id string, progress func(assets.E
 	return ctx.Err()
 }
 
-func (f *fakeModels) Verify(context.Context, string) (assets.ModelStatus, error) { return f.status(), nil }
-func (f *fakeModels) Remove(context.Context, string) error                       { return nil }
+func (f *fakeModels) Verify(context.Context, string) (assets.ModelStatus, error) {
+	return f.status(), nil
+}
+func (f *fakeModels) Remove(context.Context, string) error { return nil }
 
 func TestDownloadProgressCancelResume(t *testing.T) {
 	fm := &fakeModels{pulled: make(chan struct{})}
@@ -432,7 +434,10 @@ func (h *fakeHistory) Export(_ context.Context, w io.Writer, id int64, _ store.F
 	_, err := io.WriteString(w, "# Kitchen timer\n")
 	return err
 }
-func (h *fakeHistory) Delete(_ context.Context, id int64) error { h.deleted = append(h.deleted, id); return nil }
+func (h *fakeHistory) Delete(_ context.Context, id int64) error {
+	h.deleted = append(h.deleted, id)
+	return nil
+}
 
 func TestHistorySearchAndOpen(t *testing.T) {
 	h := &fakeHistory{}
