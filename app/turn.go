@@ -212,6 +212,12 @@ func (a *Assistant) think(t *turn) error {
 		defer close(chunks)
 		idx := 0
 		for s := range sentences {
+			if a.p.Voice == nil || a.p.Speaker == nil { // a text-only assistant: the answer is shown, not spoken
+				a.publish(Event{Kind: EvSentenceStarted, Turn: t.id, Sentence: idx, Text: s})
+				a.publish(Event{Kind: EvSentenceFinished, Turn: t.id, Sentence: idx, Text: s})
+				idx++
+				continue
+			}
 			if err := a.synth(ctx, idx, s, chunks); err != nil {
 				voiceErr = &errStage{"speak", err}
 				cancel()
@@ -300,6 +306,11 @@ func (a *Assistant) synth(ctx context.Context, idx int, text string, out chan<- 
 func (a *Assistant) speak(ctx context.Context, t *turn, chunks <-chan pcmChunk) error {
 	if t.prev != nil {
 		<-t.prev.done
+	}
+	if a.play == nil {
+		for range chunks {
+		}
+		return ctx.Err()
 	}
 	started := false
 	var mon *monitor

@@ -67,7 +67,7 @@ func tags(t app.Transcript) string {
 
 // ChatVoice runs the assistant headless until ctx ends or in reaches EOF: it listens on the
 // default devices (hands-free unless the configuration says otherwise), and each line typed on
-// in is a text turn. In push-to-talk mode an empty line starts and stops listening. It prints
+// in is a text turn (answered before the next line is read). In push-to-talk mode an empty line starts and stops listening. It prints
 // the transcript, the answer and the latency line of every turn to out.
 func ChatVoice(ctx context.Context, a *Assistant, in io.Reader, out io.Writer, verbose bool) error {
 	for _, n := range a.Notes {
@@ -97,6 +97,8 @@ func ChatVoice(ctx context.Context, a *Assistant, in io.Reader, out io.Writer, v
 			}
 		}
 	}()
+	finished, unsubDone := a.Subscribe(64)
+	defer unsubDone()
 	listening := false
 	for {
 		select {
@@ -121,8 +123,18 @@ func ChatVoice(ctx context.Context, a *Assistant, in io.Reader, out io.Writer, v
 				}
 				listening = !listening
 			case l != "":
-				if _, err := a.SubmitText(l); err != nil {
+				id, err := a.SubmitText(l)
+				if err != nil {
 					return err
+				}
+				// one typed turn at a time: a line typed (or piped) meanwhile waits its turn
+				for done := false; !done; {
+					select {
+					case e, ok := <-finished:
+						done = !ok || e.Kind == app.EvTurnDone && e.Turn >= id
+					case <-ctx.Done():
+						return nil
+					}
 				}
 			}
 		}

@@ -2,11 +2,14 @@ package wire
 
 import (
 	"bytes"
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
 )
 
 func TestConsole(t *testing.T) {
@@ -32,5 +35,27 @@ func TestConsole(t *testing.T) {
 		""}, "\n")
 	if b.String() != want {
 		t.Errorf("console:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// TestChatTextOnly drives the text face end to end: typed lines go through the real brain
+// (offline skills) and come back printed with the latency line; no devices are opened.
+func TestChatTextOnly(t *testing.T) {
+	cfg := config.Default()
+	cfg.LLM.Backend = "skills"
+	a, err := Build(context.Background(), cfg, Options{NoAudio: true, NoHistory: true, StorePath: filepath.Join(t.TempDir(), "x.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var out bytes.Buffer
+	if err := ChatVoice(context.Background(), a, strings.NewReader("what time is it\nwhat is 6 times 7\n"), &out, false); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"you: what time is it", "parley: It's ", "you: what is 6 times 7", "42", "latency: endpoint 0s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
 	}
 }
