@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
+	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/serve"
 )
 
@@ -62,8 +64,13 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	for _, n := range loaded.Notes {
 		env.Log.Info("note", "what", n)
 	}
+	barge, err := app.ParseBargeIn(env.Config.Assistant.BargeIn)
+	if err != nil {
+		return err
+	}
 	srv, err := serve.New(serve.Options{Config: cfg, Engines: loaded.Engines, Log: env.Log, Version: version,
-		TLSCertFile: *cert, TLSKeyFile: *key})
+		TLSCertFile: *cert, TLSKeyFile: *key,
+		BargeIn: barge, BargeInMin: time.Duration(env.Config.Assistant.BargeInMinSec * float64(time.Second))})
 	if err != nil {
 		return err
 	}

@@ -135,6 +135,8 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		Log:              s.log,
 		WriteTimeout:     s.o.WriteTimeout,
 		MaxBufferSeconds: min(s.o.Config.MaxAudioSeconds, maxRealtimeBuffer),
+		BargeIn:          s.o.BargeIn,
+		BargeInMin:       s.o.BargeInMin,
 	}
 	s.metrics.Counter("parley_realtime_sessions_total").Add(1)
 	err = realtime.Run(ctx, wsConn{c}, cfg)

@@ -85,6 +85,10 @@ type Options struct {
 	WriteTimeout time.Duration
 	// DrainTimeout bounds graceful shutdown; 0: 30 s.
 	DrainTimeout time.Duration
+	// BargeIn and BargeInMin are the assistant's barge-in policy (assistant.barge_in,
+	// assistant.barge_in_min_seconds), applied to realtime sessions.
+	BargeIn    app.BargeIn
+	BargeInMin time.Duration
 	// TLSCertFile and TLSKeyFile, when both set, serve HTTPS (and wss:// for realtime, which
 	// OpenAI's SDKs insist on).
 	TLSCertFile, TLSKeyFile string

@@ -282,6 +282,40 @@ func TestBargeInCancelsTheAnswer(t *testing.T) {
 	}
 }
 
+func TestBargeInPolicies(t *testing.T) {
+	cases := []struct {
+		name   string
+		policy app.BargeIn
+		speech time.Duration
+		cut    bool
+	}{
+		{"off", app.BargeInOff, 800 * time.Millisecond, false},
+		{"min-speech, long enough", app.BargeInMinSpeech, 800 * time.Millisecond, true},
+		{"min-speech, too short", app.BargeInMinSpeech, 150 * time.Millisecond, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			voice := &fakeVoice{slow: true}
+			p, _ := start(t, Config{Transcriber: fakeASR{"story"}, Brain: fakeBrain{answer: "Once upon a time."}, Voice: voice,
+				BargeIn: tc.policy, BargeInMin: 400 * time.Millisecond})
+			appendAudio(p, tone(200*time.Millisecond, 800*time.Millisecond, 800*time.Millisecond))
+			until(t, p, "response.output_audio.delta")
+			appendAudio(p, tone(0, tc.speech, 600*time.Millisecond))
+			send(p, map[string]any{"type": "input_audio_buffer.clear"})
+			evs := until(t, p, "input_audio_buffer.cleared")
+			cut := false
+			for _, e := range evs {
+				if e.typ() == "response.done" {
+					cut = true
+				}
+			}
+			if cut != tc.cut {
+				t.Errorf("answer cut: %v, want %v", cut, tc.cut)
+			}
+		})
+	}
+}
+
 func TestManualTurnsAndErrors(t *testing.T) {
 	p, done := start(t, Config{Transcriber: fakeASR{"hello"}, Brain: fakeBrain{answer: "Hi there."}, Voice: &fakeVoice{}, MaxBadEvents: 5, MaxBufferSeconds: 2})
 	send(p, map[string]any{"type": "session.update", "session": map[string]any{"type": "realtime", "instructions": "be brief",

@@ -53,8 +53,14 @@ type Config struct {
 	MaxBadEvents int
 	// WriteTimeout bounds each message sent; default 10 s.
 	WriteTimeout time.Duration
-	Model        string
-	Log          *slog.Logger
+	// BargeIn is the assistant's policy for speech over an answer (app.BargeInOn by
+	// default; app.BargeInOff never interrupts; app.BargeInMinSpeech interrupts once the
+	// speech has lasted BargeInMin, default 300 ms). A session's
+	// turn_detection.interrupt_response = false turns it off too.
+	BargeIn    app.BargeIn
+	BargeInMin time.Duration
+	Model      string
+	Log        *slog.Logger
 }
 
 // ErrTooManyBadEvents ends a session that keeps sending malformed events.
@@ -88,6 +94,9 @@ type session struct {
 	total        int64 // samples appended so far (16 kHz)
 	inSpeech     bool
 	speechStart  int64
+	bargePending bool    // min-speech barge-in: waiting for enough voiced audio
+	voiced       int64   // loud samples since the pending barge-in's speech start
+	segPeak      float64 // loudest block of that speech
 	speechItem   string
 	lastItem     string
 
@@ -127,6 +136,9 @@ func Run(ctx context.Context, conn Conn, cfg Config) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if cfg.BargeInMin <= 0 {
+		cfg.BargeInMin = 300 * time.Millisecond
+	}
 	s := &session{cfg: cfg, conn: conn, ctx: ctx, id: newID("sess_"), jobs: make(chan func(context.Context), 8),
 		td: &TurnDetection{Type: "server_vad"}}
 	var err error
@@ -362,14 +374,32 @@ func (s *session) appendAudio(e *ClientEvent) {
 			s.speechItem = newID("item_")
 			s.send(map[string]any{"type": "input_audio_buffer.speech_started", "audio_start_ms": s.ms(s.speechStart), "item_id": s.speechItem})
 			if s.td.InterruptResponse == nil || *s.td.InterruptResponse {
-				s.bargeIn()
+				switch s.cfg.BargeIn {
+				case app.BargeInOn:
+					s.bargeIn()
+				case app.BargeInMinSpeech:
+					s.bargePending, s.voiced, s.segPeak = true, 0, 0
+				}
 			}
 		case app.SpeechEnd:
 			if !s.inSpeech {
 				continue
 			}
+			s.bargePending = false
 			end := min(s.total, at+int64(asrRate/10))
 			s.endUtterance(end)
+		}
+	}
+	if s.bargePending && s.inSpeech {
+		// As the assistant core does: count only loud audio (not the VAD's hang-over).
+		rms := audio.RMS(y)
+		s.segPeak = max(s.segPeak, rms)
+		if rms > max(1e-3, s.segPeak*0.1) {
+			s.voiced += int64(len(y))
+		}
+		if s.voiced >= int64(s.cfg.BargeInMin.Seconds()*asrRate) {
+			s.bargePending = false
+			s.bargeIn()
 		}
 	}
 	if s.inSpeech && time.Duration(s.total-s.speechStart)*time.Second/asrRate > s.cfg.MaxUtterance {
