@@ -19,6 +19,7 @@ import (
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/logging"
+	"github.com/parley-voice/parley/assets"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -159,36 +160,14 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 
 // suggest names the closest known command, for typos.
 func suggest(name string) string {
-	best, bestD := "", 3
+	names := make([]string, 0, len(commands))
 	for n := range commands {
-		if d := editDistance(name, n); d < bestD {
-			best, bestD = n, d
-		}
+		names = append(names, n)
 	}
-	if best == "" {
-		return ""
+	if best := assets.Suggest(name, names); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return ""
 }
 
 func versionString() string {
