@@ -104,6 +104,12 @@ func TestTranscriptionFormats(t *testing.T) {
 				t.Errorf("json = %s", b)
 			}
 		}},
+		{"stream", [][2]string{{"model", "gpt-4o-transcribe"}, {"stream", "true"}}, "text/event-stream", func(t *testing.T, b []byte) {
+			if !strings.Contains(string(b), `"type":"transcript.text.delta"`) || !strings.Contains(string(b), `{"text":"hello world","type":"transcript.text.done"`) {
+				t.Errorf("stream = %s", b)
+			}
+		}},
+		{"whisper-1 ignores stream", [][2]string{{"model", "whisper-1"}, {"stream", "true"}}, "application/json", func(t *testing.T, b []byte) {}},
 		{"language", [][2]string{{"model", "whisper-1"}, {"language", "en"}}, "application/json", func(t *testing.T, b []byte) {
 			if asrE.lang.Load() != "en" {
 				t.Errorf("language passed as %v", asrE.lang.Load())

@@ -41,6 +41,7 @@ type transcribeForm struct {
 	Format      string
 	Granularity []string
 	Temperature string
+	Stream      bool
 }
 
 // errUpload is a multipart problem, turned into a 400.
@@ -104,6 +105,8 @@ func parseTranscribeForm(mr *multipart.Reader, maxFile int64) (*transcribeForm, 
 			f.Temperature = v
 		case "timestamp_granularities[]", "timestamp_granularities":
 			f.Granularity = append(f.Granularity, v)
+		case "stream":
+			f.Stream = v == "true" || v == "1"
 		}
 	}
 	if !hasFile {
@@ -188,7 +191,35 @@ func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request) *APIErro
 		}
 		return internal("transcription failed: %v", err)
 	}
+	if form.Stream && form.Model != "whisper-1" && (format == "json" || format == "text") {
+		return writeTranscriptionStream(w, res)
+	}
 	return writeTranscription(w, res, format, gran)
+}
+
+// writeTranscriptionStream answers stream=true as OpenAI's gpt-4o-transcribe models do:
+// server-sent transcript.text.delta events (one per recognised segment), then
+// transcript.text.done. whisper-1 ignores stream, and so does Parley for it.
+func writeTranscriptionStream(w http.ResponseWriter, res *asr.Result) *APIError {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	event := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	for i, seg := range res.Segments {
+		d := seg.Text
+		if i > 0 {
+			d = " " + d
+		}
+		if seg.Text != "" {
+			event(map[string]any{"type": "transcript.text.delta", "delta": d})
+		}
+	}
+	event(map[string]any{"type": "transcript.text.done", "text": res.Text,
+		"usage": map[string]any{"type": "duration", "seconds": roundUp(res.Duration)}})
+	return nil
 }
 
 func (s *Server) transcribeOptions(f *transcribeForm) (asr.Options, string, []string, *APIError) {
