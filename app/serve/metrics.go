@@ -28,11 +28,12 @@ type Metrics struct {
 	requests map[[2]string]uint64 // route, code
 	latency  map[string]*histogram
 	counters map[string]*atomic.Int64 // free-form counters: name{labels}
+	hists    map[string]*histogram    // free-form latency histograms by metric name
 	gauges   []func(w io.Writer)
 }
 
 func newMetrics() *Metrics {
-	return &Metrics{requests: map[[2]string]uint64{}, latency: map[string]*histogram{}, counters: map[string]*atomic.Int64{}}
+	return &Metrics{requests: map[[2]string]uint64{}, latency: map[string]*histogram{}, counters: map[string]*atomic.Int64{}, hists: map[string]*histogram{}}
 }
 
 // Observe records one finished request.
@@ -48,6 +49,21 @@ func (m *Metrics) Observe(route string, code int, d time.Duration) {
 	s := d.Seconds()
 	i := sort.SearchFloat64s(latencyBuckets, s)
 	h.counts[i]++
+	h.sum += s
+	h.n++
+}
+
+// ObserveLatency records d in the histogram called name (seconds, the request buckets).
+func (m *Metrics) ObserveLatency(name string, d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.hists[name]
+	if h == nil {
+		h = &histogram{counts: make([]uint64, len(latencyBuckets)+1)}
+		m.hists[name] = h
+	}
+	s := d.Seconds()
+	h.counts[sort.SearchFloat64s(latencyBuckets, s)]++
 	h.sum += s
 	h.n++
 }
@@ -114,6 +130,22 @@ func (m *Metrics) Write(w io.Writer) {
 		fmt.Fprintf(w, "parley_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %d\n", label(r), cum)
 		fmt.Fprintf(w, "parley_http_request_duration_seconds_sum{route=\"%s\"} %g\n", label(r), h.sum)
 		fmt.Fprintf(w, "parley_http_request_duration_seconds_count{route=\"%s\"} %d\n", label(r), h.n)
+	}
+	hnames := make([]string, 0, len(m.hists))
+	for n := range m.hists {
+		hnames = append(hnames, n)
+	}
+	sort.Strings(hnames)
+	for _, n := range hnames {
+		h := m.hists[n]
+		fmt.Fprintf(w, "# TYPE %s histogram\n", n)
+		var cum uint64
+		for i, b := range latencyBuckets {
+			cum += h.counts[i]
+			fmt.Fprintf(w, "%s_bucket{le=\"%g\"} %d\n", n, b, cum)
+		}
+		cum += h.counts[len(latencyBuckets)]
+		fmt.Fprintf(w, "%s_bucket{le=\"+Inf\"} %d\n%s_sum %g\n%s_count %d\n", n, cum, n, h.sum, n, h.n)
 	}
 	names := make([]string, 0, len(m.counters))
 	for n := range m.counters {

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -266,4 +268,20 @@ func TestRealRealtime(t *testing.T) {
 		t.Error("no answer audio")
 	}
 	t.Logf("%s heard %q; answer %.1f s of audio", id, heard, float64(audioBytes)/2/24000)
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"parley_realtime_transcript_seconds_count 1", "parley_realtime_first_audio_seconds_count 1"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "parley_realtime_") && strings.Contains(line, "_sum") {
+			t.Log(line)
+		}
+	}
 }

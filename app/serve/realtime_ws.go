@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -137,6 +138,9 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		MaxBufferSeconds: min(s.o.Config.MaxAudioSeconds, maxRealtimeBuffer),
 		BargeIn:          s.o.BargeIn,
 		BargeInMin:       s.o.BargeInMin,
+		OnLatency: func(hop string, d time.Duration) {
+			s.metrics.ObserveLatency("parley_realtime_"+hop+"_seconds", d)
+		},
 	}
 	s.metrics.Counter("parley_realtime_sessions_total").Add(1)
 	err = realtime.Run(ctx, wsConn{c}, cfg)

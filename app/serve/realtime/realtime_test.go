@@ -195,7 +195,10 @@ func types(evs []ev) []string {
 func TestServerVADTurn(t *testing.T) {
 	voice := &fakeVoice{}
 	var heard string
-	p, _ := start(t, Config{Transcriber: fakeASR{"what time is it"}, Brain: fakeBrain{"It is noon. Have a nice day.", &heard}, Voice: voice})
+	var mu sync.Mutex
+	hops := map[string]time.Duration{}
+	p, _ := start(t, Config{Transcriber: fakeASR{"what time is it"}, Brain: fakeBrain{"It is noon. Have a nice day.", &heard}, Voice: voice,
+		OnLatency: func(hop string, d time.Duration) { mu.Lock(); hops[hop] = d; mu.Unlock() }})
 	appendAudio(p, tone(300*time.Millisecond, time.Second, time.Second))
 	evs := until(t, p, "response.done")
 	got := strings.Join(types(evs), " ")
@@ -242,6 +245,11 @@ func TestServerVADTurn(t *testing.T) {
 	if !strings.Contains(transcript.String(), "noon") || !strings.Contains(transcript.String(), "nice day") {
 		t.Errorf("transcript %q", transcript.String())
 	}
+	mu.Lock()
+	if _, ok := hops["transcript"]; !ok || len(hops) != 2 || hops["first_audio"] < hops["transcript"] {
+		t.Errorf("latency hops %v", hops)
+	}
+	mu.Unlock()
 	// the client played 300 ms of the answer: only the first sentence (200 ms) was heard
 	var item string
 	for _, e := range evs {

@@ -59,8 +59,11 @@ type Config struct {
 	// turn_detection.interrupt_response = false turns it off too.
 	BargeIn    app.BargeIn
 	BargeInMin time.Duration
-	Model      string
-	Log        *slog.Logger
+	// OnLatency, if set, is told each turn's hops from the end of the user's speech (server
+	// VAD turns): "transcript", "first_audio".
+	OnLatency func(hop string, d time.Duration)
+	Model     string
+	Log       *slog.Logger
 }
 
 // ErrTooManyBadEvents ends a session that keeps sending malformed events.
@@ -99,6 +102,7 @@ type session struct {
 	segPeak      float64 // loudest block of that speech
 	speechItem   string
 	lastItem     string
+	speechEnd    time.Time // when the last server-VAD utterance ended (zero for manual commits)
 
 	// history, shared with the worker
 	hmu     sync.Mutex
@@ -426,7 +430,14 @@ func (s *session) endUtterance(end int64) {
 	s.send(map[string]any{"type": "input_audio_buffer.speech_stopped", "audio_end_ms": s.ms(end), "item_id": item})
 	s.committed(item)
 	respond := s.td == nil || s.td.CreateResponse == nil || *s.td.CreateResponse
+	s.speechEnd = time.Now()
 	s.enqueueTranscription(pcm, item, respond)
+}
+
+func (s *session) latency(hop string, since time.Time) {
+	if s.cfg.OnLatency != nil && !since.IsZero() {
+		s.cfg.OnLatency(hop, time.Since(since))
+	}
 }
 
 func (s *session) committed(item string) {
@@ -548,8 +559,11 @@ func (s *session) enqueue(job func(ctx context.Context)) bool {
 
 func (s *session) enqueueTranscription(pcm []float32, item string, respond bool) {
 	gen := s.respGen.Load()
+	ended := s.speechEnd
+	s.speechEnd = time.Time{}
 	s.enqueue(func(ctx context.Context) {
 		t, err := s.cfg.Transcriber.Transcribe(ctx, pcm)
+		s.latency("transcript", ended)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.send(map[string]any{"type": "conversation.item.input_audio_transcription.failed", "item_id": item, "content_index": 0,
@@ -563,7 +577,7 @@ func (s *session) enqueueTranscription(pcm []float32, item string, respond bool)
 		s.pending = strings.TrimSpace(s.pending + " " + t.Text)
 		s.hmu.Unlock()
 		if respond && s.respGen.Load() == gen && strings.TrimSpace(t.Text) != "" {
-			s.respond(ctx, t)
+			s.respondFrom(ctx, t, ended)
 		}
 	})
 }
@@ -574,7 +588,7 @@ func (s *session) enqueueResponse() {
 		if s.respGen.Load() != gen {
 			return
 		}
-		s.respond(ctx, app.Transcript{})
+		s.respondFrom(ctx, app.Transcript{}, time.Time{})
 	})
 }
 
@@ -609,7 +623,7 @@ func (s *session) worker() {
 
 // respond answers the pending user text: response.created, audio and transcript deltas
 // sentence by sentence, then response.done (completed, cancelled or failed).
-func (s *session) respond(parent context.Context, heard app.Transcript) {
+func (s *session) respondFrom(parent context.Context, heard app.Transcript, ended time.Time) {
 	s.hmu.Lock()
 	user := s.pending
 	s.pending = ""
@@ -674,6 +688,9 @@ func (s *session) respond(parent context.Context, heard app.Transcript) {
 					return err
 				}
 				n := min(len(pcm), Rate/5)
+				if sentSamples == 0 {
+					s.latency("first_audio", ended)
+				}
 				buf = audio.EncodePCM(buf[:0], pcm[:n], audio.S16)
 				pcm = pcm[n:]
 				sentSamples += int64(n)
