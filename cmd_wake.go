@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -99,6 +100,7 @@ func runWake(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 		for _, det := range dets {
+			det.Sec = math.Round(det.Sec*1000) / 1000
 			if err := enc.Encode(det); err != nil {
 				return err
 			}
@@ -126,7 +128,9 @@ func wakeFile(ctx context.Context, env *cliEnv, d *wake.Detector, name string, w
 	}
 	enc := json.NewEncoder(env.Stdout)
 	for _, det := range dets {
-		det.Sec -= 1 // Process adds one second of silence in front
+		// Process adds one second of silence in front
+		det.At -= wake.Rate
+		det.Sec = math.Round((det.Sec-1)*1000) / 1000
 		if err := enc.Encode(det); err != nil {
 			return err
 		}

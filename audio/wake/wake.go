@@ -70,7 +70,7 @@ type Detection struct {
 	Model string        `json:"model"` // model name, e.g. "hey_jarvis_v0.1"
 	Label string        `json:"label"` // class label (the model name for single-output models)
 	Score float32       `json:"score"`
-	At    int64         `json:"sample"` // stream position (samples) of the end of the chunk that fired
+	At    int64         `json:"sample_16k"` // stream position (16 kHz samples) of the end of the chunk that fired
 	Time  time.Duration `json:"-"`
 	Sec   float64       `json:"time_s"`
 }
