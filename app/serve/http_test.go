@@ -458,8 +458,15 @@ func TestModelsHealthMetricsAndUnknownRoutes(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	resp, _ = http.Get(base + "/v1/nothing")
+	resp, _ = http.Get(base + "/v1/audio/speech")
 	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET /v1/audio/speech = %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+	apiErr(t, b)
+	resp, _ = http.Get(base + "/v1/nothing")
+	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Errorf("unknown route = %d", resp.StatusCode)

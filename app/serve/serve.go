@@ -229,6 +229,15 @@ func (s *Server) routes() {
 	m.Handle("GET /v1/models", s.api(s.models))
 	m.Handle("GET /v1/models/{id}", s.api(s.model))
 	m.Handle("GET /v1/realtime", s.auth(http.HandlerFunc(s.realtime)))
+	// Known paths with the wrong method: 405 in OpenAI's shape (the mux's own is plain text).
+	for path, method := range map[string]string{"/v1/audio/transcriptions": "POST", "/v1/audio/speech": "POST",
+		"/v1/chat/completions": "POST", "/v1/models": "GET", "/v1/realtime": "GET", "/health": "GET", "/metrics": "GET"} {
+		m.Handle(path, s.api(func(w http.ResponseWriter, r *http.Request) *APIError {
+			w.Header().Set("Allow", method)
+			return &APIError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Code: str("method_not_allowed"),
+				Message: fmt.Sprintf("%s %s is not supported: use %s", r.Method, path, method)}
+		}))
+	}
 	m.Handle("/", s.api(func(w http.ResponseWriter, r *http.Request) *APIError {
 		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: str("unknown_url"),
 			Message: fmt.Sprintf("Unknown request URL: %s %s. Parley serves /v1/audio/transcriptions, /v1/audio/speech, /v1/chat/completions, /v1/models, /v1/realtime, /health and /metrics.", r.Method, r.URL.Path)}
