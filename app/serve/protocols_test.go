@@ -376,3 +376,42 @@ func TestLoad(t *testing.T) {
 		t.Errorf("goroutines %d → %d\n%s", g0, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+func TestRealtimeSessionCap(t *testing.T) {
+	s, base, _, _, _ := serveAll(t, Engines{ASR: &fakeASR{}, TTS: &fakeTTS{}, Brain: echoBrain{}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	url := strings.Replace(base, "http", "ws", 1) + "/v1/realtime"
+	var conns []*websocket.Conn
+	defer func() {
+		for _, c := range conns {
+			c.CloseNow()
+		}
+	}()
+	for i := 0; i < MaxRealtimeSessions; i++ {
+		c, _, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		if _, _, err := c.Read(ctx); err != nil { // session.created
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	_, resp, err := websocket.Dial(ctx, url, nil)
+	if err == nil || resp == nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("session %d: err %v, resp %+v", MaxRealtimeSessions+1, err, resp)
+	}
+	// closing one makes room again
+	conns[0].Close(websocket.StatusNormalClosure, "")
+	conns = conns[1:]
+	deadline := time.Now().Add(5 * time.Second)
+	for s.sessionCount() >= MaxRealtimeSessions && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatalf("after one left: %v", err)
+	}
+	conns = append(conns, c)
+}

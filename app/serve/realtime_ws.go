@@ -84,14 +84,20 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		fail(unavailable("the server is shutting down"))
 		return
-	case len(s.sessions) >= MaxRealtimeSessions:
+	case s.rtSlots >= MaxRealtimeSessions:
 		s.mu.Unlock()
 		fail(busy("realtime", 5e9))
 		return
 	}
+	s.rtSlots++ // reserved before the upgrade, so concurrent upgrades cannot overshoot
 	s.wg.Add(1)
 	s.mu.Unlock()
-	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		s.rtSlots--
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
 	var protos []string
 	for _, p := range strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ",") {
 		if p = strings.TrimSpace(p); p == "realtime" {

@@ -108,6 +108,7 @@ type Server struct {
 	// sessions are realtime WebSocket sessions, cancelled at shutdown.
 	mu       sync.Mutex
 	sessions map[*session]struct{}
+	rtSlots  int // realtime sessions admitted (including those still upgrading)
 	closing  bool
 	wg       sync.WaitGroup
 }
