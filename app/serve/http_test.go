@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -277,6 +278,34 @@ func TestSpeechFormats(t *testing.T) {
 	if string(wav[:4]) != "RIFF" || string(wav[8:12]) != "WAVE" || !bytes.Equal(wav[len(wav)-len(pcm):], pcm) {
 		t.Errorf("wav does not hold the pcm samples")
 	}
+	// stream_format=sse: the same pcm, base64 in speech.audio.delta events
+	resp, b := post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"tts-1","input":"One two three. Four five.","voice":"alloy","response_format":"pcm","stream_format":"sse"}`))
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("sse: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var ssePCM []byte
+	done := false
+	for _, line := range strings.Split(string(b), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct{ Type, Audio string }
+		json.Unmarshal([]byte(data), &ev)
+		switch ev.Type {
+		case "speech.audio.delta":
+			chunk, err := base64.StdEncoding.DecodeString(ev.Audio)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ssePCM = append(ssePCM, chunk...)
+		case "speech.audio.done":
+			done = true
+		}
+	}
+	if !done || !bytes.Equal(ssePCM, pcm) {
+		t.Errorf("sse: done %v, %d bytes vs %d", done, len(ssePCM), len(pcm))
+	}
 	flac := req("flac")
 	if string(flac[:4]) != "fLaC" {
 		t.Fatalf("flac starts %q", flac[:4])
@@ -330,7 +359,7 @@ func TestSpeechBadInput(t *testing.T) {
 		{"temperature", `{"model":"tts-1","input":"hi","voice":"alloy","temperature":3}`, 400, "temperature", "0–2"},
 		{"no model", `{"input":"hi","voice":"alloy"}`, 400, "model", "model"},
 		{"unknown model", `{"model":"tts-9","input":"hi","voice":"alloy"}`, 404, "model", "does not exist"},
-		{"sse", `{"model":"tts-1","input":"hi","voice":"alloy","stream_format":"sse"}`, 400, "stream_format", "sse"},
+		{"bad stream_format", `{"model":"tts-1","input":"hi","voice":"alloy","stream_format":"ogg"}`, 400, "stream_format", "audio or sse"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

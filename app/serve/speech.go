@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -107,8 +109,9 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) *APIError {
 	if e != nil {
 		return e
 	}
+	sse := in.StreamFormat == "sse"
 	return s.job(r.Context(), s.ttsLim, func(ctx context.Context) *APIError {
-		return s.streamSpeech(ctx, w, req, format)
+		return s.streamSpeech(ctx, w, req, format, sse)
 	})
 }
 
@@ -142,8 +145,8 @@ func (s *Server) speechTTSRequest(in *speechRequest) (tts.Request, string, *APIE
 		}
 		return req, "", invalid("response_format", "response_format %q %s: Parley produces %s (24 kHz mono, 16-bit)", format, what, strings.Join(SpeechFormats, ", "))
 	}
-	if in.StreamFormat != "" && in.StreamFormat != "audio" {
-		return req, "", invalid("stream_format", "stream_format %q is not supported: Parley streams raw audio (stream_format=audio)", in.StreamFormat)
+	if in.StreamFormat != "" && in.StreamFormat != "audio" && in.StreamFormat != "sse" {
+		return req, "", invalid("stream_format", "Invalid value %q for stream_format: expected audio or sse", in.StreamFormat)
 	}
 	req.Text = text
 	req.SampleRate = SpeechRate
@@ -257,7 +260,9 @@ func ttsError(err error) *APIError {
 // streamSpeech synthesises req and streams it in format as it comes. The first chunk is
 // pulled before any header is written, so a request the engine refuses still gets a clean
 // error; after that, a failure cuts the stream.
-func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tts.Request, format string) *APIError {
+// With sse, the audio (in format) goes out as server-sent speech.audio.delta events with
+// base64 data, then speech.audio.done, as OpenAI's stream_format=sse does.
+func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tts.Request, format string, sse bool) *APIError {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	st, err := s.eng.TTS.Synthesize(ctx, req)
@@ -273,17 +278,41 @@ func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tt
 	if first.SampleRate > 0 {
 		rate = first.SampleRate
 	}
-	enc, ctype, err := newSpeechEncoder(w, format, rate)
+	var out io.Writer = w
+	var pending bytes.Buffer
+	if sse {
+		out = &pending
+	}
+	enc, ctype, err := newSpeechEncoder(out, format, rate)
 	if err != nil {
 		return internal("%v", err)
+	}
+	if sse {
+		ctype = "text/event-stream"
 	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("X-Parley-Sample-Rate", fmt.Sprint(rate))
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	event := func(v any) error {
+		b, _ := json.Marshal(v)
+		_, err := fmt.Fprintf(w, "data: %s\n\n", b)
+		return err
+	}
+	drain := func() error { // sse: what the encoder wrote becomes one delta event
+		if !sse || pending.Len() == 0 {
+			return nil
+		}
+		err := event(map[string]any{"type": "speech.audio.delta", "audio": base64.StdEncoding.EncodeToString(pending.Bytes())})
+		pending.Reset()
+		return err
+	}
 	write := func(samples []float32) error {
 		rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
 		if err := enc.Write(samples); err != nil {
+			return err
+		}
+		if err := drain(); err != nil {
 			return err
 		}
 		return rc.Flush()
@@ -308,6 +337,13 @@ func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tt
 	rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
 	if err := enc.Close(); err != nil {
 		return ttsError(err)
+	}
+	if sse {
+		if err := drain(); err != nil {
+			return ttsError(err)
+		}
+		event(map[string]any{"type": "speech.audio.done", "usage": map[string]int{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
+		rc.Flush()
 	}
 	return nil
 }
