@@ -36,6 +36,7 @@ type stream struct {
 	lost   atomic.Pointer[error]
 	done   chan struct{}
 	once   sync.Once
+	shared bool // the PortAudio stream belongs to a Duplex, which stops and closes it
 	wg     sync.WaitGroup
 	poll   time.Duration
 }
@@ -117,6 +118,9 @@ func (s *stream) close() error {
 	s.once.Do(func() {
 		close(s.done)
 		s.wg.Wait()
+		if s.shared {
+			return
+		}
 		if s.lostErr() != nil {
 			// a dead host may hang in Stop; Abort is immediate
 			s.pa.Abort()
@@ -147,18 +151,39 @@ type CaptureConfig struct {
 
 // OpenCapture opens and starts an input stream.
 func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
+	c, d, err := h.newCapture(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pa, err := portaudio.OpenStream(c.cfg.params(d, Input), c.callback)
+	if err != nil {
+		return nil, fmt.Errorf("device: opening input %q at %d Hz × %d: %w", d.Name, c.cfg.SampleRate, c.cfg.Channels, err)
+	}
+	c.pa = pa
+	if err := pa.Start(); err != nil {
+		pa.Close()
+		return nil, fmt.Errorf("device: starting input %q: %w", d.Name, err)
+	}
+	c.wg.Add(1)
+	go c.watch(Input)
+	h.log.Debug("capture open", "device", d.Name, "rate", c.cfg.SampleRate, "channels", c.cfg.Channels, "buffer", c.cfg.BufferFrames, "format", c.Format())
+	return c, nil
+}
+
+// newCapture prepares a Capture (rings, converter) without opening a stream.
+func (h *Host) newCapture(cfg CaptureConfig) (*Capture, Info, error) {
 	if cfg.Format == (audio.Format{}) {
 		cfg.Format = audio.Mono16k
 	}
 	if err := cfg.Format.Validate(); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	d, err := h.Lookup(cfg.Device, Input)
 	if err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	if err := cfg.fill(d, Input, cfg.Format.Channels); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	c := &Capture{}
 	c.info, c.cfg = d, cfg.StreamConfig
@@ -169,21 +194,9 @@ func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
 	c.ring = audio.NewRing(int(int64(cfg.Ring) * int64(cfg.SampleRate) / int64(time.Second) * int64(cfg.Channels)))
 	raw := &ringSource{c: c}
 	if c.conv, err = audio.Convert(raw, cfg.Format, audio.Quality(cfg.Quality)); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
-	pa, err := portaudio.OpenStream(cfg.params(d, Input), c.callback)
-	if err != nil {
-		return nil, fmt.Errorf("device: opening input %q at %d Hz × %d: %w", d.Name, cfg.SampleRate, cfg.Channels, err)
-	}
-	c.pa = pa
-	if err := pa.Start(); err != nil {
-		pa.Close()
-		return nil, fmt.Errorf("device: starting input %q: %w", d.Name, err)
-	}
-	c.wg.Add(1)
-	go c.watch(Input)
-	h.log.Debug("capture open", "device", d.Name, "rate", cfg.SampleRate, "channels", cfg.Channels, "buffer", cfg.BufferFrames, "format", cfg.Format)
-	return c, nil
+	return c, d, nil
 }
 
 // callback runs on PortAudio's real-time thread: copy, count, nothing else.

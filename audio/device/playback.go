@@ -42,21 +42,42 @@ type PlaybackConfig struct {
 
 // OpenPlayback opens and starts an output stream (playing silence until written to).
 func (h *Host) OpenPlayback(cfg PlaybackConfig) (*Playback, error) {
+	p, d, err := h.newPlayback(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pa, err := portaudio.OpenStream(p.cfg.params(d, Output), p.callback)
+	if err != nil {
+		return nil, fmt.Errorf("device: opening output %q at %d Hz × %d: %w", d.Name, p.cfg.SampleRate, p.cfg.Channels, err)
+	}
+	p.pa = pa
+	if err := pa.Start(); err != nil {
+		pa.Close()
+		return nil, fmt.Errorf("device: starting output %q: %w", d.Name, err)
+	}
+	p.wg.Add(1)
+	go p.watch(Output)
+	h.log.Debug("playback open", "device", d.Name, "rate", p.cfg.SampleRate, "channels", p.cfg.Channels, "buffer", p.cfg.BufferFrames, "format", p.in)
+	return p, nil
+}
+
+// newPlayback prepares a Playback (rings, resampler) without opening a stream.
+func (h *Host) newPlayback(cfg PlaybackConfig) (*Playback, Info, error) {
 	if cfg.Format == (audio.Format{}) {
 		cfg.Format = audio.Mono16k
 	}
 	if err := cfg.Format.Validate(); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	d, err := h.Lookup(cfg.Device, Output)
 	if err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	if err := cfg.fill(d, Output, cfg.Format.Channels); err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	if cfg.Format.Channels != cfg.Channels && cfg.Format.Channels != 1 && cfg.Channels != 1 {
-		return nil, fmt.Errorf("%w: cannot map %d channels to the device's %d", audio.ErrUnsupported, cfg.Format.Channels, cfg.Channels)
+		return nil, Info{}, fmt.Errorf("%w: cannot map %d channels to the device's %d", audio.ErrUnsupported, cfg.Format.Channels, cfg.Channels)
 	}
 	p := &Playback{in: cfg.Format}
 	p.info, p.cfg = d, cfg.StreamConfig
@@ -73,22 +94,10 @@ func (h *Host) OpenPlayback(cfg PlaybackConfig) (*Playback, error) {
 	}
 	if cfg.Format.SampleRate != cfg.SampleRate {
 		if p.rs, err = audio.NewResampler(cfg.Format.SampleRate, cfg.SampleRate, cfg.Channels, audio.Quality(cfg.Quality)); err != nil {
-			return nil, err
+			return nil, Info{}, err
 		}
 	}
-	pa, err := portaudio.OpenStream(cfg.params(d, Output), p.callback)
-	if err != nil {
-		return nil, fmt.Errorf("device: opening output %q at %d Hz × %d: %w", d.Name, cfg.SampleRate, cfg.Channels, err)
-	}
-	p.pa = pa
-	if err := pa.Start(); err != nil {
-		pa.Close()
-		return nil, fmt.Errorf("device: starting output %q: %w", d.Name, err)
-	}
-	p.wg.Add(1)
-	go p.watch(Output)
-	h.log.Debug("playback open", "device", d.Name, "rate", cfg.SampleRate, "channels", cfg.Channels, "buffer", cfg.BufferFrames, "format", cfg.Format)
-	return p, nil
+	return p, d, nil
 }
 
 // callback runs on PortAudio's real-time thread.
