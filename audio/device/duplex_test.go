@@ -12,7 +12,8 @@ import (
 
 // TestDuplexEchoLocked plays two utterances a couple of seconds apart through a duplex
 // stream and finds each in the capture: the delay between the echo reference and the
-// recording is the same for both (sample-locked), and the recording matches the reference.
+// recording is the same for both (sample-locked) unless the host reported an xrun in between
+// (then PortAudio re-synchronises by up to a buffer), and the recording matches the reference.
 func TestDuplexEchoLocked(t *testing.T) {
 	pulse, h := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -63,16 +64,30 @@ func TestDuplexEchoLocked(t *testing.T) {
 		m := audio.Align(rec.Data, ref[seg[0]:seg[1]])
 		t.Logf("utterance at echo frame %d: found in the capture at %d (delay %d frames = %.1f ms), corr %.4f, SNR %.1f dB",
 			seg[0], m.Lag, m.Lag-seg[0], float64(m.Lag-seg[0])/48, m.Corr, m.SNR)
-		if m.SNR < 30 {
-			t.Errorf("utterance at %d not found cleanly: %+v", seg[0], m)
+		// judge 50 ms blocks: an xrun on a loaded machine spoils only the blocks it touches
+		blocks := audiotest.BlockSNR(rec.Data, ref[seg[0]:seg[1]], m.Lag, 2400, 960)
+		good := 0
+		for _, s := range blocks {
+			if s >= 40 {
+				good++
+			}
+		}
+		if m.Corr < 0.9 || good < len(blocks)*8/10 {
+			t.Errorf("utterance at %d not found cleanly: %+v, %d/%d good blocks", seg[0], m, good, len(blocks))
 		}
 		lags = append(lags, m.Lag-seg[0])
 	}
 	if len(lags) != 2 {
 		t.Fatalf("found %d utterances in the echo reference, want 2", len(lags))
 	}
-	if lags[0] != lags[1] {
-		t.Errorf("echo delay changed from %d to %d frames between utterances (a duplex stream is sample-locked)", lags[0], lags[1])
+	cs, ps := d.Capture.Stats(), d.Playback.Stats()
+	t.Logf("host xrun flags: capture %d, playback %d; overflows %d, underflows %d", cs.HostFlags, ps.HostFlags, cs.Overflows, ps.Underflows)
+	switch {
+	case cs.HostFlags+ps.HostFlags+cs.Overflows+ps.Underflows == 0 && lags[0] != lags[1]:
+		t.Errorf("echo delay changed from %d to %d frames between utterances without an xrun (a duplex stream is sample-locked)", lags[0], lags[1])
+	case lags[0]-lags[1] > 480 || lags[1]-lags[0] > 480:
+		// PortAudio re-synchronises the two directions after an xrun, by about a buffer
+		t.Errorf("echo delay changed from %d to %d frames, more than a 10 ms buffer", lags[0], lags[1])
 	}
 }
 
