@@ -40,16 +40,17 @@ func FuzzTranscriptionForm(f *testing.F) {
 		if len(form.File) > 1<<16 {
 			t.Fatalf("file of %d bytes passed a 64 KiB limit", len(form.File))
 		}
-		if _, _, _, e := s.transcribeOptions(form); e != nil && e.Status/100 != 4 {
+		opts, _, _, e := s.transcribeOptions(form)
+		if e != nil && e.Status/100 != 4 {
 			t.Fatalf("options error status %d", e.Status)
 		}
 		if isWAV(form.File) {
-			pcm, e := s.decodeUpload(context.Background(), form.File)
-			if e == nil && len(pcm) > 2*16000 {
-				t.Fatalf("%d samples passed the 2 s limit", len(pcm))
+			res, e := s.recognize(context.Background(), form.File, opts)
+			if e == nil && res.Duration > 2.001 {
+				t.Fatalf("%g s passed the 2 s limit", res.Duration)
 			}
 			if e != nil && e.Status != 400 {
-				t.Fatalf("decode error status %d", e.Status)
+				t.Fatalf("decode error status %d: %s", e.Status, e.Message)
 			}
 		}
 	})

@@ -113,6 +113,18 @@ func TestRealEnginesHTTP(t *testing.T) {
 	if v.Task != "transcribe" || v.Duration < 0.5 || len(v.Segments) == 0 {
 		t.Errorf("verbose %s", b)
 	}
+	// the streaming path refuses bad and over-long audio with 400s too
+	_, short := testServer(t, Engines{ASR: rec, ASRModel: id}, func(o *Options) { o.Config.MaxAudioSeconds = 1 })
+	for name, file := range map[string][]byte{"too long": wav, "not audio": []byte("garbage garbage garbage garbage"), "header only": wav[:44]} {
+		ct, body := multipartBody(t, file, [2]string{"model", "whisper-1"})
+		resp, b := post(t, short+"/v1/audio/transcriptions", ct, body)
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, b)
+			continue
+		}
+		msg, _, _, _ := apiErr(t, b)
+		t.Logf("%s: %s", name, msg)
+	}
 	if demo {
 		if !strings.Contains(strings.ToLower(v.Text), "hello") {
 			t.Errorf("demo model heard %q in espeak's \"Hello world\"", v.Text)

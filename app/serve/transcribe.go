@@ -169,27 +169,23 @@ func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request) *APIErro
 	if apiErr != nil {
 		return apiErr
 	}
-	pcm, apiErr := s.decodeUpload(r.Context(), form.File)
-	if apiErr != nil {
-		return apiErr
+	if len(form.File) == 0 {
+		return invalid("file", "the audio file is empty")
 	}
 	if err := ticket.Wait(r.Context()); err != nil {
 		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away while queued"}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.JobTimeout)
 	defer cancel()
-	res, err := s.eng.ASR.TranscribeWith(ctx, pcm, opts)
+	// Audio is decoded only once a worker is free, so only running jobs hold decoded audio;
+	// a recognizer that streams (asr.Recognizer) holds at most one 30 s window of it.
+	res, apiErr := s.recognize(ctx, form.File, opts)
 	ticket.Done()
-	if err != nil {
-		switch {
-		case errors.Is(err, asr.ErrInput):
-			return invalid("file", "%v", err)
-		case errors.Is(err, context.DeadlineExceeded):
-			return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "transcription took longer than the server's job timeout"}
-		case r.Context().Err() != nil:
+	if apiErr != nil {
+		if r.Context().Err() != nil {
 			return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
 		}
-		return internal("transcription failed: %v", err)
+		return apiErr
 	}
 	if form.Stream && form.Model != "whisper-1" && (format == "json" || format == "text") {
 		return writeTranscriptionStream(w, res)
@@ -263,97 +259,146 @@ func (s *Server) transcribeOptions(f *transcribeForm) (asr.Options, string, []st
 	return o, format, f.Granularity, nil
 }
 
-// decodeUpload turns an uploaded file into 16 kHz mono samples: WAV (any layout) directly,
-// anything else through ffmpeg. What the file is called does not matter, only what it holds.
-func (s *Server) decodeUpload(ctx context.Context, data []byte) ([]float32, *APIError) {
-	if len(data) == 0 {
-		return nil, invalid("file", "the audio file is empty")
+// streamTranscriber is a recognizer that reads a stream with bounded memory
+// (*asr.Recognizer is one).
+type streamTranscriber interface {
+	TranscribeStream(ctx context.Context, src asr.Source, o asr.Options, onSegment func(asr.Segment) error) (*asr.Result, error)
+}
+
+// errTooLong and errBadAudio mark source failures that are the upload's fault.
+var (
+	errTooLong  = errors.New("audio too long")
+	errBadAudio = errors.New("bad audio")
+)
+
+// recognize decodes an upload and transcribes it: WAV (any layout) directly, anything else
+// through ffmpeg; what the file is called does not matter, only what it holds.
+func (s *Server) recognize(ctx context.Context, data []byte, o asr.Options) (*asr.Result, *APIError) {
+	src, wait, err := openUpload(ctx, data)
+	if err != nil {
+		return nil, invalid("file", "could not read the audio: %v", err)
 	}
-	maxSamples := s.o.Config.MaxAudioSeconds * asr.SampleRate
-	var pcm []float32
-	var err error
-	if isWAV(data) {
-		pcm, err = decodeWAV(ctx, data, maxSamples)
+	lim := &limitSource{src: src, max: int64(s.o.Config.MaxAudioSeconds) * asr.SampleRate}
+	var res *asr.Result
+	if st, ok := s.eng.ASR.(streamTranscriber); ok {
+		res, err = st.TranscribeStream(ctx, lim, o, nil)
 	} else {
-		pcm, err = decodeFFmpeg(ctx, data, maxSamples)
+		var b *audio.Buffer
+		if b, err = audio.ReadAll(ctx, lim, 0); err == nil && len(b.Data) > 0 {
+			res, err = s.eng.ASR.TranscribeWith(ctx, b.Data, o)
+		}
+	}
+	if werr := wait(); werr != nil && !errors.Is(err, errTooLong) {
+		return nil, invalid("file", "could not read the audio: %v", werr)
 	}
 	switch {
-	case errors.Is(err, audio.ErrTooLarge):
+	case errors.Is(err, errTooLong):
 		return nil, invalid("file", "the audio is longer than %d s (serve.max_audio_seconds)", s.o.Config.MaxAudioSeconds)
-	case err != nil:
+	case errors.Is(err, errBadAudio):
 		return nil, invalid("file", "could not read the audio: %v", err)
-	case len(pcm) == 0:
+	case err == nil && lim.n == 0:
 		return nil, invalid("file", "the audio file holds no samples")
+	case errors.Is(err, asr.ErrInput):
+		return nil, invalid("file", "%v", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "transcription took longer than the server's job timeout"}
+	case errors.Is(err, context.Canceled):
+		return nil, &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
+	case err != nil:
+		return nil, internal("transcription failed: %v", err)
 	}
-	return pcm, nil
+	return res, nil
+}
+
+// limitSource counts samples and fails with errTooLong past max; read errors of the
+// decoder become errBadAudio.
+type limitSource struct {
+	src audio.Source
+	n   int64
+	max int64
+}
+
+func (l *limitSource) Format() audio.Format { return audio.Mono16k }
+
+func (l *limitSource) Read(ctx context.Context, p []float32) (int, error) {
+	n, err := l.src.Read(ctx, p)
+	l.n += int64(n)
+	if l.n > l.max {
+		return n, errTooLong
+	}
+	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+		err = fmt.Errorf("%w: %v", errBadAudio, err)
+	}
+	return n, err
 }
 
 func isWAV(h []byte) bool {
 	return len(h) >= 12 && (bytes.Equal(h[:4], []byte("RIFF")) || bytes.Equal(h[:4], []byte("RF64"))) && bytes.Equal(h[8:12], []byte("WAVE"))
 }
 
-func decodeWAV(ctx context.Context, data []byte, maxSamples int) ([]float32, error) {
-	wr, err := audio.NewWAVReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
+// openUpload returns the upload as a 16 kHz mono source, and a wait function that reports
+// whether the decoder (ffmpeg) failed; wait must be called.
+func openUpload(ctx context.Context, data []byte) (audio.Source, func() error, error) {
+	if isWAV(data) {
+		wr, err := audio.NewWAVReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, nil, err
+		}
+		src, err := audio.Convert(wr, audio.Mono16k, audio.QualityHigh)
+		if err != nil {
+			return nil, nil, err
+		}
+		return src, func() error { return nil }, nil
 	}
-	src, err := audio.Convert(wr, audio.Mono16k, audio.QualityHigh)
-	if err != nil {
-		return nil, err
-	}
-	b, err := audio.ReadAll(ctx, src, maxSamples)
-	if err != nil {
-		return nil, err
-	}
-	return b.Data, nil
+	return ffmpegSource(ctx, data)
 }
 
-// decodeFFmpeg decodes any other container/codec with ffmpeg (when installed), reading at
-// most maxSamples.
-func decodeFFmpeg(ctx context.Context, data []byte, maxSamples int) ([]float32, error) {
+// ffmpegSource decodes any other container/codec with ffmpeg (when installed).
+func ffmpegSource(ctx context.Context, data []byte) (audio.Source, func() error, error) {
 	bin, err := exec.LookPath("ffmpeg")
 	if err != nil {
-		return nil, fmt.Errorf("not a WAV file, and ffmpeg (needed for other formats) is not installed on the server")
+		return nil, nil, fmt.Errorf("not a WAV file, and ffmpeg (needed for other formats) is not installed on the server")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, bin, "-nostdin", "-hide_banner", "-loglevel", "error",
 		"-i", "pipe:0", "-vn", "-f", "s16le", "-acodec", "pcm_s16le", "-ac", "1", "-ar", "16000", "pipe:1")
 	cmd.Stdin = bytes.NewReader(data)
-	var stderr limitedBuffer
-	cmd.Stderr = &stderr
+	stderr := &limitedBuffer{}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		cancel()
+		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("ffmpeg: %w", err)
+		cancel()
+		return nil, nil, fmt.Errorf("ffmpeg: %w", err)
 	}
 	pr, err := audio.NewPCMReader(out, audio.Mono16k, audio.S16)
 	if err != nil {
-		cmd.Process.Kill()
+		cancel()
 		cmd.Wait()
-		return nil, err
+		return nil, nil, err
 	}
-	b, rerr := audio.ReadAll(ctx, pr, maxSamples)
-	if rerr != nil {
-		cmd.Process.Kill()
-	}
-	werr := cmd.Wait()
-	if rerr != nil {
-		return nil, rerr
-	}
-	if werr != nil {
+	wait := func() error {
+		cancel() // a reader that stopped early (too long) must not leave ffmpeg running
+		werr := cmd.Wait()
+		if werr == nil {
+			return nil
+		}
 		msg := strings.TrimSpace(stderr.String())
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
 			msg = msg[i+1:]
 		}
 		if msg == "" {
+			if ctx.Err() != nil {
+				return nil // we stopped it
+			}
 			msg = werr.Error()
 		}
-		return nil, fmt.Errorf("not audio that WAV or ffmpeg can decode (%s)", strings.TrimPrefix(msg, "pipe:0: "))
+		return fmt.Errorf("not audio that WAV or ffmpeg can decode (%s)", strings.TrimPrefix(msg, "pipe:0: "))
 	}
-	return b.Data, nil
+	return pr, wait, nil
 }
 
 // limitedBuffer keeps the first 4 KiB written to it.
