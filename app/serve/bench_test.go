@@ -198,3 +198,56 @@ func BenchmarkServerOverhead(b *testing.B) {
 		b.ReportMetric(float64(codes[429])/float64(b.N), "rejected/op")
 	})
 }
+
+// BenchmarkTranscriptionConcurrent sends b.N transcriptions from 4 clients at once (the
+// server runs max_concurrent_asr = 2 of them, queues the rest): throughput and tail latency
+// under load, with the queue doing its job.
+func BenchmarkTranscriptionConcurrent(b *testing.B) {
+	rec, id, _ := realASR(b)
+	_, base := testServer(b, Engines{ASR: rec, ASRModel: id}, nil)
+	ct, body := multipartBody(b, wavBytes(b, 16000, 1, 3), [2]string{"model", "whisper-1"})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	var mu sync.Mutex
+	var lat []time.Duration
+	codes := map[int]int{}
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	next := make(chan struct{}, b.N)
+	for i := 0; i < b.N; i++ {
+		next <- struct{}{}
+	}
+	close(next)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range next {
+				t0 := time.Now()
+				req, _ := http.NewRequest("POST", base+"/v1/audio/transcriptions", bytes.NewReader(body))
+				req.Header.Set("Content-Type", ct)
+				resp, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				codes[resp.StatusCode]++
+				if resp.StatusCode == 200 {
+					lat = append(lat, time.Since(t0))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	total := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(codes[200])/total.Seconds(), "req/s")
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99_ms")
+	b.ReportMetric(float64(codes[429]), "rejected")
+	b.ReportMetric(0, "ns/op")
+}
