@@ -1,15 +1,20 @@
 package gui
 
 import (
+	"bytes"
 	"fmt"
+	"image"
+	"image/png"
 	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
+	xdraw "golang.org/x/image/draw"
 
 	"github.com/parley-voice/parley/app"
 )
@@ -135,7 +140,7 @@ func (c *conversation) count() int { return len(c.list.Objects) }
 type bubble struct {
 	user    bool
 	row     *fyne.Container
-	bg      *canvas.Rectangle
+	bg      *themedRect
 	header  *canvas.Text
 	text    *widget.RichText
 	badges  *fyne.Container
@@ -147,31 +152,30 @@ type bubble struct {
 
 func newBubble(user bool) *bubble {
 	b := &bubble{user: user}
-	b.bg = canvas.NewRectangle(themeColor(colParleyBubble))
-	b.bg.CornerRadius = 14
+	b.bg = newThemedRect(colParleyBubble, 14)
 	b.text = widget.NewRichText()
 	b.text.Wrapping = fyne.TextWrapWord
 	b.badges = container.NewHBox()
 	b.marks = container.NewVBox()
 	b.latency = container.NewVBox()
-	b.header = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
+	b.header = canvas.NewText("", theme.Color(theme.ColorNamePrimary))
 	b.header.TextSize = theme.CaptionTextSize()
 	b.header.TextStyle.Bold = true
-	inner := container.NewVBox()
+	inner := container.New(layout.NewCustomPaddedVBoxLayout(0))
 	if user {
-		b.bg.FillColor = themeColor(colUserBubble)
+		b.bg.setColor(colUserBubble)
 		b.badges.Hide()
 		inner.Add(b.text)
 		inner.Add(b.badges)
 	} else {
-		inner.Add(b.header)
+		inner.Add(container.New(&insetLayout{h: theme.InnerPadding(), v: 0}, b.header))
 		inner.Add(b.text)
 		inner.Add(b.marks)
 		inner.Add(b.latency)
 	}
 	b.marks.Hide()
 	b.latency.Hide()
-	card := container.NewStack(b.bg, container.New(&insetLayout{h: 10, v: 4}, inner))
+	card := container.NewStack(b.bg, container.New(&insetLayout{h: 10, v: 6}, inner))
 	var avatar fyne.CanvasObject
 	if !user {
 		avatar = logoMark(30)
@@ -215,7 +219,7 @@ func (b *bubble) setBadges(tags []string) {
 }
 
 func (b *bubble) setInterrupted(full string) {
-	mark := widget.NewLabelWithStyle("⏹ interrupted — the rest was not spoken", fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
+	mark := widget.NewLabelWithStyle("Interrupted — the rest was not spoken", fyne.TextAlignLeading, fyne.TextStyle{Italic: true})
 	mark.Importance = widget.WarningImportance
 	mark.SizeName = theme.SizeNameCaptionText
 	b.marks.Add(mark)
@@ -260,7 +264,7 @@ func (b *bubble) naturalWidth() float32 {
 		}
 	}
 	if !b.user && b.header.Visible() {
-		if hw := fyne.MeasureText(b.header.Text, b.header.TextSize, b.header.TextStyle).Width + 3*theme.InnerPadding(); hw > w {
+		if hw := fyne.MeasureText(b.header.Text, b.header.TextSize, b.header.TextStyle).Width + 4*theme.InnerPadding(); hw > w {
 			w = hw
 		}
 	}
@@ -390,8 +394,7 @@ func (l *insetLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
 
 // newBadge is a small rounded tag.
 func newBadge(text string, bg, fg fyne.ThemeColorName) fyne.CanvasObject {
-	r := canvas.NewRectangle(themeColor(bg))
-	r.CornerRadius = 8
+	r := newThemedRect(bg, 8)
 	t := canvas.NewText(text, themeColor(fg))
 	t.TextSize = theme.CaptionTextSize()
 	t.TextStyle.Bold = true
@@ -530,9 +533,7 @@ func newLatencyBar(segs []latencySeg) fyne.CanvasObject {
 	bar := container.New(&barLayout{segs: segs, total: total})
 	var parts []string
 	for _, s := range segs {
-		r := canvas.NewRectangle(themeColor(s.col))
-		r.CornerRadius = 2
-		bar.Add(r)
+		bar.Add(newThemedRect(s.col, 2))
 		parts = append(parts, s.name+" "+fmtDur(s.d))
 	}
 	cap := canvas.NewText(strings.Join(parts, " · "), theme.Color(theme.ColorNamePlaceHolder))
@@ -566,9 +567,18 @@ func (l *barLayout) MinSize([]fyne.CanvasObject) fyne.Size {
 	return fyne.NewSize(barWidth+float32(len(l.segs)), barHeight)
 }
 
-// logoMark is Parley's round mark (the avatar next to its bubbles).
+// logoMark is Parley's round mark (the avatar next to its bubbles), decoded and scaled once
+// per use so that painting never decodes the PNG again.
 func logoMark(size float32) fyne.CanvasObject {
-	img := canvas.NewImageFromResource(appIcon())
+	var img *canvas.Image
+	if src, err := png.Decode(bytes.NewReader(iconPNG)); err == nil {
+		n := int(size * 2) // sharp at 2× scale
+		dst := image.NewNRGBA(image.Rect(0, 0, n, n))
+		xdraw.CatmullRom.Scale(dst, dst.Bounds(), src, src.Bounds(), xdraw.Over, nil)
+		img = canvas.NewImageFromImage(dst)
+	} else {
+		img = canvas.NewImageFromResource(appIcon())
+	}
 	img.FillMode = canvas.ImageFillContain
 	img.SetMinSize(fyne.NewSize(size, size))
 	return img

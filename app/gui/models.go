@@ -127,7 +127,7 @@ func (p *modelsPanel) setModels(list []assets.ModelStatus) {
 		r.update(st, p.pulls[st.ID] != nil)
 		p.list.Add(r.box)
 	}
-	p.list.Refresh()
+	p.content.Refresh()
 }
 
 func kindName(k string) string {
@@ -407,7 +407,9 @@ func (p *modelsPanel) setGPUs(rep gpu.GPUReport, err error) {
 		if why == "" {
 			why = "none found"
 		}
-		p.gpus.Add(widget.NewLabel("No NVIDIA GPU (" + why + "). Every engine runs on the CPU."))
+		l := widget.NewLabel("No NVIDIA GPU (" + why + "). Every engine runs on the CPU.")
+		l.Wrapping = fyne.TextWrapWord
+		p.gpus.Add(l)
 	default:
 		for _, d := range rep.Devices {
 			p.gpus.Add(widget.NewLabel(fmt.Sprintf("GPU %d: %s — %s free of %s", d.Index, d.Name,
@@ -434,12 +436,15 @@ func (p *modelsPanel) setGPUs(rep gpu.GPUReport, err error) {
 		{"Speech recognition (SenseVoice)", asrDev + " — runtime.provider = " + provider},
 		{"Voice activity (Silero) and wake word", "CPU (small models, one thread)"},
 		{"Voice (espeak-ng)", "CPU"},
-		{"Language model", "its server's own device (Ollama, llama.cpp…), or the CPU for offline skills"},
+		{"Language model", "the LLM server's own device; offline skills on the CPU"},
 	}
 	g := container.NewGridWithColumns(2)
 	for _, r := range rows {
 		g.Add(widget.NewLabelWithStyle(r[0], fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
-		g.Add(widget.NewLabel(r[1]))
+		v := widget.NewLabel(r[1])
+		v.Wrapping = fyne.TextWrapWord
+		g.Add(v)
 	}
 	p.devices.Add(g)
+	p.content.Refresh()
 }

@@ -79,7 +79,7 @@ func newSettingsPanel(u *UI) *settingsPanel {
 	audioForm := widget.NewForm(
 		widget.NewFormItem("Microphone", p.input),
 		widget.NewFormItem("Speaker", p.output),
-		widget.NewFormItem("", container.NewBorder(nil, nil, p.testBtn, nil, container.NewCenter(p.testMeter))),
+		widget.NewFormItem("", container.NewHBox(p.testBtn, container.NewCenter(p.testMeter))),
 	)
 	talkForm := widget.NewForm(
 		widget.NewFormItem("Language", p.language),
@@ -88,19 +88,20 @@ func newSettingsPanel(u *UI) *settingsPanel {
 	)
 	llmForm := widget.NewForm(
 		widget.NewFormItem("Backend", p.backend),
-		widget.NewFormItem("Server URL", container.NewBorder(nil, nil, nil, p.discover, p.url)),
-		widget.NewFormItem("", p.servers),
+		widget.NewFormItem("Server URL", container.NewVBox(container.NewBorder(nil, nil, nil, p.discover, p.url), p.servers)),
 		widget.NewFormItem("Model", p.model),
 		widget.NewFormItem("Persona", p.persona),
 	)
 	dataForm := widget.NewForm(widget.NewFormItem("Keep audio (days)", p.retention))
-	p.content = container.NewVScroll(container.NewPadded(container.NewVBox(
+	p.servers.Hide()
+	form := container.NewVScroll(container.NewPadded(container.NewVBox(
 		heading("Audio"), audioForm,
 		heading("Conversation"), talkForm,
 		heading("Language model"), llmForm,
 		heading("Data"), dataForm,
-		container.NewHBox(p.save, p.status),
 	)))
+	footer := container.NewVBox(widget.NewSeparator(), container.NewPadded(container.NewBorder(nil, nil, nil, p.save, p.status)))
+	p.content = container.NewBorder(nil, footer, nil, nil, form)
 	return p
 }
 
@@ -222,9 +223,11 @@ func (p *settingsPanel) find() {
 	d := p.u.svc.Discover
 	if d == nil {
 		p.servers.SetText("Discovery is not available here.")
+		p.servers.Show()
 		return
 	}
 	p.servers.SetText("Looking for local servers…")
+	p.servers.Show()
 	p.discover.Disable()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

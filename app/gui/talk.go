@@ -50,7 +50,7 @@ func newTalkBar(u *UI) *talkBar {
 	t.send.Importance = widget.HighImportance
 	t.meter = newLevelMeter()
 	t.vad = canvas.NewCircle(themeColor(colMeterTrack))
-	t.vadLabel = canvas.NewText("voice", theme.Color(theme.ColorNamePlaceHolder))
+	t.vadLabel = canvas.NewText("speech", theme.Color(theme.ColorNamePlaceHolder))
 	t.vadLabel.TextSize = theme.CaptionTextSize()
 	t.stateDot = canvas.NewCircle(theme.Color(theme.ColorNameDisabled))
 	t.state = canvas.NewText("Starting…", theme.Color(theme.ColorNameForeground))
@@ -135,13 +135,12 @@ func (t *talkBar) setVAD(on bool) {
 // levelMeter shows the capture level (dBFS) as a bar.
 type levelMeter struct {
 	widget.BaseWidget
-	track, fill *canvas.Rectangle
+	track, fill *themedRect
 	frac        float32
 }
 
 func newLevelMeter() *levelMeter {
-	m := &levelMeter{track: canvas.NewRectangle(themeColor(colMeterTrack)), fill: canvas.NewRectangle(themeColor(colMeter))}
-	m.track.CornerRadius, m.fill.CornerRadius = 3, 3
+	m := &levelMeter{track: newThemedRect(colMeterTrack, 3), fill: newThemedRect(colMeter, 3)}
 	m.ExtendBaseWidget(m)
 	return m
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
@@ -37,6 +36,7 @@ type UI struct {
 	settings *settingsPanel
 	history  *historyPanel
 	banners  *fyne.Container
+	convTab  *fyne.Container
 	tabs     *container.AppTabs
 	content  fyne.CanvasObject
 
@@ -63,9 +63,9 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u.settings = newSettingsPanel(u)
 	u.history = newHistoryPanel(u)
 
-	convTab := container.NewBorder(u.banners, container.NewPadded(u.talk.box), nil, nil, u.conv.body)
+	u.convTab = container.NewBorder(u.banners, container.NewPadded(u.talk.box), nil, nil, u.conv.body)
 	u.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Conversation", theme.MailComposeIcon(), convTab),
+		container.NewTabItemWithIcon("Conversation", theme.MailComposeIcon(), u.convTab),
 		container.NewTabItemWithIcon("Voice", theme.VolumeUpIcon(), u.voice.content),
 		container.NewTabItemWithIcon("Models", theme.DownloadIcon(), u.models.content),
 		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), u.settings.content),
@@ -400,8 +400,8 @@ func (u *UI) banner(msg string, icon fyne.Resource, action string, fn func()) {
 	}
 	l := widget.NewLabel(msg)
 	l.Wrapping = fyne.TextWrapWord
-	var row *fyne.Container
-	close := widget.NewButtonWithIcon("", theme.CancelIcon(), func() { u.banners.Remove(row) })
+	var item *fyne.Container
+	close := widget.NewButtonWithIcon("", theme.CancelIcon(), func() { u.banners.Remove(item); u.relayout() })
 	close.Importance = widget.LowImportance
 	right := container.NewHBox()
 	if fn != nil {
@@ -409,11 +409,19 @@ func (u *UI) banner(msg string, icon fyne.Resource, action string, fn func()) {
 		right.Add(container.NewCenter(b))
 	}
 	right.Add(container.NewCenter(close))
-	bg := canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))
-	bg.CornerRadius = 8
+	bg := newThemedRect(theme.ColorNameInputBackground, 8)
 	warn := widget.NewIcon(theme.WarningIcon())
-	row = container.NewStack(bg, container.NewBorder(nil, nil, warn, right, l))
-	u.banners.Add(container.NewPadded(row))
+	item = container.NewPadded(container.NewStack(bg, container.NewBorder(nil, nil, warn, right, l)))
+	u.banners.Add(item)
+	u.relayout()
+}
+
+// relayout lays the conversation tab out again after its banners changed (wrapped text
+// needs its width before it knows its height).
+func (u *UI) relayout() {
+	if u.convTab != nil {
+		u.convTab.Refresh()
+	}
 }
 
 func findLabel(c *fyne.Container) (*widget.Label, bool) {

@@ -173,7 +173,7 @@ func TestInterruptedAnswerIsMarked(t *testing.T) {
 	if b.raw != "Once upon a time" {
 		t.Errorf("interrupted bubble shows %q, want only what was spoken", b.raw)
 	}
-	if !b.marks.Visible() || !strings.Contains(strings.Join(texts(b.marks), " "), "interrupted") {
+	if !b.marks.Visible() || !strings.Contains(strings.ToLower(strings.Join(texts(b.marks), " ")), "interrupted") {
 		t.Error("no interrupted mark")
 	}
 }

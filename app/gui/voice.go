@@ -391,4 +391,5 @@ func (p *voicePanel) setCaps(c tts.Capabilities) {
 		p.caps.Add(v)
 	}
 	p.caps.Refresh()
+	p.content.Refresh()
 }

@@ -39,8 +39,9 @@ func TestMain(m *testing.M) {
 
 // helperReport is what the child tells the parent.
 type helperReport struct {
-	Question  string  `json:"question"`
-	Answer    string  `json:"answer"`
+	Question  string   `json:"question"`
+	Answer    string   `json:"answer"`
+	More      []string `json:"more"` // the answers to the follow-up questions
 	Bubbles   int     `json:"bubbles"`
 	StartupMS float64 `json:"startup_ms"` // Run called → window shown
 	ReadyMS   float64 `json:"ready_ms"`   // Run called → assistant attached
@@ -52,6 +53,7 @@ type helperReport struct {
 // discovery, text only), types a question, waits for the answer and captures the window.
 func windowHelper(dir string) int {
 	rep := helperReport{Question: "What time is it?"}
+	followUps := []string{"What is 15 percent of 80?", "Set a timer for ten minutes for the pasta"}
 	fail := func(err error) int {
 		rep.Err = err.Error()
 		writeReport(dir, rep)
@@ -78,8 +80,17 @@ func windowHelper(dir string) int {
 				if e.Kind != app.EvTurnDone || e.Exchange == nil {
 					return
 				}
-				rep.AnswerMS = ms(time.Since(asked))
-				rep.Answer = e.Exchange.FullAnswer
+				if rep.Answer == "" {
+					rep.AnswerMS = ms(time.Since(asked))
+					rep.Answer = e.Exchange.FullAnswer
+				} else {
+					rep.More = append(rep.More, e.Exchange.FullAnswer)
+				}
+				if len(rep.More) < len(followUps) {
+					u.talk.entry.SetText(followUps[len(rep.More)])
+					u.submit(u.talk.entry.Text)
+					return
+				}
 				rep.Bubbles = u.conv.count()
 				u.OnEvent = nil
 				// let the last layout and paint happen, then capture
@@ -296,7 +307,10 @@ func TestWindowScreenshot(t *testing.T) {
 	if !regexp.MustCompile(`\d{1,2}[:.]\d{2}|\b(o'clock|noon|midnight|past|to)\b`).MatchString(strings.ToLower(rep.Answer)) {
 		t.Errorf("the answer to %q does not tell the time: %q", rep.Question, rep.Answer)
 	}
-	if rep.Bubbles < 2 {
+	for _, a := range rep.More {
+		t.Logf("follow-up answer: %q", a)
+	}
+	if rep.Bubbles < 6 {
 		t.Errorf("%d bubbles shown, want the question and the answer", rep.Bubbles)
 	}
 	shot := filepath.Join(dir, "screenshot.png")
