@@ -42,11 +42,11 @@ type helperReport struct {
 	Question  string   `json:"question"`
 	Answer    string   `json:"answer"`
 	More      []string `json:"more"` // the answers to the follow-up questions
-	Bubbles   int     `json:"bubbles"`
-	StartupMS float64 `json:"startup_ms"` // Run called → window shown
-	ReadyMS   float64 `json:"ready_ms"`   // Run called → assistant attached
-	AnswerMS  float64 `json:"answer_ms"`  // question sent → turn done
-	Err       string  `json:"error,omitempty"`
+	Bubbles   int      `json:"bubbles"`
+	StartupMS float64  `json:"startup_ms"` // Run called → window shown
+	ReadyMS   float64  `json:"ready_ms"`   // Run called → assistant attached
+	AnswerMS  float64  `json:"answer_ms"`  // question sent → turn done
+	Err       string   `json:"error,omitempty"`
 }
 
 // windowHelper runs the real app on the demo configuration (offline skills, no LLM
