@@ -28,6 +28,7 @@ import (
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/voices"
 )
 
 func TestTranscriptionFormats(t *testing.T) {
@@ -743,5 +744,54 @@ func TestTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Errorf("https /health = %d", resp.StatusCode)
+	}
+}
+
+func TestSpeechWithLibraryVoice(t *testing.T) {
+	lib, err := voices.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := voices.New("warm", "espeak", voices.KindSeed)
+	seed := int64(42)
+	v.Seed = &seed
+	v.Defaults.Speed = 1.2
+	if err := lib.Save(v, false); err != nil {
+		t.Fatal(err)
+	}
+	k := voices.New("bright", "kokoro", voices.KindPreset)
+	k.Preset = "af_heart"
+	if err := lib.Save(k, false); err != nil {
+		t.Fatal(err)
+	}
+	eng := &fakeTTS{}
+	_, base := testServer(t, Engines{TTS: eng, TTSEngine: "espeak", Voices: lib}, nil)
+	resp, b := post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"tts-1","input":"hi there","voice":"warm","response_format":"pcm"}`))
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	r := eng.last.Load().(tts.Request)
+	if !r.HasSeed || r.Seed != 42 || r.Speed != 1.2 {
+		t.Errorf("library voice applied as %+v", r)
+	}
+	// an explicit speed wins over the voice's default
+	post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"tts-1","input":"hi there","voice":"warm","speed":0.8,"response_format":"pcm"}`))
+	if r := eng.last.Load().(tts.Request); r.Speed != 0.8 {
+		t.Errorf("explicit speed lost: %+v", r)
+	}
+	// a voice made for another engine is a clear 400
+	resp, b = post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"tts-1","input":"hi","voice":"bright"}`))
+	if resp.StatusCode != 400 {
+		t.Fatalf("kokoro voice on espeak: %d %s", resp.StatusCode, b)
+	}
+	if msg, _, param, _ := apiErr(t, b); param != "voice" || !strings.Contains(msg, "kokoro") {
+		t.Errorf("param %q msg %q", param, msg)
+	}
+	// /v1/models lists the library voice of this engine only
+	resp2, _ := http.Get(base + "/v1/models")
+	mb, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	if !strings.Contains(string(mb), `"id":"warm"`) || strings.Contains(string(mb), `"id":"bright"`) {
+		t.Errorf("models: %s", mb)
 	}
 }
