@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
 )
@@ -792,6 +793,59 @@ func TestSpeechWithLibraryVoice(t *testing.T) {
 	mb, _ := io.ReadAll(resp2.Body)
 	resp2.Body.Close()
 	if !strings.Contains(string(mb), `"id":"warm"`) || strings.Contains(string(mb), `"id":"bright"`) {
+		t.Errorf("models: %s", mb)
+	}
+}
+
+// fakeLLM streams "Hello there." in pieces; model "missing" is not found; "broken" fails
+// after the first piece.
+type fakeLLM struct{ got *llm.Request }
+
+func (f *fakeLLM) Name() string                                { return "fake" }
+func (f *fakeLLM) URL() string                                 { return "http://fake" }
+func (f *fakeLLM) Health(context.Context) error                { return nil }
+func (f *fakeLLM) Models(context.Context) ([]llm.Model, error) { return []llm.Model{{ID: "m1"}}, nil }
+func (f *fakeLLM) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) error) error {
+	f.got = req
+	if req.Model == "missing" {
+		return &llm.APIError{Status: 404, Message: "model missing not found", Kind: llm.ErrModelNotFound}
+	}
+	for i, p := range []string{"Hel", "lo ", "there."} {
+		if req.Model == "broken" && i == 1 {
+			return fmt.Errorf("%w: connection reset", llm.ErrTruncated)
+		}
+		if err := fn(llm.Delta{Content: p}); err != nil {
+			return err
+		}
+	}
+	return fn(llm.Delta{FinishReason: llm.FinishStop, Usage: &llm.Usage{PromptTokens: 3, CompletionTokens: 3, TotalTokens: 6}})
+}
+
+func TestChatThroughBackend(t *testing.T) {
+	f := &fakeLLM{}
+	_, base := testServer(t, Engines{LLM: f, LLMModel: "m1"}, nil)
+	resp, b := post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"parley","temperature":0.2,"max_completion_tokens":50,"messages":[{"role":"developer","content":"be brief"},{"role":"user","content":"hi"}]}`))
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"content":"Hello there."`) || !strings.Contains(string(b), `"total_tokens":6`) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	if f.got.Model != "m1" || f.got.MaxTokens != 50 || *f.got.Temperature != 0.2 || f.got.Messages[0].Role != "system" {
+		t.Errorf("backend got %+v", f.got)
+	}
+	resp, b = post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"missing","messages":[{"role":"user","content":"hi"}]}`))
+	if resp.StatusCode != 404 {
+		t.Errorf("missing model: %d %s", resp.StatusCode, b)
+	} else if _, _, _, code := apiErr(t, b); code != "model_not_found" {
+		t.Errorf("code %q", code)
+	}
+	// a failure mid-stream: an error frame in the stream, no [DONE]
+	resp, b = post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"broken","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"error"`) || strings.Contains(string(b), "[DONE]") {
+		t.Errorf("mid-stream failure: %d %s", resp.StatusCode, b)
+	}
+	resp2, _ := http.Get(base + "/v1/models")
+	mb, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	if !strings.Contains(string(mb), `"id":"m1","object":"model","created":0,"owned_by":"fake","kind":"llm"`) {
 		t.Errorf("models: %s", mb)
 	}
 }
