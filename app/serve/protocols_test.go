@@ -415,3 +415,51 @@ func TestRealtimeSessionCap(t *testing.T) {
 	}
 	conns = append(conns, c)
 }
+
+func TestWyomingBusyIsAnErrorEvent(t *testing.T) {
+	asrE := &fakeASR{block: make(chan struct{})}
+	s, _, asrAddr, _, _ := serveAll(t, Engines{ASR: asrE}, func(o *Options) {
+		o.Config.MaxConcurrentASR = 1
+		o.QueueLen = 1
+	})
+	f := wyoming.AudioFormat{Rate: 16000, Width: 2, Channels: 1}
+	utter := func() *wyoming.Client {
+		c, err := wyoming.Dial(context.Background(), asrAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.Write(wyoming.NewEvent(wyoming.TypeAudioStart, f))
+		e := wyoming.NewEvent(wyoming.TypeAudioChunk, f)
+		e.Payload = make([]byte, 3200)
+		c.Write(e)
+		c.Write(wyoming.NewEvent(wyoming.TypeAudioStop, nil))
+		return c
+	}
+	a, b := utter(), utter()
+	for s.asrLim.Running()+s.asrLim.Waiting() < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c := utter()
+	e, err := c.Read(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ Text, Code string }
+	e.Decode(&m)
+	if e.Type != wyoming.TypeError || m.Code != "busy" {
+		t.Errorf("third utterance: %s %+v", e.Type, m)
+	}
+	close(asrE.block)
+	for _, cl := range []*wyoming.Client{a, b} {
+		for {
+			e, err := cl.Read(5 * time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Type == wyoming.TypeTranscript {
+				break
+			}
+		}
+	}
+}
