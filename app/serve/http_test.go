@@ -733,6 +733,9 @@ func TestTLS(t *testing.T) {
 	if _, err := New(Options{TLSCertFile: certFile}); !errors.Is(err, ErrConfig) {
 		t.Errorf("certificate without key: %v", err)
 	}
+	if _, err := New(Options{TLSCertFile: certFile, TLSKeyFile: certFile}); !errors.Is(err, ErrConfig) {
+		t.Errorf("certificate as its own key: %v", err)
+	}
 	_, base := testServer(t, Engines{}, func(o *Options) { o.TLSCertFile, o.TLSKeyFile = certFile, keyFile })
 	pool := x509.NewCertPool()
 	cert, _ := x509.ParseCertificate(der)

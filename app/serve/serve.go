@@ -12,6 +12,7 @@ package serve
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,6 +131,11 @@ func New(o Options) (*Server, error) {
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return nil, fmt.Errorf("%w: TLS needs both a certificate and a key file", ErrConfig)
+	}
+	if o.TLSCertFile != "" {
+		if _, err := tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile); err != nil {
+			return nil, fmt.Errorf("%w: TLS certificate %s / key %s: %v", ErrConfig, o.TLSCertFile, o.TLSKeyFile, err)
+		}
 	}
 	if !isLoopback(c.Addr) && c.APIKey == "" && !c.AllowNoAuth {
 		return nil, fmt.Errorf("%w: serve.addr %s is not a loopback address: set serve.api_key (clients send Authorization: Bearer KEY) or serve.allow_unauthenticated = true", ErrConfig, c.Addr)
@@ -452,7 +458,7 @@ func (s *Server) Serve(ctx context.Context, ls Listeners) error {
 	s.mu.Lock()
 	s.closing = true
 	for ss := range s.sessions {
-		ss.shutdown() // realtime sessions end their response and close politely
+		ss.shutdown() // realtime sessions get a "going away" close; their answer in flight stops
 	}
 	s.mu.Unlock()
 	for _, ws := range wys {
