@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -20,7 +21,6 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
-	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/gpu/gputest"
@@ -28,19 +28,19 @@ import (
 	"github.com/parley-voice/parley/tts/engines"
 )
 
-// realASR opens the embedded demo SenseVoice model when it is there (real transcripts),
-// else the tiny random test model (mechanics only). demo says which.
+// realASR opens the demo SenseVoice model from the source tree (assets/demo/sensevoice, the
+// files that get embedded) when it is there — real transcripts — else the tiny random test
+// model (mechanics only). demo says which.
 func realASR(t testing.TB) (r *asr.Recognizer, id string, demo bool) {
 	t.Helper()
 	gputest.RequireORT(t)
-	dir, err := assets.Path(context.Background(), "sensevoice-demo")
-	id, demo = "sensevoice-demo", true
-	if err != nil {
-		_, file, _, _ := runtime.Caller(0)
-		dir = filepath.Join(filepath.Dir(file), "..", "..", "testdata", "sensevoice", "tiny")
-		id, demo = "sensevoice-tiny", false
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	dir, id, demo := filepath.Join(root, "assets", "demo", "sensevoice"), "sensevoice-demo", true
+	if _, err := os.Stat(filepath.Join(dir, "tokens.txt")); err != nil {
+		dir, id, demo = filepath.Join(root, "testdata", "sensevoice", "tiny"), "sensevoice-tiny", false
 	}
-	r, err = asr.New(dir, asr.Config{Options: asr.Options{Language: "auto", ITN: true}, Threads: 1, Workers: 2})
+	r, err := asr.New(dir, asr.Config{Options: asr.Options{Language: "auto", ITN: true}, Threads: 1, Workers: 2})
 	if err != nil {
 		t.Fatalf("asr model %s: %v", dir, err)
 	}
