@@ -41,18 +41,30 @@ type reference struct {
 	Cases            []refCase `json:"cases"`
 }
 
-func loadReference(t *testing.T, dir string) reference {
+// referencePath finds the exporter's reference file: reference.json, or _reference.json in
+// assets/demo (files starting with "_" are not embedded into the binary).
+func referencePath(dir string) (string, bool) {
+	for _, name := range []string{"reference.json", "_reference.json"} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+func loadReference(t *testing.T, path string) reference {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "reference.json"))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("read reference: %v", err)
 	}
 	var ref reference
 	if err := json.Unmarshal(b, &ref); err != nil {
-		t.Fatalf("%s/reference.json: %v", dir, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	if len(ref.Cases) == 0 || len(ref.Models) == 0 || ref.Tolerance <= 0 {
-		t.Fatalf("%s/reference.json: no cases, models or tolerance", dir)
+		t.Fatalf("%s: no cases, models or tolerance", path)
 	}
 	return ref
 }
@@ -215,10 +227,12 @@ func run(t *testing.T, s *gpu.Session, c refCase) ([]float32, []int64) {
 func TestParity(t *testing.T) {
 	gputest.RequireORT(t)
 	for _, dir := range existingDirs(t) {
-		if _, err := os.Stat(filepath.Join(dir, "reference.json")); err != nil {
+		rp, ok := referencePath(dir)
+		if !ok {
+			t.Errorf("%s: no reference.json", dir)
 			continue
 		}
-		ref := loadReference(t, dir)
+		ref := loadReference(t, rp)
 		for _, name := range ref.Models {
 			t.Run(filepath.Base(dir)+"/"+name, func(t *testing.T) {
 				s, err := gpu.Open(filepath.Join(dir, name), []string{"x", "x_length", "language", "text_norm"},

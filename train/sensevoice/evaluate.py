@@ -57,10 +57,29 @@ def main(argv=None) -> int:
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--language", default="en", choices=sorted(svm.LANG_IDS))
     ap.add_argument("--out", help="write per-utterance results here (JSON)")
+    ap.add_argument("--golden", help="write golden decodes (language auto and en, woitn) for Go tests")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     model, vocab, nm, istd = load_our_checkpoint(a.checkpoint)
-    res = evaluate(model, vocab, nm, istd, read_manifest(a.manifest, check_audio=True), a.language)
+    records = read_manifest(a.manifest, check_audio=True)
+    res = evaluate(model, vocab, nm, istd, records, a.language)
+    if a.golden:
+        import os
+
+        per = {lang: evaluate(model, vocab, nm, istd, records, lang, batch=1)["rows"] for lang in ("auto", "en")}
+        items = []
+        for i, r in enumerate(records):
+            item = {"file": os.path.basename(r["source"]), "ref": r["target"]}
+            for lang, rows in per.items():
+                row = rows[i]
+                item[lang] = {"ids": row["ids"], "tags": row["tags"], "text": row["hyp"]}
+            items.append(item)
+        g = {"comment": "greedy CTC decodes of the demo model (PyTorch, torchaudio kaldi fbank, one utterance "
+                        "per call, text_norm woitn); 'auto'/'en' = the language query",
+             "model": "assets/demo/sensevoice/model.onnx", "checkpoint": os.path.basename(a.checkpoint),
+             "items": items}
+        with open(a.golden, "w") as f:
+            json.dump(g, f, indent=1)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)

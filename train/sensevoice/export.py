@@ -142,7 +142,7 @@ def reference_cases(model: svm.SenseVoiceSmall, seed: int) -> List[dict]:
 
 def save_bundle(model: svm.SenseVoiceSmall, vocab: Vocab, neg_mean, inv_stddev, out: str, *,
                 comment: str, int8: bool = False, reference: bool = False, seed: int = 0,
-                sp_model: Optional[str] = None) -> Dict[str, str]:
+                sp_model: Optional[str] = None, reference_name: str = "reference.json") -> Dict[str, str]:
     os.makedirs(out, exist_ok=True)
     if len(vocab) != model.cfg.vocab_size:
         raise ValueError(f"vocabulary has {len(vocab)} pieces but the model outputs {model.cfg.vocab_size}")
@@ -160,7 +160,7 @@ def save_bundle(model: svm.SenseVoiceSmall, vocab: Vocab, neg_mean, inv_stddev, 
         paths["bpe"] = os.path.join(out, "bpe.model")
         shutil.copyfile(sp_model, paths["bpe"])
     if reference:
-        paths["reference"] = os.path.join(out, "reference.json")
+        paths["reference"] = os.path.join(out, reference_name)
         ref = {
             "comment": "PyTorch logits for fixed inputs; checked against ONNX Runtime by train/onnxcheck",
             "models": ["model.onnx"] + (["model.int8.onnx"] if int8 else []),
@@ -211,6 +211,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--int8", action="store_true", help="also write model.int8.onnx")
     ap.add_argument("--reference", action="store_true", help="write reference.json for the parity test")
+    ap.add_argument("--reference-name", default="reference.json",
+                    help="file name for the reference (e.g. _reference.json, which assets/ does not embed)")
     a = ap.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -243,7 +245,7 @@ def main(argv=None) -> int:
         comment = "iic/SenseVoiceSmall exported by parley"
     n = svm.count_params(model)
     paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
-                        reference=a.reference, seed=a.seed, sp_model=sp_model)
+                        reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name)
     print(json.dumps({"params": n, "vocab_size": len(vocab), **paths}))
     return 0
 
