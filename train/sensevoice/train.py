@@ -131,6 +131,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--init", help="initial weights (FunASR model.pt or our checkpoint)")
     ap.add_argument("--no-cache", action="store_true", help="do not cache features in memory")
     ap.add_argument("--no-specaug", action="store_true", help="no time/frequency masking")
+    ap.add_argument("--stop-at-step", type=int, default=0,
+                    help="stop (with a checkpoint) at this step, keeping the full run's LR schedule")
     ap.add_argument("--out", dest="out_dir", default="train/out/sensevoice")
     ap.add_argument("--epochs", dest="max_epochs", type=int, default=10)
     ap.add_argument("--warmup", dest="warmup_steps", type=int, default=0)
@@ -150,7 +152,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if a.init:
             svm.load_checkpoint_weights(model, a.init)
         task = SenseVoiceTask(a.train, a.val, vocab, cmvn, mcfg, cfg, cache=not a.no_cache, specaug=not a.no_specaug)
-        Trainer(cfg, model, task, info).fit()
+        Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)
     finally:
         pdist.destroy()
     return 0
