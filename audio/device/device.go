@@ -58,6 +58,7 @@ func Open(log *slog.Logger) (*Host, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	quietNativeAudio(log)
 	if err := portaudio.Initialize(); err != nil {
 		return nil, fmt.Errorf("device: initialising PortAudio: %w", err)
 	}
