@@ -10,7 +10,7 @@ export LANG ?= C.UTF-8
 export PARLEY_TAGS := $(TAGS)
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all setup build run test test-go test-py vet bench demo-asr test-models clean
+.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py demo-asr test-models clean
 
 all: build
 
@@ -34,11 +34,24 @@ test-go:
 	$(GO) test -tags $(TAGS) $(GOTEST_FLAGS) ./...
 
 test-py:
-	@if [ -d train/tests ]; then cd . && $(PY) -m unittest discover -s train/tests -t . ; else echo "no Python tests"; fi
+	$(PY) -m unittest discover -s train/tests -t .
 
 # Benchmarks report ratios against baselines measured in the same run.
-bench: setup
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchtime 2x -timeout 60m ./...
+bench: setup bench-go bench-py
+
+bench-go:
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -timeout 60m ./...
+
+bench-py:
+	$(MAKE) -C train bench
+
+# Models the project makes itself (see train/README.md): the tiny test models and the
+# embedded demo recogniser (about an hour on 2 cores).
+test-models:
+	$(MAKE) -C train test-models
+
+demo-asr:
+	$(MAKE) -C train demo-asr
 
 clean:
 	rm -rf bin
