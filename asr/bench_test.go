@@ -98,6 +98,12 @@ func lastLines(b []byte, n int) []byte {
 
 func BenchmarkPipeline(b *testing.B) {
 	b.Run("tiny", func(b *testing.B) { benchPipeline(b, tinyDir) })
+	b.Run("demo", func(b *testing.B) {
+		if _, err := os.Stat(filepath.Join(demoDir, "model.onnx")); err != nil {
+			b.Skipf("demo model not in this checkout: %v", err)
+		}
+		benchPipeline(b, demoDir)
+	})
 	b.Run("small-random", func(b *testing.B) { benchPipeline(b, smallModel(b)) })
 }
 
