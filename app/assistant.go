@@ -80,7 +80,8 @@ type Options struct {
 	// played signal (best delayed, scaled copy) up to this residual fraction is Parley's own
 	// voice. 0 = default 0.35; negative disables echo rejection.
 	EchoResidual float64
-	// EchoMaxDelay bounds the speaker → microphone delay searched; default 400 ms.
+	// EchoMaxDelay bounds the speaker → microphone delay searched; default 600 ms (the
+	// search also follows the delay it last measured).
 	EchoMaxDelay time.Duration
 
 	HistoryTurns int // exchanges of context given to the brain; default 16
@@ -107,7 +108,7 @@ func (o *Options) defaults() {
 		o.EchoResidual = 0.35
 	}
 	if o.EchoMaxDelay <= 0 {
-		o.EchoMaxDelay = 400 * time.Millisecond
+		o.EchoMaxDelay = 600 * time.Millisecond
 	}
 	if o.HistoryTurns <= 0 {
 		o.HistoryTurns = 16

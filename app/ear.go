@@ -113,9 +113,15 @@ func (e *ear) judge(start, end int64) verdict {
 		return echo
 	case !ok && e.a.State() == Speaking: // the reference may not have caught up yet
 		return unsure
+	case ok && res < grayResidual: // partly explained: a host glitch inside the window, or
+		return unsure // the user over the echo; more audio decides
 	}
 	return user
 }
+
+// grayResidual: residuals between Options.EchoResidual and this are judged again on more audio
+// before a start is taken as the user's (a PulseAudio under-run inside a window spoils the fit).
+const grayResidual = 0.7
 
 // echoResidual fits capture c, block by block (50 ms), as g·r[lag+i] with each block's own
 // best lag in [0, lags], and returns the fraction of c's energy the fits leave unexplained
@@ -227,8 +233,9 @@ func (e *ear) run(ctx context.Context) {
 		lastLoudCheck int64
 		pending       bool  // speech started while Parley spoke and the check could not tell yet
 		pendUntil     int64 // when a pending start is taken as the user's
+		grayRun       int   // consecutive undecided re-checks of an echo segment
 	)
-	pendMax := a.samples(250 * time.Millisecond)
+	pendMax := a.samples(300 * time.Millisecond)
 	window := a.samples(300 * time.Millisecond)
 	recheck := a.samples(200 * time.Millisecond)
 	minLong := a.samples(o.BargeInMin)
@@ -277,7 +284,7 @@ func (e *ear) run(ctx context.Context) {
 						inSeg, segStart, longSent = true, ev.Sample, false
 						segPeak, voiced, echoNow, lastLoudCheck = 0, max(0, now-ev.Sample-int64(n)), false, now
 						lastCheck = now
-						pending, segEcho = false, false
+						pending, segEcho, grayRun = false, false, 0
 						switch e.judge(now-window, now) {
 						case echo:
 							segEcho = true
@@ -303,7 +310,8 @@ func (e *ear) run(ctx context.Context) {
 						inSeg = false
 					}
 				}
-				if inSeg && pending {
+				if inSeg && pending && now-lastCheck >= recheck/4 {
+					lastCheck = now
 					switch v := e.judge(now-window, now); {
 					case v == echo:
 						pending, segEcho = false, true
@@ -315,9 +323,17 @@ func (e *ear) run(ctx context.Context) {
 				}
 				if inSeg && segEcho && now-lastCheck >= recheck {
 					lastCheck = now
-					if e.judge(now-window, now) == user { // the user started talking over the echo
-						segEcho, segStart = false, now-window
+					switch e.judge(now-window, now) {
+					case user: // the user started talking over the echo
+						segEcho, grayRun, segStart = false, 0, now-window
 						a.toLoop(msgSpeechStart{at: segStart})
+					case unsure:
+						if grayRun++; grayRun >= 2 { // twice in a row: somebody is talking over it
+							segEcho, grayRun, segStart = false, 0, now-2*window
+							a.toLoop(msgSpeechStart{at: segStart})
+						}
+					default:
+						grayRun = 0
 					}
 				}
 				if inSeg && !segEcho && !pending && !longSent {
