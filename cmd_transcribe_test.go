@@ -121,3 +121,21 @@ func TestTranscribeCLIErrors(t *testing.T) {
 		t.Errorf("without ffmpeg: exit %d, %q", code, errs)
 	}
 }
+
+// TestTranscribeDefaultModel: with no --model and nothing installed, the embedded demo
+// model is extracted and used; its decode is the one PyTorch gives (testdata/speech).
+func TestTranscribeDefaultModel(t *testing.T) {
+	if _, err := os.Stat(filepath.Join("assets", "demo", "sensevoice", "model.onnx")); err != nil {
+		t.Skip("no demo model in this checkout")
+	}
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
+	code, out, errs := runCLI(t, "--provider", "cpu", "transcribe", "--itn=false", "--lang", "en", filepath.Join("testdata", "speech", "test-000004.wav"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if got := strings.TrimSpace(out); got != "set the volume to nine" {
+		t.Fatalf("got %q, want the demo model's decode %q", got, "set the volume to nine")
+	}
+}
