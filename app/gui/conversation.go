@@ -29,10 +29,11 @@ type conversation struct {
 	users  map[int64]*bubble
 	parley map[int64]*bubble
 	voice  string // the voice shown on Parley's bubbles
+	logo   image.Image
 }
 
 func newConversation() *conversation {
-	c := &conversation{users: map[int64]*bubble{}, parley: map[int64]*bubble{}}
+	c := &conversation{users: map[int64]*bubble{}, parley: map[int64]*bubble{}, logo: logoImage(112)}
 	c.list = container.New(&listLayout{})
 	c.scroll = container.NewVScroll(container.NewPadded(c.list))
 	title := canvas.NewText("Talk to Parley", theme.Color(theme.ColorNameForeground))
@@ -42,7 +43,7 @@ func newConversation() *conversation {
 	hint := widget.NewLabel("Hold the space bar or click the microphone and speak,\nor type a message below.")
 	hint.Alignment = fyne.TextAlignCenter
 	hint.Importance = widget.LowImportance
-	c.empty = container.NewCenter(container.NewVBox(container.NewCenter(logoMark(56)), title, hint))
+	c.empty = container.NewCenter(container.NewVBox(container.NewCenter(logoMark(c.logo, 56)), title, hint))
 	c.body = container.NewStack(c.empty, c.scroll)
 	c.scroll.Hide()
 	return c
@@ -67,7 +68,7 @@ func (c *conversation) scrollDown() {
 func (c *conversation) userTurn(turn int64, tr app.Transcript) {
 	b := c.users[turn]
 	if b == nil {
-		b = newBubble(true)
+		b = newBubble(true, c.logo)
 		c.users[turn] = b
 		c.add(b)
 	}
@@ -80,7 +81,7 @@ func (c *conversation) userTurn(turn int64, tr app.Transcript) {
 func (c *conversation) parleyBubble(turn int64) *bubble {
 	b := c.parley[turn]
 	if b == nil {
-		b = newBubble(false)
+		b = newBubble(false, c.logo)
 		b.setHeader("Parley" + voiceSuffix(c.voice))
 		c.parley[turn] = b
 		c.add(b)
@@ -150,7 +151,7 @@ type bubble struct {
 	errText string
 }
 
-func newBubble(user bool) *bubble {
+func newBubble(user bool, logo image.Image) *bubble {
 	b := &bubble{user: user}
 	b.bg = newThemedRect(colParleyBubble, 14)
 	b.text = widget.NewRichText()
@@ -178,7 +179,7 @@ func newBubble(user bool) *bubble {
 	card := container.NewStack(b.bg, container.New(&insetLayout{h: 10, v: 6}, inner))
 	var avatar fyne.CanvasObject
 	if !user {
-		avatar = logoMark(30)
+		avatar = logoMark(logo, 30)
 	}
 	b.row = container.New(&rowLayout{b: b, avatar: avatar}, card)
 	if avatar != nil {
@@ -567,19 +568,23 @@ func (l *barLayout) MinSize([]fyne.CanvasObject) fyne.Size {
 	return fyne.NewSize(barWidth+float32(len(l.segs)), barHeight)
 }
 
-// logoMark is Parley's round mark (the avatar next to its bubbles), decoded and scaled once
-// per use so that painting never decodes the PNG again.
-func logoMark(size float32) fyne.CanvasObject {
-	var img *canvas.Image
-	if src, err := png.Decode(bytes.NewReader(iconPNG)); err == nil {
-		n := int(size * 2) // sharp at 2× scale
-		dst := image.NewNRGBA(image.Rect(0, 0, n, n))
-		xdraw.CatmullRom.Scale(dst, dst.Bounds(), src, src.Bounds(), xdraw.Over, nil)
-		img = canvas.NewImageFromImage(dst)
-	} else {
-		img = canvas.NewImageFromResource(appIcon())
+// logoImage decodes the app icon at a small size once, for the avatars (a conversation
+// keeps one and shares it between its bubbles, so painting never decodes the PNG).
+func logoImage(px int) image.Image {
+	src, err := png.Decode(bytes.NewReader(iconPNG))
+	if err != nil {
+		return image.NewNRGBA(image.Rect(0, 0, 1, 1))
 	}
+	dst := image.NewNRGBA(image.Rect(0, 0, px, px))
+	xdraw.ApproxBiLinear.Scale(dst, dst.Bounds(), src, src.Bounds(), xdraw.Over, nil)
+	return dst
+}
+
+// logoMark is Parley's round mark (the avatar next to its bubbles).
+func logoMark(logo image.Image, size float32) fyne.CanvasObject {
+	img := canvas.NewImageFromImage(logo)
 	img.FillMode = canvas.ImageFillContain
+	img.ScaleMode = canvas.ImageScaleSmooth
 	img.SetMinSize(fyne.NewSize(size, size))
 	return img
 }

@@ -131,7 +131,7 @@ func (p *historyPanel) openConv(id int64, title string) {
 			}
 			c := newConversation()
 			for _, t := range turns {
-				b := newBubble(t.Role == store.RoleUser)
+				b := newBubble(t.Role == store.RoleUser, c.logo)
 				b.setText(t.Text)
 				if t.Role == store.RoleUser {
 					b.setBadges(tagBadges(appTranscript(t)))

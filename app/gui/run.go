@@ -202,6 +202,8 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 		r.ui.textOnly = wo.NoAudio
 		if wo.NoAudio {
 			r.ui.conv.voice = ""
+		}
+		if r.o.NoAudio { // asked for; a failure to open the devices has its own note
 			notes = append(notes, "Text only: no microphone or speaker is in use, so Parley answers in writing.")
 		}
 		r.ui.Attach(a.Assistant, notes)

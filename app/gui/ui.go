@@ -106,6 +106,16 @@ func (u *UI) Attach(a Assistant, notes []string) {
 	if a == nil {
 		return
 	}
+	if u.textOnly || u.muted {
+		u.talk.mic.Disable()
+	} else {
+		u.talk.mic.Enable()
+	}
+	if u.textOnly {
+		u.talk.mode.Disable()
+	} else {
+		u.talk.mode.Enable()
+	}
 	ch, unsub := a.Subscribe(1024)
 	u.unsub = unsub
 	u.setState(app.Idle)
@@ -319,9 +329,10 @@ func (u *UI) setMuted(on bool) {
 		}
 		go u.svc.SetMode(m)
 	}
-	u.talk.mic.Enable()
-	if on {
+	if on || u.textOnly {
 		u.talk.mic.Disable()
+	} else {
+		u.talk.mic.Enable()
 	}
 	u.talk.setState(u.state, u.muted)
 }

@@ -1,6 +1,7 @@
 package gui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	fyneapp "fyne.io/fyne/v2/app"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
@@ -32,9 +35,129 @@ const helperEnv = "PARLEY_GUI_WINDOW_HELPER" // the directory the helper writes 
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(helperEnv); dir != "" {
+		switch os.Getenv(helperEnv + "_MODE") {
+		case "startup":
+			os.Exit(startupHelper(dir, false))
+		case "bare":
+			os.Exit(startupHelper(dir, true))
+		}
 		os.Exit(windowHelper(dir))
 	}
 	os.Exit(m.Run())
+}
+
+// startupHelper measures the time from the start of Run to a shown, interactive window (the
+// app's Started hook) and quits; bare does the same for a Fyne window holding one label,
+// the baseline.
+func startupHelper(dir string, bare bool) int {
+	var rep helperReport
+	t0 := time.Now()
+	if bare {
+		a := fyneapp.NewWithID(AppID + ".bare")
+		w := a.NewWindow("Parley")
+		w.SetContent(widget.NewLabel("Parley"))
+		w.Resize(fyne.NewSize(1040, 720))
+		a.Lifecycle().SetOnStarted(func() {
+			rep.StartupMS = ms(time.Since(t0))
+			quitSoon(w)
+		})
+		w.ShowAndRun()
+		writeReport(dir, rep)
+		return 0
+	}
+	cfg := config.Default()
+	cfg.LLM.Backend = "skills"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := Run(ctx, cfg, Options{
+		StorePath: filepath.Join(dir, "parley.db"), NoAudio: true, NoTray: true,
+		Wire:    func(o *wire.Options) { o.NoDiscovery = true },
+		Started: func(*UI, fyne.Window) { rep.StartupMS = ms(time.Since(t0)) },
+		Ready: func(_ *UI, w fyne.Window) {
+			rep.ReadyMS = ms(time.Since(t0))
+			quitSoon(w)
+		},
+	})
+	if err != nil {
+		rep.Err = err.Error()
+	}
+	writeReport(dir, rep)
+	return 0
+}
+
+// quitSoon hides the window and quits a moment later: quitting while the X pointer rests
+// on a shown window can crash GLFW's event loop (a cursor event for a destroyed window).
+func quitSoon(w fyne.Window) {
+	w.Hide()
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		fyne.Do(fyne.CurrentApp().Quit)
+	}()
+}
+
+// runHelper runs this test binary as a window helper in mode and returns its report.
+func runHelper(tb testing.TB, display, mode string, timeout time.Duration) (helperReport, []byte, error) {
+	dir := tb.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$", "-test.bench=^$")
+	cmd.Env = append(os.Environ(),
+		helperEnv+"="+dir,
+		helperEnv+"_MODE="+mode,
+		"DISPLAY="+display,
+		"WAYLAND_DISPLAY=",
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
+		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
+		"PARLEY_CONFIG="+filepath.Join(dir, "config", "parley.toml"),
+		"FYNE_SCALE=1",
+		"LANG=en_US.UTF-8", "LC_ALL=",
+	)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	var rep helperReport
+	b, rerr := os.ReadFile(filepath.Join(dir, "report.json"))
+	if rerr == nil {
+		rerr = json.Unmarshal(b, &rep)
+	}
+	if err == nil {
+		err = rerr
+	}
+	if err == nil && rep.Err != "" {
+		err = errors.New(rep.Err)
+	}
+	if mode == "" {
+		if b, rerr := os.ReadFile(filepath.Join(dir, "screenshot.png")); rerr == nil {
+			rep.shot = b
+		}
+	}
+	return rep, out, err
+}
+
+// BenchmarkWindowStartup: time from Run to a shown window in a real process under X
+// (Xvfb when there is no display), against a bare Fyne window with one label.
+func BenchmarkWindowStartup(b *testing.B) {
+	display := requireDisplay(b)
+	var app, base, ready float64
+	for i := 0; i < b.N; i++ {
+		r, out, err := runHelper(b, display, "bare", 60*time.Second)
+		if err != nil {
+			b.Fatalf("bare window: %v\n%s", err, tail(out, 2000))
+		}
+		base += r.StartupMS
+		r, out, err = runHelper(b, display, "startup", 60*time.Second)
+		if err != nil {
+			b.Fatalf("app window: %v\n%s", err, tail(out, 12000))
+		}
+		app += r.StartupMS
+		ready += r.ReadyMS
+	}
+	n := float64(b.N)
+	b.ReportMetric(app/n, "ms/window")
+	b.ReportMetric(ready/n, "ms/assistant-ready")
+	b.ReportMetric(base/n, "ms/bare-window")
+	b.ReportMetric(app/base, "x-baseline")
 }
 
 // helperReport is what the child tells the parent.
@@ -47,6 +170,8 @@ type helperReport struct {
 	ReadyMS   float64  `json:"ready_ms"`   // Run called → assistant attached
 	AnswerMS  float64  `json:"answer_ms"`  // question sent → turn done
 	Err       string   `json:"error,omitempty"`
+
+	shot []byte // the screenshot, read by the parent
 }
 
 // windowHelper runs the real app on the demo configuration (offline skills, no LLM
@@ -98,7 +223,7 @@ func windowHelper(dir string) int {
 					time.Sleep(700 * time.Millisecond)
 					fyne.Do(func() {
 						result = capture(w, filepath.Join(dir, "screenshot.png"))
-						fyne.CurrentApp().Quit()
+						quitSoon(w)
 					})
 				}()
 			}
@@ -217,7 +342,7 @@ func writeReport(dir string, rep helperReport) {
 
 // requireDisplay returns a DISPLAY for the child: the current one, or an Xvfb it starts
 // (stopped at the end of the test). Without either it skips locally and fails in CI.
-func requireDisplay(t *testing.T) string {
+func requireDisplay(t testing.TB) string {
 	t.Helper()
 	if os.Getenv("PARLEY_GUI_USE_DISPLAY") != "" && os.Getenv("DISPLAY") != "" {
 		return os.Getenv("DISPLAY")
@@ -276,31 +401,9 @@ func TestWindowScreenshot(t *testing.T) {
 		t.Skip("-short: the real-window test starts Xvfb and the app")
 	}
 	display := requireDisplay(t)
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		helperEnv+"="+dir,
-		"DISPLAY="+display,
-		"WAYLAND_DISPLAY=",
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
-		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
-		"PARLEY_CONFIG="+filepath.Join(dir, "config", "parley.toml"),
-		"FYNE_SCALE=1",
-		"LANG=en_US.UTF-8", "LC_ALL=",
-	)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
-	var rep helperReport
-	b, rerr := os.ReadFile(filepath.Join(dir, "report.json"))
-	if rerr == nil {
-		rerr = json.Unmarshal(b, &rep)
-	}
-	if err != nil || rerr != nil || rep.Err != "" {
-		t.Fatalf("the app run failed: %v / report: %v %s\n%s", err, rerr, rep.Err, tail(out, 3000))
+	rep, out, err := runHelper(t, display, "", 150*time.Second)
+	if err != nil {
+		t.Fatalf("the app run failed: %v\n%s", err, tail(out, 3000))
 	}
 	t.Logf("window shown %.0f ms after start, assistant ready at %.0f ms, answer in %.0f ms: %q",
 		rep.StartupMS, rep.ReadyMS, rep.AnswerMS, rep.Answer)
@@ -313,22 +416,18 @@ func TestWindowScreenshot(t *testing.T) {
 	if rep.Bubbles < 6 {
 		t.Errorf("%d bubbles shown, want the question and the answer", rep.Bubbles)
 	}
-	shot := filepath.Join(dir, "screenshot.png")
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
+	if len(rep.shot) == 0 {
+		t.Fatal("the app wrote no screenshot")
 	}
-	img, err := png.Decode(f)
-	f.Close()
+	img, err := png.Decode(bytes.NewReader(rep.shot))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
 	checkScreenshot(t, img)
 	if os.Getenv("PARLEY_UPDATE_SCREENSHOT") != "" {
-		b, _ := os.ReadFile(shot)
 		dst := filepath.Join("..", "..", "docs", "screenshot.png")
 		os.MkdirAll(filepath.Dir(dst), 0o755)
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
+		if err := os.WriteFile(dst, rep.shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("updated %s", dst)
