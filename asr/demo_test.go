@@ -159,3 +159,42 @@ func TestDemoModel(t *testing.T) {
 		t.Errorf("WER %.1f%% on held-out speech: the demo model or the pipeline is broken", 100*wer)
 	}
 }
+
+// TestDemoBatchEqualsSingle: with the trained demo model too, the held-out utterances decoded
+// as one zero-padded batch give the same tokens as one at a time.
+func TestDemoBatchEqualsSingle(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
+		t.Skipf("demo model not in this checkout: %v", err)
+	}
+	gputest.RequireORT(t)
+	r, err := New(demoDir, Config{Provider: "cpu", Threads: 1, BatchSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	files, _ := filepath.Glob(filepath.Join(speechDir, "*.wav"))
+	if len(files) < 2 {
+		t.Skip("need held-out WAVs in testdata/speech")
+	}
+	var inputs [][]float32
+	for _, f := range files {
+		buf, err := audio.ReadWAVFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, buf.Data)
+	}
+	batch, err := r.TranscribeBatch(context.Background(), inputs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range inputs {
+		one, err := r.Transcribe(context.Background(), x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(one.TokenIDs, batch[i].TokenIDs) {
+			t.Errorf("%s: batched %v, alone %v", filepath.Base(files[i]), batch[i].TokenIDs, one.TokenIDs)
+		}
+	}
+}
