@@ -1,6 +1,8 @@
 package gui
 
 import (
+	"github.com/parley-voice/parley/app/gui/internal/localefix"
+
 	_ "embed"
 
 	"fyne.io/fyne/v2"
@@ -28,4 +30,9 @@ func micIcon() fyne.Resource {
 
 func micOffIcon() fyne.Resource {
 	return theme.NewThemedResource(fyne.NewStaticResource("mic-off.svg", []byte(micOffSVG)))
+}
+
+func init() {
+	// Fyne's lang package has read the locale by now (see internal/localefix).
+	localefix.Restore()
 }
