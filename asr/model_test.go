@@ -205,12 +205,17 @@ func TestDegenerateInputs(t *testing.T) {
 		if res.Text != "" || len(res.Tokens) != 0 || len(res.TokenIDs) != 0 || res.Lang != "" {
 			t.Errorf("%s: want an empty result, got %+v", name, res)
 		}
+		if res.Timings.Calls != 0 {
+			t.Errorf("%s: %d model calls, want none", name, res.Timings.Calls)
+		}
 		if want := float64(len(x)) / 16000; res.Duration != want {
 			t.Errorf("%s: duration %v, want %v", name, res.Duration, want)
 		}
 	}
-	if _, err := r.Transcribe(context.Background(), loadCase(t, "clipped")); err != nil {
+	if res, err := r.Transcribe(context.Background(), loadCase(t, "clipped")); err != nil {
 		t.Errorf("clipped: %v", err)
+	} else if res.Timings.Calls != 1 || res.Timings.Model <= 0 || res.Timings.Features <= 0 {
+		t.Errorf("clipped: timings %+v, want one model call with its stages timed", res.Timings)
 	}
 	if _, err := r.Transcribe(context.Background(), []float32{0, float32(math.NaN())}); err == nil {
 		t.Error("NaN sample: no error")

@@ -348,6 +348,8 @@ func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o 
 	var wg sync.WaitGroup
 	var errOnce sync.Once
 	var firstErr error
+	var tmu sync.Mutex
+	var total Timings
 	for start := 0; start < len(order); start += r.cfg.BatchSize {
 		batch := order[start:min(start+r.cfg.BatchSize, len(order))]
 		ps := make([]piece, len(batch))
@@ -357,11 +359,14 @@ func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := r.run(ctx, ps, lang, norm, o.SuppressEmoUnknown)
+			out, tm, err := r.run(ctx, ps, lang, norm, o.SuppressEmoUnknown)
 			if err != nil {
 				errOnce.Do(func() { firstErr = err; cancel() })
 				return
 			}
+			tmu.Lock()
+			total.add(tm)
+			tmu.Unlock()
 			for j, k := range batch {
 				segs[k] = out[j] // distinct indices per goroutine
 			}
@@ -380,6 +385,7 @@ func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o 
 			}
 		}
 		results[i] = merge(mine, seconds(len(x)))
+		results[i].Timings = total
 	}
 	return results, nil
 }
@@ -413,12 +419,16 @@ func (r *Recognizer) acquire(ctx context.Context) (*worker, error) {
 }
 
 // run computes features for pieces, runs them as one batch and decodes each.
-func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banEmo bool) ([]Segment, error) {
+func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banEmo bool) ([]Segment, Timings, error) {
+	var tm Timings
+	t0 := time.Now()
 	w, err := r.acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, tm, err
 	}
 	defer func() { r.slots <- w }()
+	t1 := time.Now()
+	tm.Wait = t1.Sub(t0)
 	m := r.m
 	dim := numMelBins * m.lfrM
 	feats := make([][]float32, len(ps))
@@ -437,14 +447,20 @@ func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banE
 		ban = m.emoUnknown
 	}
 	out := make([]Segment, len(ps))
+	t2 := time.Now()
+	tm.Features = t2.Sub(t1)
 	err = m.forward(ctx, feats, rows, langs, norms, func(i int, logits []float32, frames int) {
+		d0 := time.Now()
 		w.ids, w.frames = greedyCTC(logits, frames, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
 		out[i] = decodeSegment(m.tokens, w.ids, w.frames, seconds(ps[i].offset), seconds(len(ps[i].x)))
+		tm.Decode += time.Since(d0)
 	})
 	if err != nil {
-		return nil, err
+		return nil, tm, err
 	}
-	return out, nil
+	tm.Model = time.Since(t2) - tm.Decode
+	tm.Calls = 1
+	return out, tm, nil
 }
 
 // TranscribeSource recognises an audio.Source of any rate and channel count: it is mixed
@@ -474,18 +490,20 @@ func (r *Recognizer) TranscribeStream(ctx context.Context, src Source, o Options
 	c := r.newCutter()
 	defer r.putCutter(c)
 	var segs []Segment
-	total := 0 // samples consumed into pieces
+	var total Timings
+	consumed := 0 // samples consumed into pieces
 	eof := false
 	emit := func(x []float32) error {
-		p := piece{offset: total, x: x}
-		total += len(x)
+		p := piece{offset: consumed, x: x}
+		consumed += len(x)
 		if NumFrames(len(x)) == 0 || isSilent(x) {
 			return nil
 		}
-		out, err := r.run(ctx, []piece{p}, lang, norm, o.SuppressEmoUnknown)
+		out, tm, err := r.run(ctx, []piece{p}, lang, norm, o.SuppressEmoUnknown)
 		if err != nil {
 			return err
 		}
+		total.add(tm)
 		s := out[0]
 		if s.Text == "" && len(s.TokenIDs) == 0 {
 			return nil
@@ -529,5 +547,7 @@ func (r *Recognizer) TranscribeStream(ctx context.Context, src Source, o Options
 		}
 		buf = buf[:copy(buf, buf[cut:])]
 	}
-	return merge(segs, seconds(total)), nil
+	res := merge(segs, seconds(consumed))
+	res.Timings = total
+	return res, nil
 }

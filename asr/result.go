@@ -3,6 +3,7 @@ package asr
 import (
 	"math"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -31,6 +32,25 @@ type Result struct {
 	// Segments are the pieces long audio was cut into (absolute times); one segment for
 	// audio that fit in one call.
 	Segments []Segment `json:"segments,omitempty"`
+	// Timings are where the call's time went (for a TranscribeBatch call: the whole batch).
+	Timings Timings `json:"-"`
+}
+
+// Timings break a recognition call down by stage.
+type Timings struct {
+	Wait     time.Duration // waiting for a free worker slot
+	Features time.Duration // fbank, LFR and CMVN
+	Model    time.Duration // the ONNX Runtime runs
+	Decode   time.Duration // CTC search, tags, text
+	Calls    int           // model calls
+}
+
+func (t *Timings) add(o Timings) {
+	t.Wait += o.Wait
+	t.Features += o.Features
+	t.Model += o.Model
+	t.Decode += o.Decode
+	t.Calls += o.Calls
 }
 
 // Segment is one model call's share of a Result.
