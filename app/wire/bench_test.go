@@ -75,8 +75,9 @@ func (fixedEars) Transcribe(context.Context, []float32) (app.Transcript, error) 
 // the end of speech to the first audio out with the demo stack on the CPU: Silero VAD (its
 // 400 ms of silence is the endpoint), the offline skills brain and espeak-ng, on a real-time
 // microphone and a speaker that plays instantly. Speech recognition is the model named by
-// PARLEY_E2E_ASR (a directory or id); without it a fixed transcript stands in and its cost is
-// zero (the demo SenseVoice model had not landed).
+// PARLEY_E2E_ASR (a directory or id), else the demo model in assets/demo/sensevoice (its
+// transcript is mostly wrong, so the brain answers with its offline fallback sentence; the
+// compute is real), else a fixed transcript at zero cost.
 func BenchmarkDemoEndOfSpeechToFirstAudio(b *testing.B) {
 	gputest.RequireORT(b)
 	gputest.RequireModel(b, "silero-vad-v5/silero_vad.onnx")
@@ -106,7 +107,11 @@ func BenchmarkDemoEndOfSpeechToFirstAudio(b *testing.B) {
 		b.Fatal(err)
 	}
 	var tr app.Transcriber = fixedEars{}
-	if m := os.Getenv("PARLEY_E2E_ASR"); m != "" {
+	m := os.Getenv("PARLEY_E2E_ASR")
+	if _, err := os.Stat(demoASR); err == nil && m == "" {
+		m = demoASR
+	}
+	if m != "" {
 		dir, _, err := wire.FindASR(context.Background(), m)
 		if err != nil {
 			b.Fatal(err)
