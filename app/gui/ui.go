@@ -338,25 +338,16 @@ func (u *UI) setMuted(on bool) {
 }
 
 // installKeys: holding the space bar talks (push-to-talk) when the text box is not focused;
-// Escape stops Parley; Ctrl+L focuses the text box.
+// Escape stops Parley; Ctrl+L focuses the text box; Alt+1…5 switch panels; Tab moves focus
+// between controls (Fyne's own traversal).
 func (u *UI) installKeys() {
 	if u.win == nil {
 		return
 	}
 	c := u.win.Canvas()
 	if dc, ok := c.(desktop.Canvas); ok {
-		dc.SetOnKeyDown(func(ev *fyne.KeyEvent) {
-			if ev.Name == fyne.KeySpace && c.Focused() == nil && !u.spaceDown && u.tabs.SelectedIndex() == 0 {
-				u.spaceDown = true
-				u.beginTalk()
-			}
-		})
-		dc.SetOnKeyUp(func(ev *fyne.KeyEvent) {
-			if ev.Name == fyne.KeySpace && u.spaceDown {
-				u.spaceDown = false
-				u.endTalk()
-			}
-		})
+		dc.SetOnKeyDown(u.keyDown)
+		dc.SetOnKeyUp(u.keyUp)
 	}
 	c.SetOnTypedKey(func(ev *fyne.KeyEvent) {
 		if ev.Name == fyne.KeyEscape {
@@ -367,6 +358,28 @@ func (u *UI) installKeys() {
 		u.tabs.SelectIndex(0)
 		c.Focus(u.talk.entry)
 	})
+	// Alt+1…5 switch between the panels.
+	for i, k := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5} {
+		c.AddShortcut(&desktop.CustomShortcut{KeyName: k, Modifier: fyne.KeyModifierAlt}, func(fyne.Shortcut) {
+			u.tabs.SelectIndex(i)
+		})
+	}
+}
+
+// keyDown starts push-to-talk when the space bar goes down outside the text boxes.
+func (u *UI) keyDown(ev *fyne.KeyEvent) {
+	if ev.Name == fyne.KeySpace && u.win.Canvas().Focused() == nil && !u.spaceDown && u.tabs.SelectedIndex() == 0 {
+		u.spaceDown = true
+		u.beginTalk()
+	}
+}
+
+// keyUp ends the push-to-talk utterance when the space bar comes up.
+func (u *UI) keyUp(ev *fyne.KeyEvent) {
+	if ev.Name == fyne.KeySpace && u.spaceDown {
+		u.spaceDown = false
+		u.endTalk()
+	}
 }
 
 // setNotes shows what is demo-grade or missing, each with its fix.

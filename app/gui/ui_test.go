@@ -10,6 +10,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -540,3 +541,42 @@ func collect(o fyne.CanvasObject, fn func(fyne.CanvasObject)) {
 }
 
 type canvasText = canvas.Text
+
+func TestKeyboard(t *testing.T) {
+	u, w := newTestUI(t, Services{})
+	f := newFakeAssistant()
+	u.Attach(f, nil)
+	c := w.Canvas()
+	c.(interface {
+		TypedShortcut(fyne.Shortcut)
+	}).TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.Key3, Modifier: fyne.KeyModifierAlt})
+	if got := u.tabs.Selected().Text; got != "Models" {
+		t.Errorf("Alt+3 opened %q", got)
+	}
+	c.(interface {
+		TypedShortcut(fyne.Shortcut)
+	}).TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault})
+	if u.tabs.SelectedIndex() != 0 || c.Focused() != u.talk.entry {
+		t.Error("Ctrl+L does not focus the text box on the conversation")
+	}
+	c.Unfocus()
+	// holding space talks, releasing it ends the utterance (the GL canvas calls these)
+	u.keyDown(&fyne.KeyEvent{Name: fyne.KeySpace})
+	u.keyDown(&fyne.KeyEvent{Name: fyne.KeySpace}) // key repeat while held
+	waitFor(t, "StartListening on space", func() bool { s, _, _, _ := f.counts(); return s == 1 })
+	u.keyUp(&fyne.KeyEvent{Name: fyne.KeySpace})
+	waitFor(t, "StopListening on release", func() bool { _, s, _, _ := f.counts(); return s == 1 })
+	if s, _, _, _ := f.counts(); s != 1 {
+		t.Errorf("holding space started %d utterances, want 1", s)
+	}
+	// space typed into the text box is just a space
+	c.Focus(u.talk.entry)
+	u.keyDown(&fyne.KeyEvent{Name: fyne.KeySpace})
+	u.keyUp(&fyne.KeyEvent{Name: fyne.KeySpace})
+	c.Unfocus()
+	c.OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	waitFor(t, "Cancel on Escape", func() bool { _, _, n, _ := f.counts(); return n == 1 })
+	if s, _, _, _ := f.counts(); s != 1 {
+		t.Errorf("space in the text box started listening (%d starts)", s)
+	}
+}
