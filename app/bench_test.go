@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -212,4 +213,93 @@ func BenchmarkEchoCheck(b *testing.B) {
 		echoResidual(c, ref[:len(c)+lags], lags)
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/300, "ms_per_audio_s")
+}
+
+// trigVAD reports speech when told to, and when it did.
+type trigVAD struct {
+	fire    atomic.Bool
+	firedAt atomic.Int64
+	pos     int64
+}
+
+func (v *trigVAD) Process(p []float32) ([]VADEvent, error) {
+	v.pos += int64(len(p))
+	if v.fire.CompareAndSwap(true, false) {
+		v.firedAt.Store(time.Now().UnixNano())
+		return []VADEvent{{Kind: SpeechStart, Sample: v.pos - int64(len(p))}}, nil
+	}
+	return nil, nil
+}
+func (v *trigVAD) Reset() {}
+
+// stuckPlayer takes a little audio and never plays it; Stop notes when it came.
+type stuckPlayer struct {
+	mu      sync.Mutex
+	n       int
+	stopped chan int64
+}
+
+func (p *stuckPlayer) SampleRate() int { return SampleRate }
+func (p *stuckPlayer) Write(ctx context.Context, pcm []float32) error {
+	p.mu.Lock()
+	p.n += len(pcm)
+	full := p.n > SampleRate
+	p.mu.Unlock()
+	if full {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+func (p *stuckPlayer) Played() int64 { return 0 }
+func (p *stuckPlayer) Stop() {
+	p.mu.Lock()
+	p.n = 0
+	p.mu.Unlock()
+	select {
+	case p.stopped <- time.Now().UnixNano():
+	default:
+	}
+}
+
+// BenchmarkBargeInStop is the time from the VAD reporting the user's speech (while Parley
+// speaks) to the loop's call of Player.Stop; the device then falls silent within one buffer.
+func BenchmarkBargeInStop(b *testing.B) {
+	v := &trigVAD{}
+	pl := &stuckPlayer{stopped: make(chan int64, 1)}
+	mic := &fastMic{script: speech(time.Second, 0.05, 3)}
+	a, err := New(Parts{Ear: mic, VAD: v, Brain: costBrain{answer: benchAnswer}, Voice: costVoice{}, Speaker: pl},
+		Options{Mode: HandsFree, EchoResidual: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	ev, unsub := a.Subscribe(1024)
+	defer unsub()
+	var total time.Duration
+	b.ResetTimer()
+	for range b.N {
+		if _, err := a.SubmitText("tell me"); err != nil {
+			b.Fatal(err)
+		}
+		for e := range ev {
+			if e.Kind == EvState && e.State == Speaking {
+				break
+			}
+		}
+		select {
+		case <-pl.stopped: // a stale stop from the previous turn's start
+		default:
+		}
+		v.fire.Store(true)
+		stop := <-pl.stopped
+		total += time.Duration(stop - v.firedAt.Load())
+		for e := range ev {
+			if e.Kind == EvTurnDone {
+				break
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((total/time.Duration(b.N)).Microseconds()), "vad_to_stop_us")
 }
