@@ -301,5 +301,5 @@ func BenchmarkBargeInStop(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64((total/time.Duration(b.N)).Microseconds()), "vad_to_stop_us")
+	b.ReportMetric(float64((total / time.Duration(b.N)).Microseconds()), "vad_to_stop_us")
 }
