@@ -53,7 +53,7 @@ type Audio struct {
 type ASR struct {
 	Model    string `toml:"model" help:"model id or directory; empty = best installed"`
 	Language string `toml:"language" help:"auto | zh | en | yue | ja | ko"`
-	ITN      bool   `toml:"itn" help:"inverse text normalisation (numbers as digits, punctuation)"`
+	ITN      bool   `toml:"itn" help:"inverse text normalisation (numbers as digits, punctuation); off by default as in sherpa-onnx"`
 }
 
 // LLM configures the brain.
@@ -115,7 +115,7 @@ type Log struct {
 func Default() *Config {
 	return &Config{
 		Runtime:   Runtime{Provider: "auto"},
-		ASR:       ASR{Language: "auto", ITN: true},
+		ASR:       ASR{Language: "auto"}, // ITN off, as in sherpa-onnx; the demo model was trained without it
 		LLM:       LLM{Backend: "auto", MaxTokens: 512},
 		TTS:       TTS{Engine: "espeak", Temperature: 0.3, TopP: 0.7, TopK: 20, Speed: 1.0},
 		Assistant: Assistant{Mode: "push-to-talk", BargeIn: "on", BargeInMinSec: 0.3, WakeWord: "hey_jarvis", Language: "auto"},
