@@ -109,7 +109,11 @@ func length(raw json.RawMessage, name string, max int) (int, error) {
 // NewReader) so that a header line without a newline is refused as soon as it is too long. io.EOF means the stream ended cleanly between events; any
 // other error (ErrFrame for malformed or oversized frames, io.ErrUnexpectedEOF for a
 // stream cut inside an event) means the connection cannot go on.
-func ReadEvent(r *bufio.Reader, lim Limits) (*Event, error) {
+func ReadEvent(r *bufio.Reader, lim Limits) (*Event, error) { return readEvent(r, lim, nil) }
+
+// readEvent is ReadEvent with a hook called once the header line is in and its data and
+// payload are still to come (the server shortens its read deadline there).
+func readEvent(r *bufio.Reader, lim Limits, afterHeader func(dataLen, payloadLen int)) (*Event, error) {
 	lim = lim.withDefaults()
 	var line []byte
 	for {
@@ -152,6 +156,9 @@ func ReadEvent(r *bufio.Reader, lim Limits) (*Event, error) {
 		return nil, err
 	}
 	e := &Event{Type: *h.Type, Data: h.Data}
+	if afterHeader != nil && dl+pl > 0 {
+		afterHeader(dl, pl)
+	}
 	if dl > 0 {
 		b := make([]byte, dl)
 		if _, err := io.ReadFull(r, b); err != nil {

@@ -138,6 +138,7 @@ type Server struct {
 	MaxText         int           // characters per synthesis; default 16384
 	MaxConns        int           // concurrent connections; default 256
 	IdleTimeout     time.Duration // between events; default 5 min
+	BodyTimeout     time.Duration // for an event's data and payload once its header is in; default 30 s
 	WriteTimeout    time.Duration // per event written; default 30 s
 	Log             *slog.Logger
 	// ErrorCode names an error for the error event's code (e.g. "busy"); nil: "error".
@@ -167,6 +168,9 @@ func (s *Server) defaults() {
 	}
 	if s.WriteTimeout <= 0 {
 		s.WriteTimeout = 30 * time.Second
+	}
+	if s.BodyTimeout <= 0 {
+		s.BodyTimeout = 30 * time.Second
 	}
 	if s.Log == nil {
 		s.Log = slog.New(slog.DiscardHandler)
@@ -290,7 +294,11 @@ func (s *Server) handle(cn *conn) {
 		if s.draining.Load() && !cn.busy.Load() && r.Buffered() == 0 {
 			return
 		}
-		e, err := ReadEvent(r, s.Limits)
+		e, err := readEvent(r, s.Limits, func(int, int) {
+			// A header announced data and payload: they must follow promptly (a client that
+			// lies about the length and stalls is dropped, not kept for the idle timeout).
+			c.SetReadDeadline(time.Now().Add(s.BodyTimeout))
+		})
 		if err != nil {
 			if errors.Is(err, ErrFrame) {
 				cn.sendError(err.Error(), "bad-frame")

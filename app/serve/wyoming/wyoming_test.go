@@ -440,6 +440,16 @@ func TestDrainEndsIdleConnectionsAndFinishesExchanges(t *testing.T) {
 	}
 }
 
+func TestStalledPayloadIsDropped(t *testing.T) {
+	addr := startServer(t, &Server{TTS: &fakeTTS{}, BodyTimeout: 200 * time.Millisecond})
+	c := dial(t, addr)
+	c.WriteRaw([]byte(`{"type":"audio-chunk","payload_length":1000}` + "\nabc"))
+	// the idle timeout is 5 minutes: an EOF within the client's 5 s wait is the body timeout
+	if _, err := c.Read(5 * time.Second); !errors.Is(err, io.EOF) {
+		t.Errorf("stalled payload: %v", err)
+	}
+}
+
 func TestConnectionsAreBoundedAndDoNotLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	s := &Server{TTS: &fakeTTS{}, MaxConns: 4}
