@@ -35,7 +35,10 @@ type Options struct {
 	NoAudio   bool   // text turns only: no capture, no speaker (the server's text face)
 	NoHistory bool   // do not open the store
 	ASRModel  string // overrides asr.model: a directory or a model id
-	StorePath string // overrides store.path
+	StorePath string // overrides store.path (timers.json then lives next to it)
+	// Store, when set, is the history database to use (not closed by the assistant), so a face
+	// that shows history shares one connection pool with the loop.
+	Store *store.Store
 	// EnergyVAD uses the simple level detector instead of Silero VAD.
 	EnergyVAD bool
 	// NoDiscovery skips probing for local LLM servers when llm.url is empty (tests).
@@ -270,7 +273,10 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	}
 
 	// history
-	if !o.NoHistory {
+	if !o.NoHistory && o.Store != nil {
+		a.History = &History{S: o.Store, Voice: cfg.TTS.Voice}
+		p.History = a.History
+	} else if !o.NoHistory {
 		path := cfg.Store.Path
 		if o.StorePath != "" {
 			path = o.StorePath
