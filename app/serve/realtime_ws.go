@@ -152,6 +152,9 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 	err = realtime.Run(ctx, wsConn{c}, cfg)
 	switch {
 	case ss.closing.Load():
+	case errors.Is(err, realtime.ErrIdle):
+		ss.closing.Store(true)
+		c.Close(websocket.StatusNormalClosure, "idle")
 	case errors.Is(err, realtime.ErrTooManyBadEvents):
 		ss.closing.Store(true)
 		c.Close(websocket.StatusPolicyViolation, "too many malformed events")

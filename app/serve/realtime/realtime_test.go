@@ -429,6 +429,22 @@ func TestFloodOfResponseCreates(t *testing.T) {
 	until(t, p, "input_audio_buffer.cleared")
 }
 
+func TestIdleSessionEnds(t *testing.T) {
+	p := newPipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), p, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "x"}, Voice: &fakeVoice{}, IdleTimeout: 100 * time.Millisecond})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrIdle) {
+			t.Errorf("idle session ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("an idle session never ended")
+	}
+}
+
 func FuzzDecodeClientEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"input_audio_buffer.append","audio":"AAAA"}`))
 	f.Add([]byte(`{"type":"session.update","session":{"turn_detection":null,"audio":{"input":{"format":{"type":"audio/pcm","rate":24000}}}}}`))

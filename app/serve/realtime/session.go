@@ -53,6 +53,8 @@ type Config struct {
 	MaxBadEvents int
 	// WriteTimeout bounds each message sent; default 10 s.
 	WriteTimeout time.Duration
+	// IdleTimeout ends a session when the client sends nothing for this long; default 10 min.
+	IdleTimeout time.Duration
 	// BargeIn is the assistant's policy for speech over an answer (app.BargeInOn by
 	// default; app.BargeInOff never interrupts; app.BargeInMinSpeech interrupts once the
 	// speech has lasted BargeInMin, default 300 ms). A session's
@@ -68,6 +70,9 @@ type Config struct {
 
 // ErrTooManyBadEvents ends a session that keeps sending malformed events.
 var ErrTooManyBadEvents = errors.New("realtime: too many malformed events")
+
+// ErrIdle ends a session whose client sent nothing for Config.IdleTimeout.
+var ErrIdle = errors.New("realtime: client idle")
 
 type session struct {
 	cfg   Config
@@ -132,6 +137,9 @@ func Run(ctx context.Context, conn Conn, cfg Config) error {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Second
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Minute
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -172,8 +180,14 @@ func Run(ctx context.Context, conn Conn, cfg Config) error {
 	s.send(map[string]any{"type": "session.created", "session": s.sessionObject()})
 	bad := 0
 	for {
-		msg, err := conn.Read(ctx)
+		rctx, rcancel := context.WithTimeout(ctx, cfg.IdleTimeout)
+		msg, err := conn.Read(rctx)
+		idle := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		rcancel()
 		if err != nil {
+			if idle {
+				return ErrIdle
+			}
 			return nil
 		}
 		e, err := DecodeClientEvent(msg)
