@@ -32,7 +32,7 @@ Runs Parley headless as a speech server:
   Wyoming (Home Assistant) on serve.wyoming_asr_addr (10300) and serve.wyoming_tts_addr (10200);
   set either to "off" to disable it.
 Listening beyond loopback needs serve.api_key (clients send Authorization: Bearer KEY) or
-serve.allow_unauthenticated = true. Settings: parley config list serve.
+serve.allow_unauthenticated = true. Settings: "parley config keys" lists the serve.* keys.
 
 Flags:`
 
@@ -56,6 +56,9 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if *addr != "" {
 		cfg.Addr = *addr
 	}
+	if *cert != "" || *key != "" {
+		cfg.TLSCert, cfg.TLSKey = *cert, *key
+	}
 	loaded, err := serve.Load(ctx, env.Config, env.Log)
 	if err != nil {
 		return err
@@ -69,7 +72,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	srv, err := serve.New(serve.Options{Config: cfg, Engines: loaded.Engines, Log: env.Log, Version: version,
-		TLSCertFile: *cert, TLSKeyFile: *key,
+		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey,
 		BargeIn: barge, BargeInMin: time.Duration(env.Config.Assistant.BargeInMinSec * float64(time.Second))})
 	if err != nil {
 		return err

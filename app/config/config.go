@@ -97,6 +97,8 @@ type Serve struct {
 	MaxAudioSeconds  int    `toml:"max_audio_seconds"`
 	MaxConcurrentASR int    `toml:"max_concurrent_asr"`
 	MaxConcurrentTTS int    `toml:"max_concurrent_tts"`
+	TLSCert          string `toml:"tls_cert" help:"PEM certificate: serve HTTPS and wss:// (with tls_key)"`
+	TLSKey           string `toml:"tls_key" help:"PEM private key for tls_cert"`
 }
 
 // Store configures history.
@@ -386,6 +388,9 @@ func (c *Config) Validate() error {
 	oneOf("log.level", strings.ToLower(c.Log.Level), "debug", "info", "warn", "error")
 	if c.Serve.MaxUploadMB <= 0 || c.Serve.MaxAudioSeconds <= 0 || c.Serve.MaxConcurrentASR <= 0 || c.Serve.MaxConcurrentTTS <= 0 {
 		bad("serve", "limits must be > 0")
+	}
+	if (c.Serve.TLSCert == "") != (c.Serve.TLSKey == "") {
+		bad("serve.tls_cert", "tls_cert and tls_key go together")
 	}
 	if c.Store.RetentionDays < 0 {
 		bad("store.retention_days", "must be ≥ 0")
