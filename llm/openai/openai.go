@@ -309,6 +309,9 @@ func (s *sse) line(line []byte) error {
 	}
 	if s.pending != nil {
 		if !json.Valid(s.pending) && !isDone(s.pending) {
+			if len(s.pending)+1+len(value) > httpx.MaxLine {
+				return fmt.Errorf("%w: an event longer than %d bytes", llm.ErrBadStream, httpx.MaxLine)
+			}
 			s.pending = append(append(s.pending, '\n'), value...)
 			return nil
 		}

@@ -474,3 +474,26 @@ func TestSSEFraming(t *testing.T) {
 		})
 	}
 }
+
+// A server that sends data lines that never join into valid JSON and never ends the event
+// must not make the client buffer them without limit: the event is capped like a line.
+func TestUnendingEventIsCapped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		line := "data: {" + strings.Repeat("x", 64<<10) + "\n"
+		for i := 0; i < 200; i++ { // 13 MB in all, > 3 × MaxLine
+			if _, err := io.WriteString(w, line); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	err := c.Chat(context.Background(), req(), func(llm.Delta) error { return nil })
+	if !errors.Is(err, llm.ErrBadStream) {
+		t.Fatalf("err = %v, want ErrBadStream", err)
+	}
+	if !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("error %q does not say the event was too long", err)
+	}
+}
