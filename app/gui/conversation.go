@@ -36,10 +36,8 @@ func newConversation() *conversation {
 	c := &conversation{users: map[int64]*bubble{}, parley: map[int64]*bubble{}, logo: logoImage(112)}
 	c.list = container.New(&listLayout{})
 	c.scroll = container.NewVScroll(container.NewPadded(c.list))
-	title := canvas.NewText("Talk to Parley", theme.Color(theme.ColorNameForeground))
-	title.TextSize = 22
-	title.TextStyle.Bold = true
-	title.Alignment = fyne.TextAlignCenter
+	title := widget.NewLabelWithStyle("Talk to Parley", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
+	title.SizeName = theme.SizeNameHeadingText
 	hint := widget.NewLabel("Hold the space bar or click the microphone and speak,\nor type a message below.")
 	hint.Alignment = fyne.TextAlignCenter
 	hint.Importance = widget.LowImportance

@@ -25,8 +25,8 @@ type talkBar struct {
 	send      *widget.Button
 	meter     *levelMeter
 	vad       *canvas.Circle
-	vadLabel  *canvas.Text
-	state     *canvas.Text
+	vadLabel  *widget.Label
+	state     *widget.Label
 	stateDot  *canvas.Circle
 	wave      *waveform
 	listening bool // push-to-talk utterance open
@@ -50,11 +50,11 @@ func newTalkBar(u *UI) *talkBar {
 	t.send.Importance = widget.HighImportance
 	t.meter = newLevelMeter()
 	t.vad = canvas.NewCircle(themeColor(colMeterTrack))
-	t.vadLabel = canvas.NewText("speech", theme.Color(theme.ColorNamePlaceHolder))
-	t.vadLabel.TextSize = theme.CaptionTextSize()
+	t.vadLabel = widget.NewLabel("speech")
+	t.vadLabel.SizeName = theme.SizeNameCaptionText
+	t.vadLabel.Importance = widget.LowImportance
 	t.stateDot = canvas.NewCircle(theme.Color(theme.ColorNameDisabled))
-	t.state = canvas.NewText("Starting…", theme.Color(theme.ColorNameForeground))
-	t.state.TextStyle.Bold = true
+	t.state = widget.NewLabelWithStyle("Starting…", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	t.wave = newWaveform()
 
 	dot := container.NewGridWrap(fyne.NewSize(10, 10), t.vad)
@@ -231,6 +231,7 @@ func (r *waveRenderer) build() {
 	s := r.size
 	r.bars = r.bars[:0]
 	lv := r.w.levels
+	r.w.label.Color = theme.Color(theme.ColorNamePlaceHolder)
 	if len(lv) == 0 {
 		r.w.label.Text = "the waveform of what you say appears here"
 		r.w.label.Move(fyne.NewPos(8, (s.Height-r.w.label.MinSize().Height)/2))

@@ -13,7 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,9 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/wire"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio/audiotest"
+	"github.com/parley-voice/parley/audio/device"
 )
 
 // The real-window test runs the app in a child process (this test binary again, with
@@ -109,7 +114,7 @@ func runHelper(tb testing.TB, display, mode string, timeout time.Duration) (help
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
 		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
 		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
-		"XDG_CACHE_HOME="+filepath.Join(dir, "cache"),
+		"PARLEY_MODELS="+assets.ModelsDir(), // the installed (demo) models; the cache keeps the ORT library
 		"PARLEY_CONFIG="+filepath.Join(dir, "config", "parley.toml"),
 		"FYNE_SCALE=1",
 		"LANG=en_US.UTF-8", "LC_ALL=",
@@ -186,6 +191,20 @@ func windowHelper(dir string) int {
 	}
 	cfg := config.Default()
 	cfg.LLM.Backend = "skills"
+	noAudio, stream := true, func(*wire.Options) {}
+	if dev := os.Getenv(helperEnv + "_PULSE"); dev != "" { // the parent's private PulseAudio
+		noAudio = false
+		cfg.Audio.Input, cfg.Audio.Output = dev, dev
+		rate, _ := strconv.Atoi(os.Getenv(helperEnv + "_PULSE_RATE"))
+		stream = func(o *wire.Options) {
+			o.Stream = func(dir device.Direction, sc *device.StreamConfig) {
+				sc.SampleRate = rate // the null sink's own rate
+				if dir == device.Output {
+					sc.Channels = 2
+				}
+			}
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	t0 := time.Now()
@@ -193,9 +212,9 @@ func windowHelper(dir string) int {
 	var result error = errors.New("the window closed before the answer")
 	err := Run(ctx, cfg, Options{
 		StorePath: filepath.Join(dir, "parley.db"),
-		NoAudio:   true,
+		NoAudio:   noAudio,
 		NoTray:    true,
-		Wire:      func(o *wire.Options) { o.NoDiscovery = true },
+		Wire:      func(o *wire.Options) { o.NoDiscovery = true; stream(o) },
 		Started: func(u *UI, w fyne.Window) {
 			rep.StartupMS = ms(time.Since(t0))
 		},
@@ -354,42 +373,51 @@ func requireDisplay(t testing.TB) string {
 		}
 		t.Skip("Xvfb is not installed; the real-window test needs it")
 	}
-	for n := 90; n < 140; n++ {
-		if _, err := os.Stat(fmt.Sprintf("/tmp/.X%d-lock", n)); err == nil {
-			continue
-		}
-		sock := fmt.Sprintf("/tmp/.X11-unix/X%d", n)
-		if _, err := os.Stat(sock); err == nil {
-			continue
-		}
-		cmd := exec.Command(xvfb, fmt.Sprintf(":%d", n), "-screen", "0", "1280x860x24", "-nolisten", "tcp")
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start Xvfb: %v", err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
-			if _, err := os.Stat(sock); err == nil {
-				t.Cleanup(func() {
-					cmd.Process.Kill()
-					<-done
-				})
-				return fmt.Sprintf(":%d", n)
-			}
-			select {
-			case err := <-done:
-				t.Logf("Xvfb :%d exited (%v); trying another display", n, err)
-				goto next
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("Xvfb :%d did not come up in 15 s", n)
-	next:
+	// -displayfd: Xvfb picks a free display itself and writes its number when it is ready
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free X display number in :90…:139")
+	defer r.Close()
+	cmd := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", "1280x860x24", "-nolisten", "tcp")
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		t.Fatalf("start Xvfb: %v", err)
+	}
+	w.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stop := func() {
+		// SIGTERM lets Xvfb remove its lock file and socket; SIGKILL only if it hangs
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	line := make(chan string, 1)
+	go func() {
+		b := make([]byte, 32)
+		n, _ := r.Read(b)
+		line <- strings.TrimSpace(string(b[:n]))
+	}()
+	select {
+	case num := <-line:
+		if num == "" {
+			stop()
+			t.Fatal("Xvfb exited without a display")
+		}
+		t.Cleanup(stop)
+		return ":" + num
+	case err := <-done:
+		t.Fatalf("Xvfb exited: %v", err)
+	case <-time.After(20 * time.Second):
+		stop()
+		t.Fatal("Xvfb did not come up in 20 s")
+	}
 	return ""
 }
 
@@ -401,6 +429,11 @@ func TestWindowScreenshot(t *testing.T) {
 		t.Skip("-short: the real-window test starts Xvfb and the app")
 	}
 	display := requireDisplay(t)
+	// a private PulseAudio with a null sink gives the app real devices: Parley speaks its
+	// answers (espeak-ng) and the bubbles carry the whole latency bar
+	pulse := audiotest.RequirePulse(t)
+	t.Setenv(helperEnv+"_PULSE", pulse.Device)
+	t.Setenv(helperEnv+"_PULSE_RATE", strconv.Itoa(pulse.Rate))
 	rep, out, err := runHelper(t, display, "", 150*time.Second)
 	if err != nil {
 		t.Fatalf("the app run failed: %v\n%s", err, tail(out, 3000))
