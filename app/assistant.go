@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,11 +157,12 @@ type Assistant struct {
 	hist   []Message
 
 	// loop-owned
-	cur        *turn // the exchange in flight
-	last       *turn // the latest exchange started (its done channel orders the next)
-	utterStart int64 // capture index where the current utterance started; -1 none
-	pttStart   int64 // capture index of StartListening; -1 none
-	pendBarge  bool  // BargeInMinSpeech: speech started during a turn, waiting for length
+	cur        *turn    // the exchange in flight
+	last       *turn    // the latest exchange started (its done channel orders the next)
+	utterStart int64    // capture index where the current utterance started; -1 none
+	pttStart   int64    // capture index of StartListening; -1 none
+	pendBarge  bool     // BargeInMinSpeech: speech started during a turn, waiting for length
+	pendSay    []string // announcements waiting for the exchange in flight
 	wakeTimer  *time.Timer
 	wakeGen    int
 }
@@ -227,6 +229,7 @@ type (
 		reply chan int64
 	}
 	cmdCancel struct{}
+	cmdSay    struct{ text string }
 )
 
 func (a *Assistant) send(m any) error {
@@ -272,6 +275,16 @@ func (a *Assistant) SubmitText(text string) (int64, error) {
 	case <-a.ctx.Done():
 		return 0, ErrClosed
 	}
+}
+
+// Say speaks text as Parley's own announcement (a timer going off, a notice), without the
+// brain. It waits for an exchange in flight to finish rather than interrupting it; the
+// announcement is recorded as an assistant turn and can itself be interrupted.
+func (a *Assistant) Say(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	return a.send(cmdSay{text: text})
 }
 
 // History returns the conversation so far as given to the brain (answers as played).
@@ -373,6 +386,12 @@ func (a *Assistant) handle(m any) {
 		m.reply <- t.id
 		t.transcript = Transcript{Text: m.text}
 		a.launch(t)
+	case cmdSay:
+		if a.cur != nil || a.pttStart >= 0 || a.utterStart >= 0 {
+			a.pendSay = append(a.pendSay, m.text)
+			return
+		}
+		a.announce(m.text)
 	case cmdCancel:
 		if a.cur != nil {
 			a.bargeIn("cancel")
@@ -458,6 +477,11 @@ func (a *Assistant) handle(m any) {
 			}
 		}
 		a.publish(Event{Kind: EvTurnDone, Turn: m.t.id, Exchange: m.ex})
+		if a.cur == nil && a.pttStart < 0 && a.utterStart < 0 && len(a.pendSay) > 0 {
+			text := a.pendSay[0]
+			a.pendSay = a.pendSay[1:]
+			a.announce(text)
+		}
 	}
 }
 
@@ -508,6 +532,12 @@ func (a *Assistant) startVoiceTurn(start, end int64, speechEnd, endpoint time.Ti
 	t.audio = pcm
 	t.lat.SpeechEnd, t.lat.Endpoint = speechEnd, endpoint
 	t.start = speechEnd.Add(-time.Duration(len(pcm)) * time.Second / SampleRate)
+	a.launch(t)
+}
+
+func (a *Assistant) announce(text string) {
+	t := a.newTurn()
+	t.say = text
 	a.launch(t)
 }
 

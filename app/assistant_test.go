@@ -472,3 +472,29 @@ func TestParse(t *testing.T) {
 		t.Errorf("ParseBargeIn(sometimes): %v", err)
 	}
 }
+
+func TestSayWaitsForTheTurnInFlight(t *testing.T) {
+	r := newRig(t, Options{}, fixed("It is ten. Goodbye."))
+	if _, err := r.a.SubmitText("what time is it"); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "speaking", func(e Event) bool { return e.Kind == EvSentenceStarted })
+	if err := r.a.Say("Your timer is done."); err != nil {
+		t.Fatal(err)
+	}
+	first := r.turnDone(t)
+	second := r.turnDone(t)
+	if first.Interrupted || first.Answer != "It is ten. Goodbye." {
+		t.Errorf("the announcement interrupted the answer: %+v", first)
+	}
+	if second.Answer != "Your timer is done." || second.Transcript.Text != "" {
+		t.Errorf("announcement %+v", second)
+	}
+	if q := r.brain.questions(); len(q) != 1 {
+		t.Errorf("the brain was asked %q; announcements must not reach it", q)
+	}
+	h := r.hist.all()
+	if len(h) != 3 || h[2].Role != RoleAssistant || h[2].Text != "Your timer is done." {
+		t.Errorf("history %+v", h)
+	}
+}

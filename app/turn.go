@@ -24,6 +24,7 @@ type turn struct {
 
 	audio      []float32 // the utterance; nil for a typed turn
 	transcript Transcript
+	say        string // an announcement: spoken as is, no brain
 	start      time.Time
 
 	interrupted atomic.Bool
@@ -116,6 +117,20 @@ func (a *Assistant) exchange(t *turn) (*Exchange, error) {
 		ex.Answer, ex.Interrupted = a.played(t)
 		ex.End = time.Now()
 	}()
+	if t.say != "" {
+		t.lat.SpeechEnd = time.Now()
+		t.lat.Endpoint, t.lat.Transcript, t.start = t.lat.SpeechEnd, t.lat.SpeechEnd, t.lat.SpeechEnd
+		ex.Start = t.start
+		if t.prev != nil {
+			select {
+			case <-t.prev.done:
+			case <-t.ctx.Done():
+				return ex, t.ctx.Err()
+			}
+			t.prev = nil
+		}
+		return ex, a.think(t)
+	}
 	if t.audio != nil {
 		if a.p.Transcriber == nil {
 			return ex, &errStage{"transcribe", errors.New("no speech recognition model")}
@@ -188,7 +203,11 @@ func (a *Assistant) think(t *turn) error {
 			}
 			return nil
 		}
-		err := a.p.Brain.Answer(ctx, t.transcript, hist, func(d string) error {
+		answer := a.p.Brain.Answer
+		if t.say != "" {
+			answer = func(_ context.Context, _ Transcript, _ []Message, fn func(string) error) error { return fn(t.say) }
+		}
+		err := answer(ctx, t.transcript, hist, func(d string) error {
 			if d == "" {
 				return nil
 			}
@@ -433,7 +452,7 @@ func cutAt(text string, frac float64) string {
 
 // record adds the exchange to the brain's context and to history.
 func (a *Assistant) record(t *turn, ex *Exchange) {
-	if ib, ok := a.p.Brain.(Interruptible); ok && ex.Interrupted && ex.FullAnswer != "" {
+	if ib, ok := a.p.Brain.(Interruptible); ok && ex.Interrupted && ex.FullAnswer != "" && t.say == "" {
 		ib.Interrupted(ex.Answer)
 	}
 	a.histMu.Lock()
@@ -450,8 +469,11 @@ func (a *Assistant) record(t *turn, ex *Exchange) {
 	if a.p.History == nil {
 		return
 	}
-	recs := []TurnRecord{{Turn: t.id, Role: RoleUser, Text: ex.Transcript.Text, Transcript: ex.Transcript,
-		Start: ex.Start, End: ex.Latency.SpeechEnd}}
+	var recs []TurnRecord
+	if ex.Transcript.Text != "" {
+		recs = append(recs, TurnRecord{Turn: t.id, Role: RoleUser, Text: ex.Transcript.Text, Transcript: ex.Transcript,
+			Start: ex.Start, End: ex.Latency.SpeechEnd})
+	}
 	if ex.Answer != "" || ex.Err != "" {
 		recs = append(recs, TurnRecord{Turn: t.id, Role: RoleAssistant, Text: ex.Answer, Interrupted: ex.Interrupted,
 			Start: ex.Latency.FirstAudio, End: ex.End, Latency: ex.Latency, Err: ex.Err})

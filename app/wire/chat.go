@@ -12,7 +12,10 @@ import (
 
 // Console prints an assistant's events as a transcript: what was heard (with its tags), the
 // answer, and each turn's latency line. It returns when events closes.
-func Console(w io.Writer, events <-chan app.Event, verbose bool) {
+func Console(w io.Writer, events <-chan app.Event, verbose bool) { console(w, events, verbose, nil) }
+
+// console is Console calling done after each finished turn is printed.
+func console(w io.Writer, events <-chan app.Event, verbose bool, done func(turn int64)) {
 	for e := range events {
 		switch e.Kind {
 		case app.EvTranscript:
@@ -33,6 +36,9 @@ func Console(w io.Writer, events <-chan app.Event, verbose bool) {
 			}
 			if l := x.Latency.String(); l != "" {
 				fmt.Fprintf(w, "  latency: %s\n", l)
+			}
+			if done != nil {
+				done(e.Turn)
 			}
 		case app.EvError:
 			fmt.Fprintf(w, "  error: %s\n", e.Err)
@@ -75,7 +81,16 @@ func ChatVoice(ctx context.Context, a *Assistant, in io.Reader, out io.Writer, v
 	}
 	ev, unsub := a.Subscribe(256)
 	printed := make(chan struct{})
-	go func() { defer close(printed); Console(out, ev, verbose) }()
+	finished := make(chan int64, 64) // turns printed
+	go func() {
+		defer close(printed)
+		console(out, ev, verbose, func(id int64) {
+			select {
+			case finished <- id:
+			default:
+			}
+		})
+	}()
 	defer func() { unsub(); <-printed }()
 	switch a.Mode() {
 	case app.PushToTalk:
@@ -97,8 +112,6 @@ func ChatVoice(ctx context.Context, a *Assistant, in io.Reader, out io.Writer, v
 			}
 		}
 	}()
-	finished, unsubDone := a.Subscribe(64)
-	defer unsubDone()
 	listening := false
 	for {
 		select {
@@ -130,8 +143,8 @@ func ChatVoice(ctx context.Context, a *Assistant, in io.Reader, out io.Writer, v
 				// one typed turn at a time: a line typed (or piped) meanwhile waits its turn
 				for done := false; !done; {
 					select {
-					case e, ok := <-finished:
-						done = !ok || e.Kind == app.EvTurnDone && e.Turn >= id
+					case t := <-finished:
+						done = t >= id
 					case <-ctx.Done():
 						return nil
 					}

@@ -298,6 +298,14 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	if err != nil {
 		return fail(err)
 	}
+	// timers and alarms that fall due are announced by the loop itself
+	wctx, stopWatch := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		sk.Watch(wctx, time.Second, func(t skills.Timer) { a.Assistant.Say(sk.Announcement(t)) })
+	}()
+	a.closers = append(a.closers, func() error { stopWatch(); <-watched; return nil })
 	return a, nil
 }
 
