@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -371,20 +372,24 @@ func (c *Config) Validate() error {
 	if c.LLM.MaxTokens < 0 {
 		bad("llm.max_tokens", "must be ≥ 0")
 	}
-	if c.TTS.Temperature < 0 || c.TTS.Temperature > 2 {
+	// Written as !(in range) so that NaN (valid TOML, and accepted by ParseFloat) is rejected.
+	if !(c.TTS.Temperature >= 0 && c.TTS.Temperature <= 2) {
 		bad("tts.temperature", "%g is outside 0..2", c.TTS.Temperature)
 	}
-	if c.TTS.TopP < 0 || c.TTS.TopP > 1 {
+	if !(c.TTS.TopP >= 0 && c.TTS.TopP <= 1) {
 		bad("tts.top_p", "%g is outside 0..1", c.TTS.TopP)
 	}
 	if c.TTS.TopK < 0 {
 		bad("tts.top_k", "must be ≥ 0")
 	}
-	if c.TTS.Speed < 0.25 || c.TTS.Speed > 4 {
+	if !(c.TTS.Speed >= 0.25 && c.TTS.Speed <= 4) {
 		bad("tts.speed", "%g is outside 0.25..4", c.TTS.Speed)
 	}
 	oneOf("assistant.mode", c.Assistant.Mode, "push-to-talk", "hands-free", "wake-word")
 	oneOf("assistant.barge_in", c.Assistant.BargeIn, "off", "on", "min-speech")
+	if !(c.Assistant.BargeInMinSec >= 0) || math.IsInf(c.Assistant.BargeInMinSec, 1) {
+		bad("assistant.barge_in_min_seconds", "%g: must be a number of seconds ≥ 0", c.Assistant.BargeInMinSec)
+	}
 	oneOf("log.level", strings.ToLower(c.Log.Level), "debug", "info", "warn", "error")
 	if c.Serve.MaxUploadMB <= 0 || c.Serve.MaxAudioSeconds <= 0 || c.Serve.MaxConcurrentASR <= 0 || c.Serve.MaxConcurrentTTS <= 0 {
 		bad("serve", "limits must be > 0")

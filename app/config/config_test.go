@@ -71,6 +71,11 @@ func TestErrorsNameFileKeyAndExpectation(t *testing.T) {
 		{"bad provider", "[runtime]\nprovider = \"rocm\"\n", []string{"runtime.provider", "rocm", "cuda:N"}},
 		{"out of range", "[tts]\ntop_p = 1.5\n", []string{"tts.top_p", "0..1"}},
 		{"bad enum", "[assistant]\nbarge_in = \"sometimes\"\n", []string{"assistant.barge_in", "off, on, min-speech"}},
+		{"nan speed", "[tts]\nspeed = nan\n", []string{"tts.speed", "NaN"}},
+		{"nan temperature", "[tts]\ntemperature = nan\n", []string{"tts.temperature", "NaN"}},
+		{"nan top_p", "[tts]\ntop_p = nan\n", []string{"tts.top_p", "NaN"}},
+		{"negative barge-in minimum", "[assistant]\nbarge_in_min_seconds = -5.0\n", []string{"assistant.barge_in_min_seconds", "≥ 0"}},
+		{"nan barge-in minimum", "[assistant]\nbarge_in_min_seconds = nan\n", []string{"assistant.barge_in_min_seconds"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
