@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -67,7 +68,13 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	verify := fs.Bool("verify", false, "hash every model file instead of checking sizes")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q (parley doctor [--json] [--verify])", errUsage, fs.Args())
 	}
 	r := diagnose(ctx, env.Config, *verify)
 	if *asJSON {
