@@ -87,18 +87,50 @@ func (b SkillsBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Mess
 }
 
 // Voice adapts a tts.Engine with a request template (voice, seed, speed…).
+// The brain's voice controls (speed, voice, language) change Req through Apply.
 type Voice struct {
 	E    tts.Engine
 	Req  tts.Request
 	Rate int // the engine's sample rate
+
+	mu sync.Mutex // guards Req once the loop runs
 }
 
 // SampleRate implements app.Synthesizer.
-func (v Voice) SampleRate() int { return v.Rate }
+func (v *Voice) SampleRate() int { return v.Rate }
+
+// Apply carries out a voice control the brain asked for ("speak faster", "another voice",
+// "speak Chinese"); it reports whether the action was one of the voice's.
+func (v *Voice) Apply(a skills.Action) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch a.Kind {
+	case skills.ActionSpeed:
+		sp := v.Req.Speed
+		if sp == 0 {
+			sp = 1
+		}
+		v.Req.Speed = min(2.5, max(0.5, sp*(1+a.Amount)))
+	case skills.ActionVoice:
+		if a.Value == "next" || a.Value == "" {
+			v.Req.Seed++ // seeded voices: the next one
+			v.Req.HasSeed = true
+		} else {
+			v.Req.Voice = a.Value
+		}
+	case skills.ActionLanguage:
+		v.Req.Language = a.Value
+	default:
+		return false
+	}
+	return true
+}
 
 // Synthesize implements app.Synthesizer.
-func (v Voice) Synthesize(ctx context.Context, text string, fn func([]float32) error) error {
+func (v *Voice) Synthesize(ctx context.Context, text string, fn func([]float32) error) error {
+	v.mu.Lock()
 	req := v.Req
+	v.mu.Unlock()
 	req.Text = text
 	st, err := v.E.Synthesize(ctx, req)
 	if err != nil {

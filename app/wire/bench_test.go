@@ -125,7 +125,7 @@ func BenchmarkDemoEndOfSpeechToFirstAudio(b *testing.B) {
 	}
 	rate := e.Capabilities().SampleRate
 	a, err := app.New(app.Parts{Ear: &realtimeMic{script: script}, VAD: wire.VAD{D: d}, Transcriber: tr,
-		Brain: wire.Brain{B: br}, Voice: wire.Voice{E: e, Rate: rate}, Speaker: &nullSpeaker{rate: rate}},
+		Brain: wire.Brain{B: br}, Voice: &wire.Voice{E: e, Rate: rate}, Speaker: &nullSpeaker{rate: rate}},
 		app.Options{Mode: app.HandsFree, EchoResidual: -1})
 	if err != nil {
 		b.Fatal(err)

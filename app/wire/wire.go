@@ -163,7 +163,12 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 		return fail(err)
 	}
 	a.Brain = b
-	p.Brain = Brain{B: b}
+	var vo *Voice // set below; the brain's voice controls go to it
+	p.Brain = Brain{B: b, Action: func(act skills.Action) {
+		if vo != nil && !vo.Apply(act) {
+			log.Info("brain action not carried out", "kind", act.Kind, "value", act.Value)
+		}
+	}}
 	if choice.Backend == nil {
 		a.Notes = append(a.Notes, "brain: offline skills only (no LLM server found; set llm.url)")
 	} else {
@@ -205,7 +210,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 			a.Notes = append(a.Notes, "voice unavailable: "+err.Error())
 		} else {
 			a.closers = append(a.closers, v.E.Close)
-			p.Voice, rate = v, v.Rate
+			p.Voice, rate, vo = v, v.Rate, v
 		}
 	}
 
@@ -318,22 +323,22 @@ func replyLanguage(lang string) string {
 	return "en"
 }
 
-func voice(cfg *config.Config) (Voice, error) {
+func voice(cfg *config.Config) (*Voice, error) {
 	switch cfg.TTS.Engine {
 	case "", "espeak":
 	default:
-		return Voice{}, fmt.Errorf("tts.engine %q is not wired into the assistant yet (espeak is)", cfg.TTS.Engine)
+		return nil, fmt.Errorf("tts.engine %q is not wired into the assistant yet (espeak is)", cfg.TTS.Engine)
 	}
 	e, err := espeak.New(espeak.Config{})
 	if err != nil {
-		return Voice{}, err
+		return nil, err
 	}
 	rate := e.Capabilities().SampleRate
 	req := tts.Request{Voice: cfg.TTS.Voice, Seed: cfg.TTS.Seed, Speed: cfg.TTS.Speed}
 	if cfg.Assistant.Language != "" && cfg.Assistant.Language != "auto" {
 		req.Language = cfg.Assistant.Language
 	}
-	return Voice{E: e, Req: req, Rate: rate}, nil
+	return &Voice{E: e, Req: req, Rate: rate}, nil
 }
 
 // deviceLatency is the latency asked of the audio devices: low enough that Stop silences the
