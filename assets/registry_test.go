@@ -54,6 +54,11 @@ func TestLookupSuggests(t *testing.T) {
 		{"kokoro", "kokoro-82m"},
 		{"silero", "silero-vad-v5"},
 		{"openwakewrd", "openwakeword"},
+		// A misspelt prefix of a family of ids still gets a suggestion.
+		{"sensevoce", "sensevoice-demo"},
+		{"kokro", "kokoro-82m"},
+		{"sensevoice-smal", "sensevoice-small"},
+		{"silro", "silero-vad-v5"},
 	}
 	for _, tt := range tests {
 		_, err := reg.Lookup(tt.in)
@@ -64,8 +69,10 @@ func TestLookupSuggests(t *testing.T) {
 			t.Errorf("Lookup(%q) = %v, want a suggestion of %q", tt.in, err, tt.want)
 		}
 	}
-	if _, err := reg.Lookup("zzzzzzzzzzzzzzzzzzzzzzzzz"); err == nil || strings.Contains(err.Error(), "did you mean") {
-		t.Errorf("a far-off name must not get a suggestion: %v", err)
+	for _, far := range []string{"zzzzzzzzzzzzzzzzzzzzzzzzz", "whisper", "x"} {
+		if _, err := reg.Lookup(far); err == nil || strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("a far-off name %q must not get a suggestion: %v", far, err)
+		}
 	}
 }
 
