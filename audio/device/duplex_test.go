@@ -2,6 +2,7 @@ package device_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,12 +11,86 @@ import (
 	"github.com/parley-voice/parley/audio/device"
 )
 
+// echoRun is one measurement of TestDuplexEchoLocked on its own duplex stream.
+type echoRun struct {
+	utts  []echoUtt
+	xruns uint64 // host xrun flags, capture overflows and playback underflows seen
+	stats [2]device.Stats
+}
+
+type echoUtt struct {
+	start     int // in the echo reference
+	m         audio.Match
+	good, all int // 50 ms blocks found at ≥ 40 dB SNR, blocks with signal
+}
+
+func (u echoUtt) lag() int { return u.m.Lag - u.start }
+
+// duplexAttempts bounds how many fresh streams TestDuplexEchoLocked opens when the host
+// reports xruns (a loaded CI machine): a run without xruns is judged strictly at once.
+const duplexAttempts = 3
+
 // TestDuplexEchoLocked plays two utterances a couple of seconds apart through a duplex
 // stream and finds each in the capture: the delay between the echo reference and the
 // recording is the same for both (sample-locked) unless the host reported an xrun in between
 // (then PortAudio re-synchronises by up to a buffer), and the recording matches the reference.
+//
+// A run in which the host reported xruns proves nothing either way, so it is measured again
+// on a fresh stream (up to duplexAttempts times). A run without xruns is judged strictly; if
+// every run had xruns, the last one is judged on the blocks the xruns cannot explain.
 func TestDuplexEchoLocked(t *testing.T) {
 	pulse, h := setup(t)
+	a := audiotest.RequireSpeech(t, "first we say this", "en-us", 0)
+	b := audiotest.RequireSpeech(t, "and a while later we say that", "en+f3", 0)
+	var run echoRun
+	for i := 1; i <= duplexAttempts; i++ {
+		run = measureDuplexEcho(t, pulse, h, a, b)
+		if run.xruns == 0 {
+			break
+		}
+		t.Logf("attempt %d/%d: the host reported %d xruns (capture %+v, playback %+v)", i, duplexAttempts, run.xruns, run.stats[0], run.stats[1])
+		if i < duplexAttempts && len(judgeDuplexEcho(run)) == 0 {
+			break // clean enough despite the xruns
+		}
+	}
+	for _, msg := range judgeDuplexEcho(run) {
+		t.Error(msg)
+	}
+}
+
+// judgeDuplexEcho returns what is wrong with a run. Without xruns: each utterance found with
+// correlation ≥ 0.9 and at least 80% of its 50 ms blocks at ≥ 40 dB, and the same delay for
+// both. With xruns: each xrun may spoil up to two blocks and shift the delay by up to a
+// buffer (10 ms), and nothing more.
+func judgeDuplexEcho(run echoRun) []string {
+	var errs []string
+	if len(run.utts) != 2 {
+		return []string{fmt.Sprintf("found %d utterances in the echo reference, want 2", len(run.utts))}
+	}
+	for _, u := range run.utts {
+		spoilable := int(min(run.xruns*2, uint64(u.all)))
+		clean := run.xruns == 0 && u.m.Corr >= 0.9 && u.good >= u.all*8/10
+		explained := run.xruns > 0 && u.good+spoilable >= u.all*8/10
+		if !clean && !explained {
+			errs = append(errs, fmt.Sprintf("utterance at %d not found cleanly (%d xruns): %+v, %d/%d good blocks", u.start, run.xruns, u.m, u.good, u.all))
+		}
+	}
+	l0, l1 := run.utts[0].lag(), run.utts[1].lag()
+	switch {
+	case run.xruns == 0 && l0 != l1:
+		errs = append(errs, fmt.Sprintf("echo delay changed from %d to %d frames between utterances without an xrun (a duplex stream is sample-locked)", l0, l1))
+	case l0-l1 > 480 || l1-l0 > 480:
+		// PortAudio re-synchronises the two directions after an xrun, by about a buffer
+		errs = append(errs, fmt.Sprintf("echo delay changed from %d to %d frames, more than a 10 ms buffer", l0, l1))
+	}
+	return errs
+}
+
+// measureDuplexEcho plays a, 1.5 s of silence, b and 1.5 s of silence through a fresh duplex
+// stream (48 kHz device, 10 ms buffers) and finds each utterance of the echo reference in the
+// capture.
+func measureDuplexEcho(t *testing.T, pulse *audiotest.Pulse, h *device.Host, a, b *audio.Buffer) echoRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	f48 := audio.Format{SampleRate: 48000, Channels: 1}
@@ -38,9 +113,17 @@ func TestDuplexEchoLocked(t *testing.T) {
 	done := make(chan struct{}, 2)
 	go func() { audio.Copy(rctx, echo, d.Playback.EchoRef()); done <- struct{}{} }()
 	go func() { audio.Copy(rctx, rec, d.Capture); done <- struct{}{} }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			rcancel()
+			<-done
+			<-done
+		}
+	}
+	defer stop() // t.Fatal above must not leave the copies running
 
-	a := audiotest.RequireSpeech(t, "first we say this", "en-us", 0)
-	b := audiotest.RequireSpeech(t, "and a while later we say that", "en+f3", 0)
 	for _, u := range []*audio.Buffer{a, b} {
 		if _, err := d.Playback.Write(ctx, u.Data); err != nil {
 			t.Fatal(err)
@@ -53,42 +136,31 @@ func TestDuplexEchoLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	rcancel()
-	<-done
-	<-done
+	stop()
+
+	var run echoRun
+	cs, ps := d.Capture.Stats(), d.Playback.Stats()
+	run.stats = [2]device.Stats{cs, ps}
+	run.xruns = cs.HostFlags + ps.HostFlags + cs.Overflows + ps.Underflows
+	t.Logf("host xrun flags: capture %d, playback %d; overflows %d, underflows %d", cs.HostFlags, ps.HostFlags, cs.Overflows, ps.Underflows)
 
 	ref := audio.DownMix(nil, echo.Data, d.Playback.DeviceFormat().Channels)
 	// the two utterances in the echo reference, then each one in the recording
-	var lags []int
 	for _, seg := range splitBursts(ref, 0.005, 48000/2) {
 		m := audio.Align(rec.Data, ref[seg[0]:seg[1]])
-		t.Logf("utterance at echo frame %d: found in the capture at %d (delay %d frames = %.1f ms), corr %.4f, SNR %.1f dB",
-			seg[0], m.Lag, m.Lag-seg[0], float64(m.Lag-seg[0])/48, m.Corr, m.SNR)
 		// judge 50 ms blocks: an xrun on a loaded machine spoils only the blocks it touches
 		blocks := audiotest.BlockSNR(rec.Data, ref[seg[0]:seg[1]], m.Lag, 2400, 960)
-		good := 0
+		u := echoUtt{start: seg[0], m: m, all: len(blocks)}
 		for _, s := range blocks {
 			if s >= 40 {
-				good++
+				u.good++
 			}
 		}
-		if m.Corr < 0.9 || good < len(blocks)*8/10 {
-			t.Errorf("utterance at %d not found cleanly: %+v, %d/%d good blocks", seg[0], m, good, len(blocks))
-		}
-		lags = append(lags, m.Lag-seg[0])
+		t.Logf("utterance at echo frame %d: found in the capture at %d (delay %d frames = %.1f ms), corr %.4f, SNR %.1f dB, %d/%d good blocks",
+			seg[0], m.Lag, u.lag(), float64(u.lag())/48, m.Corr, m.SNR, u.good, u.all)
+		run.utts = append(run.utts, u)
 	}
-	if len(lags) != 2 {
-		t.Fatalf("found %d utterances in the echo reference, want 2", len(lags))
-	}
-	cs, ps := d.Capture.Stats(), d.Playback.Stats()
-	t.Logf("host xrun flags: capture %d, playback %d; overflows %d, underflows %d", cs.HostFlags, ps.HostFlags, cs.Overflows, ps.Underflows)
-	switch {
-	case cs.HostFlags+ps.HostFlags+cs.Overflows+ps.Underflows == 0 && lags[0] != lags[1]:
-		t.Errorf("echo delay changed from %d to %d frames between utterances without an xrun (a duplex stream is sample-locked)", lags[0], lags[1])
-	case lags[0]-lags[1] > 480 || lags[1]-lags[0] > 480:
-		// PortAudio re-synchronises the two directions after an xrun, by about a buffer
-		t.Errorf("echo delay changed from %d to %d frames, more than a 10 ms buffer", lags[0], lags[1])
-	}
+	return run
 }
 
 // splitBursts returns the [start, end) ranges of x where |x| exceeds thresh, merging gaps
@@ -111,4 +183,34 @@ func splitBursts(x []float32, thresh float32, minGap int) [][2]int {
 		out = append(out, [2]int{start, last + 1})
 	}
 	return out
+}
+
+// TestJudgeDuplexEcho shows the xrun allowance of TestDuplexEchoLocked cannot hide an echo
+// that is not sample-locked or not there.
+func TestJudgeDuplexEcho(t *testing.T) {
+	utt := func(start, lag int, corr float64, good, all int) echoUtt {
+		return echoUtt{start: start, m: audio.Match{Lag: start + lag, Corr: corr, SNR: 40}, good: good, all: all}
+	}
+	tests := []struct {
+		name  string
+		run   echoRun
+		fails bool
+	}{
+		{"clean", echoRun{utts: []echoUtt{utt(100, 4584, 0.99, 30, 30), utt(90000, 4584, 0.99, 40, 40)}}, false},
+		{"no xrun, delay moved one frame", echoRun{utts: []echoUtt{utt(100, 4584, 0.99, 30, 30), utt(90000, 4585, 0.99, 40, 40)}}, true},
+		{"no xrun, spoiled blocks", echoRun{utts: []echoUtt{utt(100, 4584, 0.99, 20, 30), utt(90000, 4584, 0.99, 40, 40)}}, true},
+		{"no xrun, weak correlation", echoRun{utts: []echoUtt{utt(100, 4584, 0.5, 30, 30), utt(90000, 4584, 0.99, 40, 40)}}, true},
+		{"one utterance", echoRun{utts: []echoUtt{utt(100, 4584, 0.99, 30, 30)}}, true},
+		{"xruns explain spoiled blocks and a re-sync", echoRun{xruns: 3, utts: []echoUtt{utt(100, 4584, 0.2, 20, 30), utt(90000, 4200, 0.99, 40, 40)}}, false},
+		{"one xrun cannot explain ten spoiled blocks", echoRun{xruns: 1, utts: []echoUtt{utt(100, 4584, 0.99, 14, 30), utt(90000, 4584, 0.99, 40, 40)}}, true},
+		{"an xrun re-syncs by at most a buffer", echoRun{xruns: 2, utts: []echoUtt{utt(100, 4584, 0.99, 30, 30), utt(90000, 5584, 0.99, 40, 40)}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := judgeDuplexEcho(tt.run)
+			if (len(errs) > 0) != tt.fails {
+				t.Errorf("judge = %q, want failure %v", errs, tt.fails)
+			}
+		})
+	}
 }
