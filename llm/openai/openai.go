@@ -249,6 +249,9 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 
 var errDone = errors.New("done")
 
+// maxEventLines caps the data lines of one event (real servers send one per event).
+const maxEventLines = 1024
+
 // sse decodes the frames of one stream and assembles tool calls.
 type sse struct {
 	fn       func(llm.Delta) error
@@ -260,6 +263,8 @@ type sse struct {
 
 	pending    []byte // data of the event being read; nil: none
 	pendingBuf []byte // reused storage
+	// pendingLines counts the data lines joined into pending.
+	pendingLines int
 }
 
 func (s *sse) call(d llm.Delta) error {
@@ -312,6 +317,10 @@ func (s *sse) line(line []byte) error {
 			if len(s.pending)+1+len(value) > httpx.MaxLine {
 				return fmt.Errorf("%w: an event longer than %d bytes", llm.ErrBadStream, httpx.MaxLine)
 			}
+			// Every line re-validates the joined data: bound the lines so that cost stays linear.
+			if s.pendingLines++; s.pendingLines >= maxEventLines {
+				return fmt.Errorf("%w: an event of more than %d data lines", llm.ErrBadStream, maxEventLines)
+			}
 			s.pending = append(append(s.pending, '\n'), value...)
 			return nil
 		}
@@ -320,6 +329,7 @@ func (s *sse) line(line []byte) error {
 		}
 	}
 	s.pending = append(s.pendingBuf[:0], value...)
+	s.pendingLines = 1
 	return nil
 }
 

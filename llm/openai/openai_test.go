@@ -497,3 +497,21 @@ func TestUnendingEventIsCapped(t *testing.T) {
 		t.Errorf("error %q does not say the event was too long", err)
 	}
 }
+
+// Each data line of an unfinished event re-validates the joined data, so an event of many short
+// lines ("[", "1,", "1,", …) would cost time quadratic in its length: the number of lines one
+// event may join is capped.
+func TestManyLineEventIsCapped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: [\n")
+		io.WriteString(w, strings.Repeat("data: 1,\n", 200000))
+		io.WriteString(w, "data: 1]\n\n")
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	err := c.Chat(context.Background(), req(), func(llm.Delta) error { return nil })
+	if !errors.Is(err, llm.ErrBadStream) || !strings.Contains(err.Error(), "lines") {
+		t.Fatalf("err = %v, want ErrBadStream naming the line count", err)
+	}
+}
