@@ -456,6 +456,29 @@ func TestREPLFromPipe(t *testing.T) {
 	}
 }
 
+// Ctrl-C at the prompt cancels ctx while REPL waits for a line that never comes (a terminal):
+// REPL must return at once instead of waiting for the next Enter.
+func TestREPLCancelWhileWaitingForInput(t *testing.T) {
+	b := newBrain(t, Config{})
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- REPL(ctx, b, pr, io.Discard, REPLOptions{Prompt: true}) }()
+	if _, err := pw.Write([]byte("/help\n")); err != nil { // REPL is reading
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("REPL = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("REPL still waits for input after its context was cancelled")
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Error("no skills accepted")

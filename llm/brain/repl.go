@@ -25,17 +25,52 @@ func REPL(ctx context.Context, b *Brain, in io.Reader, out io.Writer, opt REPLOp
 	if errOut == nil {
 		errOut = out
 	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	// Lines are read on their own goroutine so that a cancelled ctx (Ctrl-C at the prompt)
+	// ends REPL at once; a Read that never returns then leaves that goroutine parked until
+	// input arrives or in closes (the process is normally leaving by then).
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	next := make(chan struct{})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for range next {
+			if !sc.Scan() {
+				readErr <- sc.Err()
+				return
+			}
+			select {
+			case lines <- sc.Text():
+			case <-stop:
+				return
+			}
+		}
+	}()
+	defer close(next)
 	for {
 		if opt.Prompt {
 			fmt.Fprint(out, "> ")
 		}
-		if !sc.Scan() {
+		var text string
+		var ok bool
+		select {
+		case next <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case text, ok = <-lines:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if !ok {
 			if opt.Prompt {
 				fmt.Fprintln(out)
 			}
-			if err := sc.Err(); err != nil {
+			if err := <-readErr; err != nil {
 				if errors.Is(err, bufio.ErrTooLong) {
 					return fmt.Errorf("chat: an input line is longer than 1 MiB")
 				}
@@ -46,7 +81,7 @@ func REPL(ctx context.Context, b *Brain, in io.Reader, out io.Writer, opt REPLOp
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		line := strings.TrimSpace(sc.Text())
+		line := strings.TrimSpace(text)
 		switch line {
 		case "":
 			continue
