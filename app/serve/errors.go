@@ -20,12 +20,12 @@ var (
 
 // APIError is an error in OpenAI's shape: {"error":{"message","type","param","code"}}.
 type APIError struct {
-	Status     int     `json:"-"`
-	Message    string  `json:"message"`
-	Type       string  `json:"type"`
-	Param      *string `json:"param"`
-	Code       *string `json:"code"`
-	RetryAfter time.Duration
+	Status     int           `json:"-"`
+	Message    string        `json:"message"`
+	Type       string        `json:"type"`
+	Param      *string       `json:"param"`
+	Code       *string       `json:"code"`
+	RetryAfter time.Duration `json:"-"` // sent as the Retry-After header
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message) }
