@@ -529,7 +529,7 @@ func (m *Manager) downloadOnce(ctx context.Context, ev Event, url, dest string, 
 		return fetchResult{}, fmt.Errorf("%w: resume record %s: %v", errWriteFailed, side, err)
 	}
 
-	d := &transfer{m: m, url: url, f: f, sc: sc, side: side, ev: ev}
+	d := &transfer{m: m, url: url, f: f, sc: sc, side: side, ev: ev, limit: w.Size}
 	d.done.Store(sc.done())
 	err = d.run(ctx)
 	if errors.Is(err, errNoRange) {
@@ -542,6 +542,13 @@ func (m *Manager) downloadOnce(ctx context.Context, ev Event, url, dest string, 
 		d.mu.Unlock()
 		d.done.Store(0)
 		err = d.run(ctx)
+	}
+	if errors.Is(err, ErrWrongSize) {
+		// More bytes than the registry's size: not the file we want, and nothing to resume.
+		closed = true
+		f.Close()
+		m.discardPartial(dest)
+		return fetchResult{}, err
 	}
 	if err != nil {
 		d.save() // keep what we have for resume
@@ -673,6 +680,9 @@ type transfer struct {
 	f    WriteFile
 	side string
 	ev   Event
+	// limit is the registry's size for the file (0: unknown); a body of unknown length that
+	// runs past it is cut off instead of filling the disk.
+	limit int64
 
 	mu   sync.Mutex // guards sc
 	sc   *sidecar
@@ -950,6 +960,9 @@ func (d *transfer) fetchPart(ctx context.Context, i int) (progressed bool, err e
 			if p.End >= 0 && off+int64(k) > p.End {
 				k = int(p.End - off) // the server sent more than asked; ignore the rest
 				rerr = io.EOF
+			}
+			if p.End < 0 && d.limit > 0 && off+int64(k) > d.limit {
+				return progressed, fmt.Errorf("%s: %w: the server sent more than the %d bytes the registry expects", d.url, ErrWrongSize, d.limit)
 			}
 			if _, werr := d.f.WriteAt(buf[:k], off); werr != nil {
 				if errors.Is(werr, syscall.ENOSPC) {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/fstest"
@@ -676,4 +678,33 @@ func TestSidecarMatches(t *testing.T) {
 			t.Errorf("%s: matches = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// A server that gives no size and ignores Range, then sends more bytes than the registry's size
+// for the file (an endless body, here cut at 64 MiB), must not fill the disk: the transfer
+// stops at the registry's size with a wrong-size error and leaves nothing behind.
+func TestUnknownLengthCappedAtRegistrySize(t *testing.T) {
+	const size = 100 << 10
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK) // no Content-Length: chunked, size unknown
+		buf := make([]byte, 32<<10)
+		for sent.Load() < 64<<20 {
+			n, err := w.Write(buf)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	te := newTestEnv(t, []*Model{oneFileModel("m", srv.URL+"/m", size, "")}, nil, nil)
+	err := te.mgr.Pull(context.Background(), "m")
+	if !errors.Is(err, ErrWrongSize) {
+		t.Fatalf("Pull = %v, want ErrWrongSize", err)
+	}
+	if n := sent.Load(); n >= 64<<20 {
+		t.Errorf("the whole endless body (%d bytes) was read for a %d-byte file", n, size)
+	}
+	te.noLeftovers(t, "m", "model.onnx")
 }
