@@ -40,7 +40,10 @@ func runConfig(ctx context.Context, env *cliEnv, args []string) error {
 	case "path":
 		p := env.Config.Path
 		if p == "" {
-			p = config.DefaultPath()
+			p = env.Config.File // --config or $PARLEY_CONFIG, not created yet
+			if p == "" {
+				p = config.DefaultPath()
+			}
 			fmt.Fprintf(env.Stdout, "%s (not created yet; defaults in use)\n", p)
 			return nil
 		}

@@ -98,7 +98,10 @@ func diagnose(ctx context.Context, cfg *config.Config, verify bool) *doctorRepor
 		ModelsDir: assets.ModelsDir(), DataDir: assets.DataDir(), CacheDir: assets.CacheDir(),
 	}
 	if r.ConfigFile == "" {
-		r.ConfigFile = config.DefaultPath()
+		r.ConfigFile = cfg.File // --config or $PARLEY_CONFIG, not created yet
+		if r.ConfigFile == "" {
+			r.ConfigFile = config.DefaultPath()
+		}
 		r.ConfigNote = "not created; defaults in use"
 	}
 	problem := func(format string, a ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, a...)) }

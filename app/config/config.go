@@ -34,6 +34,9 @@ type Config struct {
 
 	// Path is the file this configuration was read from ("" when none existed).
 	Path string `toml:"-"`
+	// File is the file Load looked for (--config, $PARLEY_CONFIG or the default), whether or
+	// not it existed (what `parley config path` and `parley doctor` show).
+	File string `toml:"-"`
 }
 
 // Runtime configures ONNX Runtime for every engine.
@@ -161,6 +164,7 @@ func Load(path string, overrides []string) (*Config, error) {
 		path = DefaultPath()
 	}
 	c := Default()
+	c.File = path
 	if err := c.readFile(path); err != nil {
 		return nil, err
 	}
@@ -449,6 +453,6 @@ func (c *Config) Save(path string) error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	c.Path = path
+	c.Path, c.File = path, path
 	return nil
 }

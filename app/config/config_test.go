@@ -18,9 +18,13 @@ func write(t *testing.T, body string) string {
 }
 
 func TestLoadDefaultsWhenNoFile(t *testing.T) {
-	c, err := Load(filepath.Join(t.TempDir(), "absent.toml"), nil)
+	absent := filepath.Join(t.TempDir(), "absent.toml")
+	c, err := Load(absent, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.File != absent {
+		t.Errorf("File = %q, want the path looked at, %q", c.File, absent)
 	}
 	if c.Path != "" || c.Runtime.Provider != "auto" || c.Serve.Addr != "127.0.0.1:8780" {
 		t.Errorf("defaults not applied: %+v", c)
