@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -373,14 +374,32 @@ func requireDisplay(t testing.TB) string {
 		}
 		t.Skip("Xvfb is not installed; the real-window test needs it")
 	}
-	// -displayfd: Xvfb picks a free display itself and writes its number when it is ready
+	// Displays from a number unlikely to be taken (not :0, which a desktop or a neighbour
+	// may hold); -displayfd makes Xvfb write the number once it accepts clients, and an
+	// Xvfb that cannot have its display exits, so the next one is tried.
+	first := 100 + os.Getpid()%700
+	for n := first; n < first+20; n++ {
+		if d, ok := startXvfb(t, xvfb, n); ok {
+			return d
+		}
+	}
+	t.Fatalf("Xvfb could not start on any display in :%d…:%d", first, first+19)
+	return ""
+}
+
+// startXvfb starts Xvfb on display n and waits until it is ready; false when it exits.
+func startXvfb(t testing.TB, xvfb string, n int) (string, bool) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	cmd := exec.Command(xvfb, "-displayfd", "3", "-screen", "0", "1280x860x24", "-nolisten", "tcp")
+	// r stays open while Xvfb runs: it writes the number and the newline separately, and a
+	// closed pipe kills it ("Cannot write display number to fd 3")
+	cmd := exec.Command(xvfb, fmt.Sprintf(":%d", n), "-displayfd", "3", "-screen", "0", "1280x860x24", "-nolisten", "tcp")
 	cmd.ExtraFiles = []*os.File{w}
+	xlog := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = xlog, xlog
 	if err := cmd.Start(); err != nil {
 		w.Close()
 		t.Fatalf("start Xvfb: %v", err)
@@ -397,28 +416,42 @@ func requireDisplay(t testing.TB) string {
 			cmd.Process.Kill()
 			<-done
 		}
+		r.Close()
 	}
 	line := make(chan string, 1)
 	go func() {
-		b := make([]byte, 32)
-		n, _ := r.Read(b)
-		line <- strings.TrimSpace(string(b[:n]))
+		var got []byte
+		b := make([]byte, 16)
+		for !bytes.Contains(got, []byte("\n")) {
+			k, err := r.Read(b)
+			got = append(got, b[:k]...)
+			if err != nil {
+				break
+			}
+		}
+		line <- strings.TrimSpace(string(got))
 	}()
 	select {
 	case num := <-line:
-		if num == "" {
+		if num == "" { // the pipe closed: Xvfb exited
 			stop()
-			t.Fatal("Xvfb exited without a display")
+			return "", false
 		}
-		t.Cleanup(stop)
-		return ":" + num
-	case err := <-done:
-		t.Fatalf("Xvfb exited: %v", err)
+		t.Cleanup(func() {
+			stop()
+			if t.Failed() {
+				t.Logf("Xvfb :%s said:\n%s", num, tail([]byte(xlog.String()), 3000))
+			}
+		})
+		return ":" + num, true
+	case <-done:
+		r.Close()
+		return "", false
 	case <-time.After(20 * time.Second):
 		stop()
-		t.Fatal("Xvfb did not come up in 20 s")
+		t.Fatalf("Xvfb :%d did not come up in 20 s", n)
 	}
-	return ""
+	return "", false
 }
 
 // TestWindowScreenshot starts the real app under Xvfb on the demo models, sends a typed
@@ -501,6 +534,24 @@ func checkScreenshot(t *testing.T, img image.Image) {
 	if parleyLeft < 200 {
 		t.Errorf("no Parley bubble on the left of the screenshot (%d bubble pixels)", parleyLeft)
 	}
+}
+
+// lockedBuffer collects a child's output safely.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 func tail(b []byte, n int) string {
