@@ -152,6 +152,10 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 	for _, n := range names {
 		u := commands[n].usage
 		head, desc, _ := strings.Cut(u, "  ")
+		if len(head) > 34 {
+			fmt.Fprintf(w, "  %s\n  %-34s %s\n", head, "", strings.TrimSpace(desc))
+			continue
+		}
 		fmt.Fprintf(w, "  %-34s %s\n", head, strings.TrimSpace(desc))
 	}
 	fmt.Fprintln(w, "\nFlags:")
