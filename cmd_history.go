@@ -67,6 +67,20 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// flagErr makes a flag parsing error a usage error (exit 2); -h stays a request for help.
+func flagErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", errUsage, err)
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	var dbFlag string
 	sub := ""
@@ -76,7 +90,7 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	top.StringVar(&dbFlag, "db", "", "database file")
 	top.Usage = func() { fmt.Fprintln(env.Stderr, historyUsage) }
 	if err := top.Parse(args); err != nil {
-		return err
+		return flagErr(err)
 	}
 	if top.NArg() == 0 {
 		fmt.Fprintln(env.Stderr, historyUsage)
@@ -118,7 +132,10 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return err
+		return flagErr(err)
+	}
+	if sub == "prune" && flagSet(fs, "days") && days < 0 {
+		return fmt.Errorf("%w: --days %d: want a number of days ≥ 0", errUsage, days)
 	}
 	if limit < 0 || offset < 0 {
 		return fmt.Errorf("%w: --limit and --offset must be ≥ 0", errUsage)

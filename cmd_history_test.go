@@ -75,6 +75,9 @@ func TestHistoryCLI(t *testing.T) {
 		{[]string{"history", "--db", filepath.Join(dir, "none.db"), "list"}, 0, "no history yet", ""},
 		{[]string{"history", "--db", filepath.Join(dir, "none.db"), "show", "1"}, 1, "", "no history database"},
 		{[]string{"history", "--db", db, "prune", "--days", "1"}, 0, "0 turns", ""},
+		{[]string{"history", "--db", db, "prune", "--days", "-5"}, 2, "", "--days"},
+		{[]string{"history", "--db", db, "list", "--bogus"}, 2, "", "-bogus"},
+		{[]string{"history", "--bogus", "list"}, 2, "", "-bogus"},
 		{[]string{"history", "--db", db, "rm", "1"}, 0, "deleted conversation 1 (3 turns)", ""},
 		{[]string{"history", "--db", db, "show", "1"}, 1, "", "not found"},
 	}
