@@ -199,6 +199,9 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 		if r.ui.conv.voice == "" {
 			r.ui.conv.voice = "espeak-ng"
 		}
+		if cfg.TTS.Seed != 0 {
+			r.ui.conv.voice += fmt.Sprintf(" (seed %d)", cfg.TTS.Seed)
+		}
 		r.ui.textOnly = wo.NoAudio
 		if wo.NoAudio {
 			r.ui.conv.voice = ""

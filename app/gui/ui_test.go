@@ -580,3 +580,22 @@ func TestKeyboard(t *testing.T) {
 		t.Errorf("space in the text box started listening (%d starts)", s)
 	}
 }
+
+func TestUseVoiceInConversation(t *testing.T) {
+	cfg := config.Default()
+	saved := make(chan *config.Config, 1)
+	u, _ := newTestUI(t, Services{Config: cfg, SaveConfig: func(c *config.Config) error { saved <- c; return nil }})
+	p := u.voice
+	p.seed.SetText("4242")
+	p.speed.SetValue(1.3)
+	test.Tap(p.use)
+	var c *config.Config
+	select {
+	case c = <-saved:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the configuration was not saved")
+	}
+	if c.TTS.Seed != 4242 || c.TTS.Speed != 1.3 {
+		t.Errorf("saved tts %+v", c.TTS)
+	}
+}

@@ -38,6 +38,7 @@ type voicePanel struct {
 	breakN  *widget.Select
 	preview *widget.Button
 	save    *widget.Button
+	use     *widget.Button
 	status  *widget.Label
 	caps    *fyne.Container
 	content fyne.CanvasObject
@@ -133,6 +134,7 @@ func newVoicePanel(u *UI) *voicePanel {
 	p.preview = widget.NewButtonWithIcon("Preview", theme.MediaPlayIcon(), func() { p.play() })
 	p.preview.Importance = widget.HighImportance
 	p.save = widget.NewButtonWithIcon("Save as voice…", theme.DocumentSaveIcon(), func() { p.saveDialog() })
+	p.use = widget.NewButtonWithIcon("Use in conversation", theme.ConfirmIcon(), func() { p.useInConversation() })
 	p.status = widget.NewLabel("")
 	p.status.Importance = widget.LowImportance
 	p.caps = container.NewGridWithColumns(2)
@@ -152,7 +154,7 @@ func newVoicePanel(u *UI) *voicePanel {
 		heading("Preview text"),
 		tokens,
 		p.text,
-		container.NewHBox(p.preview, p.save),
+		container.NewHBox(p.preview, p.save, p.use),
 		p.status,
 	)
 	right := container.NewVBox(heading("What this engine does with each control"), p.caps)
@@ -355,6 +357,35 @@ func (p *voicePanel) saveAs(name string) error {
 	p.status.SetText("Saved voice " + name)
 	p.refresh()
 	return nil
+}
+
+// useInConversation makes the panel's voice and controls the assistant's (tts.* in the
+// configuration, saved; the assistant restarts with them).
+func (p *voicePanel) useInConversation() {
+	base, save := p.u.svc.Config, p.u.svc.SaveConfig
+	if base == nil || save == nil {
+		p.status.SetText("Saving settings is not available here.")
+		return
+	}
+	c := *base
+	r := p.Request()
+	c.TTS.Voice, c.TTS.Seed = r.Voice, 0
+	if r.HasSeed {
+		c.TTS.Seed = r.Seed
+	}
+	c.TTS.Temperature, c.TTS.TopP, c.TTS.TopK, c.TTS.Speed = r.Temperature, r.TopP, r.TopK, r.Speed
+	p.status.SetText("Applying…")
+	go func() {
+		err := save(&c)
+		fyne.Do(func() {
+			if err != nil {
+				p.status.SetText("Could not apply: " + err.Error())
+				return
+			}
+			*base = c
+			p.status.SetText("Parley now speaks with this voice.")
+		})
+	}()
 }
 
 // capRows are the controls the panel shows, with the widget each one governs.
