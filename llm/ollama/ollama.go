@@ -166,6 +166,9 @@ func toWire(msgs []llm.Message) []message {
 	return out
 }
 
+// errDone stops reading a chat stream after its final message.
+var errDone = errors.New("done")
+
 // Chat implements llm.Backend.
 func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) error) error {
 	if req.Model == "" {
@@ -261,10 +264,18 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 			fnErr = err
 			return err
 		}
+		if done {
+			// The answer is complete: stop reading rather than wait for the body to end (a
+			// proxy that keeps it open would otherwise turn it into a stall error).
+			return errDone
+		}
 		return nil
 	})
 	if fnErr != nil {
 		return fnErr
+	}
+	if errors.Is(err, errDone) {
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("ollama: %w", httpx.StreamError(ctx, err))

@@ -299,3 +299,24 @@ func TestBaseURL(t *testing.T) {
 		t.Error("ftp accepted")
 	}
 }
+
+// A server (or proxy) that keeps the response open after the final "done" message must not
+// hold the finished turn until the stall watchdog fires: the answer ends with "done".
+func TestDoneEndsTheStream(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"model":"m","message":{"role":"assistant","content":"Hi."},"done":false}`+"\n")
+		io.WriteString(w, `{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}`+"\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // never ends the body on its own
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL, Retries: -1, StallTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	err = c.Chat(context.Background(), req(), func(d llm.Delta) error { text += d.Content; return nil })
+	if err != nil || text != "Hi." {
+		t.Fatalf("Chat = %v, text %q; want no error and %q", err, text, "Hi.")
+	}
+}
