@@ -28,6 +28,7 @@ type modelsPanel struct {
 	content fyne.CanvasObject
 	rows    map[string]*modelRow
 	pulls   map[string]context.CancelFunc
+	pending string // a model to download once the list has loaded
 }
 
 // modelRow is one model's line.
@@ -126,6 +127,12 @@ func (p *modelsPanel) setModels(list []assets.ModelStatus) {
 		}
 		r.update(st, p.pulls[st.ID] != nil)
 		p.list.Add(r.box)
+	}
+	if id := p.pending; id != "" {
+		p.pending = ""
+		if r := p.rows[id]; r != nil && r.st.State != assets.StateInstalled {
+			p.pull(id)
+		}
 	}
 	p.content.Refresh()
 }
@@ -261,6 +268,12 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
+// download opens the list and downloads id (the fix offered by a banner).
+func (p *modelsPanel) download(id string) {
+	p.pending = id
+	p.refresh()
+}
+
 // pull downloads (or resumes) a model with a progress bar; Cancel keeps the partial files.
 func (p *modelsPanel) pull(id string) {
 	m := p.u.svc.Models
@@ -273,11 +286,12 @@ func (p *modelsPanel) pull(id string) {
 	r.update(r.st, true)
 	r.progress.SetValue(0)
 	r.detail.SetText("Starting download…")
+	before := r.st
 	go func() {
 		err := m.Pull(ctx, id, func(ev assets.Event) { fyne.Do(func() { p.progress(id, ev) }) })
 		st, serr := m.Verify(context.Background(), id)
 		if serr != nil {
-			st = r.st
+			st = before
 		}
 		fyne.Do(func() {
 			delete(p.pulls, id)

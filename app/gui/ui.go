@@ -1,6 +1,7 @@
 package gui
 
 import (
+	"regexp"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -395,6 +396,14 @@ func (u *UI) showFix(msg string) {
 	low := strings.ToLower(msg)
 	switch {
 	case strings.Contains(low, "demo-grade") || strings.Contains(low, "speech recognition unavailable") || strings.Contains(low, "not installed"):
+		if m := pullRE.FindStringSubmatch(msg); m != nil && u.svc.Models != nil {
+			id := m[1]
+			u.banner(friendlyError(msg), theme.DownloadIcon(), "Download "+id, func() {
+				u.tabs.SelectIndex(2)
+				u.models.download(id)
+			})
+			return
+		}
 		u.banner(friendlyError(msg), theme.DownloadIcon(), "Get models", func() { u.tabs.SelectIndex(2) })
 	case strings.Contains(low, "offline skills only"):
 		u.banner("Parley answers with its offline skills (time, timers, weather words, arithmetic). Connect a language model for open conversation.",
@@ -461,6 +470,9 @@ func findLabel(c *fyne.Container) (*widget.Label, bool) {
 	}
 	return nil, false
 }
+
+// pullRE finds the model a note suggests pulling ("`parley models pull ID`").
+var pullRE = regexp.MustCompile("models pull ([A-Za-z0-9._-]+)")
 
 // friendlyError words the loop's errors for people.
 func friendlyError(msg string) string {

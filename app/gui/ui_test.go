@@ -599,3 +599,31 @@ func TestUseVoiceInConversation(t *testing.T) {
 		t.Errorf("saved tts %+v", c.TTS)
 	}
 }
+
+func TestBannerDownloadsTheSuggestedModel(t *testing.T) {
+	fm := &fakeModels{pulled: make(chan struct{})}
+	u, _ := newTestUI(t, Services{Models: fm})
+	u.Attach(newFakeAssistant(), []string{"speech recognition: demo-grade model (sensevoice-demo); `parley models pull sensevoice-small-int8` for the real one"})
+	var fix *widget.Button
+	collect(u.banners, func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && strings.HasPrefix(b.Text, "Download") {
+			fix = b
+		}
+	})
+	if fix == nil || fix.Text != "Download sensevoice-small-int8" {
+		t.Fatalf("fix button %v", fix)
+	}
+	test.Tap(fix)
+	select {
+	case <-fm.pulled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the banner's button did not start the download")
+	}
+	if u.tabs.Selected().Text != "Models" {
+		t.Errorf("download shown on %q", u.tabs.Selected().Text)
+	}
+	r := u.models.rows["sensevoice-small-int8"]
+	waitFor(t, "cancel", func() bool { return r.cancel.Visible() })
+	test.Tap(r.cancel)
+	waitFor(t, "paused", func() bool { return r.get.Visible() })
+}
