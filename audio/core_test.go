@@ -182,3 +182,25 @@ func (r *oneByteReader) Read(p []byte) (int, error) {
 	r.b = r.b[1:]
 	return 1, nil
 }
+
+// TestConvertBoundsUpsampledReads: a source at a very low rate (a WAV header may claim 1 Hz)
+// must not turn one Read of the converter into hundreds of megabytes: the converter reads
+// only as much input as makes about one buffer of output.
+func TestConvertBoundsUpsampledReads(t *testing.T) {
+	for _, rate := range []int{1, 7, 100, 8000} {
+		src := NewBufferSource(&Buffer{Format: Format{SampleRate: rate, Channels: 1}, Data: make([]float32, 8192)})
+		s, err := Convert(src, Mono16k, QualityHigh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := s.(*Converter)
+		p := make([]float32, 1024)
+		if _, err := c.Read(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		// one input frame at 1 Hz is 16000 output frames; allow that plus a buffer
+		if limit := 16000 + 2*4096 + c.rs.Taps()*16000/rate; cap(c.out) > limit {
+			t.Errorf("%d Hz → 16 kHz: one Read buffered %d samples (limit %d)", rate, cap(c.out), limit)
+		}
+	}
+}

@@ -217,7 +217,14 @@ func Convert(src Source, to Format, q Quality) (Source, error) {
 	if from.Channels != to.Channels && from.Channels != 1 && to.Channels != 1 {
 		return nil, fmt.Errorf("%w: cannot map %d channels to %d", ErrUnsupported, from.Channels, to.Channels)
 	}
-	c := &Converter{src: src, to: to, in: make([]float32, 4096*from.Channels)}
+	// Read about 4096 frames of output at a time: when upsampling, fewer input frames, so
+	// that a source at a very low rate (a WAV header may claim 1 Hz) cannot make one Read
+	// produce hundreds of megabytes.
+	frames := 4096
+	if from.SampleRate < to.SampleRate {
+		frames = max(1, int(int64(frames)*int64(from.SampleRate)/int64(to.SampleRate)))
+	}
+	c := &Converter{src: src, to: to, in: make([]float32, frames*from.Channels)}
 	if from.SampleRate != to.SampleRate {
 		var err error
 		if c.rs, err = NewResampler(from.SampleRate, to.SampleRate, to.Channels, q); err != nil {
