@@ -708,3 +708,34 @@ func TestUnknownLengthCappedAtRegistrySize(t *testing.T) {
 	}
 	te.noLeftovers(t, "m", "model.onnx")
 }
+
+// A pull that joins another caller's download must not inherit that caller's deadline: when
+// the first caller times out, the second pulls on with its own context.
+func TestSharedPullOutlivesTheFirstCallersDeadline(t *testing.T) {
+	data := randomBytes(10<<10, 9)
+	hit := make(chan struct{})
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 { // the first caller's probe hangs
+			close(hit)
+			<-r.Context().Done()
+			return
+		}
+		http.ServeContent(w, r, "m", time.Time{}, bytes.NewReader(data))
+	}))
+	defer srv.Close()
+	te := newTestEnv(t, []*Model{oneFileModel("m", srv.URL+"/m", int64(len(data)), sha(data))}, nil, nil)
+	ctxA, cancelA := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancelA()
+	errA := make(chan error, 1)
+	go func() { errA <- te.mgr.Pull(ctxA, "m") }()
+	<-hit // A's download is under way and hangs
+	errB := make(chan error, 1)
+	go func() { errB <- te.mgr.Pull(context.Background(), "m") }() // joins A's
+	if err := <-errA; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("first pull = %v, want its deadline", err)
+	}
+	if err := <-errB; err != nil {
+		t.Fatalf("second pull = %v, want it to go on after the first caller's deadline", err)
+	}
+}

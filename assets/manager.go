@@ -216,8 +216,9 @@ func (m *Manager) Pull(ctx context.Context, id string) error {
 		err, shared := m.flight.do(ctx, model.ID, func() error {
 			return m.withLock(ctx, model, func() error { return m.pull(ctx, model) })
 		})
-		// A shared call cancelled by its own caller's context says nothing about ours.
-		if shared && errors.Is(err, context.Canceled) && ctx.Err() == nil {
+		// A shared call cancelled (or timed out) by its own caller's context says nothing
+		// about ours.
+		if shared && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil {
 			continue
 		}
 		return err
