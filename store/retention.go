@@ -40,13 +40,21 @@ func (s *Store) PruneAudio(ctx context.Context, before time.Time) (PruneResult, 
 	return res, err
 }
 
+// maxRetentionDays is far more than any turn's age (about 27,000 years).
+const maxRetentionDays = 10_000_000
+
 // PruneAudioDays applies a retention of days (config store.retention_days): audio of turns
 // older than that is deleted. days ≤ 0 keeps everything.
 func (s *Store) PruneAudioDays(ctx context.Context, days int, now time.Time) (PruneResult, error) {
 	if days <= 0 {
 		return PruneResult{}, nil
 	}
-	return s.PruneAudio(ctx, now.Add(-time.Duration(days)*24*time.Hour))
+	// AddDate, not a Duration: days × 24h overflows time.Duration beyond ~292 years (into a
+	// cutoff in the future, which would delete all audio). Beyond year 1 nothing is older.
+	if days > maxRetentionDays {
+		return PruneResult{}, nil
+	}
+	return s.PruneAudio(ctx, now.AddDate(0, 0, -days))
 }
 
 // sweepAudioTrash deletes queued audio files that no turn references any more, then their

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -430,6 +431,13 @@ func TestRetention(t *testing.T) {
 
 	if res, err := s.PruneAudioDays(ctx, 0, now); err != nil || res.Turns != 0 {
 		t.Fatalf("prune with retention 0 = %+v, %v", res, err)
+	}
+	// A retention longer than time.Duration can hold (~292 years) keeps everything; it once
+	// overflowed into a cutoff in the future and deleted all audio.
+	for _, days := range []int{200000, math.MaxInt32, math.MaxInt} {
+		if res, err := s.PruneAudioDays(ctx, days, now); err != nil || res.Turns != 0 {
+			t.Fatalf("prune with retention %d days = %+v, %v; want nothing pruned", days, res, err)
+		}
 	}
 	res, err := s.PruneAudioDays(ctx, 30, now)
 	if err != nil || res.Turns != 2 || res.Deleted != 1 || len(res.Failed) != 0 {
