@@ -264,7 +264,7 @@ func (in input) duration() (time.Duration, bool) {
 			if m[2] != "" {
 				v += 0.5
 			}
-			d += time.Duration(v * float64(unitOf(m[3])))
+			d = addDuration(d, v, unitOf(m[3]))
 			found = true
 		}
 		return d, found && d > 0
@@ -281,10 +281,22 @@ func (in input) duration() (time.Duration, bool) {
 		if strings.Contains(m[0], "and a half") {
 			v += 0.5
 		}
-		d += time.Duration(v * float64(unitOf(m[2])))
+		d = addDuration(d, v, unitOf(m[2]))
 		found = true
 	}
 	return d, found && d > 0
+}
+
+// addDuration adds v units to d, saturating at maxTimer+1s: converting a float beyond what
+// time.Duration holds is undefined in Go (negative on amd64, so "99999999999 hours" was not
+// recognised as a timer at all instead of being refused as too long).
+func addDuration(d time.Duration, v float64, unit time.Duration) time.Duration {
+	const over = maxTimer + time.Second
+	x := float64(d) + v*float64(unit)
+	if !(x < float64(over)) { // also NaN
+		return over
+	}
+	return time.Duration(x)
 }
 
 func (in input) hasDuration() bool { _, ok := in.duration(); return ok }

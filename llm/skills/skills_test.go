@@ -56,6 +56,9 @@ func TestIntents(t *testing.T) {
 		{"start a half an hour timer", "timer.set", "30 minutes"},
 		{"remind me in 10 minutes to check the oven", "timer.set", "for check the oven"},
 		{"set a timer", "timer.set", "For how long?"},
+		// Durations past what time.Duration holds get the same answer, not "can't answer".
+		{"set a timer for 99999999999 hours", "timer.set", "one second to seven days"},
+		{"倒计时99999999999小时", "timer.set", "一秒到七天"},
 		{"设置一个五分钟的计时器", "timer.set", "5分钟的计时器开始了"},
 		{"倒计时三十秒", "timer.set", "30秒"},
 		{"一个半小时后提醒我关火", "timer.set", "提醒你关火"},
