@@ -478,6 +478,8 @@ var pullRE = regexp.MustCompile("models pull ([A-Za-z0-9._-]+)")
 func friendlyError(msg string) string {
 	low := strings.ToLower(msg)
 	switch {
+	case strings.HasPrefix(low, "speech recognition: demo-grade model"):
+		return "Speech recognition runs on Parley's demo-grade model: fine for trying Parley out, not for real use. Download SenseVoice-Small for accurate transcripts."
 	case strings.Contains(low, "no voice configured"):
 		return "Parley has no working voice or speaker here, so answers are shown as text only."
 	case strings.Contains(low, "no capture device"):
