@@ -22,6 +22,11 @@ type Segment struct {
 	Item     control.Item  // the control item it came from
 }
 
+// MaxTotalPause bounds the pauses (explicit and named) of one request, sentence gaps aside:
+// a few bytes of markup (`<break time="10s"/>`) must not make an engine render hours of
+// silence into memory. Pauses past it are shortened or dropped, with a warning.
+const MaxTotalPause = time.Minute
+
 // Sentence is what engines synthesize and stream as a unit.
 type Sentence struct {
 	Index    int
@@ -50,6 +55,9 @@ func Prepare(req Request, cal control.Calibration) *Plan {
 	}
 	sc := control.Parse(req.Text)
 	p := &Plan{Script: sc}
+	var pauses time.Duration
+	pauseWarned := false
+	at := 0 // where to look for the next pause's source text, for warnings
 	for _, items := range sc.Sentences() {
 		s := Sentence{Index: len(p.Sentences)}
 		var words []string
@@ -75,6 +83,18 @@ func Prepare(req Request, cal control.Calibration) *Plan {
 				if it.Strength != "" {
 					d = time.Duration(float64(d) / speed)
 				}
+				if i := strings.Index(req.Text[at:], it.Source); i >= 0 && it.Source != "" {
+					at += i
+				}
+				if d > MaxTotalPause-pauses {
+					d = MaxTotalPause - pauses
+					if !pauseWarned {
+						pauseWarned = true
+						sc.Warnings = append(sc.Warnings, control.Warning{Offset: at, Token: it.Source,
+							Reason: "pauses add up to more than " + MaxTotalPause.String() + "; the rest are shortened or dropped"})
+					}
+				}
+				pauses += d
 				if d > 0 {
 					s.Segments = append(s.Segments, Segment{Kind: control.Pause, Pause: d, Item: it})
 				}

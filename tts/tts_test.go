@@ -152,3 +152,41 @@ func TestStreamBackpressure(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparePauseBudget: a few bytes of markup must not ask an engine for hours of silence
+// (4096 characters of <break time="10s"/> made one sentence of 2150 s, over 1 GB of samples in
+// the server): the pauses of one request add up to at most MaxTotalPause, with a warning.
+func TestPreparePauseBudget(t *testing.T) {
+	total := func(p *Plan) (d time.Duration) {
+		for _, s := range p.Sentences {
+			for _, seg := range s.Segments {
+				if seg.Kind == control.Pause && seg.Item.Strength != control.Sentence {
+					d += seg.Pause
+				}
+			}
+		}
+		return d
+	}
+	tests := []struct {
+		text string
+		want time.Duration
+		warn bool
+	}{
+		{`one <break time="10s"/> two <break time="10s"/> three`, 20 * time.Second, false},
+		{strings.Repeat(`<break time="10s"/>`, 200) + "hi", MaxTotalPause, true},
+		{strings.Repeat(`[lbreak]`, 4000) + "hi. And again " + strings.Repeat(`<break time="10s"/>`, 10), MaxTotalPause, true},
+	}
+	for _, tt := range tests {
+		p := Prepare(Request{Text: tt.text, Speed: 0.25}, control.DefaultCalibration())
+		if got := total(p); got != tt.want {
+			t.Errorf("%.40q…: pauses add up to %v, want %v", tt.text, got, tt.want)
+		}
+		warned := false
+		for _, w := range p.Script.Warnings {
+			warned = warned || strings.Contains(w.Reason, "pauses")
+		}
+		if warned != tt.warn {
+			t.Errorf("%.40q…: warnings %v, want a pause warning: %v", tt.text, p.Script.Warnings, tt.warn)
+		}
+	}
+}
