@@ -318,7 +318,10 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		return httpx.APIError(resp)
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, httpx.MaxLine)).Decode(v); err != nil {
+	if err := json.NewDecoder(httpx.LimitBody(resp.Body)).Decode(v); err != nil {
+		if errors.Is(err, llm.ErrBadStream) {
+			return fmt.Errorf("ollama: %s%s: %w", c.base, path, err)
+		}
 		return fmt.Errorf("ollama: %s%s: %w: %w", c.base, path, llm.ErrBadStream, err)
 	}
 	return nil

@@ -426,7 +426,10 @@ func (s *sse) finish() error {
 
 func (c *Client) whole(resp *http.Response, fn func(llm.Delta) error) error {
 	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(http.MaxBytesReader(nil, resp.Body, httpx.MaxLine)); err != nil {
+	if _, err := buf.ReadFrom(httpx.LimitBody(resp.Body)); err != nil {
+		if errors.Is(err, llm.ErrBadStream) {
+			return fmt.Errorf("openai: %w", err)
+		}
 		return fmt.Errorf("openai: %w: %w", llm.ErrTruncated, err)
 	}
 	s := &sse{fn: fn}
@@ -461,7 +464,10 @@ func (c *Client) Models(ctx context.Context) ([]llm.Model, error) {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, httpx.MaxLine)).Decode(&v); err != nil {
+	if err := json.NewDecoder(httpx.LimitBody(resp.Body)).Decode(&v); err != nil {
+		if errors.Is(err, llm.ErrBadStream) {
+			return nil, fmt.Errorf("openai: %s/models: %w", c.base, err)
+		}
 		return nil, fmt.Errorf("openai: %s/models: %w: %w", c.base, llm.ErrBadStream, err)
 	}
 	out := make([]llm.Model, 0, len(v.Data))

@@ -515,3 +515,22 @@ func TestManyLineEventIsCapped(t *testing.T) {
 		t.Fatalf("err = %v, want ErrBadStream naming the line count", err)
 	}
 }
+
+// An oversized non-streamed reply or model list is reported as the server's reply being too
+// large, not as net/http's "request body too large" (it is the response).
+func TestOversizedWholeReply(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"data":[{"id":"`+strings.Repeat("x", 5<<20)+`"}],"choices":[]}`)
+	}))
+	defer srv.Close()
+	c := newClient(t, srv.URL)
+	_, err := llm.Collect(context.Background(), c, req())
+	if err == nil || strings.Contains(err.Error(), "request body") || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("chat: %v, want an error saying the reply is larger than the limit", err)
+	}
+	_, err = c.Models(context.Background())
+	if err == nil || strings.Contains(err.Error(), "request body") || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("models: %v, want an error saying the reply is larger than the limit", err)
+	}
+}

@@ -134,6 +134,30 @@ func ReadLines(r io.Reader, fn func(line []byte) error) error {
 	return nil
 }
 
+// LimitBody caps a whole (non-streamed) response body at MaxLine bytes; reading past that is
+// an llm.ErrBadStream that says the reply was too large.
+func LimitBody(r io.Reader) io.Reader { return &limitedBody{r: r, left: MaxLine} }
+
+type limitedBody struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, fmt.Errorf("%w: the reply is larger than %d bytes", llm.ErrBadStream, MaxLine)
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return n, fmt.Errorf("%w: the reply is larger than %d bytes", llm.ErrBadStream, MaxLine)
+	}
+	return n, err
+}
+
 // StreamError turns a read error into the error to report: the context's cause (cancellation
 // or stall) when the request context ended, else a truncated-stream error.
 func StreamError(ctx context.Context, err error) error {
