@@ -264,6 +264,10 @@ func TestWyomingThroughServer(t *testing.T) {
 	if e.Type != wyoming.TypeError || m.Code != "invalid_voice" {
 		t.Errorf("unknown voice: %s %+v", e.Type, m)
 	}
+	// the text is the message alone: an HTTP status means nothing to a Wyoming client
+	if !strings.Contains(m.Text, "nobody") || strings.Contains(m.Text, "400") || strings.Contains(m.Text, "invalid_request_error") {
+		t.Errorf("unknown voice: text %q", m.Text)
+	}
 	resp, _ := http.Get(base + "/metrics")
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -195,7 +195,7 @@ func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emi
 		var e *APIError
 		req, e = s.applyVoice(req, name, engines.Explicit{Seed: req.HasSeed, Language: req.Language != ""})
 		if e != nil {
-			return e
+			return wyError{e}
 		}
 	}
 	if _, err := req.Validate(); err != nil {
@@ -224,7 +224,14 @@ func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emi
 		if e.Status == 429 {
 			return fmt.Errorf("%w: %s", ErrBusy, e.Message)
 		}
-		return e
+		return wyError{e}
 	}
 	return nil
 }
+
+// wyError carries an APIError to the Wyoming side: its text is the message alone (an HTTP
+// status means nothing there), and wyomingCode still finds its code.
+type wyError struct{ e *APIError }
+
+func (w wyError) Error() string { return w.e.Message }
+func (w wyError) Unwrap() error { return w.e }
