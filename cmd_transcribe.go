@@ -225,7 +225,14 @@ func ffmpegDecode(ctx context.Context, in io.Reader, name string) (audio.Source,
 		return nil, nil, err
 	}
 	src := &ffmpegSource{PCMReader: pr, cmd: cmd, stderr: &stderr, name: name}
-	return src, func() { src.finish() }, nil
+	return src, func() {
+		if !src.done {
+			// the reader stopped before the end (an error mid-stream): ffmpeg may be blocked
+			// writing to a pipe nobody reads, and Wait would never return
+			cmd.Process.Kill()
+		}
+		src.finish()
+	}, nil
 }
 
 // ffmpegSource reports ffmpeg's failure (not a clean EOF) when it could not decode the input.
