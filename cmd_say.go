@@ -155,7 +155,9 @@ func runSay(ctx context.Context, env *cliEnv, args []string) error {
 	if *out != "" {
 		f := tts.OutputFormat(*format)
 		if f == "" {
-			f = formatFor(*out)
+			if f, err = formatFor(*out); err != nil {
+				return err
+			}
 		}
 		req.Format = f
 	}
@@ -221,14 +223,19 @@ func (s *sayStats) next(ctx context.Context, st tts.Stream) (tts.Chunk, error) {
 	return c, err
 }
 
-func formatFor(path string) tts.OutputFormat {
-	switch strings.ToLower(filepath.Ext(path)) {
+// formatFor picks the output format from the file name; a name that promises an encoding
+// say cannot write (out.mp3) is an error rather than WAV bytes under that name.
+func formatFor(path string) (tts.OutputFormat, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".pcm", ".raw", ".s16":
-		return tts.FormatPCM
+		return tts.FormatPCM, nil
 	case ".f32":
-		return tts.FormatF32
+		return tts.FormatF32, nil
+	case "", ".wav", ".wave":
+		return tts.FormatWAV, nil
+	default:
+		return "", fmt.Errorf("%w: -o %s: say writes WAV (.wav), raw 16-bit PCM (.pcm, .raw, .s16) or float32 (.f32), not %s; give -format wav|pcm|f32 to choose", errUsage, path, ext)
 	}
-	return tts.FormatWAV
 }
 
 // sayToFile streams chunks into a file as they arrive (a WAV header with real sizes once done

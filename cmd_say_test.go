@@ -38,10 +38,17 @@ func TestSayCLI(t *testing.T) {
 		{"say", "-o", out, "--engine", "festival", "hi"},
 		{"say", "-o", out, "--voice", "no-such-voice-xyz", "hi"},
 		{"say", "-o", out, "[uv_break] [laugh_2]"},
+		{"say", "-o", filepath.Join(dir, "o.mp3"), "hi"}, // not WAV bytes under an .mp3 name
 	} {
 		if code, _, _ := runCLI(t, args...); code == 0 {
 			t.Errorf("%v succeeded", args)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "o.mp3")); err == nil {
+		t.Errorf("say -o o.mp3 wrote a file it cannot encode")
+	}
+	if code, _, errOut := runCLI(t, "say", "-o", filepath.Join(dir, "o.mp3"), "-format", "wav", "hi"); code != 0 {
+		t.Errorf("-format wav overrides the name: %d %s", code, errOut)
 	}
 	code, stdout, _ := runCLI(t, "say", "--capabilities")
 	if code != 0 || !strings.Contains(stdout, `"laugh": "emulated"`) {
