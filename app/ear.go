@@ -24,7 +24,8 @@ type ear struct {
 	cap []float32
 	n   int64
 
-	delay atomic.Int64 // the echo's delay (samples) as last measured with confidence; 0 unknown // samples captured so far
+	delay    atomic.Int64  // the echo's delay (samples) as last measured with confidence; 0 unknown
+	coupling atomic.Uint64 // float64 bits: capture/reference RMS of confident echo; 0 unknown // samples captured so far
 }
 
 func newEar(a *Assistant) *ear {
@@ -89,7 +90,7 @@ func (e *ear) judge(start, end int64) verdict {
 		start = end - maxWin
 	}
 	c := e.slice(start, end)
-	if len(c) < SampleRate/20 || audio.RMS(c) < 1e-3 { // under -60 dBFS: nobody is talking
+	if len(c) < SampleRate/20 || audio.RMS(c) < 3e-3 { // under -50 dBFS: nobody is talking
 		return unsure
 	}
 	if e.a.o.EchoResidual < 0 || e.a.p.Echo == nil {
@@ -103,8 +104,22 @@ func (e *ear) judge(start, end int64) verdict {
 	}
 	r := e.refWindow(start-dmax, end-dmin)
 	res, lag, ok := echoResidual(c, r, int(dmax-dmin))
+	crms, rrms := audio.RMS(c), audio.RMS(r)
 	if ok && res < 0.1 {
 		e.delay.Store(dmax - int64(lag))
+		if rrms > 0 { // how loud Parley's own voice comes back
+			g := crms / rrms
+			if old := math.Float64frombits(e.coupling.Load()); old > 0 {
+				g = 0.8*old + 0.2*g
+			}
+			e.coupling.Store(math.Float64bits(g))
+		}
+	}
+	// far quieter than Parley's own voice comes back: the tail of the echo or noise, not a
+	// voice that could be heard over it
+	quiet := false
+	if g := math.Float64frombits(e.coupling.Load()); ok && g > 0 && crms < 0.25*g*rrms {
+		quiet = true
 	}
 	e.a.log.Debug("echo check", "residual", res, "ok", ok, "delay_ms", (dmax-int64(lag))*1000/SampleRate,
 		"capture_db", audio.DB(audio.RMS(c)), "ref_db", audio.DB(audio.RMS(r)), "from", start, "to", end)
@@ -115,13 +130,15 @@ func (e *ear) judge(start, end int64) verdict {
 		return unsure
 	case ok && res < grayResidual: // partly explained: a host glitch inside the window, or
 		return unsure // the user over the echo; more audio decides
+	case quiet:
+		return unsure
 	}
 	return user
 }
 
 // grayResidual: residuals between Options.EchoResidual and this are judged again on more audio
 // before a start is taken as the user's (a PulseAudio under-run inside a window spoils the fit).
-const grayResidual = 0.7
+const grayResidual = 0.9
 
 // echoResidual fits capture c, block by block (50 ms), as g·r[lag+i] with each block's own
 // best lag in [0, lags], and returns the fraction of c's energy the fits leave unexplained
