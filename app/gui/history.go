@@ -71,11 +71,11 @@ func (p *historyPanel) refresh() {
 		ctx := context.Background()
 		if q == "" {
 			convs, err := h.Conversations(ctx, 100)
-			fyne.Do(func() { p.showConversations(convs, err) })
+			p.u.do(func() { p.showConversations(convs, err) })
 			return
 		}
 		hits, err := h.Search(ctx, q, 50)
-		fyne.Do(func() { p.showHits(hits, err) })
+		p.u.do(func() { p.showHits(hits, err) })
 	}()
 }
 
@@ -123,7 +123,7 @@ func (p *historyPanel) openConv(id int64, title string) {
 	p.del.Enable()
 	go func() {
 		turns, err := h.Turns(context.Background(), id)
-		fyne.Do(func() {
+		p.u.do(func() {
 			p.view.RemoveAll()
 			if err != nil {
 				p.view.Add(widget.NewLabel(err.Error()))
@@ -173,7 +173,7 @@ func (p *historyPanel) exportDialog() {
 			if cerr := w.Close(); err == nil {
 				err = cerr
 			}
-			fyne.Do(func() {
+			p.u.do(func() {
 				if err != nil {
 					p.status.SetText("Export failed: " + err.Error())
 				} else {
@@ -194,7 +194,7 @@ func (p *historyPanel) confirmDelete() {
 		}
 		go func() {
 			err := p.u.svc.History.Delete(context.Background(), id)
-			fyne.Do(func() {
+			p.u.do(func() {
 				if err != nil {
 					p.status.SetText("Delete failed: " + err.Error())
 					return

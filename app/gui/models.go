@@ -86,7 +86,7 @@ func (p *modelsPanel) refresh() {
 		if gpus != nil {
 			rep, gerr = gpus()
 		}
-		fyne.Do(func() {
+		p.u.do(func() {
 			if m != nil {
 				if err != nil {
 					p.status.SetText("Could not list models: " + err.Error())
@@ -288,12 +288,12 @@ func (p *modelsPanel) pull(id string) {
 	r.detail.SetText("Starting download…")
 	before := r.st
 	go func() {
-		err := m.Pull(ctx, id, func(ev assets.Event) { fyne.Do(func() { p.progress(id, ev) }) })
+		err := m.Pull(ctx, id, func(ev assets.Event) { p.u.do(func() { p.progress(id, ev) }) })
 		st, serr := m.Verify(context.Background(), id)
 		if serr != nil {
 			st = before
 		}
-		fyne.Do(func() {
+		p.u.do(func() {
 			delete(p.pulls, id)
 			cancel()
 			switch {
@@ -364,7 +364,7 @@ func (p *modelsPanel) verify(id string) {
 	r.detail.SetText("Verifying checksums…")
 	go func() {
 		st, err := m.Verify(context.Background(), id)
-		fyne.Do(func() {
+		p.u.do(func() {
 			if err != nil {
 				r.detail.SetText("Verify failed: " + err.Error())
 				return
@@ -395,7 +395,7 @@ func (p *modelsPanel) remove(id string) {
 	go func() {
 		err := m.Remove(context.Background(), id)
 		st, _ := m.Verify(context.Background(), id)
-		fyne.Do(func() {
+		p.u.do(func() {
 			if err != nil {
 				r.detail.SetText("Delete failed: " + err.Error())
 				return

@@ -161,7 +161,7 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	r.cfg = cfg
 	r.mu.Unlock()
 	if old != nil {
-		fyne.Do(func() { r.ui.Detach("Restarting…") })
+		r.ui.do(func() { r.ui.Detach("Restarting…") })
 		old.Close()
 	}
 	wo := wire.Options{Log: r.log, StorePath: r.storePath, NoAudio: r.o.NoAudio}
@@ -179,7 +179,7 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 		a, err = wire.Build(bctx, cfg, wo)
 	}
 	if err != nil {
-		fyne.Do(func() {
+		r.ui.do(func() {
 			r.ui.Detach("Not running")
 			r.ui.showFix(fmt.Sprintf("Parley could not start: %v", err))
 		})
@@ -194,7 +194,7 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	}
 	r.a = a
 	r.mu.Unlock()
-	fyne.Do(func() {
+	r.ui.do(func() {
 		r.ui.conv.voice = cfg.TTS.Voice
 		if r.ui.conv.voice == "" {
 			r.ui.conv.voice = "espeak-ng"

@@ -129,7 +129,7 @@ func (p *settingsPanel) load(c *config.Config) {
 		p.loaded = true
 		go func() {
 			list, err := d.List()
-			fyne.Do(func() { p.setDevices(list, err) })
+			p.u.do(func() { p.setDevices(list, err) })
 		}()
 	}
 }
@@ -203,7 +203,7 @@ func (p *settingsPanel) Save() {
 	p.save.Disable()
 	go func() {
 		err := save(&c)
-		fyne.Do(func() {
+		p.u.do(func() {
 			p.save.Enable()
 			if err != nil {
 				p.status.SetText("Could not save: " + err.Error())
@@ -233,7 +233,7 @@ func (p *settingsPanel) find() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		found := d(ctx)
-		fyne.Do(func() {
+		p.u.do(func() {
 			p.discover.Enable()
 			var lines string
 			var models []string
@@ -269,8 +269,8 @@ func (p *settingsPanel) test() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		err := d.Test(ctx, in, out, func(db float64) { fyne.Do(func() { p.testMeter.setLevel(db) }) })
-		fyne.Do(func() {
+		err := d.Test(ctx, in, out, func(db float64) { p.u.do(func() { p.testMeter.setLevel(db) }) })
+		p.u.do(func() {
 			p.testBtn.Enable()
 			p.testBtn.SetText("Test: record 3 s and play back")
 			p.testMeter.setLevel(-100)

@@ -42,13 +42,16 @@ type UI struct {
 	content  fyne.CanvasObject
 
 	spaceDown bool
+	// do runs fn on the UI goroutine: fyne.Do, or in tests a queue the test goroutine drains
+	// (Fyne's test driver runs fyne.Do at once on the calling goroutine).
+	do func(fn func())
 	// OnEvent, when set, sees every event after the UI handled it (tests, benchmarks).
 	OnEvent func(app.Event)
 }
 
 // New builds the UI for a window. Call Attach when the assistant is ready.
 func New(a fyne.App, w fyne.Window, svc Services) *UI {
-	u := &UI{app: a, win: w, svc: svc}
+	u := &UI{app: a, win: w, svc: svc, do: fyne.Do}
 	u.conv = newConversation()
 	u.talk = newTalkBar(u)
 	u.banners = container.NewVBox()
@@ -155,7 +158,7 @@ func (u *UI) pump(gen int, ch <-chan app.Event) {
 				break more
 			}
 		}
-		fyne.Do(func() {
+		u.do(func() {
 			if gen != u.gen {
 				return
 			}
@@ -240,7 +243,7 @@ func (u *UI) submit(text string) {
 	u.talk.entry.SetText("")
 	go func() {
 		if _, err := a.SubmitText(text); err != nil {
-			fyne.Do(func() { u.banner("Could not send: "+err.Error(), nil, "", nil) })
+			u.do(func() { u.banner("Could not send: "+err.Error(), nil, "", nil) })
 		}
 	}()
 }
@@ -263,7 +266,7 @@ func (u *UI) beginTalk() {
 	u.talk.wave.start()
 	go func() {
 		if err := a.StartListening(); err != nil {
-			fyne.Do(func() {
+			u.do(func() {
 				u.talk.setListening(false)
 				u.showFix(err.Error())
 			})
@@ -280,7 +283,7 @@ func (u *UI) endTalk() {
 	u.talk.wave.stop()
 	go func() {
 		if err := a.StopListening(); err != nil {
-			fyne.Do(func() { u.showFix(err.Error()) })
+			u.do(func() { u.showFix(err.Error()) })
 		}
 	}()
 }
@@ -309,7 +312,7 @@ func (u *UI) changeMode(m app.Mode) {
 	u.Detach("Switching to " + strings.ToLower(modeNames[m]) + "…")
 	go func() {
 		if err := u.svc.SetMode(m); err != nil {
-			fyne.Do(func() { u.showFix(err.Error()) })
+			u.do(func() { u.showFix(err.Error()) })
 		}
 	}()
 }

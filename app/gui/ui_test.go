@@ -54,16 +54,40 @@ func (f *fakeAssistant) counts() (starts, stops, cancels int, texts []string) {
 	return f.starts, f.stops, f.cancels, append([]string(nil), f.texts...)
 }
 
-// waitFor polls cond (evaluated on the UI goroutine's terms: the test driver runs fyne.Do
-// at once) until it holds; the bound only keeps a broken UI from hanging the test.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// queues holds each test UI's callback queue (see UI.do).
+var queues sync.Map // *UI → chan func()
+
+// drain runs the UI callbacks queued by background goroutines, on the test goroutine, so the
+// UI stays single-threaded as it is under the real driver.
+func drain(u *UI) {
+	q, ok := queues.Load(u)
+	if !ok {
+		return
+	}
+	for {
+		select {
+		case fn := <-q.(chan func()):
+			fn()
+		default:
+			return
+		}
+	}
+}
+
+// waitFor runs queued UI callbacks until cond holds; the bound only keeps a broken UI from
+// hanging the test.
+func waitFor(t *testing.T, u *UI, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
+	for {
+		drain(u)
+		if cond() {
+			return
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -73,6 +97,10 @@ func newTestUI(t testing.TB, svc Services) (*UI, fyne.Window) {
 	a.Settings().SetTheme(newTheme())
 	w := a.NewWindow("Parley")
 	u := New(a, w, svc)
+	q := make(chan func(), 1<<16)
+	u.do = func(fn func()) { q <- fn }
+	queues.Store(u, q)
+	t.Cleanup(func() { queues.Delete(u) })
 	w.SetContent(u.Content())
 	w.Resize(fyne.NewSize(1000, 700))
 	return u, w
@@ -83,12 +111,12 @@ func TestMicTapStartsAndStopsListening(t *testing.T) {
 	f := newFakeAssistant()
 	u.Attach(f, nil)
 	test.Tap(u.talk.mic)
-	waitFor(t, "StartListening", func() bool { s, _, _, _ := f.counts(); return s == 1 })
+	waitFor(t, u, "StartListening", func() bool { s, _, _, _ := f.counts(); return s == 1 })
 	if u.talk.mic.Text != "Done" {
 		t.Errorf("mic button while listening says %q, want Done", u.talk.mic.Text)
 	}
 	test.Tap(u.talk.mic)
-	waitFor(t, "StopListening", func() bool { _, s, _, _ := f.counts(); return s == 1 })
+	waitFor(t, u, "StopListening", func() bool { _, s, _, _ := f.counts(); return s == 1 })
 	if u.talk.mic.Text != "Talk" {
 		t.Errorf("mic button after listening says %q, want Talk", u.talk.mic.Text)
 	}
@@ -98,7 +126,7 @@ func TestMicTapStartsAndStopsListening(t *testing.T) {
 		t.Fatal("stop is disabled while Parley speaks")
 	}
 	test.Tap(u.talk.stop)
-	waitFor(t, "Cancel", func() bool { _, _, c, _ := f.counts(); return c == 1 })
+	waitFor(t, u, "Cancel", func() bool { _, _, c, _ := f.counts(); return c == 1 })
 }
 
 func TestTypedMessageStreamsBubbles(t *testing.T) {
@@ -107,7 +135,7 @@ func TestTypedMessageStreamsBubbles(t *testing.T) {
 	u.Attach(f, nil)
 	test.Type(u.talk.entry, "what time is it")
 	u.talk.entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
-	waitFor(t, "SubmitText", func() bool { _, _, _, tx := f.counts(); return len(tx) == 1 })
+	waitFor(t, u, "SubmitText", func() bool { _, _, _, tx := f.counts(); return len(tx) == 1 })
 	if _, _, _, tx := f.counts(); tx[0] != "what time is it" {
 		t.Fatalf("submitted %q", tx[0])
 	}
@@ -121,7 +149,7 @@ func TestTypedMessageStreamsBubbles(t *testing.T) {
 	f.ch <- app.Event{Kind: app.EvState, State: app.Thinking}
 	f.ch <- app.Event{Kind: app.EvTranscript, Turn: 1, Transcript: &tr}
 	f.ch <- app.Event{Kind: app.EvDelta, Turn: 1, Text: "It's "}
-	waitFor(t, "the first delta", func() bool { b := u.conv.parley[1]; return b != nil && b.raw == "It's " })
+	waitFor(t, u, "the first delta", func() bool { b := u.conv.parley[1]; return b != nil && b.raw == "It's " })
 	if got := u.talk.state.Text; got != "Thinking…" {
 		t.Errorf("state shows %q, want Thinking…", got)
 	}
@@ -141,7 +169,7 @@ func TestTypedMessageStreamsBubbles(t *testing.T) {
 	ex := &app.Exchange{Turn: 1, Transcript: tr, Answer: "It's 7:05 AM.", FullAnswer: "It's 7:05 AM.", Start: t0,
 		Latency: app.Latency{SpeechEnd: t0, Transcript: t0.Add(120 * time.Millisecond), FirstToken: t0.Add(400 * time.Millisecond), FirstAudio: t0.Add(650 * time.Millisecond)}}
 	f.ch <- app.Event{Kind: app.EvTurnDone, Turn: 1, Exchange: ex}
-	waitFor(t, "the turn's latency bar", func() bool { return u.conv.parley[1].latency.Visible() })
+	waitFor(t, u, "the turn's latency bar", func() bool { return u.conv.parley[1].latency.Visible() })
 	b := u.conv.parley[1]
 	if b.raw != "It's 7:05 AM." {
 		t.Errorf("Parley's bubble shows %q", b.raw)
@@ -374,14 +402,21 @@ func TestDownloadProgressCancelResume(t *testing.T) {
 	u, _ := newTestUI(t, Services{Models: fm})
 	p := u.models
 	p.refresh()
-	waitFor(t, "the model list", func() bool { return p.rows["sensevoice-small-int8"] != nil })
+	waitFor(t, u, "the model list", func() bool { return p.rows["sensevoice-small-int8"] != nil })
 	r := p.rows["sensevoice-small-int8"]
 	if r.get.Text != "Download" || !r.get.Visible() {
 		t.Fatalf("missing model offers %q (visible %v)", r.get.Text, r.get.Visible())
 	}
 	test.Tap(r.get)
-	<-fm.pulled
-	waitFor(t, "progress", func() bool { return r.progress.Value == 0.5 })
+	waitFor(t, u, "the download", func() bool {
+		select {
+		case <-fm.pulled:
+			return true
+		default:
+			return false
+		}
+	})
+	waitFor(t, u, "progress", func() bool { return r.progress.Value == 0.5 })
 	if !r.progress.Visible() || !r.cancel.Visible() || r.get.Visible() {
 		t.Error("during a download the bar and Cancel should show, Download not")
 	}
@@ -389,7 +424,7 @@ func TestDownloadProgressCancelResume(t *testing.T) {
 		t.Errorf("progress text %q", r.detail.Text)
 	}
 	test.Tap(r.cancel)
-	waitFor(t, "the paused state", func() bool { return r.get.Visible() })
+	waitFor(t, u, "the paused state", func() bool { return r.get.Visible() })
 	if r.get.Text != "Resume" {
 		t.Errorf("after cancel the button says %q, want Resume", r.get.Text)
 	}
@@ -408,7 +443,7 @@ func TestSettingsSave(t *testing.T) {
 	s.url.SetText("http://127.0.0.1:8080")
 	s.retention.SetText("30")
 	s.Save()
-	waitFor(t, "save", func() bool { return strings.HasPrefix(s.status.Text, "Saved") })
+	waitFor(t, u, "save", func() bool { return strings.HasPrefix(s.status.Text, "Saved") })
 	if saved == nil || saved.Assistant.Language != "ja" || saved.Assistant.BargeIn != "off" || saved.LLM.URL != "http://127.0.0.1:8080" || saved.Store.RetentionDays != 30 {
 		t.Fatalf("saved %+v", saved)
 	}
@@ -446,13 +481,13 @@ func TestHistorySearchAndOpen(t *testing.T) {
 	p := u.history
 	p.search.SetText("timer")
 	p.refresh()
-	waitFor(t, "hits", func() bool { return len(p.results.Objects) == 1 })
+	waitFor(t, u, "hits", func() bool { return len(p.results.Objects) == 1 })
 	hit := p.results.Objects[0].(*widget.Button)
 	if !strings.Contains(hit.Text, "«timer»") {
 		t.Errorf("hit %q does not highlight the match", hit.Text)
 	}
 	test.Tap(hit)
-	waitFor(t, "the conversation", func() bool { return len(p.view.Objects) == 1 })
+	waitFor(t, u, "the conversation", func() bool { return len(p.view.Objects) == 1 })
 	if p.title.Text != "Kitchen timer" || p.export.Disabled() || p.del.Disabled() {
 		t.Errorf("opened %q, export disabled %v", p.title.Text, p.export.Disabled())
 	}
@@ -478,7 +513,7 @@ func TestVoicePanelLibraryCapabilitiesSave(t *testing.T) {
 	u, _ := newTestUI(t, Services{Voices: fv})
 	p := u.voice
 	p.refresh()
-	waitFor(t, "capabilities", func() bool { return len(p.caps.Objects) > 0 })
+	waitFor(t, u, "capabilities", func() bool { return len(p.caps.Objects) > 0 })
 	got := map[string]string{}
 	for i := 0; i+1 < len(p.caps.Objects); i += 2 {
 		got[p.caps.Objects[i].(*widget.Label).Text] = p.caps.Objects[i+1].(*widget.Label).Text
@@ -563,9 +598,9 @@ func TestKeyboard(t *testing.T) {
 	// holding space talks, releasing it ends the utterance (the GL canvas calls these)
 	u.keyDown(&fyne.KeyEvent{Name: fyne.KeySpace})
 	u.keyDown(&fyne.KeyEvent{Name: fyne.KeySpace}) // key repeat while held
-	waitFor(t, "StartListening on space", func() bool { s, _, _, _ := f.counts(); return s == 1 })
+	waitFor(t, u, "StartListening on space", func() bool { s, _, _, _ := f.counts(); return s == 1 })
 	u.keyUp(&fyne.KeyEvent{Name: fyne.KeySpace})
-	waitFor(t, "StopListening on release", func() bool { _, s, _, _ := f.counts(); return s == 1 })
+	waitFor(t, u, "StopListening on release", func() bool { _, s, _, _ := f.counts(); return s == 1 })
 	if s, _, _, _ := f.counts(); s != 1 {
 		t.Errorf("holding space started %d utterances, want 1", s)
 	}
@@ -575,7 +610,7 @@ func TestKeyboard(t *testing.T) {
 	u.keyUp(&fyne.KeyEvent{Name: fyne.KeySpace})
 	c.Unfocus()
 	c.OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
-	waitFor(t, "Cancel on Escape", func() bool { _, _, n, _ := f.counts(); return n == 1 })
+	waitFor(t, u, "Cancel on Escape", func() bool { _, _, n, _ := f.counts(); return n == 1 })
 	if s, _, _, _ := f.counts(); s != 1 {
 		t.Errorf("space in the text box started listening (%d starts)", s)
 	}
@@ -614,16 +649,19 @@ func TestBannerDownloadsTheSuggestedModel(t *testing.T) {
 		t.Fatalf("fix button %v", fix)
 	}
 	test.Tap(fix)
-	select {
-	case <-fm.pulled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the banner's button did not start the download")
-	}
+	waitFor(t, u, "the banner's download", func() bool {
+		select {
+		case <-fm.pulled:
+			return true
+		default:
+			return false
+		}
+	})
 	if u.tabs.Selected().Text != "Models" {
 		t.Errorf("download shown on %q", u.tabs.Selected().Text)
 	}
 	r := u.models.rows["sensevoice-small-int8"]
-	waitFor(t, "cancel", func() bool { return r.cancel.Visible() })
+	waitFor(t, u, "cancel", func() bool { return r.cancel.Visible() })
 	test.Tap(r.cancel)
-	waitFor(t, "paused", func() bool { return r.get.Visible() })
+	waitFor(t, u, "paused", func() bool { return r.get.Visible() })
 }

@@ -182,7 +182,7 @@ func (p *voicePanel) refresh() {
 	go func() {
 		list, err := svc.List()
 		caps, cerr := svc.Capabilities(engine)
-		fyne.Do(func() {
+		p.u.do(func() {
 			if err != nil {
 				p.status.SetText("Voice library: " + err.Error())
 			}
@@ -305,7 +305,7 @@ func (p *voicePanel) play() {
 	engine := p.engine
 	go func() {
 		err := svc.Preview(ctx, engine, req)
-		fyne.Do(func() {
+		p.u.do(func() {
 			p.cancel = nil
 			cancel()
 			p.preview.SetText("Preview")
@@ -377,7 +377,7 @@ func (p *voicePanel) useInConversation() {
 	p.status.SetText("Applying…")
 	go func() {
 		err := save(&c)
-		fyne.Do(func() {
+		p.u.do(func() {
 			if err != nil {
 				p.status.SetText("Could not apply: " + err.Error())
 				return
