@@ -228,7 +228,17 @@ func Parse(r io.Reader) (*Voice, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var v Voice
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("%w: empty file, not a voice", ErrInvalid)
+	}
 	if err := dec.Decode(&v); err != nil {
+		var syn *json.SyntaxError
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, fmt.Errorf("%w: the voice JSON is cut short", ErrInvalid)
+		case errors.As(err, &syn) && syn.Offset <= 1:
+			return nil, fmt.Errorf("%w: not a JSON voice file (%v)", ErrInvalid, err)
+		}
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if dec.More() {

@@ -219,3 +219,19 @@ func FuzzDecodeSpeaker(f *testing.F) {
 		}
 	})
 }
+
+// TestParseSaysWhatIsWrong: an empty or non-JSON file gets a message a user can act on, not
+// a bare "EOF".
+func TestParseSaysWhatIsWrong(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", "empty file"},
+		{"  \n", "empty file"},
+		{"\x94\xfcBG", "not a JSON voice file"},
+		{`{"name": "a"`, "cut short"},
+	} {
+		_, err := Parse(strings.NewReader(tt.in))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want ErrInvalid saying %q", tt.in, err, tt.want)
+		}
+	}
+}
