@@ -10,7 +10,7 @@ export LANG ?= C.UTF-8
 export PARLEY_TAGS := $(TAGS)
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py demo-asr test-models clean
+.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py demo-asr test-models package clean
 
 all: build
 
@@ -53,5 +53,9 @@ test-models:
 demo-asr:
 	$(MAKE) -C train demo-asr
 
+# Linux tarball of the desktop app with a .desktop entry (dist/).
+package: setup
+	build/package.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist
