@@ -49,7 +49,13 @@ func runConfig(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		fmt.Fprintln(env.Stdout, p)
 	case "show":
-		data, err := env.Config.Encode()
+		shown := *env.Config
+		for _, secret := range []*string{&shown.LLM.APIKey, &shown.Serve.APIKey} {
+			if *secret != "" {
+				*secret = "(set, hidden)"
+			}
+		}
+		data, err := shown.Encode()
 		if err != nil {
 			return err
 		}

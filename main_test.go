@@ -155,3 +155,19 @@ func TestDoctorReportsMissingRuntime(t *testing.T) {
 		t.Errorf("problems give no remedy: %s", joined)
 	}
 }
+
+func TestConfigShowHidesSecrets(t *testing.T) {
+	isolate(t)
+	t.Setenv("PARLEY_LLM_API_KEY", "sk-very-secret")
+	t.Setenv("PARLEY_SERVE_API_KEY", "serve-secret")
+	code, out, errOut := runCLI(t, "config", "show")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "very-secret") || strings.Contains(out, "serve-secret") {
+		t.Errorf("config show printed an API key:\n%s", out)
+	}
+	if !strings.Contains(out, "(set, hidden)") {
+		t.Errorf("config show does not say the key is set:\n%s", out)
+	}
+}

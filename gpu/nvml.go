@@ -21,6 +21,7 @@ typedef int (*nvmlCuda_t)(int*);
 typedef const char* (*nvmlErr_t)(int);
 
 typedef struct {
+	unsigned int index; // NVML's index, which CUDA_VISIBLE_DEVICES-free CUDA uses too
 	char name[96];
 	unsigned long long total, free;
 } parleyGPU;
@@ -77,6 +78,7 @@ static int parley_nvml_query(parleyNvmlReport *r) {
 		void *dev = NULL;
 		if (handle(i, &dev) != 0) continue;
 		parleyGPU *g = &r->gpus[r->count++];
+		g->index = i;
 		if (name) name(dev, g->name, sizeof(g->name));
 		parleyNvmlMemory m;
 		if (mem && mem(dev, &m) == 0) { g->total = m.total; g->free = m.free; }
@@ -134,7 +136,7 @@ func DiscoverGPUs() (GPUReport, error) {
 	for i := 0; i < int(r.count); i++ {
 		g := r.gpus[i]
 		rep.Devices = append(rep.Devices, Device{
-			Index: i, Name: C.GoString(&g.name[0]),
+			Index: int(g.index), Name: C.GoString(&g.name[0]),
 			MemoryTotal: uint64(g.total), MemoryFree: uint64(g.free),
 		})
 	}
