@@ -5,7 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/parley-voice/parley/app/gui"
 )
@@ -22,6 +26,12 @@ func init() {
 				env.Log.Warn("no display (DISPLAY and WAYLAND_DISPLAY are unset); starting the headless server instead")
 				return commands["serve"].run(ctx, env, args)
 			}
+			if os.Getenv("WAYLAND_DISPLAY") == "" && !displayReachable(os.Getenv("DISPLAY"), "/tmp/.X11-unix") {
+				// a stale DISPLAY (an ssh session without forwarding, a stopped X server) would
+				// make GLFW panic; say so and serve instead
+				env.Log.Warn("the X display does not answer; starting the headless server instead", "DISPLAY", os.Getenv("DISPLAY"))
+				return commands["serve"].run(ctx, env, args)
+			}
 			fs := flag.NewFlagSet("gui", flag.ContinueOnError)
 			fs.SetOutput(env.Stderr)
 			noAudio := fs.Bool("no-audio", false, "text only: no microphone, speaker or speech recognition")
@@ -35,4 +45,32 @@ func init() {
 			return gui.Run(ctx, env.Config, gui.Options{Log: env.Log, NoAudio: *noAudio, NoTray: *noTray})
 		},
 	})
+}
+
+// displayReachable says whether the X server named by display ("[host]:N[.S]",
+// "unix:N") accepts connections: the local socket (abstract or in socketDir) for ":N", TCP
+// port 6000+N for "host:N". It dials only; no X protocol, no toolkit call.
+func displayReachable(display, socketDir string) bool {
+	host, rest, ok := strings.Cut(display, ":")
+	if !ok {
+		return false
+	}
+	num, _, _ := strings.Cut(rest, ".")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 {
+		return false
+	}
+	dial := func(network, addr string) bool {
+		c, err := net.DialTimeout(network, addr, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+	if host == "" || host == "unix" {
+		sock := socketDir + "/X" + num
+		return dial("unix", sock) || dial("unix", "@"+sock)
+	}
+	return dial("tcp", net.JoinHostPort(host, strconv.Itoa(6000+n)))
 }
