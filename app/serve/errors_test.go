@@ -2,10 +2,14 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/app/config"
 )
 
 // TestErrorBodyShape: every error body is exactly OpenAI's {"error":{"message","type","param",
@@ -35,6 +39,22 @@ func TestErrorBodyShape(t *testing.T) {
 		}
 		if (e.RetryAfter > 0) != (rec.Header().Get("Retry-After") != "") {
 			t.Errorf("%d: Retry-After header %q for RetryAfter %v", e.Status, rec.Header().Get("Retry-After"), e.RetryAfter)
+		}
+	}
+}
+
+// TestNewNamesABadAddress: a listen address without a port is reported as such, not as "not
+// a loopback address".
+func TestNewNamesABadAddress(t *testing.T) {
+	for _, c := range []config.Serve{
+		{Addr: "nonsense"},
+		{Addr: "127.0.0.1"},
+		{Addr: "127.0.0.1:8780", WyomingASRAddr: "localhost"},
+		{Addr: "127.0.0.1:8780", WyomingTTSAddr: "10200"},
+	} {
+		_, err := New(Options{Config: c})
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "host:port") {
+			t.Errorf("%+v: %v, want ErrConfig saying host:port", c, err)
 		}
 	}
 }

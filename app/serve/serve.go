@@ -137,6 +137,14 @@ func New(o Options) (*Server, error) {
 			return nil, fmt.Errorf("%w: TLS certificate %s / key %s: %v", ErrConfig, o.TLSCertFile, o.TLSKeyFile, err)
 		}
 	}
+	for _, a := range []struct{ key, addr string }{{"addr", c.Addr}, {"wyoming_asr_addr", c.WyomingASRAddr}, {"wyoming_tts_addr", c.WyomingTTSAddr}} {
+		if a.addr == "" || a.addr == "off" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return nil, fmt.Errorf("%w: serve.%s %q is not a host:port address (for example 127.0.0.1:8780): %v", ErrConfig, a.key, a.addr, err)
+		}
+	}
 	if !isLoopback(c.Addr) && c.APIKey == "" && !c.AllowNoAuth {
 		return nil, fmt.Errorf("%w: serve.addr %s is not a loopback address: set serve.api_key (clients send Authorization: Bearer KEY) or serve.allow_unauthenticated = true", ErrConfig, c.Addr)
 	}
