@@ -42,6 +42,8 @@ type chatFlags struct {
 	timeout    time.Duration
 	pull       string
 	noTools    bool
+	// The spoken loop's own flags, forwarded to chatVoice so they need no "--".
+	voiceArgs []string
 }
 
 func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
@@ -59,6 +61,23 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock cap per answer (default 90s)")
 	fs.BoolVar(&f.noTools, "no-tools", false, "offer the model no tools (for small models that get confused by them)")
 	fs.StringVar(&f.pull, "pull", "", "first ask the Ollama server to fetch this model (with progress), then chat with it")
+	forward := func(name, usage string, boolean bool) {
+		if boolean {
+			fs.BoolFunc(name, usage+" (with --voice)", func(v string) error {
+				f.voiceArgs = append(f.voiceArgs, "-"+name+"="+v)
+				return nil
+			})
+			return
+		}
+		fs.Func(name, usage+" (with --voice)", func(v string) error {
+			f.voiceArgs = append(f.voiceArgs, "-"+name, v)
+			return nil
+		})
+	}
+	forward("mode", "push-to-talk | hands-free | wake-word", false)
+	forward("asr-model", "speech recognition model directory or id", false)
+	forward("no-history", "do not record the conversation", true)
+	forward("v", "also print states, barge-ins and rejected echoes", true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err
@@ -100,7 +119,7 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 	if f.voice {
 		venv := *env
 		venv.Config = &cfg
-		return chatVoice(ctx, &venv, rest)
+		return chatVoice(ctx, &venv, append(f.voiceArgs, rest...))
 	}
 	if len(rest) > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q (chat reads messages from standard input)", errUsage, rest)

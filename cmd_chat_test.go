@@ -166,3 +166,19 @@ func TestChatCorruptTimersFile(t *testing.T) {
 		t.Errorf("corrupt file was overwritten: %q", b)
 	}
 }
+
+func TestChatForwardsVoiceFlags(t *testing.T) {
+	var stderr strings.Builder
+	env := &cliEnv{Stderr: &stderr}
+	f, rest, err := parseChatFlags(env, []string{"--voice", "--mode", "wake-word", "-v", "--no-history", "--asr-model", "sensevoice-demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.voice || len(rest) != 0 {
+		t.Fatalf("voice %v, rest %q", f.voice, rest)
+	}
+	want := []string{"-mode", "wake-word", "-v=true", "-no-history=true", "-asr-model", "sensevoice-demo"}
+	if strings.Join(f.voiceArgs, " ") != strings.Join(want, " ") {
+		t.Errorf("forwarded %q, want %q", f.voiceArgs, want)
+	}
+}
