@@ -296,16 +296,21 @@ func embeddingVoice(name, engine string, data []float32) *voices.Voice {
 }
 
 func readEmbedding(path string) ([]float32, error) {
-	st, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() > voices.MaxFileBytes {
-		return nil, fmt.Errorf("%s: %d bytes is too large for an embedding", path, st.Size())
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > voices.MaxFileBytes {
+		return nil, fmt.Errorf("%s: %d bytes is too large for an embedding (limit %d)", path, st.Size(), voices.MaxFileBytes)
 	}
-	b, err := os.ReadFile(path)
+	// read through a limit too: a FIFO or a device has no size to Stat (/dev/zero is endless)
+	b, err := io.ReadAll(io.LimitReader(f, voices.MaxFileBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > voices.MaxFileBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes is too large for an embedding", path, voices.MaxFileBytes)
 	}
 	if strings.EqualFold(filepath.Ext(path), ".npy") {
 		a, err := kokoro.ReadNPY(b)
