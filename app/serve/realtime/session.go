@@ -609,19 +609,19 @@ func (s *session) enqueueResponse() {
 // bargeIn cancels the answer in flight and any queued before now.
 func (s *session) bargeIn() {
 	s.respGen.Add(1)
-	s.cancelReason.Store("turn_detected")
-	s.stopResponse()
+	s.stopResponse("turn_detected")
 }
 
-func (s *session) cancelResponse() {
-	s.cancelReason.Store("client_cancelled")
-	s.stopResponse()
-}
+func (s *session) cancelResponse() { s.stopResponse("client_cancelled") }
 
-func (s *session) stopResponse() {
+// stopResponse cancels the response in flight, if any, for reason. The first cause wins: a
+// response.cancel that a client sends on speech_started must not relabel a barge-in.
+func (s *session) stopResponse(reason string) {
 	s.jobMu.Lock()
 	if s.cancelResp != nil {
+		s.cancelReason.Store(reason)
 		s.cancelResp()
+		s.cancelResp = nil
 	}
 	s.jobMu.Unlock()
 }
