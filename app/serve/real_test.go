@@ -40,7 +40,9 @@ func realASR(t testing.TB) (r *asr.Recognizer, id string, demo bool) {
 	if _, err := os.Stat(filepath.Join(dir, "tokens.txt")); err != nil {
 		dir, id, demo = filepath.Join(root, "testdata", "sensevoice", "tiny"), "sensevoice-tiny", false
 	}
-	r, err := asr.New(dir, asr.Config{Options: asr.Options{Language: "auto", ITN: true}, Threads: 1, Workers: 2})
+	// ITN off, as config's asr.itn default: the demo model is trained without ITN and the
+	// retrained one (01bf813) loses "weather" in the test sentence with it on
+	r, err := asr.New(dir, asr.Config{Options: asr.Options{Language: "auto", ITN: false}, Threads: 1, Workers: 2})
 	if err != nil {
 		t.Fatalf("asr model %s: %v", dir, err)
 	}
