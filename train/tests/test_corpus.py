@@ -48,6 +48,42 @@ class SynthTest(unittest.TestCase):
         self.assertTrue(all(r["augmented"] for r in train))
         self.assertFalse(any(r["augmented"] for r in test))
 
+    def test_end_to_end_prepare_train_export(self):
+        """corpus -> prepare (CMVN, BPE) -> train (2 data parts) -> export -> evaluate."""
+        import contextlib
+        import json
+
+        from train.sensevoice import evaluate, export, prepare
+        from train.sensevoice import train as svtrain
+
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        synth.generate(d, 6, 2, 2, seed=6, aug=0.5, jobs=1, log=io.StringIO())
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            prepare.main(["--manifest", os.path.join(d, "train.jsonl"), "--out", d, "--bpe", "60"])
+            svtrain.main(["--train", os.path.join(d, "train.jsonl"), "--val", os.path.join(d, "val.jsonl"),
+                          "--vocab", os.path.join(d, "bpe.model"), "--cmvn", os.path.join(d, "cmvn.json"),
+                          "--size", "tiny", "--out", os.path.join(d, "run"), "--epochs", "2",
+                          "--data-split-num", "2", "--batch-size", "1000", "--log-interval", "1"])
+        events = [json.loads(l) for l in out.getvalue().splitlines() if l.startswith("{")]
+        kinds = [e.get("event") for e in events]
+        for k in ("start", "train", "val", "checkpoint", "done"):
+            self.assertIn(k, kinds)
+        tr = [e for e in events if e.get("event") == "train"][0]
+        for k in ("step", "epoch", "loss", "lr", "tokens_per_s", "samples_per_s", "mem_mb", "eta_s"):
+            self.assertIn(k, tr)
+        done = events[-1]
+        self.assertEqual(done["event"], "done")
+        self.assertEqual(done["epoch"], 2)
+        with contextlib.redirect_stdout(io.StringIO()):
+            export.main(["--checkpoint", done["checkpoint"], "--out", os.path.join(d, "onnx")])
+        with open(os.path.join(d, "onnx", "tokens.txt")) as f:
+            self.assertEqual(len(f.readlines()), 60)
+        model, vocab, nm, istd = export.load_our_checkpoint(done["checkpoint"])
+        res = evaluate.evaluate(model, vocab, nm, istd, read_manifest(os.path.join(d, "test.jsonl")))
+        self.assertEqual(res["utts"], 2)
+
 
 if __name__ == "__main__":
     unittest.main()
