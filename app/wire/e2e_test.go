@@ -369,14 +369,22 @@ func TestEndToEndWhatTimeIsIt(t *testing.T) {
 	}
 }
 
+// drain collects the events that are waiting, until 100 ms pass without one that is not a
+// level update (levels keep coming for as long as the microphone is open) or 2 s in all.
 func (x *e2e) drain() {
+	quiet := time.NewTimer(100 * time.Millisecond)
+	defer quiet.Stop()
+	limit := time.After(2 * time.Second)
 	for {
 		select {
 		case e := <-x.ev:
 			if e.Kind != app.EvLevel {
 				x.seen = append(x.seen, e)
+				quiet.Reset(100 * time.Millisecond)
 			}
-		case <-time.After(100 * time.Millisecond):
+		case <-quiet.C:
+			return
+		case <-limit:
 			return
 		}
 	}
