@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -154,7 +155,20 @@ func readLimited(path string) ([]byte, error) {
 	if st.Size() > MaxPackBytes {
 		return nil, fmt.Errorf("%w: %s is %d bytes (limit %d)", ErrVoice, path, st.Size(), MaxPackBytes)
 	}
-	return os.ReadFile(path)
+	// The size check alone trusts Stat: a FIFO or a device reports 0 and reads forever.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("kokoro: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxPackBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("kokoro: %s: %w", path, err)
+	}
+	if int64(len(b)) > MaxPackBytes {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrVoice, path, MaxPackBytes)
+	}
+	return b, nil
 }
 
 // Blend mixes packs with weights (normalised to sum 1): Kokoro's voice blending.
