@@ -133,27 +133,15 @@ func contains(list []string, s string) bool {
 // resolveASRModel turns --model (a directory, a model file or a registry id; empty = best
 // installed) into a path asr.New accepts.
 func resolveASRModel(ctx context.Context, env *cliEnv, model string) (string, error) {
-	if model != "" {
-		if _, err := os.Stat(model); err == nil {
-			return model, nil
-		}
-	}
 	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
 	if err != nil {
 		return "", err
 	}
-	if model == "" {
-		id, ok := mgr.BestInstalled(assets.KindASR)
-		if !ok {
-			return "", fmt.Errorf("no speech recognition model is installed; run `parley models pull sensevoice-small-int8` (or give --model DIR)")
-		}
-		model = id
+	dir, _, err := mgr.Resolve(ctx, assets.KindASR, model)
+	if errors.Is(err, assets.ErrNotInstalled) {
+		return "", fmt.Errorf("no speech recognition model is installed; run `parley models pull sensevoice-small-int8` (or give --model DIR)")
 	}
-	dir, err := mgr.Path(ctx, model)
-	if err != nil {
-		return "", fmt.Errorf("--model %s: %w", model, err)
-	}
-	return dir, nil
+	return dir, err
 }
 
 // transcribeFile streams one input through the recognizer: WAV directly, anything else

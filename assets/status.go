@@ -333,3 +333,26 @@ func (m *Manager) BestInstalled(kind string) (string, bool) {
 	}
 	return demo, demo != ""
 }
+
+// Resolve turns a configured model (a path to a model directory or file, a registry id, or ""
+// for the best installed model of kind) into the path to load and the id to report. Every
+// face (CLI, server, assistant) resolves models through it, so they pick the same one.
+func (m *Manager) Resolve(ctx context.Context, kind, spec string) (path, id string, err error) {
+	if spec != "" {
+		if _, err := os.Stat(spec); err == nil {
+			return spec, filepath.Base(filepath.Clean(spec)), nil
+		}
+	}
+	if spec == "" {
+		best, ok := m.BestInstalled(kind)
+		if !ok {
+			return "", "", fmt.Errorf("%w: no %s model is installed (see `parley models list`)", ErrNotInstalled, kind)
+		}
+		spec = best
+	}
+	p, err := m.Path(ctx, spec)
+	if err != nil {
+		return "", "", fmt.Errorf("%s model %q: %w", kind, spec, err)
+	}
+	return p, spec, nil
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
@@ -125,27 +124,15 @@ func fileExists(p string) bool {
 
 // findASR resolves asr.model: a directory, a model id, or (empty) the best installed model.
 func findASR(spec string, log *slog.Logger) (dir, id string, err error) {
-	if spec != "" {
-		if _, err := os.Stat(spec); err == nil {
-			return spec, filepath.Base(filepath.Clean(spec)), nil
-		}
-	}
 	mgr, err := assets.NewManager(nil, assets.Options{Log: log})
 	if err != nil {
 		return "", "", err
 	}
-	if spec == "" {
-		best, ok := mgr.BestInstalled(assets.KindASR)
-		if !ok {
-			return "", "", fmt.Errorf("no speech recognition model is installed (`parley models pull sensevoice-small-int8`)")
-		}
-		spec = best
+	dir, id, err = mgr.Resolve(context.Background(), assets.KindASR, spec)
+	if errors.Is(err, assets.ErrNotInstalled) {
+		return "", "", fmt.Errorf("no speech recognition model is installed (`parley models pull sensevoice-small-int8`)")
 	}
-	d, err := mgr.Path(context.Background(), spec)
-	if err != nil {
-		return "", "", fmt.Errorf("speech recognition model %q: %w", spec, err)
-	}
-	return d, spec, nil
+	return dir, id, err
 }
 
 func backend(cfg *config.Config, log *slog.Logger) (llm.Backend, error) {

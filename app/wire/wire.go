@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -73,30 +72,18 @@ func (a *Assistant) Close() error {
 	return errors.Join(errs...)
 }
 
-// ASRModels is the order in which installed recognizers are preferred.
-var ASRModels = []string{"sensevoice-small-int8", "sensevoice-small", "sensevoice-small-funasr", "sensevoice-demo"}
-
-// FindASR resolves asr.model: a directory, a model id, or (empty) the best installed model.
+// FindASR resolves asr.model: a directory, a model id, or (empty) the best installed model,
+// by the same rule as every other face (assets.Manager.Resolve).
 func FindASR(ctx context.Context, spec string) (dir, id string, err error) {
-	if spec != "" {
-		if st, err := os.Stat(spec); err == nil && st.IsDir() {
-			return spec, filepath.Base(spec), nil
-		}
-		d, err := assets.Path(ctx, spec)
-		if err != nil {
-			return "", "", fmt.Errorf("speech recognition model %q: %w", spec, err)
-		}
-		return d, spec, nil
+	mgr, err := assets.NewManager(nil, assets.Options{})
+	if err != nil {
+		return "", "", err
 	}
-	var errs []error
-	for _, id := range ASRModels {
-		d, err := assets.Path(ctx, id)
-		if err == nil {
-			return d, id, nil
-		}
-		errs = append(errs, err)
+	dir, id, err = mgr.Resolve(ctx, assets.KindASR, spec)
+	if errors.Is(err, assets.ErrNotInstalled) {
+		return "", "", fmt.Errorf("no speech recognition model installed (try `parley models pull sensevoice-small-int8`): %w", err)
 	}
-	return "", "", fmt.Errorf("no speech recognition model installed (try `parley models pull sensevoice-small-int8`): %w", errors.Join(errs...))
+	return dir, id, err
 }
 
 // Build opens and connects everything the configuration names. Parts that cannot be
