@@ -215,16 +215,25 @@ func TestSelfEcho(t *testing.T) {
 	}
 }
 
-// drain takes the events already waiting.
+// drain takes the events already waiting: until 50 ms pass without one that is not a level
+// update (levels keep coming while the microphone is open), or 2 s in all.
 func (r *rig) drain() {
+	quiet := time.NewTimer(50 * time.Millisecond)
+	defer quiet.Stop()
+	limit := time.After(2 * time.Second)
 	for {
 		select {
 		case e, ok := <-r.ev:
 			if !ok {
 				return
 			}
-			r.seen = append(r.seen, e)
-		case <-time.After(50 * time.Millisecond):
+			if e.Kind != EvLevel {
+				r.seen = append(r.seen, e)
+				quiet.Reset(50 * time.Millisecond)
+			}
+		case <-quiet.C:
+			return
+		case <-limit:
 			return
 		}
 	}

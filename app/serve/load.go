@@ -109,7 +109,7 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 			if err != nil {
 				return nil, err
 			}
-			return &sileroVAD{d: d}, nil
+			return app.SileroVAD{D: d}, nil
 		}
 	} else {
 		l.Notes = append(l.Notes, "realtime: energy voice activity detector (Silero VAD model not installed)")
@@ -161,27 +161,3 @@ func backend(cfg *config.Config, log *slog.Logger) (llm.Backend, error) {
 	}
 	return c, nil
 }
-
-// sileroVAD adapts a Silero detector to app.VAD.
-type sileroVAD struct{ d *vad.Detector }
-
-func (v *sileroVAD) Process(p []float32) ([]app.VADEvent, error) {
-	evs, err := v.d.Accept(context.Background(), p)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]app.VADEvent, 0, len(evs))
-	for _, e := range evs {
-		switch e.Type {
-		case vad.SpeechStart:
-			out = append(out, app.VADEvent{Kind: app.SpeechStart, Sample: e.Start})
-		case vad.SpeechEnd:
-			out = append(out, app.VADEvent{Kind: app.SpeechEnd, Sample: e.End})
-		}
-	}
-	return out, nil
-}
-
-func (v *sileroVAD) Reset() { v.d.Reset() }
-
-func (v *sileroVAD) Close() error { return v.d.Close() }

@@ -229,7 +229,7 @@ func TestRealRealtime(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return &sileroVAD{d: d}, nil
+			return app.SileroVAD{D: d}, nil
 		}
 	} else {
 		t.Log("Silero VAD not installed: the energy detector finds the speech")

@@ -16,7 +16,6 @@ import (
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
-	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/audio/wake"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
@@ -158,30 +157,6 @@ func (v *Voice) Synthesize(ctx context.Context, text string, fn func([]float32) 
 		}
 	}
 }
-
-// VAD adapts the Silero detector (audio/vad).
-type VAD struct{ D *vad.Detector }
-
-// Process implements app.VAD.
-func (v VAD) Process(p []float32) ([]app.VADEvent, error) {
-	evs, err := v.D.Accept(context.Background(), p)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]app.VADEvent, 0, len(evs))
-	for _, e := range evs {
-		switch e.Type {
-		case vad.SpeechStart:
-			out = append(out, app.VADEvent{Kind: app.SpeechStart, Sample: e.Start})
-		case vad.SpeechEnd:
-			out = append(out, app.VADEvent{Kind: app.SpeechEnd, Sample: e.End})
-		}
-	}
-	return out, nil
-}
-
-// Reset implements app.VAD.
-func (v VAD) Reset() { v.D.Reset() }
 
 // Wake adapts the openWakeWord detector (audio/wake).
 type Wake struct{ D *wake.Detector }

@@ -243,7 +243,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 		gopt := gpu.Options{Provider: "cpu", IntraOpThreads: 1}
 		if d, err := vad.New(vad.Config{GPU: gopt}); err == nil && !o.EnergyVAD {
 			a.closers = append(a.closers, d.Close)
-			p.VAD = VAD{d}
+			p.VAD = app.SileroVAD{D: d}
 		} else {
 			p.VAD = &app.EnergyVAD{}
 			if err != nil {
