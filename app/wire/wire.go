@@ -25,7 +25,8 @@ import (
 	"github.com/parley-voice/parley/llm/skills"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
-	"github.com/parley-voice/parley/tts/espeak"
+	"github.com/parley-voice/parley/tts/engines"
+	"github.com/parley-voice/parley/voices"
 )
 
 // Options choose what Build opens beyond the configuration.
@@ -192,7 +193,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	// voice
 	var rate int
 	if !o.NoAudio {
-		v, err := voice(cfg)
+		v, err := voice(cfg, voiceLibrary(), log)
 		if err != nil {
 			a.Notes = append(a.Notes, "voice unavailable: "+err.Error())
 		} else {
@@ -310,22 +311,44 @@ func replyLanguage(lang string) string {
 	return "en"
 }
 
-func voice(cfg *config.Config) (*Voice, error) {
-	switch cfg.TTS.Engine {
-	case "", "espeak":
-	default:
-		return nil, fmt.Errorf("tts.engine %q is not wired into the assistant yet (espeak is)", cfg.TTS.Engine)
+// voice opens the configured engine (tts.engine) and builds the loop's request from the
+// tts section. tts.voice may name a saved library voice (seed, preset, mix or clone) made for
+// that engine, or else one of the engine's own voices.
+func voice(cfg *config.Config, lib *voices.Library, log *slog.Logger) (*Voice, error) {
+	c := cfg.TTS
+	var saved *voices.Voice
+	if lib != nil && c.Voice != "" && voices.ValidName(c.Voice) == nil {
+		v, err := lib.Get(c.Voice)
+		switch {
+		case err == nil:
+			saved = v
+		case !errors.Is(err, voices.ErrNotFound):
+			return nil, fmt.Errorf("tts.voice %q: %w", c.Voice, err)
+		}
 	}
-	e, err := espeak.New(espeak.Config{})
+	preset := c.Voice
+	if saved != nil {
+		preset = ""
+	}
+	e, err := engines.Open(engines.Options{Engine: c.Engine, Voice: preset, Log: log,
+		GPU: gpu.Options{Provider: cfg.Runtime.Provider, IntraOpThreads: cfg.Runtime.IntraOpThreads}})
 	if err != nil {
 		return nil, err
 	}
-	rate := e.Capabilities().SampleRate
-	req := tts.Request{Voice: cfg.TTS.Voice, Seed: cfg.TTS.Seed, Speed: cfg.TTS.Speed}
+	req := tts.Request{Voice: preset, Seed: c.Seed, HasSeed: c.Seed != 0, Speed: c.Speed,
+		Temperature: c.Temperature, TopP: c.TopP, TopK: c.TopK}
 	if cfg.Assistant.Language != "" && cfg.Assistant.Language != "auto" {
 		req.Language = cfg.Assistant.Language
 	}
-	return &Voice{E: e, Req: req, Rate: rate}, nil
+	if saved != nil {
+		set := engines.Explicit{Seed: c.Seed != 0, Speed: c.Speed != 0, Temperature: c.Temperature != 0,
+			TopP: c.TopP != 0, TopK: c.TopK != 0, Language: req.Language != ""}
+		if req, err = engines.ApplyVoice(req, saved, c.Engine, set); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("tts.voice: %w", err)
+		}
+	}
+	return &Voice{E: e, Req: req, Rate: e.Capabilities().SampleRate}, nil
 }
 
 // deviceLatency is the latency asked of the audio devices: low enough that Stop silences the
@@ -336,3 +359,13 @@ const deviceLatency = 100 * time.Millisecond
 // lossTimeout is how long a device may deliver no callback before it counts as lost: longer
 // than the device package's default, as a busy machine can stall PulseAudio for a second.
 const lossTimeout = 3 * time.Second
+
+// voiceLibrary is the user's saved voices, or nil when the library cannot be opened (the
+// engine's own voices still work).
+func voiceLibrary() *voices.Library {
+	lib, err := voices.Open(voices.DefaultDir())
+	if err != nil {
+		return nil
+	}
+	return lib
+}

@@ -1,0 +1,74 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/voices"
+)
+
+func TestVoiceFromConfig(t *testing.T) {
+	lib, err := voices.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(4242)
+	v := voices.New("narrator", "espeak", voices.KindSeed)
+	v.Seed = &seed
+	v.Defaults.Speed = 1.25
+	if err := lib.Save(v, false); err != nil {
+		t.Fatal(err)
+	}
+	k := voices.New("kokoro-voice", "kokoro", voices.KindPreset)
+	k.Preset = "af_heart"
+	if err := lib.Save(k, false); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name    string
+		tts     config.TTS
+		wantErr string
+		check   func(t *testing.T, x *Voice)
+	}{
+		{name: "espeak preset", tts: config.TTS{Engine: "espeak", Voice: "en-gb", Speed: 0.9}, check: func(t *testing.T, x *Voice) {
+			if x.Req.Voice != "en-gb" || x.Req.Speed != 0.9 || x.Req.HasSeed {
+				t.Errorf("request %+v", x.Req)
+			}
+		}},
+		{name: "saved seed voice fills what config leaves unset", tts: config.TTS{Voice: "narrator"}, check: func(t *testing.T, x *Voice) {
+			if x.Req.Voice != "" || !x.Req.HasSeed || x.Req.Seed != seed || x.Req.Speed != 1.25 {
+				t.Errorf("request %+v", x.Req)
+			}
+		}},
+		{name: "config wins over the saved voice's defaults", tts: config.TTS{Voice: "narrator", Speed: 0.8, Seed: 7}, check: func(t *testing.T, x *Voice) {
+			if x.Req.Seed != 7 || x.Req.Speed != 0.8 {
+				t.Errorf("request %+v", x.Req)
+			}
+		}},
+		{name: "saved voice of another engine", tts: config.TTS{Voice: "kokoro-voice"}, wantErr: "kokoro voice"},
+		{name: "unknown engine", tts: config.TTS{Engine: "festival"}, wantErr: "festival"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.TTS = c.tts
+			x, err := voice(cfg, lib, nil)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err %v, want one naming %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Skip("espeak-ng:", err)
+			}
+			defer x.E.Close()
+			if x.Rate <= 0 {
+				t.Errorf("rate %d", x.Rate)
+			}
+			c.check(t, x)
+		})
+	}
+}
