@@ -51,6 +51,10 @@ type Runtime struct {
 type Audio struct {
 	Input  string `toml:"input" help:"input device name or index; empty = system default"`
 	Output string `toml:"output" help:"output device name or index; empty = system default"`
+	// LatencyMs is the latency asked of the device streams: low enough that stopping the
+	// speaker is quick and the echo reference stays close to what is heard, high enough not
+	// to underrun on a busy machine.
+	LatencyMs int `toml:"latency_ms" help:"device stream latency in ms (10..2000)"`
 }
 
 // ASR configures speech recognition.
@@ -88,6 +92,11 @@ type Assistant struct {
 	BargeInMinSec float64 `toml:"barge_in_min_seconds"`
 	WakeWord      string  `toml:"wake_word"`
 	Language      string  `toml:"language"`
+	// EchoResidual is the self-echo threshold (app.Options.EchoResidual): a capture whose
+	// energy is explained by Parley's own played voice up to this residual fraction is
+	// rejected as echo.
+	EchoResidual   float64 `toml:"echo_residual" help:"self-echo threshold, above 0 and below 0.9; negative = no echo rejection"`
+	EchoMaxDelayMs int     `toml:"echo_max_delay_ms" help:"longest speaker-to-microphone delay searched for self-echo, ms (50..5000)"`
 }
 
 // Serve configures the headless server.
@@ -120,11 +129,13 @@ type Log struct {
 // Default is the configuration Parley runs with when nothing is configured.
 func Default() *Config {
 	return &Config{
-		Runtime:   Runtime{Provider: "auto"},
-		ASR:       ASR{Language: "auto"}, // ITN off, as in sherpa-onnx; the demo model was trained without it
-		LLM:       LLM{Backend: "auto", MaxTokens: 512},
-		TTS:       TTS{Engine: "espeak", Temperature: 0.3, TopP: 0.7, TopK: 20, Speed: 1.0},
-		Assistant: Assistant{Mode: "push-to-talk", BargeIn: "on", BargeInMinSec: 0.3, WakeWord: "hey_jarvis", Language: "auto"},
+		Runtime: Runtime{Provider: "auto"},
+		ASR:     ASR{Language: "auto"}, // ITN off, as in sherpa-onnx; the demo model was trained without it
+		LLM:     LLM{Backend: "auto", MaxTokens: 512},
+		TTS:     TTS{Engine: "espeak", Temperature: 0.3, TopP: 0.7, TopK: 20, Speed: 1.0},
+		Audio:   Audio{LatencyMs: 100},
+		Assistant: Assistant{Mode: "push-to-talk", BargeIn: "on", BargeInMinSec: 0.3, WakeWord: "hey_jarvis", Language: "auto",
+			EchoResidual: 0.35, EchoMaxDelayMs: 600},
 		Serve: Serve{
 			Addr: "127.0.0.1:8780", WyomingASRAddr: "127.0.0.1:10300", WyomingTTSAddr: "127.0.0.1:10200",
 			MaxUploadMB: 50, MaxAudioSeconds: 3600, MaxConcurrentASR: 2, MaxConcurrentTTS: 2,
@@ -393,6 +404,15 @@ func (c *Config) Validate() error {
 	oneOf("assistant.barge_in", c.Assistant.BargeIn, "off", "on", "min-speech")
 	if !(c.Assistant.BargeInMinSec >= 0) || math.IsInf(c.Assistant.BargeInMinSec, 1) {
 		bad("assistant.barge_in_min_seconds", "%g: must be a number of seconds ≥ 0", c.Assistant.BargeInMinSec)
+	}
+	if r := c.Assistant.EchoResidual; !(r < 0 || r > 0 && r < 0.9) {
+		bad("assistant.echo_residual", "%g: want a fraction above 0 and below 0.9, or a negative number to turn echo rejection off", r)
+	}
+	if d := c.Assistant.EchoMaxDelayMs; d < 50 || d > 5000 {
+		bad("assistant.echo_max_delay_ms", "%d is outside 50..5000 ms", d)
+	}
+	if l := c.Audio.LatencyMs; l < 10 || l > 2000 {
+		bad("audio.latency_ms", "%d is outside 10..2000 ms", l)
 	}
 	oneOf("log.level", strings.ToLower(c.Log.Level), "debug", "info", "warn", "error")
 	if c.Serve.MaxUploadMB <= 0 || c.Serve.MaxAudioSeconds <= 0 || c.Serve.MaxConcurrentASR <= 0 || c.Serve.MaxConcurrentTTS <= 0 {

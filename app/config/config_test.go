@@ -80,6 +80,13 @@ func TestErrorsNameFileKeyAndExpectation(t *testing.T) {
 		{"nan top_p", "[tts]\ntop_p = nan\n", []string{"tts.top_p", "NaN"}},
 		{"negative barge-in minimum", "[assistant]\nbarge_in_min_seconds = -5.0\n", []string{"assistant.barge_in_min_seconds", "≥ 0"}},
 		{"nan barge-in minimum", "[assistant]\nbarge_in_min_seconds = nan\n", []string{"assistant.barge_in_min_seconds"}},
+		{"echo residual zero", "[assistant]\necho_residual = 0.0\n", []string{"assistant.echo_residual", "above 0 and below 0.9", "negative"}},
+		{"echo residual too high", "[assistant]\necho_residual = 0.95\n", []string{"assistant.echo_residual", "0.95"}},
+		{"echo residual nan", "[assistant]\necho_residual = nan\n", []string{"assistant.echo_residual", "NaN"}},
+		{"echo delay too short", "[assistant]\necho_max_delay_ms = 10\n", []string{"assistant.echo_max_delay_ms", "50..5000"}},
+		{"echo delay too long", "[assistant]\necho_max_delay_ms = 60000\n", []string{"assistant.echo_max_delay_ms", "60000"}},
+		{"device latency zero", "[audio]\nlatency_ms = 0\n", []string{"audio.latency_ms", "10..2000"}},
+		{"device latency too long", "[audio]\nlatency_ms = 5000\n", []string{"audio.latency_ms", "5000"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +102,31 @@ func TestErrorsNameFileKeyAndExpectation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestEchoAndLatencyKeys(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "none.toml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Assistant.EchoResidual != 0.35 || c.Assistant.EchoMaxDelayMs != 600 || c.Audio.LatencyMs != 100 {
+		t.Errorf("defaults: echo_residual %g, echo_max_delay_ms %d, latency_ms %d; want 0.35, 600, 100",
+			c.Assistant.EchoResidual, c.Assistant.EchoMaxDelayMs, c.Audio.LatencyMs)
+	}
+	p := write(t, "[assistant]\necho_residual = -1.0\necho_max_delay_ms = 900\n[audio]\nlatency_ms = 40\n")
+	t.Setenv("PARLEY_AUDIO_LATENCY_MS", "60")
+	c, err = Load(p, []string{"assistant.echo_residual=0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Assistant.EchoResidual != 0.5 || c.Assistant.EchoMaxDelayMs != 900 || c.Audio.LatencyMs != 60 {
+		t.Errorf("got echo_residual %g, echo_max_delay_ms %d, latency_ms %d; want 0.5 (flag), 900 (file), 60 (env)",
+			c.Assistant.EchoResidual, c.Assistant.EchoMaxDelayMs, c.Audio.LatencyMs)
+	}
+	// negative turns echo rejection off and is valid
+	if c, err := Load(p, nil); err != nil || c.Assistant.EchoResidual != -1 {
+		t.Errorf("echo_residual = -1 (rejection off): Load = %v, %v", c, err)
 	}
 }
 

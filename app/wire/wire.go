@@ -111,6 +111,11 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	if cfg.Assistant.BargeInMinSec > 0 {
 		lo.BargeInMin = time.Duration(cfg.Assistant.BargeInMinSec * float64(time.Second))
 	}
+	// zero (a Config not made by config.Default) leaves the loop's own defaults
+	lo.EchoResidual = cfg.Assistant.EchoResidual
+	if cfg.Assistant.EchoMaxDelayMs > 0 {
+		lo.EchoMaxDelay = time.Duration(cfg.Assistant.EchoMaxDelayMs) * time.Millisecond
+	}
 	if o.Loop != nil {
 		o.Loop(&lo)
 	}
@@ -212,8 +217,9 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 		if rate == 0 {
 			rate = app.SampleRate
 		}
-		osc := device.StreamConfig{Device: cfg.Audio.Output, Latency: deviceLatency, LossTimeout: lossTimeout}
-		isc := device.StreamConfig{Device: cfg.Audio.Input, Latency: deviceLatency, LossTimeout: lossTimeout}
+		lat := deviceLatency(cfg)
+		osc := device.StreamConfig{Device: cfg.Audio.Output, Latency: lat, LossTimeout: lossTimeout}
+		isc := device.StreamConfig{Device: cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout}
 		if o.Stream != nil {
 			o.Stream(device.Output, &osc)
 			o.Stream(device.Input, &isc)
@@ -351,10 +357,16 @@ func voice(cfg *config.Config, lib *voices.Library, log *slog.Logger) (*Voice, e
 	return &Voice{E: e, Req: req, Rate: e.Capabilities().SampleRate}, nil
 }
 
-// deviceLatency is the latency asked of the audio devices: low enough that Stop silences the
-// speaker quickly and the echo reference stays close to what is heard (PulseAudio's ALSA
-// plug-in otherwise buffers seconds ahead), high enough not to underrun on a busy machine.
-const deviceLatency = 100 * time.Millisecond
+// deviceLatency is the latency asked of the audio devices (audio.latency_ms, default 100 ms):
+// low enough that Stop silences the speaker quickly and the echo reference stays close to
+// what is heard (PulseAudio's ALSA plug-in otherwise buffers seconds ahead), high enough not
+// to underrun on a busy machine.
+func deviceLatency(cfg *config.Config) time.Duration {
+	if cfg.Audio.LatencyMs > 0 {
+		return time.Duration(cfg.Audio.LatencyMs) * time.Millisecond
+	}
+	return 100 * time.Millisecond
+}
 
 // lossTimeout is how long a device may deliver no callback before it counts as lost: longer
 // than the device package's default, as a busy machine can stall PulseAudio for a second.
