@@ -25,6 +25,12 @@ var (
 	// (a brain that streamed an apology): the loop records and shows it but does not speak
 	// another explanation.
 	ErrSpoken = errors.New("already explained to the user")
+	// ErrStopSpeaking is returned by a Brain (possibly wrapped) when the user asked Parley to
+	// stop talking ("stop", "be quiet", the model's stop control). The loop then ends the
+	// exchange as on a barge-in: playback stops at once, generation and synthesis are
+	// cancelled, nothing more is said, what had been played is recorded as interrupted, and
+	// an EvStopped event is published.
+	ErrStopSpeaking = errors.New("app: the user asked Parley to stop speaking")
 )
 
 // SampleRate is the rate of everything the ear hears: 16 kHz mono float32.

@@ -52,6 +52,7 @@ const (
 	EvSentenceStarted  EventKind = "sentence_started"  // Sentence, Text: playback began
 	EvSentenceFinished EventKind = "sentence_finished" // Sentence, Text: playback ended
 	EvBargeIn          EventKind = "barge_in"          // the user interrupted
+	EvStopped          EventKind = "stopped"           // the user asked Parley to stop speaking (Text: what stopped it)
 	EvError            EventKind = "error"             // Err: what went wrong (the loop goes on)
 	EvTurnDone         EventKind = "turn_done"         // Turn: the whole exchange
 )
@@ -77,6 +78,7 @@ type Exchange struct {
 	Answer      string     `json:"answer"` // what was actually played (all of it when not interrupted)
 	FullAnswer  string     `json:"full_answer"`
 	Interrupted bool       `json:"interrupted"`
+	Stopped     bool       `json:"stopped,omitempty"` // the user asked Parley to stop speaking
 	Err         string     `json:"error,omitempty"`
 	Latency     Latency    `json:"latency"`
 	Start, End  time.Time  `json:"-"`

@@ -28,6 +28,7 @@ type turn struct {
 	start      time.Time
 
 	interrupted atomic.Bool
+	stopped     atomic.Bool  // the brain reported ErrStopSpeaking
 	stoppedAt   atomic.Int64 // Played() when barge-in stopped the speaker; -1 when not stopped
 
 	mu        sync.Mutex // guards what the pipeline goroutines fill in below
@@ -115,6 +116,7 @@ func (a *Assistant) exchange(t *turn) (*Exchange, error) {
 		ex.FullAnswer = t.full.String()
 		t.mu.Unlock()
 		ex.Answer, ex.Interrupted = a.played(t)
+		ex.Stopped = t.stopped.Load()
 		ex.End = time.Now()
 	}()
 	if t.say != "" {
@@ -220,6 +222,10 @@ func (a *Assistant) think(t *turn) error {
 		})
 		if err == nil {
 			err = emit(ch.Flush())
+		}
+		if errors.Is(err, ErrStopSpeaking) && ctx.Err() == nil {
+			a.stopTurn(t)
+			return
 		}
 		if err != nil {
 			brainErr = &errStage{"think", err}
@@ -366,6 +372,24 @@ func (a *Assistant) speak(ctx context.Context, t *turn, chunks <-chan pcmChunk) 
 		return ctx.Err()
 	}
 	return a.play.drain(ctx)
+}
+
+// stopTurn carries out the user's request to stop speaking, from inside the turn that heard
+// it: while this turn runs no other turn plays (each waits for its predecessor), so stopping
+// the speaker here stops only this answer. Whatever was already said of it is kept as
+// interrupted; a stop before any answer ends the turn silently.
+func (a *Assistant) stopTurn(t *turn) {
+	t.stopped.Store(true)
+	t.mu.Lock()
+	said := t.full.Len() > 0
+	t.mu.Unlock()
+	a.publish(Event{Kind: EvStopped, Turn: t.id, Text: t.transcript.Text})
+	a.log.Info("stopped speaking at the user's request", "turn", t.id)
+	if said {
+		a.interrupt(t)
+	} else {
+		t.cancel()
+	}
 }
 
 // sayPlain speaks a short fixed sentence (an error explanation) outside the pipeline.

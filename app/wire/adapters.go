@@ -39,10 +39,12 @@ func (t Transcriber) Transcribe(ctx context.Context, pcm []float32) (app.Transcr
 // Brain adapts llm/brain (an LLM backend with tools and caps, or the offline skills). It keeps
 // the conversation itself, so the loop's history is not passed on; cut-off answers reach it
 // through Interrupted. Its failures arrive as an apology already streamed as text, so they are
-// returned wrapped in app.ErrSpoken.
+// returned wrapped in app.ErrSpoken. A stop control ("stop", "be quiet") ends the answer with
+// app.ErrStopSpeaking, which the loop carries out like a barge-in.
 type Brain struct {
 	B *brain.Brain
-	// Action, when set, receives the controls the brain asks for (voice, speed, language).
+	// Action, when set, receives the other controls the brain asks for (voice, speed,
+	// language).
 	Action func(skills.Action)
 }
 
@@ -58,6 +60,9 @@ func (b Brain) Answer(ctx context.Context, in app.Transcript, _ []app.Message, f
 					return fn(e.Text)
 				}
 			case brain.EventAction:
+				if e.Action != nil && e.Action.Kind == skills.ActionStop {
+					return app.ErrStopSpeaking
+				}
 				if b.Action != nil && e.Action != nil {
 					b.Action(*e.Action)
 				}
@@ -81,6 +86,11 @@ func (b SkillsBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Mess
 	r, err := b.E.Handle(ctx, in.Text)
 	if err != nil {
 		return err
+	}
+	for _, act := range r.Actions {
+		if act.Kind == skills.ActionStop {
+			return app.ErrStopSpeaking
+		}
 	}
 	return fn(r.Text)
 }

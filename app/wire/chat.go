@@ -34,6 +34,9 @@ func console(w io.Writer, events <-chan app.Event, verbose bool, done func(turn 
 				}
 				fmt.Fprintf(w, "parley: %s%s\n", x.Answer, mark)
 			}
+			if x.Stopped {
+				fmt.Fprintln(w, "  (stopped)")
+			}
 			if l := x.Latency.String(); l != "" {
 				fmt.Fprintf(w, "  latency: %s\n", l)
 			}

@@ -1,0 +1,158 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stopBrain answers "stop" with ErrStopSpeaking, as the skills' stop intent does through the
+// wire adapter, and anything else with the given answer.
+func stopBrain(ans string) func(string) (string, error) {
+	return func(q string) (string, error) {
+		if q == "stop" {
+			return "", ErrStopSpeaking
+		}
+		return ans, nil
+	}
+}
+
+// TestStopWhileSpeaking: "stop", typed or spoken (hands-free, barge-in on), while an answer
+// plays stops the speaker at once, nothing more is said, the answer is recorded as
+// interrupted at what was heard, and the stop itself ends silently with an EvStopped event.
+func TestStopWhileSpeaking(t *testing.T) {
+	for _, spoken := range []bool{false, true} {
+		name := "typed"
+		if spoken {
+			name = "spoken"
+		}
+		t.Run(name, func(t *testing.T) {
+			o := Options{}
+			if spoken {
+				o.Mode = HandsFree
+			}
+			r := newRig(t, o, stopBrain(long))
+			if spoken {
+				r.ears.texts = []string{"stop"}
+				first := int64(len("First sentence is here.")) * 40 * SampleRate / 1000
+				r.room.when(first+SampleRate/2, func(rm *room) {
+					rm.user = append(rm.user, speech(600*time.Millisecond, 0.08, 77)...)
+				})
+			}
+			if _, err := r.a.SubmitText("tell me a story"); err != nil {
+				t.Fatal(err)
+			}
+			if !spoken {
+				r.wait(t, "the second sentence playing", func(e Event) bool { return e.Kind == EvSentenceStarted && e.Sentence == 1 })
+				if _, err := r.a.SubmitText("stop"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			story := r.turnDone(t)
+			if !story.Interrupted || !strings.HasPrefix(long, story.Answer) || story.Answer == long || story.Answer == "" {
+				t.Fatalf("story exchange %+v: want interrupted with the part played", story)
+			}
+			if r.room.stopCount() == 0 {
+				t.Error("the speaker was never stopped")
+			}
+			stop := r.turnDone(t)
+			if !stop.Stopped || stop.Interrupted || stop.Answer != "" || stop.Err != "" || stop.Transcript.Text != "stop" {
+				t.Errorf("stop exchange %+v: want stopped, silent, no error", stop)
+			}
+			if r.count(EvStopped) != 1 || r.count(EvError) != 0 {
+				t.Errorf("events %s: want one stopped, no error", kinds(r.seen))
+			}
+			for _, s := range r.voice.texts() {
+				if !strings.Contains(long, s) {
+					t.Errorf("said %q in answer to stop; want silence", s)
+				}
+			}
+			h := r.hist.all()
+			if len(h) != 3 || h[1].Role != RoleAssistant || !h[1].Interrupted || h[1].Text != story.Answer ||
+				h[2].Role != RoleUser || h[2].Text != "stop" {
+				t.Errorf("history %+v: want the story, its played part (interrupted) and the user's stop", h)
+			}
+			waitState(t, r.a, r.a.restState())
+		})
+	}
+}
+
+// TestStopWhenNothingPlays: "stop" with nothing to stop is acknowledged silently.
+func TestStopWhenNothingPlays(t *testing.T) {
+	r := newRig(t, Options{}, stopBrain("never"))
+	if _, err := r.a.SubmitText("stop"); err != nil {
+		t.Fatal(err)
+	}
+	ex := r.turnDone(t)
+	if !ex.Stopped || ex.Interrupted || ex.Answer != "" || ex.FullAnswer != "" || ex.Err != "" {
+		t.Errorf("exchange %+v", ex)
+	}
+	if said := r.voice.texts(); len(said) != 0 {
+		t.Errorf("said %q; want nothing", said)
+	}
+	if r.count(EvStopped) != 1 || r.count(EvError) != 0 || r.count(EvBargeIn) != 0 {
+		t.Errorf("events %s: want one stopped, no error, no barge-in", kinds(r.seen))
+	}
+	if h := r.hist.all(); len(h) != 1 || h[0].Text != "stop" {
+		t.Errorf("history %+v: want only the user's stop", h)
+	}
+	waitState(t, r.a, Idle)
+}
+
+// TestStopControlMidAnswer: a model that starts answering and then calls its stop control
+// (the brain returns ErrStopSpeaking after streaming text) falls silent at once: the rest is
+// neither generated nor synthesised, and what was played is kept as interrupted.
+func TestStopControlMidAnswer(t *testing.T) {
+	r := newRig(t, Options{}, nil)
+	started := make(chan struct{})
+	r.a.p.Brain = brainFunc(func(ctx context.Context, fn func(string) error) error {
+		if err := fn("Okay, I will be quiet now. "); err != nil {
+			return err
+		}
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return ErrStopSpeaking
+	})
+	if _, err := r.a.SubmitText("please stop reading that"); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "the answer playing", func(e Event) bool { return e.Kind == EvSentenceStarted })
+	close(started)
+	ex := r.turnDone(t)
+	if !ex.Stopped || !ex.Interrupted || ex.Err != "" {
+		t.Fatalf("exchange %+v: want stopped and interrupted, no error", ex)
+	}
+	if !strings.HasPrefix("Okay, I will be quiet now.", ex.Answer) || ex.Answer == "Okay, I will be quiet now." {
+		t.Errorf("played part %q: want a cut-off prefix of the sentence", ex.Answer)
+	}
+	if r.room.stopCount() == 0 {
+		t.Error("the speaker was never stopped")
+	}
+	h := r.hist.all()
+	if len(h) == 0 || h[0].Text != "please stop reading that" {
+		t.Fatalf("history %+v", h)
+	}
+	if len(h) == 2 && (!h[1].Interrupted || h[1].Text != ex.Answer) {
+		t.Errorf("assistant record %+v: want the played part, interrupted", h[1])
+	}
+}
+
+type brainFunc func(ctx context.Context, fn func(string) error) error
+
+func (b brainFunc) Answer(ctx context.Context, _ Transcript, _ []Message, fn func(string) error) error {
+	return b(ctx, fn)
+}
+
+func waitState(t *testing.T, a *Assistant, want State) {
+	t.Helper()
+	for i := 0; a.State() != want; i++ {
+		if i > 3000 {
+			t.Fatalf("state %v, want %v", a.State(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
