@@ -769,7 +769,7 @@ func (in input) city() (string, *time.Location) {
 // The time and date questions are recognised as whole utterances (with a misheard key word
 // put right by canon), so "what is the time complexity of quicksort" goes to the model.
 var (
-	reTimeEN = regexp.MustCompile(`^(?:(?:hey |ok |okay )?parley )?(?:(?:can|could|would) you )?(?:please )?(?:tell me |do you know |have you got |you got |got |check |say )?(?:what is |what )?(?:the )?(?:current |exact )?time(?: is it| it is)?(?: now| right now)?(?: please)?(?: in [a-z]+(?: [a-z]+)?)?(?: please| now)?$`)
+	reTimeEN = regexp.MustCompile(`^(?:(?:hey |ok |okay )?parley )?(?:(?:can|could|would) you )?(?:please )?(?:tell me |do you know |have you got |you got |got |check |say )?(?:what is |what )?(?:the )?(?:current |exact )?time(?: is it| it is| is| isit| is at| s it)?(?: now| right now)?(?: please)?(?: in [a-z]+(?: [a-z]+)?)?(?: please| now)?$`)
 	reTimeZH = regexp.MustCompile(`^(?:请问)?(?:现在|目前|而家)?(?:是)?(?:几点|几点钟|几點|鸡点|几店|挤点|机点|什么时间|什么时候|几多点)(?:了)?(?:呢|啊|呀|吗)?$`)
 	reDateEN = regexp.MustCompile(`^(?:(?:hey |ok |okay )?parley )?(?:(?:can|could|would) you )?(?:please )?(?:tell me |do you know )?(?:what is |what |which )?(?:the |todays |today s |today's )?(?:date|day|day of the week|weekday)(?: is it| is today| is it today| it is| today| is)?(?: today)?(?: please)?$|^what is today(?:'s date| s date)?$|^today'?s date$`)
 	reDateZH = regexp.MustCompile(`^(?:请问)?(?:今天|今日)?(?:是)?(?:几号|星期几|礼拜几|周几|几月几号|几月几日|什么日子|哪一天)(?:了)?(?:呢|啊|呀|吗)?$`)

@@ -27,7 +27,9 @@ func TestIntents(t *testing.T) {
 		{"what's the time", "time", "3:07 PM"},
 		{"what tim is it", "time", "3:07 PM"},
 		{"what dime is it", "time", "3:07 PM"},
-		{"whats the thyme", "", "offline"}, // two edits away: not matched
+		{"what time is", "time", "3:07 PM"},   // the recogniser dropped the last word
+		{"what time isit", "time", "3:07 PM"}, // or glued it
+		{"whats the thyme", "", "offline"},    // two edits away: not matched
 		{"tell me the time please", "time", "3:07 PM"},
 		{"What time is it in Tokyo?", "time", "In Tokyo it's 12:07 AM."},
 		{"现在几点", "time", "现在是下午3点7分。"},
