@@ -31,6 +31,10 @@ var (
 	// cancelled, nothing more is said, what had been played is recorded as interrupted, and
 	// an EvStopped event is published.
 	ErrStopSpeaking = errors.New("app: the user asked Parley to stop speaking")
+	// ErrAudioNotSaved is wrapped by a History's error when the turns were recorded but their
+	// audio could not be saved (full disk, unwritable directory): the loop reports it and goes
+	// on; the text is kept.
+	ErrAudioNotSaved = errors.New("turn audio not saved")
 )
 
 // SampleRate is the rate of everything the ear hears: 16 kHz mono float32.
@@ -137,7 +141,9 @@ type EchoReference interface {
 }
 
 // History records turns. The assistant calls it from the loop's own goroutine after each
-// turn; it should be quick (SQLite with WAL is).
+// turn; it should be quick (SQLite with WAL is). A History that saves the turns' audio
+// (Options.RecordAudio) and fails at that alone records the text anyway and returns an error
+// wrapping ErrAudioNotSaved.
 type History interface {
 	AddTurns(ctx context.Context, turns ...TurnRecord) error
 }
@@ -161,6 +167,11 @@ type TurnRecord struct {
 	Start, End  time.Time
 	Latency     Latency
 	Err         string // set when the exchange ended in an error
+	// Audio is what was heard or said, with Options.RecordAudio: the user's utterance (16 kHz
+	// mono; nil for a typed turn), or the answer as far as the speaker played it (mono at
+	// AudioRate).
+	Audio     []float32
+	AudioRate int
 }
 
 // Latency is one exchange's timeline: instants at each hop, zero when not reached.

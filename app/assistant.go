@@ -86,7 +86,10 @@ type Options struct {
 	EchoMaxDelay time.Duration
 
 	HistoryTurns int // exchanges of context given to the brain; default 16
-	Log          *slog.Logger
+	// RecordAudio gives History each turn's audio (TurnRecord.Audio): the user's utterance
+	// and the part of the answer that was played.
+	RecordAudio bool
+	Log         *slog.Logger
 }
 
 func (o *Options) defaults() {

@@ -35,6 +35,8 @@ type turn struct {
 	lat       Latency
 	full      strings.Builder
 	sentences []spoken
+	said      []float32 // with Options.RecordAudio: everything written to the speaker, from saidAt
+	saidAt    int64     // Played position of said[0]
 }
 
 // spoken is one sentence placed on the speaker's timeline (Played coordinates).
@@ -363,6 +365,14 @@ func (a *Assistant) speak(ctx context.Context, t *turn, chunks <-chan pcmChunk) 
 		if len(c.pcm) == 0 {
 			continue
 		}
+		if a.o.RecordAudio {
+			t.mu.Lock()
+			if len(t.said) == 0 {
+				t.saidAt = pos
+			}
+			t.said = append(t.said, c.pcm...)
+			t.mu.Unlock()
+		}
 		if err := a.play.write(ctx, c.pcm); err != nil {
 			return err
 		}
@@ -495,17 +505,45 @@ func (a *Assistant) record(t *turn, ex *Exchange) {
 	}
 	var recs []TurnRecord
 	if ex.Transcript.Text != "" {
-		recs = append(recs, TurnRecord{Turn: t.id, Role: RoleUser, Text: ex.Transcript.Text, Transcript: ex.Transcript,
-			Start: ex.Start, End: ex.Latency.SpeechEnd})
+		r := TurnRecord{Turn: t.id, Role: RoleUser, Text: ex.Transcript.Text, Transcript: ex.Transcript,
+			Start: ex.Start, End: ex.Latency.SpeechEnd}
+		if a.o.RecordAudio && len(t.audio) > 0 {
+			r.Audio, r.AudioRate = t.audio, SampleRate
+		}
+		recs = append(recs, r)
 	}
 	if ex.Answer != "" || ex.Err != "" {
-		recs = append(recs, TurnRecord{Turn: t.id, Role: RoleAssistant, Text: ex.Answer, Interrupted: ex.Interrupted,
-			Start: ex.Latency.FirstAudio, End: ex.End, Latency: ex.Latency, Err: ex.Err})
+		r := TurnRecord{Turn: t.id, Role: RoleAssistant, Text: ex.Answer, Interrupted: ex.Interrupted,
+			Start: ex.Latency.FirstAudio, End: ex.End, Latency: ex.Latency, Err: ex.Err}
+		if a.o.RecordAudio && ex.Answer != "" && a.p.Speaker != nil {
+			r.Audio, r.AudioRate = a.saidAudio(t), a.p.Speaker.SampleRate()
+		}
+		recs = append(recs, r)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.p.History.AddTurns(ctx, recs...); err != nil {
+	if err := a.p.History.AddTurns(ctx, recs...); errors.Is(err, ErrAudioNotSaved) {
+		a.log.Warn("turn audio not saved", "turn", t.id, "err", err)
+		a.publish(Event{Kind: EvError, Turn: t.id, Err: err.Error()})
+	} else if err != nil {
 		a.log.Error("history", "turn", t.id, "err", err)
 		a.publish(Event{Kind: EvError, Turn: t.id, Err: fmt.Sprintf("history: %v", err)})
 	}
+}
+
+// saidAudio is the answer's audio as far as the speaker played it (nil when none was).
+func (a *Assistant) saidAudio(t *turn) []float32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.said) == 0 {
+		return nil
+	}
+	n := int64(len(t.said))
+	if stop := t.stoppedAt.Load(); t.interrupted.Load() && stop >= 0 {
+		n = min(n, max(0, stop-t.saidAt))
+	}
+	if n == 0 {
+		return nil
+	}
+	return t.said[:n:n]
 }

@@ -118,6 +118,10 @@ type Serve struct {
 type Store struct {
 	RetentionDays int    `toml:"retention_days" help:"keep saved audio this many days; 0 = forever"`
 	Path          string `toml:"path" help:"database file; empty = data dir/parley.db"`
+	// SaveAudio keeps each turn's audio (what the user said, what Parley played) as WAV files
+	// next to the database, under audio/<conversation id>/. Off unless asked: it is a
+	// recording of the user's voice.
+	SaveAudio bool `toml:"save_audio" help:"save each turn's audio as WAV under the data dir's audio/ (kept retention_days)"`
 }
 
 // Log configures logging.

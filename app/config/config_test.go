@@ -114,6 +114,9 @@ func TestEchoAndLatencyKeys(t *testing.T) {
 		t.Errorf("defaults: echo_residual %g, echo_max_delay_ms %d, latency_ms %d; want 0.35, 600, 100",
 			c.Assistant.EchoResidual, c.Assistant.EchoMaxDelayMs, c.Audio.LatencyMs)
 	}
+	if c.Store.SaveAudio {
+		t.Error("store.save_audio is on by default; recordings of the user must be asked for")
+	}
 	p := write(t, "[assistant]\necho_residual = -1.0\necho_max_delay_ms = 900\n[audio]\nlatency_ms = 40\n")
 	t.Setenv("PARLEY_AUDIO_LATENCY_MS", "60")
 	c, err = Load(p, []string{"assistant.echo_residual=0.5"})

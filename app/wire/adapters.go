@@ -5,12 +5,17 @@
 package wire
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/asr"
@@ -325,10 +330,16 @@ func (e *Echo) Reference(dst []float32, from int64) {
 	}
 }
 
-// History writes exchanges into a store conversation, created on the first turn.
+// History writes exchanges into a store conversation, created on the first turn. With
+// AudioDir set (config store.save_audio) each turn's audio (app.TurnRecord.Audio) is saved as
+// a 16-bit WAV file AudioDir/<conversation id>/<time>-<exchange>-<role>.wav, written to a
+// temporary file and renamed, and referenced by the turn's AudioPath: from then on the store
+// owns it (history rm and retention delete it). A file that cannot be written leaves the turn
+// without audio; its text is still recorded and the error wraps app.ErrAudioNotSaved.
 type History struct {
-	S     *store.Store
-	Voice string
+	S        *store.Store
+	Voice    string
+	AudioDir string // absolute; "" = no audio saved
 
 	mu   sync.Mutex
 	conv int64
@@ -353,6 +364,8 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 		h.conv = c.ID
 	}
 	turns := make([]*store.Turn, 0, len(recs))
+	var audioErrs []error
+	var written []string
 	for _, r := range recs {
 		t := &store.Turn{ConversationID: h.conv, Role: store.Role(r.Role), Text: r.Text,
 			Interrupted: r.Interrupted, Start: r.Start, End: r.End, Error: r.Err,
@@ -366,10 +379,68 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 		if strings.TrimSpace(t.Text) == "" && t.Error == "" {
 			continue
 		}
+		if h.AudioDir != "" && len(r.Audio) > 0 && r.AudioRate > 0 {
+			path, err := h.saveAudio(r)
+			if err != nil {
+				audioErrs = append(audioErrs, err)
+			} else {
+				t.AudioPath = path
+				written = append(written, path)
+			}
+		}
 		turns = append(turns, t)
 	}
 	if len(turns) == 0 {
 		return nil
 	}
-	return h.S.AddTurns(ctx, turns...)
+	if err := h.S.AddTurns(ctx, turns...); err != nil {
+		for _, p := range written { // not referenced: nobody else would delete them
+			os.Remove(p)
+		}
+		return err
+	}
+	if len(audioErrs) > 0 {
+		return fmt.Errorf("%w: %w", app.ErrAudioNotSaved, errors.Join(audioErrs...))
+	}
+	return nil
+}
+
+// saveAudio writes one turn's audio atomically and returns its absolute path.
+func (h *History) saveAudio(r app.TurnRecord) (string, error) {
+	dir := filepath.Join(h.AudioDir, strconv.FormatInt(h.conv, 10))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	at := r.Start
+	if at.IsZero() {
+		at = time.Now()
+	}
+	name := fmt.Sprintf("%s-%d-%s.wav", at.UTC().Format("20060102T150405.000Z"), r.Turn, r.Role)
+	path, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, ".part-*.wav")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name()) // gone after the rename; removes what a failure left
+	bw := bufio.NewWriterSize(tmp, 64<<10)
+	err = audio.WriteWAV(bw, &audio.Buffer{Format: audio.Format{SampleRate: r.AudioRate, Channels: 1}, Data: r.Audio}, audio.S16)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("save %s: %w", path, err)
+	}
+	return path, nil
 }

@@ -272,9 +272,9 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	}
 
 	// history
+	var db *store.Store
 	if !o.NoHistory && o.Store != nil {
-		a.History = &History{S: o.Store, Voice: cfg.TTS.Voice}
-		p.History = a.History
+		db = o.Store
 	} else if !o.NoHistory {
 		path := cfg.Store.Path
 		if o.StorePath != "" {
@@ -288,8 +288,21 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 			a.Notes = append(a.Notes, "history off: "+err.Error())
 		} else {
 			a.closers = append(a.closers, s.Close)
-			a.History = &History{S: s, Voice: cfg.TTS.Voice}
-			p.History = a.History
+			db = s
+		}
+	}
+	if db != nil {
+		a.History = &History{S: db, Voice: cfg.TTS.Voice}
+		if cfg.Store.SaveAudio {
+			dir, err := filepath.Abs(filepath.Join(filepath.Dir(db.Path()), "audio"))
+			if err == nil {
+				a.History.AudioDir = dir
+				lo.RecordAudio = true
+			}
+		}
+		p.History = a.History
+		if cfg.Store.RetentionDays > 0 {
+			a.closers = append(a.closers, pruneDaily(db, cfg.Store.RetentionDays, log))
 		}
 	}
 
@@ -306,6 +319,33 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	}()
 	a.closers = append(a.closers, func() error { stopWatch(); <-watched; return nil })
 	return a, nil
+}
+
+// pruneDaily applies the audio retention (store.retention_days) now and once a day, in the
+// background; the returned function stops it.
+func pruneDaily(db *store.Store, days int, log *slog.Logger) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(24 * time.Hour)
+		defer tick.Stop()
+		for {
+			res, err := db.PruneAudioDays(ctx, days, time.Now())
+			switch {
+			case err != nil && ctx.Err() == nil:
+				log.Warn("audio retention", "err", err)
+			case err == nil && res.Deleted > 0:
+				log.Info("audio retention: old recordings deleted", "files", res.Deleted, "days", days)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() error { cancel(); <-done; return nil }
 }
 
 // replyLanguage maps assistant.language onto the skills' default reply language.
