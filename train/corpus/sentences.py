@@ -121,7 +121,45 @@ def _templates(rng: random.Random) -> str:
     return rng.choice(GENERAL)
 
 
-def sentence(rng: random.Random) -> str:
+def vocabulary() -> List[str]:
+    """Every word the templates and static sentences can say (sorted, unique)."""
+    words = set()
+    for text in QUESTIONS + GENERAL + CITIES + ROOMS + DEVICES + GENRES + TASKS + PEOPLE + WEEKDAYS:
+        words.update(text.split())
+    for a, b in UNITS:
+        words.update((a, b))
+    words.update(ONES + TENS[2:] + ["hundred", "thousand", "and", "minus", "oh", "o'clock"])
+    return sorted(words)
+
+
+_VOCAB: List[str] = []
+
+
+def _word_salad(rng: random.Random) -> str:
+    # Random word strings: a recogniser trained only on templates learns the templates (a
+    # sentence prior that overrides the audio: "what time is it" came out as "set a timer for
+    # forty five minutes"); words in random order can only be learnt from the sound.
+    if not _VOCAB:
+        _VOCAB.extend(vocabulary())
+    return " ".join(rng.choice(_VOCAB) for _ in range(rng.randint(2, 7)))
+
+
+STYLES = ("templates", "mixed")
+
+
+def sentence(rng: random.Random, style: str = "templates") -> str:
+    """One sentence.  ``templates`` is the original distribution (what the first three demo
+    phases trained on); ``mixed`` is 35% word salad, 20% the assistant's questions and 45%
+    templates."""
+    if style == "templates":
+        return _templates(rng)
+    if style != "mixed":
+        raise ValueError(f"unknown sentence style {style!r} (want one of {', '.join(STYLES)})")
+    r = rng.random()
+    if r < 0.35:
+        return _word_salad(rng)
+    if r < 0.55:
+        return rng.choice(QUESTIONS)
     return _templates(rng)
 
 
@@ -129,6 +167,6 @@ def all_static() -> List[str]:
     return QUESTIONS + GENERAL
 
 
-def sentences(n: int, seed: int) -> List[str]:
+def sentences(n: int, seed: int, style: str = "templates") -> List[str]:
     rng = random.Random(seed)
-    return [sentence(rng) for _ in range(n)]
+    return [sentence(rng, style) for _ in range(n)]

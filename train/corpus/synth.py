@@ -6,7 +6,11 @@ Voices are espeak-ng accents x variants with random rate and pitch.  The test
 split uses variants that never occur in training (held-out voices); the val
 split uses training voices.  Training audio gets noise (white/pink/brown at
 5-30 dB SNR) and a simple room reverb (exponentially decaying noise impulse
-response) with probability --aug.  Writes WAVs (16 kHz mono PCM16) and
+response) with probability --aug; with probability --channel it also goes through a
+telephone-to-hi-fi channel: a low-pass at 3.4-7.5 kHz, a round trip through another
+sample rate (8/11.025/22.05/44.1/48 kHz) and a random gain, as audio that has been
+played and captured again (PulseAudio, a USB microphone) sounds.  ``--style mixed``
+adds word salad and extra assistant questions to the sentences (see sentences.py).  Writes WAVs (16 kHz mono PCM16) and
 FunASR-style JSONL manifests (train.jsonl, val.jsonl, test.jsonl) whose
 ``source`` paths are relative to the manifest.
 """
@@ -24,10 +28,10 @@ from typing import List, Optional
 
 import numpy as np
 import soundfile as sf
-from scipy.signal import fftconvolve, resample_poly
+from scipy.signal import butter, fftconvolve, resample_poly, sosfilt
 
 from ..sensevoice.tokens import normalize_text
-from .sentences import sentence
+from .sentences import STYLES, sentence
 
 ACCENTS = ["en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-gb-x-gbclan", "en-gb-x-gbcwmd", "en-029", "en-us-nyc"]
 TRAIN_VARIANTS = ["", "m1", "m2", "m3", "m4", "m5", "m6", "f1", "f2", "f3", "f4", "klatt", "klatt2", "klatt3",
@@ -90,11 +94,29 @@ def augment(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return x
 
 
+CHANNEL_RATES = [8000, 11025, 22050, 44100, 48000]
+
+
+def channel(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A played-and-recaptured channel: band limit, a rate round trip, gain."""
+    cutoff = rng.uniform(3400, 7500)
+    x = sosfilt(butter(6, cutoff, btype="low", fs=SR, output="sos"), x)
+    if rng.random() < 0.7:
+        hz = int(rng.choice(CHANNEL_RATES))
+        g = np.gcd(hz, SR)
+        x = resample_poly(resample_poly(x, hz // g, SR // g), SR // g, hz // g)
+    if rng.random() < 0.3:  # a little high-pass, as small speakers and mic capsules do
+        x = sosfilt(butter(2, rng.uniform(80, 300), btype="high", fs=SR, output="sos"), x)
+    return x.astype(np.float32)
+
+
 def render(item: dict, out_dir: str, tmpdir: str) -> dict:
     rng = np.random.default_rng(item["seed"])
     x = espeak(item["text"], item["voice"], item["rate"], item["pitch"], tmpdir)
     lead, tail = (int(rng.uniform(0.05, 0.4) * SR) for _ in range(2))
     x = np.concatenate([np.zeros(lead, np.float32), x, np.zeros(tail, np.float32)])
+    if item.get("channel"):
+        x = channel(x, rng)
     if item["aug"]:
         x = augment(x, rng)
     peak = np.abs(x).max() + 1e-9
@@ -107,31 +129,35 @@ def render(item: dict, out_dir: str, tmpdir: str) -> dict:
         "target": text, "target_len": len(text.split()), "text_language": "<|en|>",
         "emo_target": "<|NEUTRAL|>", "event_target": "<|Speech|>", "with_or_wo_itn": "<|woitn|>",
         "voice": item["voice"], "rate": item["rate"], "pitch": item["pitch"], "augmented": bool(item["aug"]),
+        "channel": bool(item.get("channel")),
     }
 
 
-def plan(split: str, n: int, variants: List[str], seed: int, aug: float) -> List[dict]:
+def plan(split: str, n: int, variants: List[str], seed: int, aug: float, style: str = "templates",
+         chan: float = 0.0) -> List[dict]:
     rng = random.Random(f"{seed}-{split}")
     items = []
     for i in range(n):
         acc = rng.choice(ACCENTS)
         var = rng.choice(variants)
         items.append({
-            "key": f"{split}-{i:06d}", "text": sentence(rng),
+            "key": f"{split}-{i:06d}", "text": sentence(rng, style),
             "voice": acc + ("+" + var if var else ""),
             "rate": rng.randint(130, 210), "pitch": rng.randint(25, 75),
             "aug": rng.random() < aug, "seed": rng.randrange(2 ** 31),
         })
+        if chan > 0:  # drawn only when asked, so the original corpus stays what it was
+            items[-1]["channel"] = rng.random() < chan
     return items
 
 
 def generate(out: str, n_train: int, n_val: int, n_test: int, seed: int, aug: float, jobs: int,
-             log=sys.stderr) -> dict:
+             log=sys.stderr, style: str = "templates", chan: float = 0.0) -> dict:
     os.makedirs(os.path.join(out, "wav"), exist_ok=True)
     splits = {
-        "train": plan("train", n_train, TRAIN_VARIANTS, seed, aug),
-        "val": plan("val", n_val, TRAIN_VARIANTS, seed, 0.0),
-        "test": plan("test", n_test, TEST_VARIANTS, seed, 0.0),
+        "train": plan("train", n_train, TRAIN_VARIANTS, seed, aug, style, chan),
+        "val": plan("val", n_val, TRAIN_VARIANTS, seed, 0.0, style, chan),
+        "test": plan("test", n_test, TEST_VARIANTS, seed, 0.0, style, chan),
     }
     counts = {}
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max(1, jobs)) as ex:
@@ -155,9 +181,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--test", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--aug", type=float, default=0.5, help="probability of noise/reverb on training audio")
+    ap.add_argument("--channel", type=float, default=0.0,
+                    help="probability of the band-limit/rate round-trip channel (every split)")
+    ap.add_argument("--style", choices=STYLES, default="templates", help="sentence distribution")
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args(argv)
-    generate(a.out, a.train, a.val, a.test, a.seed, a.aug, a.jobs)
+    generate(a.out, a.train, a.val, a.test, a.seed, a.aug, a.jobs, style=a.style, chan=a.channel)
     return 0
 
 
