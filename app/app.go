@@ -71,6 +71,14 @@ type Interruptible interface {
 	Interrupted(spoken string)
 }
 
+// StopMatcher is a Brain that can tell from a transcript alone that the user asked Parley to
+// stop talking. With one, speech heard over an answer that did not barge in (barge-in off,
+// or min-speech shorter than the minimum: a short "stop") is transcribed, and a stop request
+// stops the answer as a barge-in would.
+type StopMatcher interface {
+	IsStop(text string) bool
+}
+
 // Chunker cuts a streamed answer into sentences for synthesis.
 type Chunker interface {
 	Push(delta string) []string // complete sentences found so far

@@ -165,6 +165,7 @@ type Assistant struct {
 	utterStart int64    // capture index where the current utterance started; -1 none
 	pttStart   int64    // capture index of StartListening; -1 none
 	pendBarge  bool     // BargeInMinSpeech: speech started during a turn, waiting for length
+	overStart  int64    // capture index of speech over an answer that did not barge in; -1 none
 	pendSay    []string // announcements waiting for the exchange in flight
 	wakeTimer  *time.Timer
 	wakeGen    int
@@ -184,7 +185,7 @@ func New(p Parts, o Options) (*Assistant, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &Assistant{p: p, o: o, log: o.Log, in: make(chan any, 256), ctx: ctx, cancel: cancel,
-		utterStart: -1, pttStart: -1}
+		utterStart: -1, pttStart: -1, overStart: -1}
 	if p.Speaker != nil {
 		a.play = newPlayLog(p.Speaker)
 		if p.Echo == nil {
@@ -339,6 +340,10 @@ type (
 		t  *turn
 		ex *Exchange
 	}
+	msgStopHeard struct {
+		t    *turn
+		text string
+	}
 )
 
 func (a *Assistant) loop() {
@@ -409,8 +414,10 @@ func (a *Assistant) handle(m any) {
 				a.bargeIn("speech")
 			case BargeInMinSpeech:
 				a.pendBarge = true
+				a.overStart = m.at
 				return
 			default:
+				a.overStart = m.at
 				return
 			}
 		}
@@ -422,7 +429,7 @@ func (a *Assistant) handle(m any) {
 		}
 	case msgSpeechLong:
 		if a.pendBarge && a.cur != nil {
-			a.pendBarge = false
+			a.pendBarge, a.overStart = false, -1
 			a.bargeIn("speech")
 			if a.State() == Listening && a.o.Mode != PushToTalk {
 				a.utterStart = m.at
@@ -431,6 +438,10 @@ func (a *Assistant) handle(m any) {
 	case msgSpeechEnd:
 		a.publish(Event{Kind: EvSpeechEnd, Turn: a.turnID.Load()})
 		a.pendBarge = false
+		if a.cur != nil && a.overStart >= 0 {
+			a.checkStop(a.cur, a.overStart, m.end)
+		}
+		a.overStart = -1
 		if a.pttStart >= 0 || a.utterStart < 0 || a.cur != nil {
 			return
 		}
@@ -472,6 +483,12 @@ func (a *Assistant) handle(m any) {
 		if m.t == a.cur {
 			a.setState(m.s)
 		}
+	case msgStopHeard:
+		if m.t == a.cur {
+			m.t.stopped.Store(true)
+			a.publish(Event{Kind: EvStopped, Turn: m.t.id, Text: m.text})
+			a.bargeIn("stop")
+		}
 	case msgTurnDone:
 		if m.t == a.cur {
 			a.cur = nil
@@ -489,6 +506,35 @@ func (a *Assistant) handle(m any) {
 }
 
 func (a *Assistant) samples(d time.Duration) int64 { return int64(d) * SampleRate / int64(time.Second) }
+
+// maxStopCommand bounds speech over an answer that is checked for a stop request: a command
+// to stop is short, and longer talk is not worth a transcription while Parley speaks.
+const maxStopCommand = 3 * time.Second
+
+// checkStop transcribes speech heard over answer t that did not barge in and stops t when it
+// was a request to stop (a StopMatcher brain decides). Parley's own voice is not checked.
+func (a *Assistant) checkStop(t *turn, start, end int64) {
+	sm, ok := a.p.Brain.(StopMatcher)
+	if !ok || a.p.Transcriber == nil {
+		return
+	}
+	start = max(0, start-a.samples(a.o.PreRoll))
+	end = min(end+a.samples(a.o.PostRoll), a.ear.pos())
+	if end-start > a.samples(maxStopCommand) {
+		return
+	}
+	pcm := a.ear.slice(start, end)
+	if len(pcm) == 0 || a.ear.isEcho(start, end) {
+		return
+	}
+	go func() {
+		tr, err := a.p.Transcriber.Transcribe(t.ctx, pcm)
+		if err != nil || !sm.IsStop(strings.TrimSpace(tr.Text)) {
+			return
+		}
+		a.toLoop(msgStopHeard{t, strings.TrimSpace(tr.Text)})
+	}()
+}
 
 // bargeIn stops the exchange in flight: playback first (so the device falls silent within
 // one buffer), then generation and synthesis.

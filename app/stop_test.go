@@ -156,3 +156,59 @@ func waitState(t *testing.T, a *Assistant, want State) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// stopMatching is the fake brain that also recognises stop requests (as wire's does).
+type stopMatching struct{ *brain }
+
+func (stopMatching) IsStop(text string) bool { return text == "stop" || text == "be quiet" }
+
+// TestStopOverAnswerWithoutBargeIn: with barge-in off (or speech shorter than min-speech's
+// minimum) talk over an answer goes on being ignored, but "stop" is still obeyed.
+func TestStopOverAnswerWithoutBargeIn(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mode   BargeIn
+		heard  string
+		speech time.Duration
+		stop   bool
+	}{
+		{"off, stop", BargeInOff, "stop", 700 * time.Millisecond, true},
+		{"off, other talk", BargeInOff, "nice weather today", 700 * time.Millisecond, false},
+		{"min-speech, short stop", BargeInMinSpeech, "be quiet", 250 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, Options{Mode: HandsFree, BargeIn: tc.mode, BargeInMin: 600 * time.Millisecond}, fixed(long),
+				func(p *Parts) { p.Brain = stopMatching{p.Brain.(*brain)} })
+			r.ears.texts = []string{tc.heard}
+			first := int64(len("First sentence is here.")) * 40 * SampleRate / 1000
+			r.room.when(first+SampleRate/2, func(rm *room) {
+				rm.user = append(rm.user, speech(tc.speech, 0.08, 4321)...)
+			})
+			if _, err := r.a.SubmitText("tell me a story"); err != nil {
+				t.Fatal(err)
+			}
+			ex := r.turnDone(t)
+			if ex.Stopped != tc.stop || ex.Interrupted != tc.stop {
+				t.Fatalf("heard %q: stopped=%v interrupted=%v, want %v (%s)", tc.heard, ex.Stopped, ex.Interrupted, tc.stop, kinds(r.seen))
+			}
+			if r.ears.calls() != 1 {
+				t.Errorf("%d transcriptions, want the one of the talk over the answer", r.ears.calls())
+			}
+			if !tc.stop {
+				if ex.Answer != long || r.room.stopCount() != 0 {
+					t.Errorf("answer %q, speaker stops %d: want the whole answer", ex.Answer, r.room.stopCount())
+				}
+				return
+			}
+			if r.room.stopCount() == 0 || !strings.HasPrefix(long, ex.Answer) || ex.Answer == long {
+				t.Errorf("answer %q, speaker stops %d: want it cut", ex.Answer, r.room.stopCount())
+			}
+			if r.count(EvStopped) != 1 {
+				t.Errorf("events %s: want one stopped", kinds(r.seen))
+			}
+			if q := r.brain.questions(); len(q) != 1 {
+				t.Errorf("the brain was asked %q; a stop over the answer is a command, not a question", q)
+			}
+		})
+	}
+}

@@ -51,7 +51,12 @@ type Brain struct {
 	// Action, when set, receives the other controls the brain asks for (voice, speed,
 	// language).
 	Action func(skills.Action)
+	// Skills, when set, recognises stop requests heard over an answer (app.StopMatcher).
+	Skills *skills.Engine
 }
+
+// IsStop implements app.StopMatcher: the skills' stop intent ("stop", "be quiet", 别说了).
+func (b Brain) IsStop(text string) bool { return b.Skills != nil && b.Skills.Match(text) == "stop" }
 
 // Answer implements app.Brain.
 func (b Brain) Answer(ctx context.Context, in app.Transcript, _ []app.Message, fn func(string) error) error {
@@ -79,6 +84,9 @@ func (b Brain) Answer(ctx context.Context, in app.Transcript, _ []app.Message, f
 	}
 	return err
 }
+
+// IsStop implements app.StopMatcher.
+func (b SkillsBrain) IsStop(text string) bool { return b.E.Match(text) == "stop" }
 
 // Interrupted implements app.Interruptible.
 func (b Brain) Interrupted(spoken string) { b.B.Interrupted(spoken) }

@@ -32,7 +32,7 @@ func TestStopReachesTheLoop(t *testing.T) {
 	for _, b := range []struct {
 		name string
 		b    app.Brain
-	}{{"brain", Brain{B: a.Brain}}, {"skills", SkillsBrain{E: sk}}} {
+	}{{"brain", Brain{B: a.Brain, Skills: sk}}, {"skills", SkillsBrain{E: sk}}} {
 		for _, tc := range []struct {
 			q    string
 			stop bool
@@ -41,6 +41,9 @@ func TestStopReachesTheLoop(t *testing.T) {
 			err := b.b.Answer(context.Background(), app.Transcript{Text: tc.q}, nil, func(d string) error { said.WriteString(d); return nil })
 			if got := errors.Is(err, app.ErrStopSpeaking); got != tc.stop {
 				t.Errorf("%s: %q: err %v, want stop=%v", b.name, tc.q, err, tc.stop)
+			}
+			if m, ok := b.b.(app.StopMatcher); !ok || m.IsStop(tc.q) != tc.stop {
+				t.Errorf("%s: IsStop(%q) wrong or not a StopMatcher (%v), want %v", b.name, tc.q, ok, tc.stop)
 			}
 			if tc.stop && said.Len() > 0 {
 				t.Errorf("%s: %q answered %q; want silence", b.name, tc.q, said.String())

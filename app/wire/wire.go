@@ -157,7 +157,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	}
 	a.Brain = b
 	var vo *Voice // set below; the brain's voice controls go to it
-	p.Brain = Brain{B: b, Action: func(act skills.Action) {
+	p.Brain = Brain{B: b, Skills: sk, Action: func(act skills.Action) {
 		if vo != nil && !vo.Apply(act) {
 			log.Info("brain action not carried out", "kind", act.Kind, "value", act.Value)
 		}
