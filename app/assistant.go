@@ -523,7 +523,7 @@ func (a *Assistant) checkStop(t *turn, start, end int64) {
 	if end-start > a.samples(maxStopCommand) {
 		return
 	}
-	pcm := a.ear.slice(start, end)
+	pcm := a.ear.unechoed(start, end) // heard without Parley's voice under it
 	if len(pcm) == 0 || a.ear.isEcho(start, end) {
 		return
 	}
@@ -567,7 +567,7 @@ func (a *Assistant) newTurn() *turn {
 }
 
 func (a *Assistant) startVoiceTurn(start, end int64, speechEnd, endpoint time.Time) {
-	pcm := a.ear.slice(start, end)
+	pcm := a.ear.unechoed(start, end) // a barge-in question, without the answer it interrupted
 	if len(pcm) == 0 {
 		a.setState(a.restState())
 		return

@@ -389,3 +389,78 @@ func (e *ear) run(ctx context.Context) {
 		}
 	}
 }
+
+// unechoed returns capture [start, end) with Parley's own voice taken out as far as a delayed,
+// scaled copy of the echo reference explains it (cancelEcho), so that a question asked over
+// Parley's answer (a barge-in) reaches the recogniser without the answer under it.
+func (e *ear) unechoed(start, end int64) []float32 {
+	c := e.slice(start, end)
+	if len(c) == 0 || e.a.o.EchoResidual < 0 || e.a.p.Echo == nil {
+		return c
+	}
+	dmin, dmax := -e.a.samples(echoLead), e.a.samples(e.a.o.EchoMaxDelay)
+	if d := e.delay.Load(); d != 0 {
+		dmin, dmax = min(dmin, d-e.a.samples(200*time.Millisecond)), max(dmax, d+e.a.samples(300*time.Millisecond))
+	}
+	cancelEcho(c, e.refWindow(start-dmax, end-dmin), int(dmax-dmin))
+	return c
+}
+
+// cancelEcho subtracts from c, in place, the reference r at each frame's best lag in
+// [0, lags] (c[i] is aligned with r[i+lag]), scaled by one least-squares gain for the whole
+// stretch: 50 ms Hann frames at 50 % overlap, each with its own lag (a host under-run shifts
+// the echo) and added back smoothly so the cut leaves no clicks. The gain is fitted over all
+// frames together because the path from speaker to microphone does not change within an
+// utterance, and a per-frame gain picks up the user's voice where it happens to correlate.
+// A single-tap canceller: exact for a digital loop-back, a partial one in a real room.
+func cancelEcho(c, r []float32, lags int) {
+	const frame, hop = SampleRate / 20, SampleRate / 40
+	if len(r) < len(c)+lags {
+		lags = len(r) - len(c)
+	}
+	if lags < 0 || len(c) < frame || audio.RMS(r) < 1e-4 {
+		return
+	}
+	type fit struct {
+		lo, hi, off, lag int
+		sure             bool
+	}
+	var fits []fit
+	var dot, er float64
+	for off := -hop; off < len(c); off += hop {
+		lo, hi := max(off, 0), min(off+frame, len(c))
+		if hi-lo < hop/2 {
+			continue
+		}
+		cb, rb := c[lo:hi], r[lo:hi+lags]
+		const d = 4
+		best4, _ := bestLag(decimate(cb, d), decimate(rb, d), 0, lags/d)
+		lag, rho := bestLag(cb, rb, max(0, best4*d-2*d), min(lags, best4*d+2*d))
+		fits = append(fits, fit{lo, hi, off, lag, rho >= 0.3})
+		if !fits[len(fits)-1].sure { // the user's voice drowns the echo here, or there is none
+			continue
+		}
+		for i, v := range cb {
+			x := float64(rb[lag+i])
+			dot += float64(v) * x
+			er += x * x
+		}
+	}
+	if er < 1e-9 || dot <= 0 {
+		return
+	}
+	g := dot / er
+	est := make([]float64, len(c))
+	for _, f := range fits {
+		if !f.sure {
+			continue
+		}
+		for i := f.lo; i < f.hi; i++ {
+			w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(i-f.off)/frame) // periodic Hann: frames at hop sum to 1
+			est[i] += w * g * float64(r[i+f.lag])
+		}
+	}
+	for i := range c {
+		c[i] -= float32(est[i])
+	}
+}
