@@ -144,18 +144,57 @@ def _word_salad(rng: random.Random) -> str:
     return " ".join(rng.choice(_VOCAB) for _ in range(rng.randint(2, 7)))
 
 
-STYLES = ("templates", "mixed")
+def _clock(rng: random.Random) -> str:
+    """A time of day as Parley's voice says it (tts/textnorm: "8:44 AM" -> "eight forty four a m")."""
+    h, m = rng.randint(1, 12), rng.randint(0, 59)
+    t = number_words(h)
+    if m == 0:
+        t += rng.choice([" o'clock", ""])
+    elif m < 10:
+        t += " oh " + number_words(m)
+    else:
+        t += " " + number_words(m)
+    return t + rng.choice([" a m", " p m", " a m", " p m", ""])
+
+
+def _reply(rng: random.Random) -> str:
+    """What Parley itself says: the answers its offline skills speak (the harness's ear, and a
+    user's recordings of Parley, are transcribed by the same model)."""
+    t = rng.randrange(6)
+    if t == 0:
+        return f"it's {_clock(rng)}"
+    if t == 1:
+        return f"in {rng.choice(CITIES)} it's {_clock(rng)}"
+    if t == 2:
+        return f"timer set for {number_words(rng.randint(1, 90))} {rng.choice(['minutes', 'seconds', 'hours'])}"
+    if t == 3:
+        return f"alarm set for {_clock(rng)} {rng.choice(['today', 'tomorrow'])}"
+    if t == 4:
+        return f"today is {rng.choice(WEEKDAYS)}"
+    return f"the answer is {number_words(rng.randint(0, 9999))}"
+
+
+STYLES = ("templates", "mixed", "assistant")
 
 
 def sentence(rng: random.Random, style: str = "templates") -> str:
     """One sentence.  ``templates`` is the original distribution (what the first three demo
     phases trained on); ``mixed`` is 35% word salad, 20% the assistant's questions and 45%
-    templates."""
+    templates (phase 4); ``assistant`` is 30% word salad, 15% questions, 20% Parley's own
+    replies and 35% templates (phase 5)."""
     if style == "templates":
         return _templates(rng)
-    if style != "mixed":
+    if style not in STYLES:
         raise ValueError(f"unknown sentence style {style!r} (want one of {', '.join(STYLES)})")
     r = rng.random()
+    if style == "assistant":  # mixed, with Parley's own replies in place of some templates
+        if r < 0.3:
+            return _word_salad(rng)
+        if r < 0.45:
+            return rng.choice(QUESTIONS)
+        if r < 0.65:
+            return _reply(rng)
+        return _templates(rng)
     if r < 0.35:
         return _word_salad(rng)
     if r < 0.55:

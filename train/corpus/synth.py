@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -110,9 +111,15 @@ def channel(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return x.astype(np.float32)
 
 
+def spoken_form(text: str) -> str:
+    """The text as espeak-ng must be given it: "a m"/"p m" in capitals, as Parley's own text
+    normaliser writes them, or espeak reads "a" as the article."""
+    return re.sub(r"\b([ap]) m\b", lambda m: m.group(1).upper() + " M", text)
+
+
 def render(item: dict, out_dir: str, tmpdir: str) -> dict:
     rng = np.random.default_rng(item["seed"])
-    x = espeak(item["text"], item["voice"], item["rate"], item["pitch"], tmpdir)
+    x = espeak(spoken_form(item["text"]), item["voice"], item["rate"], item["pitch"], tmpdir)
     lead, tail = (int(rng.uniform(0.05, 0.4) * SR) for _ in range(2))
     x = np.concatenate([np.zeros(lead, np.float32), x, np.zeros(tail, np.float32)])
     if item.get("channel"):

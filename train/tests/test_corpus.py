@@ -25,6 +25,29 @@ class SentencesTest(unittest.TestCase):
         self.assertEqual(sentences(20, 3), sentences(20, 3))
         self.assertNotEqual(sentences(20, 3), sentences(20, 4))
 
+    def test_styles(self):
+        from train.corpus.sentences import STYLES, vocabulary
+        vocab = set(vocabulary())
+        for style in STYLES:
+            got = sentences(300, 3, style)
+            self.assertEqual(got, sentences(300, 3, style))
+            self.assertTrue(all(s and s == s.lower() for s in got), style)
+        # the templates stay what the first three demo phases trained on
+        self.assertEqual(sentences(50, 1), sentences(50, 1, "templates"))
+        # word salad: words the static sentences and lists say, in orders they never do
+        from train.corpus.sentences import all_static
+        mixed = sentences(300, 3, "mixed")
+        salad = [s for s in mixed if set(s.split()) <= vocab and s not in all_static()]
+        self.assertGreater(len(salad), 60)
+        self.assertEqual(len(salad), len(set(salad)))
+        replies = [s for s in sentences(300, 3, "assistant") if s.startswith(("it's ", "timer set", "alarm set"))]
+        self.assertGreater(len(replies), 20)
+        with self.assertRaises(ValueError):
+            sentences(1, 1, "poetry")
+
+    def test_spoken_form(self):
+        self.assertEqual(synth.spoken_form("it's eight a m, then a map at two p m"), "it's eight A M, then a map at two P M")
+
     def test_test_voices_never_in_training(self):
         self.assertFalse(set(synth.TRAIN_VARIANTS) & set(synth.TEST_VARIANTS))
 
