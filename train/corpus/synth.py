@@ -112,9 +112,9 @@ def channel(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def spoken_form(text: str) -> str:
-    """The text as espeak-ng must be given it: "a m"/"p m" in capitals, as Parley's own text
-    normaliser writes them, or espeak reads "a" as the article."""
-    return re.sub(r"\b([ap]) m\b", lambda m: m.group(1).upper() + " M", text)
+    """The text as espeak-ng must be given it: "a m"/"p m" as "AM"/"PM", as Parley's own text
+    normaliser writes them (espeak reads "a m" with the article's "uh")."""
+    return re.sub(r"\b([ap]) m\b", lambda m: m.group(1).upper() + "M", text)
 
 
 def render(item: dict, out_dir: str, tmpdir: str) -> dict:

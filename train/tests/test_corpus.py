@@ -46,7 +46,7 @@ class SentencesTest(unittest.TestCase):
             sentences(1, 1, "poetry")
 
     def test_spoken_form(self):
-        self.assertEqual(synth.spoken_form("it's eight a m, then a map at two p m"), "it's eight A M, then a map at two P M")
+        self.assertEqual(synth.spoken_form("it's eight a m, then a map at two p m"), "it's eight AM, then a map at two PM")
 
     def test_test_voices_never_in_training(self):
         self.assertFalse(set(synth.TRAIN_VARIANTS) & set(synth.TEST_VARIANTS))

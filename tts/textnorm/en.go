@@ -222,14 +222,14 @@ func normalizeEN(s string) string {
 			w += " " + EnglishCardinal(p[2])
 		}
 		if p[3] != "" {
-			w += " " + strings.ToUpper(p[3]) + " M"
+			w += " " + strings.ToUpper(p[3]) + "M" // "AM": espeak-ng (also Kokoro's phonemiser) reads "A M" as "uh em"
 		}
 		return w
 	})
 	s = reENAmPm.ReplaceAllStringFunc(s, func(m string) string {
 		p := reENAmPm.FindStringSubmatch(m)
 		tail := m[len(strings.TrimRight(m, " ,;!?")):]
-		return EnglishCardinal(p[1]) + " " + strings.ToUpper(p[2]) + " M" + tail
+		return EnglishCardinal(p[1]) + " " + strings.ToUpper(p[2]) + "M" + tail
 	})
 	s = reENDecade.ReplaceAllStringFunc(s, func(m string) string {
 		y, _ := strconv.Atoi(m[:4])
