@@ -36,7 +36,8 @@ type stream struct {
 	lost   atomic.Pointer[error]
 	done   chan struct{}
 	once   sync.Once
-	shared bool // the PortAudio stream belongs to a Duplex, which stops and closes it
+	shared bool         // the PortAudio stream belongs to a Duplex, which stops and closes it
+	beat   atomic.Int64 // wall clock (Unix ns) when the watchdog last saw callbacks progress
 	wg     sync.WaitGroup
 	poll   time.Duration
 }
@@ -55,6 +56,7 @@ func (s *stream) watch(dir Direction) {
 	tick := time.NewTicker(min(s.cfg.LossTimeout/4, 250*time.Millisecond))
 	defer tick.Stop()
 	last, lastAt := s.ctr.callbacks.Load(), time.Now()
+	s.beat.Store(lastAt.UnixNano())
 	var over, under uint64
 	for {
 		select {
@@ -68,6 +70,7 @@ func (s *stream) watch(dir Direction) {
 			}
 			if n != last {
 				last, lastAt = n, now
+				s.beat.Store(now.UnixNano())
 			} else if now.Sub(lastAt) > limit {
 				err := fmt.Errorf("%w: %s %q: no audio callback for %v", ErrDeviceLost, dir, s.info.Name, now.Sub(lastAt).Round(time.Millisecond))
 				s.lost.Store(&err)
@@ -127,7 +130,7 @@ func (s *stream) close() error {
 		} else {
 			err = s.pa.Stop()
 		}
-		if cerr := s.pa.Close(); err == nil {
+		if cerr := pa.closeStream(s.pa); err == nil {
 			err = cerr
 		}
 	})
@@ -151,17 +154,20 @@ type CaptureConfig struct {
 
 // OpenCapture opens and starts an input stream.
 func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
+	pa.mu.Lock()
+	defer pa.mu.Unlock()
 	c, d, err := h.newCapture(cfg)
 	if err != nil {
 		return nil, err
 	}
-	pa, err := portaudio.OpenStream(c.cfg.params(d, Input), c.callback)
+	st, err := pa.openStream(c.cfg.params(d, Input), c.callback)
 	if err != nil {
 		return nil, fmt.Errorf("device: opening input %q at %d Hz × %d: %w", d.Name, c.cfg.SampleRate, c.cfg.Channels, err)
 	}
-	c.pa = pa
-	if err := pa.Start(); err != nil {
-		pa.Close()
+	c.pa = st
+	if err := st.Start(); err != nil {
+		st.Close()
+		pa.open--
 		return nil, fmt.Errorf("device: starting input %q: %w", d.Name, err)
 	}
 	c.wg.Add(1)
@@ -170,7 +176,8 @@ func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
 	return c, nil
 }
 
-// newCapture prepares a Capture (rings, converter) without opening a stream.
+// newCapture prepares a Capture (rings, converter) without opening a stream. Call with pa.mu
+// held.
 func (h *Host) newCapture(cfg CaptureConfig) (*Capture, Info, error) {
 	if cfg.Format == (audio.Format{}) {
 		cfg.Format = audio.Mono16k
@@ -178,7 +185,7 @@ func (h *Host) newCapture(cfg CaptureConfig) (*Capture, Info, error) {
 	if err := cfg.Format.Validate(); err != nil {
 		return nil, Info{}, err
 	}
-	d, err := h.Lookup(cfg.Device, Input)
+	d, err := h.lookup(cfg.Device, Input)
 	if err != nil {
 		return nil, Info{}, err
 	}

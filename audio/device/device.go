@@ -59,7 +59,7 @@ func Open(log *slog.Logger) (*Host, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	quietNativeAudio(log)
-	if err := portaudio.Initialize(); err != nil {
+	if err := pa.hostOpened(); err != nil {
 		return nil, fmt.Errorf("device: initialising PortAudio: %w", err)
 	}
 	return &Host{log: log}, nil
@@ -73,11 +73,22 @@ func (h *Host) Close() error {
 		return nil
 	}
 	h.closed = true
-	return portaudio.Terminate()
+	return pa.hostClosed()
 }
 
-// Devices lists the devices PortAudio sees.
+// Devices lists the devices PortAudio sees. The list is the one PortAudio scanned when it was
+// initialised; a reopening stream may rescan (see Recovery), after which indices can change.
 func (h *Host) Devices() ([]Info, error) {
+	pa.mu.Lock()
+	defer pa.mu.Unlock()
+	return h.devices()
+}
+
+// devices is Devices with pa.mu held.
+func (h *Host) devices() ([]Info, error) {
+	if err := pa.ensure(); err != nil {
+		return nil, err
+	}
 	ds, err := portaudio.Devices()
 	if err != nil {
 		return nil, fmt.Errorf("device: listing devices: %w", err)
@@ -119,7 +130,14 @@ func (d Direction) String() string {
 // Lookup finds a device by spec: "" or "default" for the system default, a number for an
 // index from Devices, otherwise a name (exact, then a unique case-insensitive substring).
 func (h *Host) Lookup(spec string, dir Direction) (Info, error) {
-	ds, err := h.Devices()
+	pa.mu.Lock()
+	defer pa.mu.Unlock()
+	return h.lookup(spec, dir)
+}
+
+// lookup is Lookup with pa.mu held.
+func (h *Host) lookup(spec string, dir Direction) (Info, error) {
+	ds, err := h.devices()
 	if err != nil {
 		return Info{}, err
 	}
@@ -180,9 +198,10 @@ func (h *Host) Lookup(spec string, dir Direction) (Info, error) {
 
 // Event reports something that happened to a stream outside the caller's calls.
 type Event struct {
-	Kind EventKind
-	Err  error // for Lost
-	Time time.Time
+	Kind   EventKind
+	Err    error // for Lost (from a resilient stream: a *LostError)
+	Time   time.Time
+	Device string // the device's name (set by resilient streams)
 }
 
 // EventKind is the type of an Event.
@@ -192,6 +211,7 @@ const (
 	Lost      EventKind = iota + 1 // callbacks stopped: the device is gone; Err wraps ErrDeviceLost
 	Overflow                       // capture: samples were dropped (reader too slow or host overrun)
 	Underflow                      // playback: the device ran dry in the middle of a stream
+	Reopened                       // a resilient stream opened its device again after a loss (Device names it)
 )
 
 func (k EventKind) String() string {
@@ -202,6 +222,8 @@ func (k EventKind) String() string {
 		return "overflow"
 	case Underflow:
 		return "underflow"
+	case Reopened:
+		return "reopened"
 	}
 	return "unknown"
 }

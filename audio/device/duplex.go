@@ -29,6 +29,8 @@ type DuplexConfig struct {
 
 // OpenDuplex opens and starts a full-duplex stream.
 func (h *Host) OpenDuplex(cfg DuplexConfig) (*Duplex, error) {
+	pa.mu.Lock()
+	defer pa.mu.Unlock()
 	p, dout, err := h.newPlayback(cfg.Output)
 	if err != nil {
 		return nil, err
@@ -54,14 +56,15 @@ func (h *Host) OpenDuplex(cfg DuplexConfig) (*Duplex, error) {
 	params.SampleRate = float64(p.cfg.SampleRate)
 	params.FramesPerBuffer = p.cfg.BufferFrames
 	d := &Duplex{Capture: c, Playback: p}
-	pa, err := portaudio.OpenStream(params, d.callback)
+	st, err := pa.openStream(params, d.callback)
 	if err != nil {
 		return nil, fmt.Errorf("device: opening duplex %q → %q at %d Hz: %w", din.Name, dout.Name, p.cfg.SampleRate, err)
 	}
-	d.pa, c.pa, p.pa = pa, pa, pa
+	d.pa, c.pa, p.pa = st, st, st
 	c.shared, p.shared = true, true
-	if err := pa.Start(); err != nil {
-		pa.Close()
+	if err := st.Start(); err != nil {
+		st.Close()
+		pa.open--
 		return nil, fmt.Errorf("device: starting duplex %q → %q: %w", din.Name, dout.Name, err)
 	}
 	c.wg.Add(1)
@@ -90,7 +93,7 @@ func (d *Duplex) Close() error {
 		} else {
 			err = d.pa.Stop()
 		}
-		if cerr := d.pa.Close(); err == nil {
+		if cerr := pa.closeStream(d.pa); err == nil {
 			err = cerr
 		}
 	})

@@ -42,17 +42,20 @@ type PlaybackConfig struct {
 
 // OpenPlayback opens and starts an output stream (playing silence until written to).
 func (h *Host) OpenPlayback(cfg PlaybackConfig) (*Playback, error) {
+	pa.mu.Lock()
+	defer pa.mu.Unlock()
 	p, d, err := h.newPlayback(cfg)
 	if err != nil {
 		return nil, err
 	}
-	pa, err := portaudio.OpenStream(p.cfg.params(d, Output), p.callback)
+	st, err := pa.openStream(p.cfg.params(d, Output), p.callback)
 	if err != nil {
 		return nil, fmt.Errorf("device: opening output %q at %d Hz × %d: %w", d.Name, p.cfg.SampleRate, p.cfg.Channels, err)
 	}
-	p.pa = pa
-	if err := pa.Start(); err != nil {
-		pa.Close()
+	p.pa = st
+	if err := st.Start(); err != nil {
+		st.Close()
+		pa.open--
 		return nil, fmt.Errorf("device: starting output %q: %w", d.Name, err)
 	}
 	p.wg.Add(1)
@@ -61,7 +64,8 @@ func (h *Host) OpenPlayback(cfg PlaybackConfig) (*Playback, error) {
 	return p, nil
 }
 
-// newPlayback prepares a Playback (rings, resampler) without opening a stream.
+// newPlayback prepares a Playback (rings, resampler) without opening a stream. Call with
+// pa.mu held.
 func (h *Host) newPlayback(cfg PlaybackConfig) (*Playback, Info, error) {
 	if cfg.Format == (audio.Format{}) {
 		cfg.Format = audio.Mono16k
@@ -69,7 +73,7 @@ func (h *Host) newPlayback(cfg PlaybackConfig) (*Playback, Info, error) {
 	if err := cfg.Format.Validate(); err != nil {
 		return nil, Info{}, err
 	}
-	d, err := h.Lookup(cfg.Device, Output)
+	d, err := h.lookup(cfg.Device, Output)
 	if err != nil {
 		return nil, Info{}, err
 	}
@@ -148,6 +152,9 @@ func (p *Playback) BufferFrames() int { return p.cfg.BufferFrames }
 func (p *Playback) Write(ctx context.Context, s []float32) (int, error) {
 	if p.closed.Load() {
 		return 0, ErrClosed
+	}
+	if err := p.lostErr(); err != nil {
+		return 0, err
 	}
 	if len(s)%p.in.Channels != 0 {
 		return 0, fmt.Errorf("%w: %d samples is not a whole number of %d-channel frames", audio.ErrFormat, len(s), p.in.Channels)
