@@ -32,6 +32,7 @@ type Pulse struct {
 	Device  string // the PortAudio device name to open ("pulse")
 	Rate    int    // the sink's sample rate
 
+	bin    string
 	cmd    *exec.Cmd
 	exited chan struct{}
 	mu     sync.Mutex
@@ -83,7 +84,7 @@ func StartPulse(ctx context.Context, cfg PulseConfig) (*Pulse, error) {
 	}
 	sock := filepath.Join(dir, "native")
 	p := &Pulse{Dir: dir, Server: "unix:" + sock, Sink: cfg.Sink,
-		Monitor: cfg.Sink + ".monitor", Device: "pulse", Rate: cfg.Rate, exited: make(chan struct{})}
+		Monitor: cfg.Sink + ".monitor", Device: "pulse", Rate: cfg.Rate}
 	script := fmt.Sprintf(`load-module module-null-sink sink_name=%[1]s rate=%[2]d channels=2 format=float32le
 load-module module-native-protocol-unix socket=%[3]s auth-anonymous=1
 set-default-sink %[1]s
@@ -102,7 +103,30 @@ set-default-source %[1]s.monitor
 	if err := os.WriteFile(filepath.Join(dir, "client.conf"), []byte("autospawn = no\n"), 0o600); err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(bin, "-n", "-F", filepath.Join(dir, "parley.pa"),
+	p.bin = bin
+	p.setenv(map[string]string{
+		"PULSE_SERVER": p.Server, "PULSE_SINK": p.Sink, "PULSE_SOURCE": p.Monitor,
+		"PULSE_CLIENTCONFIG": filepath.Join(dir, "client.conf"), "JACK_NO_START_SERVER": "1",
+	})
+	if err := p.spawn(ctx); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Restart starts the server again after Kill (or restarts a running one), on the same socket
+// with the same null sink, and waits until it answers: a PulseAudio restart as users see it.
+func (p *Pulse) Restart(ctx context.Context) error {
+	p.Kill()
+	return p.spawn(ctx)
+}
+
+// spawn starts the daemon and waits until it answers.
+func (p *Pulse) spawn(ctx context.Context) error {
+	dir := p.Dir
+	p.exited = make(chan struct{})
+	p.cmd = exec.Command(p.bin, "-n", "-F", filepath.Join(dir, "parley.pa"),
 		"--daemonize=no", "--exit-idle-time=-1", "--disallow-exit", "--use-pid-file=false",
 		"--log-target=stderr", "--log-level=error", "--disable-shm=true")
 	p.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+dir, "HOME="+dir, "XDG_CONFIG_HOME="+dir,
@@ -110,31 +134,26 @@ set-default-source %[1]s.monitor
 	lw := lockedWriter{&p.mu, &p.log}
 	p.cmd.Stdout, p.cmd.Stderr = lw, lw
 	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("audiotest: starting pulseaudio: %w", err)
+		p.cmd = nil
+		return fmt.Errorf("audiotest: starting pulseaudio: %w", err)
 	}
-	go func() { p.cmd.Wait(); close(p.exited) }()
-	p.setenv(map[string]string{
-		"PULSE_SERVER": p.Server, "PULSE_SINK": p.Sink, "PULSE_SOURCE": p.Monitor,
-		"PULSE_CLIENTCONFIG": filepath.Join(dir, "client.conf"), "JACK_NO_START_SERVER": "1",
-	})
+	cmd, exited := p.cmd, p.exited
+	go func() { cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		out, err := p.pactl(ctx, "info")
-		if err == nil && strings.Contains(out, "Default Sink: "+cfg.Sink) {
-			return p, nil
+		if err == nil && strings.Contains(out, "Default Sink: "+p.Sink) {
+			return nil
 		}
 		select {
-		case <-p.exited:
-			p.restoreEnv()
-			return nil, fmt.Errorf("audiotest: pulseaudio exited at start: %s", strings.TrimSpace(p.Log()))
+		case <-exited:
+			return fmt.Errorf("audiotest: pulseaudio exited at start: %s", strings.TrimSpace(p.Log()))
 		case <-ctx.Done():
-			p.Close()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			p.Close()
-			return nil, fmt.Errorf("audiotest: pulseaudio did not answer in 15 s: %v %s; log: %s", err, out, p.Log())
+			return fmt.Errorf("audiotest: pulseaudio did not answer in 15 s: %v %s; log: %s", err, out, p.Log())
 		}
 	}
 }
@@ -186,7 +205,7 @@ func (p *Pulse) PlayFile(ctx context.Context, path string) error {
 	return nil
 }
 
-// Kill ends the server abruptly (to simulate a lost device).
+// Kill ends the server abruptly (to simulate a lost device); Restart brings it back.
 func (p *Pulse) Kill() {
 	if p.cmd != nil && p.cmd.Process != nil {
 		p.cmd.Process.Kill()
