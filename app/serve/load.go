@@ -14,6 +14,7 @@ import (
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/llm/ollama"
 	"github.com/parley-voice/parley/llm/openai"
 	"github.com/parley-voice/parley/tts/engines"
@@ -91,13 +92,13 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 	}
 
 	// brain
-	b, err := backend(cfg, log)
+	b, model, err := backend(ctx, cfg, log)
 	if err != nil {
 		l.Close()
 		return nil, err
 	}
 	if b != nil {
-		e.LLM, e.LLMModel = b, cfg.LLM.Model
+		e.LLM, e.LLMModel = b, model
 	} else {
 		l.Notes = append(l.Notes, "chat: offline skills (no LLM server configured; set llm.url)")
 	}
@@ -135,29 +136,40 @@ func findASR(spec string, log *slog.Logger) (dir, id string, err error) {
 	return dir, id, err
 }
 
-func backend(cfg *config.Config, log *slog.Logger) (llm.Backend, error) {
+// backend opens the configured LLM server. With llm.backend auto and no llm.url it looks for
+// a local server (Ollama, llama.cpp's server, LM Studio) as the assistant does, so `parley
+// --serve` next to a running Ollama chats with it; nil means the offline skills.
+func backend(ctx context.Context, cfg *config.Config, log *slog.Logger) (llm.Backend, string, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	kind := cfg.LLM.Backend
 	switch kind {
 	case "skills":
-		return nil, nil
+		return nil, "", nil
 	case "ollama":
 		c, err := ollama.New(ollama.Config{URL: cfg.LLM.URL, Logger: log})
 		if err != nil {
-			return nil, fmt.Errorf("llm: %w", err)
+			return nil, "", fmt.Errorf("llm: %w", err)
 		}
-		return c, nil
+		return c, cfg.LLM.Model, nil
 	case "openai":
 		if cfg.LLM.URL == "" {
-			return nil, fmt.Errorf("%w: llm.backend openai needs llm.url", ErrConfig)
+			return nil, "", fmt.Errorf("%w: llm.backend openai needs llm.url", ErrConfig)
 		}
 	default: // auto
 		if cfg.LLM.URL == "" {
-			return nil, nil
+			ch, err := discover.Select(ctx, discover.Options{Kind: discover.KindAuto, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: log})
+			if err != nil || ch.Backend == nil {
+				return nil, "", nil
+			}
+			log.Info("llm: using a local server", "server", ch.Name, "model", ch.Model)
+			return ch.Backend, ch.Model, nil
 		}
 	}
 	c, err := openai.New(openai.Config{URL: cfg.LLM.URL, APIKey: cfg.LLM.APIKey, Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("llm: %w", err)
+		return nil, "", fmt.Errorf("llm: %w", err)
 	}
-	return c, nil
+	return c, cfg.LLM.Model, nil
 }
