@@ -472,7 +472,7 @@ func (a *Assistant) handle(m any) {
 		}
 	case msgEarError:
 		a.publish(Event{Kind: EvError, Turn: a.turnID.Load(), Err: "microphone: " + m.err.Error()})
-		a.log.Error("capture stopped", "err", m.err)
+		a.log.Error("microphone", "err", m.err)
 		if a.pttStart >= 0 || a.utterStart >= 0 {
 			a.pttStart, a.utterStart = -1, -1
 			if a.cur == nil {

@@ -381,6 +381,14 @@ func (e *ear) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			// a lost device that is being reopened: this utterance ends with the loss
+			// explained, and the microphone carries on once the device is back
+			var tmp interface{ Temporary() bool }
+			if errors.As(err, &tmp) && tmp.Temporary() {
+				inSeg = false
+				a.toLoop(msgEarError{err: err})
+				continue
+			}
 			if errors.Is(err, io.EOF) {
 				err = errors.New("capture ended")
 			}

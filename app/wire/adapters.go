@@ -193,10 +193,20 @@ func (w Wake) Process(p []float32) (bool, error) {
 // Reset implements app.WakeDetector.
 func (w Wake) Reset() { w.D.Reset() }
 
+// speaker is what Player and Echo need of the playback device (*device.Playback, or the
+// *device.ResilientPlayback the assistant uses, which reopens a lost device).
+type speaker interface {
+	Write(ctx context.Context, s []float32) (int, error)
+	Format() audio.Format
+	Queued() time.Duration
+	Stop()
+	EchoRef() audio.Source
+}
+
 // Player adapts a device.Playback (mono, opened at the voice's rate) to app.Player: Played
 // counts the samples written that have left the queue, discarding what Stop dropped.
 type Player struct {
-	P *device.Playback
+	P speaker
 
 	mu      sync.Mutex
 	written int64 // samples written, minus those Stop discarded
@@ -260,7 +270,7 @@ type Echo struct {
 const echoRing = 1 << 19
 
 // NewEcho prepares the echo reference of play (nil when play has none).
-func NewEcho(play *device.Playback) (*Echo, error) {
+func NewEcho(play speaker) (*Echo, error) {
 	ref := play.EchoRef()
 	if ref == nil {
 		return nil, nil

@@ -57,6 +57,9 @@ type Assistant struct {
 	Notes   []string     // what is demo-grade or missing, for the user
 	History *History     // nil without a store
 	Brain   *brain.Brain // the conversation as the brain keeps it
+	// Mic and Speaker are the audio devices (nil without audio); Health tells how they fare.
+	Mic     *device.ResilientCapture
+	Speaker *device.ResilientPlayback
 
 	closers []func() error
 }
@@ -224,18 +227,22 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 			o.Stream(device.Output, &osc)
 			o.Stream(device.Input, &isc)
 		}
-		play, err := host.OpenPlayback(device.PlaybackConfig{StreamConfig: osc, Format: audio.Format{SampleRate: rate, Channels: 1}})
+		// both reopen a lost device (USB unplugged, PulseAudio restarted): the turn in flight
+		// ends with the loss explained, and the next one works
+		rec := device.Recovery{}
+		play, err := host.OpenResilientPlayback(device.PlaybackConfig{StreamConfig: osc, Format: audio.Format{SampleRate: rate, Channels: 1}}, rec)
 		if err != nil {
 			return fail(fmt.Errorf("speaker: %w", err))
 		}
 		a.closers = append(a.closers, play.Close)
 		p.Speaker = &Player{P: play}
-		capt, err := host.OpenCapture(device.CaptureConfig{StreamConfig: isc, Format: audio.Mono16k})
+		capt, err := host.OpenResilientCapture(device.CaptureConfig{StreamConfig: isc, Format: audio.Mono16k}, rec)
 		if err != nil {
 			return fail(fmt.Errorf("microphone: %w", err))
 		}
 		a.closers = append(a.closers, capt.Close)
 		p.Ear = capt
+		a.Mic, a.Speaker = capt, play
 		echo, err := NewEcho(play)
 		if err != nil {
 			return fail(err)
