@@ -72,7 +72,7 @@ type Options struct {
 	BargeIn    BargeIn
 	BargeInMin time.Duration // for BargeInMinSpeech; default 300 ms
 
-	PreRoll      time.Duration // audio kept before the VAD's speech start; default 200 ms
+	PreRoll      time.Duration // audio kept before the VAD's speech start; default 400 ms: Silero finds a soft onset ("what") up to ~300 ms late
 	PostRoll     time.Duration // audio kept after the VAD's speech end; default 150 ms
 	MaxUtterance time.Duration // an utterance is cut here; default 30 s
 	WakeListen   time.Duration // after the wake word, how long to wait for speech; default 8 s
@@ -97,7 +97,7 @@ func (o *Options) defaults() {
 		o.BargeInMin = 300 * time.Millisecond
 	}
 	if o.PreRoll <= 0 {
-		o.PreRoll = 200 * time.Millisecond
+		o.PreRoll = 400 * time.Millisecond
 	}
 	if o.PostRoll <= 0 {
 		o.PostRoll = 150 * time.Millisecond

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -411,16 +412,25 @@ func (e *ear) unechoed(start, end int64) []float32 {
 		dmin, dmax = min(dmin, d-e.a.samples(200*time.Millisecond)), max(dmax, d+e.a.samples(300*time.Millisecond))
 	}
 	cancelEcho(c, e.refWindow(start-dmax, end-dmin), int(dmax-dmin))
+	// back on the 16-bit grid the capture came on: what the canceller left under one step is
+	// digital silence, as the microphone would have delivered it (the recogniser takes a
+	// −90 dB residue of speech for something else than the silence it knows)
+	for i, v := range c {
+		c[i] = float32(math.Round(float64(v)*32768) / 32768)
+	}
 	return c
 }
 
-// cancelEcho subtracts from c, in place, the reference r at each frame's best lag in
-// [0, lags] (c[i] is aligned with r[i+lag]), scaled by one least-squares gain for the whole
-// stretch: 50 ms Hann frames at 50 % overlap, each with its own lag (a host under-run shifts
-// the echo) and added back smoothly so the cut leaves no clicks. The gain is fitted over all
-// frames together because the path from speaker to microphone does not change within an
-// utterance, and a per-frame gain picks up the user's voice where it happens to correlate.
-// A single-tap canceller: exact for a digital loop-back, a partial one in a real room.
+// cancelEcho subtracts from c, in place, the reference r at each frame's lag in [0, lags]
+// (c[i] is aligned with r[i+lag]), scaled by one least-squares gain for the whole stretch:
+// 50 ms Hann frames at 50 % overlap, added back smoothly so the cut leaves no clicks. The gain
+// is fitted over the frames together because the path from speaker to microphone does not
+// change within an utterance. Each frame searches its own lag (a host under-run shifts the
+// echo); a frame fits surely (ρ ≥ 0.3) only where the echo is not drowned by the user's
+// voice. When the sure frames agree on one path (echoPath), every frame off it — drowned, or
+// a chance match of the user's voice with another part of the answer — takes the lag of the
+// nearest frame on it, so the echo under the user's words is cancelled too. A single-tap
+// canceller: exact for a digital loop-back, a partial one in a real room.
 func cancelEcho(c, r []float32, lags int) {
 	const frame, hop = SampleRate / 20, SampleRate / 40
 	if len(r) < len(c)+lags {
@@ -431,10 +441,9 @@ func cancelEcho(c, r []float32, lags int) {
 	}
 	type fit struct {
 		lo, hi, off, lag int
-		sure             bool
+		rho              float64
 	}
 	var fits []fit
-	var dot, er float64
 	for off := -hop; off < len(c); off += hop {
 		lo, hi := max(off, 0), min(off+frame, len(c))
 		if hi-lo < hop/2 {
@@ -444,31 +453,234 @@ func cancelEcho(c, r []float32, lags int) {
 		const d = 4
 		best4, _ := bestLag(decimate(cb, d), decimate(rb, d), 0, lags/d)
 		lag, rho := bestLag(cb, rb, max(0, best4*d-2*d), min(lags, best4*d+2*d))
-		fits = append(fits, fit{lo, hi, off, lag, rho >= 0.3})
-		if !fits[len(fits)-1].sure { // the user's voice drowns the echo here, or there is none
-			continue
-		}
-		for i, v := range cb {
-			x := float64(rb[lag+i])
-			dot += float64(v) * x
-			er += x * x
-		}
+		fits = append(fits, fit{lo: lo, hi: hi, off: off, lag: lag, rho: rho})
 	}
-	if er < 1e-9 || dot <= 0 {
-		return
-	}
-	g := dot / er
-	est := make([]float64, len(c))
+	// One echo path, seen where Parley's voice comes back almost alone (ρ ≥ 0.9: the user's
+	// own words match other parts of the answer by chance up to ~0.85 when both are the same
+	// voice saying the same word): fit it as a short filter over ±pathSpread around the delay,
+	// which also takes the fractional delay and the colouring of resampling and speakers.
+	var fir []float32
+	var pathLags []int
 	for _, f := range fits {
-		if !f.sure {
-			continue
+		if f.rho >= pathRho {
+			pathLags = append(pathLags, f.lag)
 		}
+	}
+	if med, ok := echoPath(pathLags); ok {
+		var on [][2]int
+		for _, f := range fits {
+			if f.rho >= pathRho && abs(f.lag-med) <= pathSpread {
+				on = append(on, [2]int{f.lo, f.hi})
+			}
+		}
+		if w, ok := fitFilter(c, r, med-pathSpread, 2*pathSpread+1, on); ok {
+			fir = make([]float32, len(c))
+			base := med - pathSpread
+			for i := range fir {
+				var v float64
+				for k, wk := range w {
+					if j := i + base + k; j >= 0 && j < len(r) {
+						v += wk * float64(r[j])
+					}
+				}
+				fir[i] = float32(v)
+			}
+		}
+	}
+	// Each frame takes the path filter where it takes energy out (a frame off the path — the
+	// echo jumped — would gain energy), else its own lag with one gain fitted over such
+	// frames where they fit surely (ρ ≥ 0.3), else nothing.
+	useFIR := make([]bool, len(fits))
+	var dot, er float64
+	for k, f := range fits {
+		if fir != nil {
+			var before, after float64
+			for i := f.lo; i < f.hi; i++ {
+				d := float64(c[i] - fir[i])
+				before += float64(c[i]) * float64(c[i])
+				after += d * d
+			}
+			if useFIR[k] = after < before; useFIR[k] {
+				continue
+			}
+		}
+		if f.rho >= 0.3 {
+			for i := f.lo; i < f.hi; i++ {
+				x := float64(r[i+f.lag])
+				dot += float64(c[i]) * x
+				er += x * x
+			}
+		}
+	}
+	g := 0.0
+	if er > 1e-9 && dot > 0 {
+		g = dot / er
+	}
+	est := make([]float32, len(c))
+	for k, f := range fits {
 		for i := f.lo; i < f.hi; i++ {
-			w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(i-f.off)/frame) // periodic Hann: frames at hop sum to 1
-			est[i] += w * g * float64(r[i+f.lag])
+			w := float32(0.5 - 0.5*math.Cos(2*math.Pi*float64(i-f.off)/frame)) // periodic Hann: frames at hop sum to 1
+			switch {
+			case useFIR[k]:
+				est[i] += w * fir[i]
+			case f.rho >= 0.3:
+				est[i] += w * float32(g) * r[i+f.lag]
+			}
 		}
 	}
 	for i := range c {
-		c[i] -= float32(est[i])
+		c[i] -= est[i]
 	}
+	suppressResidual(c, est)
+}
+
+// suppressResidual silences the 50 ms frames of the cleaned capture c that are only what the
+// canceller left of Parley's voice: at least 20 dB under the echo it took out. Silenced, not
+// attenuated: the demo recogniser takes even a −85 dB residue of voice before a question for
+// something other than the silence it was trained on (it heard "what time is it" after one as
+// "what w it"). A frame where the user speaks keeps its level and is left alone. The
+// residual-echo suppressor of an acoustic echo canceller.
+func suppressResidual(c, est []float32) {
+	const frame, hop = SampleRate / 20, SampleRate / 40
+	if len(c) < frame {
+		return
+	}
+	gain := make([]float64, len(c))
+	norm := make([]float64, len(c))
+	for off := -hop; off < len(c); off += hop {
+		lo, hi := max(off, 0), min(off+frame, len(c))
+		var ec, ee float64
+		for i := lo; i < hi; i++ {
+			ec += float64(c[i]) * float64(c[i])
+			ee += float64(est[i]) * float64(est[i])
+		}
+		g := 1.0
+		if ee > 1e-7*float64(hi-lo) && ec < 0.01*ee { // echo at least −40 dBFS, residue 20 dB under it
+			g = 0
+		}
+		for i := lo; i < hi; i++ {
+			w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(i-off)/frame)
+			gain[i] += w * g
+			norm[i] += w
+		}
+	}
+	for i := range c {
+		if norm[i] > 0 {
+			c[i] *= float32(gain[i] / norm[i])
+		}
+	}
+}
+
+// fitFilter fits c[i] ≈ Σ_k w[k]·r[i+base+k] by least squares over the sample ranges given
+// (ridge-regularised normal equations); ok is false when they hold too little to fit.
+func fitFilter(c, r []float32, base, taps int, ranges [][2]int) (w []float64, ok bool) {
+	R := make([]float64, taps*taps)
+	p := make([]float64, taps)
+	n := 0
+	x := make([]float64, taps)
+	for _, rg := range ranges {
+		for i := rg[0]; i < rg[1]; i++ {
+			if i+base < 0 || i+base+taps > len(r) {
+				continue
+			}
+			for k := range x {
+				x[k] = float64(r[i+base+k])
+			}
+			ci := float64(c[i])
+			for a := range taps {
+				p[a] += x[a] * ci
+				row := R[a*taps:]
+				for b := a; b < taps; b++ {
+					row[b] += x[a] * x[b]
+				}
+			}
+			n++
+		}
+	}
+	if n < 4*taps {
+		return nil, false
+	}
+	var tr float64
+	for a := range taps {
+		tr += R[a*taps+a]
+		for b := 0; b < a; b++ {
+			R[a*taps+b] = R[b*taps+a]
+		}
+	}
+	if tr <= 0 {
+		return nil, false
+	}
+	for a := range taps {
+		R[a*taps+a] += 1e-4 * tr / float64(taps)
+	}
+	return solve(R, p, taps)
+}
+
+// solve solves the symmetric positive-definite system A·x = b (n×n, row-major) by Cholesky.
+func solve(A, b []float64, n int) ([]float64, bool) {
+	L := make([]float64, n*n)
+	for i := range n {
+		for j := 0; j <= i; j++ {
+			s := A[i*n+j]
+			for k := range j {
+				s -= L[i*n+k] * L[j*n+k]
+			}
+			if i == j {
+				if s <= 0 {
+					return nil, false
+				}
+				L[i*n+i] = math.Sqrt(s)
+			} else {
+				L[i*n+j] = s / L[j*n+j]
+			}
+		}
+	}
+	y := make([]float64, n)
+	for i := range n {
+		s := b[i]
+		for k := range i {
+			s -= L[i*n+k] * y[k]
+		}
+		y[i] = s / L[i*n+i]
+	}
+	x := make([]float64, n)
+	for i := n - 1; i >= 0; i-- {
+		s := y[i]
+		for k := i + 1; k < n; k++ {
+			s -= L[k*n+i] * x[k]
+		}
+		x[i] = s / L[i*n+i]
+	}
+	return x, true
+}
+
+// pathRho is the fit a frame needs to show the echo path.
+const pathRho = 0.9
+
+// pathSpread is how far (2 ms) a frame's lag may stray from the echo path and still be on it.
+const pathSpread = SampleRate / 500
+
+// echoPath returns the median of frame lags that describe one echo path: at least four, three
+// in four of them within pathSpread of the median.
+func echoPath(lags []int) (int, bool) {
+	if len(lags) < 4 {
+		return 0, false
+	}
+	s := slices.Clone(lags)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	near := 0
+	for _, l := range s {
+		if abs(l-med) <= pathSpread {
+			near++
+		}
+	}
+	return med, 4*near >= 3*len(s)
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -65,6 +65,14 @@ func TestCancelEcho(t *testing.T) {
 			}
 			return delay
 		}), ref, 1, -15},
+		// a barge-in: Parley alone, then the user starts over it, louder
+		{"user starts over the echo", func() []float32 {
+			c := mixed(1, 0.3, fixed)
+			for i := range n / 2 {
+				c[i] -= user[i]
+			}
+			return c
+		}(), ref, -1, -30},
 		{"nothing played", mixed(1, 0, fixed), make([]float32, n+lags), 1, -100},
 		{"another voice played", mixed(1, 0, fixed), voiceLike(n+lags, 3), 1, -15},
 	}
@@ -73,6 +81,12 @@ func TestCancelEcho(t *testing.T) {
 			want := make([]float32, n)
 			for i := range want {
 				want[i] = c.userGain * user[i]
+				if c.userGain < 0 { // the user speaks in the second half only
+					want[i] = 0
+					if i >= n/2 {
+						want[i] = user[i]
+					}
+				}
 			}
 			before := append([]float32(nil), c.capture...)
 			cancelEcho(c.capture, c.ref, lags)
