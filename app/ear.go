@@ -518,12 +518,22 @@ func cancelEcho(c, r []float32, lags int) {
 	}
 	est := make([]float32, len(c))
 	for k, f := range fits {
+		single := !useFIR[k] && f.rho >= 0.3 && g > 0
+		if single { // like the filter, a frame's own fit must take energy out, never add it
+			var before, after float64
+			for i := f.lo; i < f.hi; i++ {
+				d := float64(c[i]) - g*float64(r[i+f.lag])
+				before += float64(c[i]) * float64(c[i])
+				after += d * d
+			}
+			single = after < before
+		}
 		for i := f.lo; i < f.hi; i++ {
 			w := float32(0.5 - 0.5*math.Cos(2*math.Pi*float64(i-f.off)/frame)) // periodic Hann: frames at hop sum to 1
 			switch {
 			case useFIR[k]:
 				est[i] += w * fir[i]
-			case f.rho >= 0.3:
+			case single:
 				est[i] += w * float32(g) * r[i+f.lag]
 			}
 		}
