@@ -582,29 +582,43 @@ func suppressResidual(c, est []float32) {
 }
 
 // fitFilter fits c[i] ≈ Σ_k w[k]·r[i+base+k] by least squares over the sample ranges given
-// (ridge-regularised normal equations); ok is false when they hold too little to fit.
+// (ridge-regularised normal equations); ok is false when they hold too little to fit. The
+// ranges are merged first, and each merged span's correlation matrix is built from its first
+// row by the sliding update R[a+1][b+1] = R[a][b] − x[lo+a]x[lo+b] + x[hi+a]x[hi+b]: N·taps
+// work instead of N·taps².
 func fitFilter(c, r []float32, base, taps int, ranges [][2]int) (w []float64, ok bool) {
 	R := make([]float64, taps*taps)
 	p := make([]float64, taps)
 	n := 0
-	x := make([]float64, taps)
-	for _, rg := range ranges {
-		for i := rg[0]; i < rg[1]; i++ {
-			if i+base < 0 || i+base+taps > len(r) {
-				continue
+	x := func(i int) float64 { return float64(r[i]) }
+	for _, sp := range mergeSpans(ranges, max(0, -base), min(len(c), len(r)-base-taps+1)) {
+		lo, hi := sp[0], sp[1]
+		n += hi - lo
+		for a := range taps {
+			var s float64
+			for i := lo; i < hi; i++ {
+				s += float64(c[i]) * x(i+base+a)
 			}
-			for k := range x {
-				x[k] = float64(r[i+base+k])
+			p[a] += s
+		}
+		// row 0 directly, rows 1… by sliding (per span: the update needs the span's own sums)
+		prev := make([]float64, taps)
+		for b := range taps {
+			for i := lo; i < hi; i++ {
+				prev[b] += x(i+base) * x(i+base+b)
 			}
-			ci := float64(c[i])
-			for a := range taps {
-				p[a] += x[a] * ci
-				row := R[a*taps:]
-				for b := a; b < taps; b++ {
-					row[b] += x[a] * x[b]
+			R[b] += prev[b]
+		}
+		for a := 1; a < taps; a++ {
+			cur := make([]float64, taps)
+			for b := a; b < taps; b++ {
+				cur[b] = prev[b-1] - x(lo+base+a-1)*x(lo+base+b-1)
+				if j := hi + base; j+b-1 < len(r) {
+					cur[b] += x(j+a-1) * x(j+b-1)
 				}
+				R[a*taps+b] += cur[b]
 			}
-			n++
+			prev = cur
 		}
 	}
 	if n < 4*taps {
@@ -624,6 +638,25 @@ func fitFilter(c, r []float32, base, taps int, ranges [][2]int) (w []float64, ok
 		R[a*taps+a] += 1e-4 * tr / float64(taps)
 	}
 	return solve(R, p, taps)
+}
+
+// mergeSpans sorts and merges sample ranges, clamped to [min, max).
+func mergeSpans(ranges [][2]int, lo, hi int) [][2]int {
+	var out [][2]int
+	s := slices.Clone(ranges)
+	slices.SortFunc(s, func(a, b [2]int) int { return a[0] - b[0] })
+	for _, r := range s {
+		r[0], r[1] = max(r[0], lo), min(r[1], hi)
+		if r[1] <= r[0] {
+			continue
+		}
+		if k := len(out) - 1; k >= 0 && r[0] <= out[k][1] {
+			out[k][1] = max(out[k][1], r[1])
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // solve solves the symmetric positive-definite system A·x = b (n×n, row-major) by Cholesky.

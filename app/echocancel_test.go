@@ -188,3 +188,56 @@ func TestBargeInHeardWithoutEcho(t *testing.T) {
 		t.Errorf("echo %.1f dB under the question, want ≤ -20 dB (transcribed %v samples; events %s)", left, lens, kinds(r.seen))
 	}
 }
+
+// fitFilterDirect is fitFilter's normal equations built sample by sample (the reference).
+func fitFilterDirect(c, r []float32, base, taps int, ranges [][2]int) []float64 {
+	R := make([]float64, taps*taps)
+	p := make([]float64, taps)
+	for _, sp := range mergeSpans(ranges, max(0, -base), min(len(c), len(r)-base-taps+1)) {
+		for i := sp[0]; i < sp[1]; i++ {
+			for a := range taps {
+				p[a] += float64(c[i]) * float64(r[i+base+a])
+				for b := range taps {
+					R[a*taps+b] += float64(r[i+base+a]) * float64(r[i+base+b])
+				}
+			}
+		}
+	}
+	var tr float64
+	for a := range taps {
+		tr += R[a*taps+a]
+	}
+	for a := range taps {
+		R[a*taps+a] += 1e-4 * tr / float64(taps)
+	}
+	w, _ := solve(R, p, taps)
+	return w
+}
+
+func TestFitFilterMatchesDirect(t *testing.T) {
+	const n = 6000
+	r := voiceLike(n+400, 7)
+	c := make([]float32, n)
+	for i := range c { // a 3-tap path at delay 120, plus noise
+		c[i] = 0.5*r[i+120] - 0.2*r[i+121] + 0.1*r[i+119] + 0.01*float32(math.Sin(float64(i)))
+	}
+	ranges := [][2]int{{0, 800}, {400, 1200}, {3000, 3800}, {5900, 7000}, {-50, 10}}
+	for _, base := range []int{100, -5, 390} {
+		got, ok := fitFilter(c, r, base, 41, ranges)
+		want := fitFilterDirect(c, r, base, 41, ranges)
+		if !ok || want == nil {
+			t.Fatalf("base %d: fit failed (%v)", base, ok)
+		}
+		for k := range want {
+			if math.Abs(got[k]-want[k]) > 1e-6 {
+				t.Fatalf("base %d: tap %d: %g, direct %g", base, k, got[k], want[k])
+			}
+		}
+	}
+	if w, _ := fitFilter(c, r, 100, 41, [][2]int{{0, 800}}); math.Abs(w[20]-0.5) > 0.01 || math.Abs(w[21]+0.2) > 0.01 {
+		t.Errorf("path taps %v, want 0.5 and −0.2 at 20 and 21", w[19:23])
+	}
+	if _, ok := fitFilter(c, r, 100, 41, [][2]int{{0, 100}}); ok {
+		t.Error("a fit from 100 samples for 41 taps")
+	}
+}
