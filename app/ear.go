@@ -168,12 +168,7 @@ func echoResidual(c, r []float32, lags int) (res float64, lag int, ok bool) {
 		if e == 0 {
 			continue
 		}
-		rb := r[off : off+len(cb)+lags]
-		// coarse search at 4 kHz, then refine at 16 kHz
-		const d = 4
-		best4, _ := bestLag(decimate(cb, d), decimate(rb, d), 0, lags/d)
-		lo, hi := max(0, best4*d-2*d), min(lags, best4*d+2*d)
-		best, rho := bestLag(cb, rb, lo, hi)
+		best, rho := searchLag(cb, r[off:off+len(cb)+lags], lags)
 		total += e
 		unexplained += e * (1 - rho*rho)
 		lagSum += e * float64(best)
@@ -183,6 +178,16 @@ func echoResidual(c, r []float32, lags int) (res float64, lag int, ok bool) {
 	}
 	return unexplained / total, int(lagSum / total), true
 }
+
+// searchLag is bestLag over [0, lags], coarse at 4 kHz and then refined at 16 kHz.
+func searchLag(c, r []float32, lags int) (int, float64) {
+	const d = 4
+	coarse, _ := bestLag(decimate(c, d), decimate(r, d), 0, lags/d)
+	return bestLag(c, r, max(0, coarse*d-2*d), min(lags, coarse*d+2*d))
+}
+
+// hann is the periodic Hann window of length n at i: windows n/2 apart sum to 1.
+func hann(i, n int) float64 { return 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(n)) }
 
 func decimate(x []float32, d int) []float32 {
 	out := make([]float32, len(x)/d)
@@ -449,10 +454,7 @@ func cancelEcho(c, r []float32, lags int) {
 		if hi-lo < hop/2 {
 			continue
 		}
-		cb, rb := c[lo:hi], r[lo:hi+lags]
-		const d = 4
-		best4, _ := bestLag(decimate(cb, d), decimate(rb, d), 0, lags/d)
-		lag, rho := bestLag(cb, rb, max(0, best4*d-2*d), min(lags, best4*d+2*d))
+		lag, rho := searchLag(c[lo:hi], r[lo:hi+lags], lags)
 		fits = append(fits, fit{lo: lo, hi: hi, off: off, lag: lag, rho: rho})
 	}
 	// One echo path, seen where Parley's voice comes back almost alone (ρ ≥ 0.9: the user's
@@ -529,7 +531,7 @@ func cancelEcho(c, r []float32, lags int) {
 			single = after < before
 		}
 		for i := f.lo; i < f.hi; i++ {
-			w := float32(0.5 - 0.5*math.Cos(2*math.Pi*float64(i-f.off)/frame)) // periodic Hann: frames at hop sum to 1
+			w := float32(hann(i-f.off, frame))
 			switch {
 			case useFIR[k]:
 				est[i] += w * fir[i]
@@ -569,7 +571,7 @@ func suppressResidual(c, est []float32) {
 			g = 0
 		}
 		for i := lo; i < hi; i++ {
-			w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(i-off)/frame)
+			w := hann(i-off, frame)
 			gain[i] += w * g
 			norm[i] += w
 		}
