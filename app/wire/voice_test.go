@@ -1,10 +1,14 @@
 package wire
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/voices"
 )
 
@@ -70,5 +74,47 @@ func TestVoiceFromConfig(t *testing.T) {
 			}
 			c.check(t, x)
 		})
+	}
+}
+
+// tts.engine kokoro gives the assistant a Kokoro voice from the installed models (here the
+// project's tiny random-weight fixture installed as kokoro-82m), with tts.voice a Kokoro pack.
+func TestVoiceKokoro(t *testing.T) {
+	gputest.RequireORT(t)
+	models := t.TempDir()
+	dir := filepath.Join(models, "kokoro-82m")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"model.onnx", "voices.npz", "config.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "tts", "kokoro", "testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PARLEY_MODELS", models)
+	cfg := config.Default()
+	cfg.TTS = config.TTS{Engine: "kokoro", Voice: "am_tiny", Speed: 1.1}
+	cfg.Runtime.Provider = "cpu"
+	x, err := voice(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.E.Close()
+	if x.E.Capabilities().Engine != "kokoro" || x.Req.Voice != "am_tiny" || x.Req.Speed != 1.1 || x.Rate != 24000 {
+		t.Fatalf("voice %+v, engine %q, rate %d", x.Req, x.E.Capabilities().Engine, x.Rate)
+	}
+	req := x.Req
+	req.Text = "hello there"
+	st, err := x.E.Synthesize(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if c, err := st.Next(context.Background()); err != nil || len(c.Samples) == 0 {
+		t.Fatalf("first chunk: %d samples, %v", len(c.Samples), err)
 	}
 }
