@@ -473,6 +473,7 @@ func (a *Assistant) handle(m any) {
 	case msgEarError:
 		a.publish(Event{Kind: EvError, Turn: a.turnID.Load(), Err: "microphone: " + m.err.Error()})
 		a.log.Error("microphone", "err", m.err)
+		a.pendBarge, a.overStart = false, -1 // the speech they belonged to is gone
 		if a.pttStart >= 0 || a.utterStart >= 0 {
 			a.pttStart, a.utterStart = -1, -1
 			if a.cur == nil {
@@ -523,11 +524,12 @@ func (a *Assistant) checkStop(t *turn, start, end int64) {
 	if end-start > a.samples(maxStopCommand) {
 		return
 	}
-	pcm := a.ear.unechoed(start, end) // heard without Parley's voice under it
+	pcm, from := a.ear.sliceFrom(start, end)
 	if len(pcm) == 0 || a.ear.isEcho(start, end) {
 		return
 	}
 	go func() {
+		a.ear.unecho(pcm, from) // heard without Parley's voice under it
 		tr, err := a.p.Transcriber.Transcribe(t.ctx, pcm)
 		if err != nil || !sm.IsStop(strings.TrimSpace(tr.Text)) {
 			return
@@ -567,7 +569,7 @@ func (a *Assistant) newTurn() *turn {
 }
 
 func (a *Assistant) startVoiceTurn(start, end int64, speechEnd, endpoint time.Time) {
-	pcm := a.ear.unechoed(start, end) // a barge-in question, without the answer it interrupted
+	pcm, from := a.ear.sliceFrom(start, end)
 	if len(pcm) == 0 {
 		a.setState(a.restState())
 		return
@@ -578,7 +580,7 @@ func (a *Assistant) startVoiceTurn(start, end int64, speechEnd, endpoint time.Ti
 		return
 	}
 	t := a.newTurn()
-	t.audio = pcm
+	t.audio, t.audioFrom = pcm, from
 	t.lat.SpeechEnd, t.lat.Endpoint = speechEnd, endpoint
 	t.start = speechEnd.Add(-time.Duration(len(pcm)) * time.Second / SampleRate)
 	a.launch(t)

@@ -41,22 +41,24 @@ func (e *ear) pos() int64 {
 
 // slice copies capture [start, end) (clamped to what is still held).
 func (e *ear) slice(start, end int64) []float32 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.copyLocked(e.cap, start, end)
+	c, _ := e.sliceFrom(start, end)
+	return c
 }
 
-func (e *ear) copyLocked(ring []float32, start, end int64) []float32 {
+// sliceFrom is slice, with the capture index the copy really starts at.
+func (e *ear) sliceFrom(start, end int64) ([]float32, int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	end = min(end, e.n)
 	start = max(start, e.n-earRing+1, 0)
 	if end <= start {
-		return nil
+		return nil, start
 	}
 	out := make([]float32, end-start)
 	for i := range out {
-		out[i] = ring[(start+int64(i))&(earRing-1)]
+		out[i] = e.cap[(start+int64(i))&(earRing-1)]
 	}
-	return out
+	return out, start
 }
 
 // refWindow returns the echo reference for capture [start, end).
@@ -391,7 +393,10 @@ func (e *ear) run(ctx context.Context) {
 			// explained, and the microphone carries on once the device is back
 			var tmp interface{ Temporary() bool }
 			if errors.As(err, &tmp) && tmp.Temporary() {
-				inSeg = false
+				inSeg, pending, segEcho = false, false, false
+				if a.p.VAD != nil {
+					a.p.VAD.Reset() // the audio it was following is gone
+				}
 				a.toLoop(msgEarError{err: err})
 				continue
 			}
@@ -404,26 +409,29 @@ func (e *ear) run(ctx context.Context) {
 	}
 }
 
-// unechoed returns capture [start, end) with Parley's own voice taken out as far as a delayed,
-// scaled copy of the echo reference explains it (cancelEcho), so that a question asked over
-// Parley's answer (a barge-in) reaches the recogniser without the answer under it.
-func (e *ear) unechoed(start, end int64) []float32 {
-	c := e.slice(start, end)
+// unecho takes Parley's own voice out of c, the capture from index start on, as far as a
+// delayed, filtered copy of the echo reference explains it (cancelEcho), so that a question
+// asked over Parley's answer (a barge-in) reaches the recogniser without the answer under it.
+// It costs tens of milliseconds per second of audio when Parley was speaking (nothing when it
+// was not), so turns call it on their own goroutine, not the loop's.
+func (e *ear) unecho(c []float32, start int64) {
 	if len(c) == 0 || e.a.o.EchoResidual < 0 || e.a.p.Echo == nil {
-		return c
+		return
 	}
+	end := start + int64(len(c))
 	dmin, dmax := -e.a.samples(echoLead), e.a.samples(e.a.o.EchoMaxDelay)
 	if d := e.delay.Load(); d != 0 {
 		dmin, dmax = min(dmin, d-e.a.samples(200*time.Millisecond)), max(dmax, d+e.a.samples(300*time.Millisecond))
 	}
-	cancelEcho(c, e.refWindow(start-dmax, end-dmin), int(dmax-dmin))
+	if !cancelEcho(c, e.refWindow(start-dmax, end-dmin), int(dmax-dmin)) {
+		return
+	}
 	// back on the 16-bit grid the capture came on: what the canceller left under one step is
 	// digital silence, as the microphone would have delivered it (the recogniser takes a
 	// −90 dB residue of speech for something else than the silence it knows)
 	for i, v := range c {
 		c[i] = float32(math.Round(float64(v)*32768) / 32768)
 	}
-	return c
 }
 
 // cancelEcho subtracts from c, in place, the reference r at each frame's lag in [0, lags]
@@ -436,13 +444,13 @@ func (e *ear) unechoed(start, end int64) []float32 {
 // a chance match of the user's voice with another part of the answer — takes the lag of the
 // nearest frame on it, so the echo under the user's words is cancelled too. A single-tap
 // canceller: exact for a digital loop-back, a partial one in a real room.
-func cancelEcho(c, r []float32, lags int) {
+func cancelEcho(c, r []float32, lags int) (changed bool) {
 	const frame, hop = SampleRate / 20, SampleRate / 40
 	if len(r) < len(c)+lags {
 		lags = len(r) - len(c)
 	}
 	if lags < 0 || len(c) < frame || audio.RMS(r) < 1e-4 {
-		return
+		return false
 	}
 	type fit struct {
 		lo, hi, off, lag int
@@ -544,6 +552,7 @@ func cancelEcho(c, r []float32, lags int) {
 		c[i] -= est[i]
 	}
 	suppressResidual(c, est)
+	return true
 }
 
 // suppressResidual silences the 50 ms frames of the cleaned capture c that are only what the
@@ -567,7 +576,7 @@ func suppressResidual(c, est []float32) {
 			ee += float64(est[i]) * float64(est[i])
 		}
 		g := 1.0
-		if ee > 1e-7*float64(hi-lo) && ec < 0.01*ee { // echo at least −40 dBFS, residue 20 dB under it
+		if ee > 1e-7*float64(hi-lo) && ec < 0.01*ee { // echo above −70 dBFS, residue 20 dB under it
 			g = 0
 		}
 		for i := lo; i < hi; i++ {

@@ -23,6 +23,7 @@ type turn struct {
 	prev   *turn
 
 	audio      []float32 // the utterance; nil for a typed turn
+	audioFrom  int64     // the capture index audio starts at
 	transcript Transcript
 	say        string // an announcement: spoken as is, no brain
 	start      time.Time
@@ -139,6 +140,7 @@ func (a *Assistant) exchange(t *turn) (*Exchange, error) {
 		if a.p.Transcriber == nil {
 			return ex, &errStage{"transcribe", errors.New("no speech recognition model")}
 		}
+		a.ear.unecho(t.audio, t.audioFrom) // a barge-in question, without the answer it interrupted
 		tr, err := a.p.Transcriber.Transcribe(t.ctx, t.audio)
 		if err != nil {
 			return ex, &errStage{"transcribe", err}
