@@ -218,7 +218,13 @@ func (p *Player) SampleRate() int { return p.P.Format().SampleRate }
 
 // Write implements app.Player.
 func (p *Player) Write(ctx context.Context, pcm []float32) error {
+	idle := p.Played() >= p.writtenNow() // nothing of ours was queued or playing
 	n, err := p.P.Write(ctx, pcm)
+	if idle && n == 0 && errors.Is(err, device.ErrReopening) {
+		// the speaker was lost while Parley was quiet and has been reopened (or is being):
+		// nothing was cut off, so this answer goes to the reopened device
+		n, err = p.P.Write(ctx, pcm)
+	}
 	p.mu.Lock()
 	p.written += int64(n)
 	p.mu.Unlock()
@@ -226,6 +232,12 @@ func (p *Player) Write(ctx context.Context, pcm []float32) error {
 		return context.Canceled
 	}
 	return err
+}
+
+func (p *Player) writtenNow() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.written
 }
 
 // Played implements app.Player.

@@ -51,6 +51,15 @@ func TestVoiceFromConfig(t *testing.T) {
 				t.Errorf("request %+v", x.Req)
 			}
 		}},
+		{name: "config's defaults leave the saved voice's own", tts: func() config.TTS {
+			c := config.Default().TTS
+			c.Voice = "narrator"
+			return c
+		}(), check: func(t *testing.T, x *Voice) {
+			if x.Req.Speed != 1.25 || x.Req.Seed != seed {
+				t.Errorf("request %+v", x.Req)
+			}
+		}},
 		{name: "saved voice of another engine", tts: config.TTS{Voice: "kokoro-voice"}, wantErr: "kokoro voice"},
 		{name: "unknown engine", tts: config.TTS{Engine: "festival"}, wantErr: "festival"},
 	}

@@ -394,8 +394,11 @@ func voice(cfg *config.Config, lib *voices.Library, log *slog.Logger) (*Voice, e
 		req.Language = cfg.Assistant.Language
 	}
 	if saved != nil {
-		set := engines.Explicit{Seed: c.Seed != 0, Speed: c.Speed != 0, Temperature: c.Temperature != 0,
-			TopP: c.TopP != 0, TopK: c.TopK != 0, Language: req.Language != ""}
+		// the saved voice's own defaults win over config's defaults, not over values set
+		d := config.Default().TTS
+		set := engines.Explicit{Seed: c.Seed != 0, Speed: c.Speed != 0 && c.Speed != d.Speed,
+			Temperature: c.Temperature != 0 && c.Temperature != d.Temperature,
+			TopP:        c.TopP != 0 && c.TopP != d.TopP, TopK: c.TopK != 0 && c.TopK != d.TopK, Language: req.Language != ""}
 		if req, err = engines.ApplyVoice(req, saved, c.Engine, set); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("tts.voice: %w", err)
