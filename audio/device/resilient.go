@@ -218,6 +218,9 @@ func (p *ResilientPlayback) Write(ctx context.Context, s []float32) (int, error)
 			return 0, err
 		}
 		if cur == nil {
+			if p.stopGen.Load() != gen { // Stop came before this wait began
+				return 0, ErrStopped
+			}
 			select {
 			case <-wait:
 			case <-ctx.Done():
