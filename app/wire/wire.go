@@ -301,10 +301,15 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	if db != nil {
 		a.History = &History{S: db, Voice: cfg.TTS.Voice}
 		if cfg.Store.SaveAudio {
-			dir, err := filepath.Abs(filepath.Join(filepath.Dir(db.Path()), "audio"))
-			if err == nil {
-				a.History.AudioDir = dir
-				lo.RecordAudio = true
+			// beside the database file; a database without one (in memory) keeps no audio
+			// rather than writing into whatever the working directory is
+			if dbp := db.Path(); dbp != "" && dbp != ":memory:" && !strings.HasPrefix(dbp, "file:") {
+				if dir, err := filepath.Abs(filepath.Join(filepath.Dir(dbp), "audio")); err == nil {
+					a.History.AudioDir = dir
+					lo.RecordAudio = true
+				}
+			} else {
+				a.Notes = append(a.Notes, "store.save_audio: the history database is not a file, so no audio is saved")
 			}
 		}
 		p.History = a.History
