@@ -125,6 +125,17 @@ func TestBuildSaveAudio(t *testing.T) {
 		cfg.LLM.Backend = "skills"
 		cfg.Store.SaveAudio = on
 		dbPath := filepath.Join(t.TempDir(), "p.db")
+		// a crash left a half-written recording and a finished one
+		conv := filepath.Join(filepath.Dir(dbPath), "audio", "7")
+		if err := os.MkdirAll(conv, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		part, done := filepath.Join(conv, ".part-123.wav"), filepath.Join(conv, "20261122T101500-1-user.wav")
+		for _, f := range []string{part, done} {
+			if err := os.WriteFile(f, []byte("RIFF"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		a, err := Build(context.Background(), cfg, Options{NoAudio: true, NoDiscovery: true, StorePath: dbPath})
 		if err != nil {
 			t.Fatal(err)
@@ -135,6 +146,12 @@ func TestBuildSaveAudio(t *testing.T) {
 		}
 		if a.History == nil || a.History.AudioDir != want {
 			t.Errorf("save_audio=%v: history %+v, want audio dir %q", on, a.History, want)
+		}
+		if _, err := os.Stat(part); on == (err == nil) {
+			t.Errorf("save_audio=%v: leftover %s: %v (removed only when saving audio)", on, part, err)
+		}
+		if _, err := os.Stat(done); err != nil {
+			t.Errorf("a finished recording was removed: %v", err)
 		}
 		a.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -307,6 +308,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 				if dir, err := filepath.Abs(filepath.Join(filepath.Dir(dbp), "audio")); err == nil {
 					a.History.AudioDir = dir
 					lo.RecordAudio = true
+					removePartial(dir, log)
 				}
 			} else {
 				a.Notes = append(a.Notes, "store.save_audio: the history database is not a file, so no audio is saved")
@@ -335,6 +337,17 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 
 // pruneDaily applies the audio retention (store.retention_days) now and once a day, in the
 // background; the returned function stops it.
+// removePartial deletes the temporary files of turn audio that a crash left half written
+// (History writes .part-*.wav and renames it into place).
+func removePartial(dir string, log *slog.Logger) {
+	parts, _ := filepath.Glob(filepath.Join(dir, "*", ".part-*.wav"))
+	for _, p := range parts {
+		if err := os.Remove(p); err != nil {
+			log.Warn("leftover turn audio not removed", "file", p, "err", err)
+		}
+	}
+}
+
 func pruneDaily(db *store.Store, days int, log *slog.Logger) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
