@@ -100,7 +100,7 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 	if b != nil {
 		e.LLM, e.LLMModel = b, model
 	} else {
-		l.Notes = append(l.Notes, "chat: offline skills (no LLM server configured; set llm.url)")
+		l.Notes = append(l.Notes, "chat: offline skills (no local LLM server found; set llm.url)")
 	}
 
 	// voice activity for realtime sessions: Silero when its model is installed
