@@ -204,3 +204,19 @@ func TestConvertBoundsUpsampledReads(t *testing.T) {
 		}
 	}
 }
+
+func TestLimitSource(t *testing.T) {
+	b := &Buffer{Format: Mono16k, Data: []float32{1, 2, 3, 4, 5}}
+	for _, n := range []int{0, 3, 5, 9} {
+		got, err := ReadAll(context.Background(), LimitSource(NewBufferSource(b), n), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := b.Data[:min(n, 5)]; len(got.Data) != len(want) || (len(want) > 0 && got.Data[len(want)-1] != want[len(want)-1]) {
+			t.Errorf("limit %d: %v, want %v", n, got.Data, want)
+		}
+		if got.Format != Mono16k {
+			t.Errorf("format %v", got.Format)
+		}
+	}
+}

@@ -393,3 +393,24 @@ func (p *Pipe) Read(ctx context.Context, dst []float32) (int, error) {
 		}
 	}
 }
+
+// LimitSource reads at most n values (interleaved samples) from src, then reports io.EOF:
+// io.LimitReader for audio, e.g. a fixed stretch of a live capture.
+func LimitSource(src Source, n int) Source { return &limitSource{src, n} }
+
+type limitSource struct {
+	src Source
+	n   int
+}
+
+func (l *limitSource) Format() Format { return l.src.Format() }
+
+func (l *limitSource) Read(ctx context.Context, p []float32) (int, error) {
+	if l.n <= 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(len(p), l.n)]
+	n, err := l.src.Read(ctx, p)
+	l.n -= n
+	return n, err
+}

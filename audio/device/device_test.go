@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -124,7 +123,7 @@ func measureLoopback(t *testing.T, pulse *audiotest.Pulse, h *device.Host, speec
 	var capStats device.Stats
 	total := 48000 * (3 + int(speech.Duration()/time.Second))
 	go func() {
-		b, err := audio.ReadAll(ctx, &limited{capt, total}, 0)
+		b, err := audio.ReadAll(ctx, audio.LimitSource(capt, total), 0)
 		if err != nil {
 			t.Error(err)
 		}
@@ -186,25 +185,6 @@ func TestJudgeLoopback(t *testing.T) {
 			t.Errorf("%s: judge = %q, want failure %v", tt.name, msg, tt.fails)
 		}
 	}
-}
-
-// limited reads n samples from src then ends.
-type limited struct {
-	src audio.Source
-	n   int
-}
-
-func (l *limited) Format() audio.Format { return l.src.Format() }
-func (l *limited) Read(ctx context.Context, p []float32) (int, error) {
-	if l.n <= 0 {
-		return 0, io.EOF
-	}
-	if len(p) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.src.Read(ctx, p)
-	l.n -= n
-	return n, err
 }
 
 // TestStopWithinOneBuffer plays a long tone, stops it, and checks in the echo reference and in

@@ -238,14 +238,7 @@ func (r *reopener[E]) lose(s E, cause error, planned bool) {
 // reopen closes the dead stream and opens a new one, backing off between failures. It
 // returns false when the reopener is closed.
 func (r *reopener[E]) reopen() bool {
-	var zero E
-	r.mu.Lock()
-	dead := r.dead
-	r.dead = zero
-	r.mu.Unlock()
-	if dead != zero {
-		dead.Close()
-	}
+	r.closeDead()
 	select { // the kick that announced this loss
 	case <-r.kick:
 	default:
@@ -400,6 +393,13 @@ func (r *reopener[E]) close() error {
 	if cur != zero {
 		err = cur.Close()
 	}
+	r.closeDead()
+	return err
+}
+
+// closeDead closes the stream a loss left behind, if it is still held.
+func (r *reopener[E]) closeDead() {
+	var zero E
 	r.mu.Lock()
 	dead := r.dead
 	r.dead = zero
@@ -407,5 +407,4 @@ func (r *reopener[E]) close() error {
 	if dead != zero {
 		dead.Close()
 	}
-	return err
 }

@@ -370,7 +370,7 @@ func TestResilientPlaybackEcho(t *testing.T) {
 		t.Errorf("Played = %d, want %d (160 + 4000 silent + 160)", got, want)
 	}
 	// the echo: 160 × 0.5, 4000 × 0, 160 × 0.25
-	rec, err := audio.ReadAll(ctx, &limited{echo, 160 + 4000 + 160}, 0)
+	rec, err := audio.ReadAll(ctx, audio.LimitSource(echo, 160+4000+160), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,20 +391,4 @@ func TestResilientPlaybackEcho(t *testing.T) {
 			t.Fatalf("echo frame %d = %v, want %v", i, v, want(i))
 		}
 	}
-}
-
-type limited struct {
-	src audio.Source
-	n   int
-}
-
-func (l *limited) Format() audio.Format { return l.src.Format() }
-func (l *limited) Read(ctx context.Context, p []float32) (int, error) {
-	if l.n <= 0 {
-		return 0, io.EOF
-	}
-	p = p[:min(len(p), l.n)]
-	n, err := l.src.Read(ctx, p)
-	l.n -= n
-	return n, err
 }
