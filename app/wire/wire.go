@@ -335,8 +335,6 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	return a, nil
 }
 
-// pruneDaily applies the audio retention (store.retention_days) now and once a day, in the
-// background; the returned function stops it.
 // removePartial deletes the temporary files of turn audio that a crash left half written
 // (History writes .part-*.wav and renames it into place).
 func removePartial(dir string, log *slog.Logger) {
@@ -348,6 +346,8 @@ func removePartial(dir string, log *slog.Logger) {
 	}
 }
 
+// pruneDaily applies the audio retention (store.retention_days) now and once a day, in the
+// background; the returned function stops it.
 func pruneDaily(db *store.Store, days int, log *slog.Logger) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
