@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -14,12 +14,12 @@ import (
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
-const tinyASR = "testdata/sensevoice/tiny"
+const tinyASR = "../../testdata/sensevoice/tiny"
 
 // speechWAV writes asr's golden speech clip as a WAV file in the given layout.
 func speechWAV(t *testing.T, dir string, rate, channels int) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("asr", "testdata", "fbank", "speech_en.pcm"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "asr", "testdata", "fbank", "speech_en.pcm"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,18 +127,18 @@ func TestTranscribeCLIErrors(t *testing.T) {
 // TestTranscribeDefaultModel: with no --model and nothing installed, the embedded demo
 // model is extracted and used; its decode is the one PyTorch gives (testdata/speech).
 func TestTranscribeDefaultModel(t *testing.T) {
-	if _, err := os.Stat(filepath.Join("assets", "demo", "sensevoice", "model.onnx")); err != nil {
+	if _, err := os.Stat(filepath.Join("..", "..", "assets", "demo", "sensevoice", "model.onnx")); err != nil {
 		t.Skip("no demo model in this checkout")
 	}
 	gputest.RequireORT(t)
 	dir := isolate(t)
 	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
-	code, out, errs := runCLI(t, "--provider", "cpu", "transcribe", "--itn=false", "--lang", "en", filepath.Join("testdata", "speech", "test-000004.wav"))
+	code, out, errs := runCLI(t, "--provider", "cpu", "transcribe", "--itn=false", "--lang", "en", filepath.Join("..", "..", "testdata", "speech", "test-000004.wav"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	// the golden decode travels with the model (refreshed whenever the model is retrained)
-	b, err := os.ReadFile(filepath.Join("testdata", "speech", "demo_expected.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "speech", "demo_expected.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func isolate(t *testing.T) string {
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	code = run(context.Background(), args, strings.NewReader(""), &out, &errb, nil)
 	return code, out.String(), errb.String()
 }
 
@@ -83,7 +83,7 @@ func TestServeHealthAndShutdown(t *testing.T) {
 	done := make(chan int, 1)
 	var out, errb bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"--serve", "--set", "serve.addr=" + addr}, strings.NewReader(""), &out, &errb)
+		done <- run(ctx, []string{"--serve", "--set", "serve.addr=" + addr}, strings.NewReader(""), &out, &errb, nil)
 	}()
 	var resp *http.Response
 	for i := 0; i < 100; i++ {

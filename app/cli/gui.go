@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -10,13 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/parley-voice/parley/app/gui"
 )
 
 // The desktop app is chosen here, before any GUI toolkit call, so that the headless paths
 // never need a display: without DISPLAY or WAYLAND_DISPLAY the server starts instead, and
-// no Fyne function runs.
+// no Fyne function runs. The app itself is env.GUI, handed in by package main.
 func init() {
 	register(&command{
 		name:  "gui",
@@ -42,7 +40,11 @@ func init() {
 				}
 				return fmt.Errorf("%w: %v", errUsage, err)
 			}
-			return gui.Run(ctx, env.Config, gui.Options{Log: env.Log, NoAudio: *noAudio, NoTray: *noTray})
+			if env.GUI == nil {
+				env.Log.Warn("this build has no desktop app; starting the headless server instead")
+				return commands["serve"].run(ctx, env, fs.Args())
+			}
+			return env.GUI(ctx, env.Config, GUIOptions{Log: env.Log, NoAudio: *noAudio, NoTray: *noTray})
 		},
 	})
 }

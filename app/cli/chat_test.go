@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func chatCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stde
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	t.Setenv("PARLEY_CONFIG", "")
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb, nil)
 	return code, out.String(), errb.String()
 }
 
@@ -158,7 +158,7 @@ func TestChatCorruptTimersFile(t *testing.T) {
 	}
 	os.WriteFile(p, []byte("{oops"), 0o644)
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"chat", "--backend", "skills"}, strings.NewReader("set a timer for 1 minute\n"), &out, &errb)
+	code := run(context.Background(), []string{"chat", "--backend", "skills"}, strings.NewReader("set a timer for 1 minute\n"), &out, &errb, nil)
 	if code != 0 || out.String() != "Timer set for 1 minute.\n" || !strings.Contains(errb.String(), "timers.json is corrupt") {
 		t.Errorf("exit %d out %q err %q", code, out.String(), errb.String())
 	}

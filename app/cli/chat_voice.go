@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // chatVoice is `parley chat --voice`: the whole assistant loop headless on the default audio
-// devices, printing the transcript, the answer and the latency line of each turn. cmd_chat.go
+// devices, printing the transcript, the answer and the latency line of each turn. chat.go
 // calls it with the arguments left after its own flags when --voice is given.
 func chatVoice(ctx context.Context, env *cliEnv, args []string) error {
 	fs := flag.NewFlagSet("chat --voice", flag.ContinueOnError)
