@@ -1,180 +1,28 @@
 // Command parley is a private, offline-first voice assistant: the desktop app by default,
-// a headless speech server with --serve, and a set of subcommands for each part.
+// a headless speech server with --serve, and a set of subcommands for each part
+// (app/cli). This file only joins the command-line layer to the desktop app, the one
+// place besides app/gui that may import the GUI toolkit.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 	_ "time/tzdata" // city time zones work on machines without tzdata
 
+	"github.com/parley-voice/parley/app/cli"
 	"github.com/parley-voice/parley/app/config"
-	"github.com/parley-voice/parley/app/logging"
-	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/app/gui"
 )
-
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
-// cliEnv is what every subcommand gets.
-type cliEnv struct {
-	Config *config.Config
-	Log    *slog.Logger
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-}
-
-// command is one subcommand. Subcommands live in cmd_<name>.go files and register themselves.
-type command struct {
-	name  string
-	usage string // "name ARGS  one-line description"
-	run   func(ctx context.Context, env *cliEnv, args []string) error
-}
-
-// commands is filled by init functions before main runs and only read afterwards.
-var commands = map[string]*command{}
-
-func register(c *command) {
-	if _, dup := commands[c.name]; dup {
-		panic("parley: command registered twice: " + c.name)
-	}
-	commands[c.name] = c
-}
-
-// errUsage marks an error caused by how parley was invoked; it exits with status 2.
-var errUsage = errors.New("usage")
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, runGUI)
 	stop()
 	os.Exit(code)
 }
 
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("parley", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	serve := fs.Bool("serve", false, "run headless as a speech server")
-	cfgPath := fs.String("config", "", "configuration file (default "+config.DefaultPath()+")")
-	logLevel := fs.String("log-level", "", "debug | info | warn | error (default from config, PARLEY_LOG_LEVEL)")
-	provider := fs.String("provider", "", "execution provider: auto | cpu | cuda[:N] | tensorrt[:N]")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	var sets stringList
-	fs.Var(&sets, "set", "override a config key, section.key=value (repeatable)")
-	fs.Usage = func() { usage(stderr, fs) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if *showVersion {
-		fmt.Fprintln(stdout, versionString())
-		return 0
-	}
-	if *provider != "" {
-		sets = append(sets, "runtime.provider="+*provider)
-	}
-	if lv := os.Getenv("PARLEY_LOG_LEVEL"); lv != "" && *logLevel == "" {
-		*logLevel = lv
-	}
-	if *logLevel != "" {
-		sets = append(sets, "log.level="+*logLevel)
-	}
-
-	rest := fs.Args()
-	name := ""
-	switch {
-	case *serve:
-		name = "serve"
-	case len(rest) > 0:
-		name, rest = rest[0], rest[1:]
-	default:
-		name = "gui"
-	}
-	cmd, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(stderr, "parley: unknown command %q%s; `parley -h` lists the commands\n", name, suggest(name))
-		return 2
-	}
-
-	cfg, err := config.Load(*cfgPath, sets)
-	if err != nil {
-		fmt.Fprintln(stderr, "parley:", err)
-		return 1
-	}
-	if cfg.Runtime.Library != "" && os.Getenv("PARLEY_ORT_LIB") == "" {
-		os.Setenv("PARLEY_ORT_LIB", cfg.Runtime.Library)
-	}
-	level, _ := logging.ParseLevel(cfg.Log.Level) // validated by config.Load
-	log := logging.New(stderr, level)
-	slog.SetDefault(log)
-
-	env := &cliEnv{Config: cfg, Log: log, Stdin: stdin, Stdout: stdout, Stderr: stderr}
-	if err := cmd.run(ctx, env, rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "parley %s: %v\n", name, err)
-		if errors.Is(err, errUsage) {
-			return 2
-		}
-		return 1
-	}
-	return 0
-}
-
-func usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Parley %s: a private, offline-first voice assistant.\n\n", version)
-	fmt.Fprintln(w, "Usage:\n  parley [flags]              the desktop app\n  parley --serve [flags]      headless speech server\n  parley [flags] COMMAND …\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		if n != "gui" && n != "serve" {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		u := commands[n].usage
-		head, desc, _ := strings.Cut(u, "  ")
-		if len(head) > 34 {
-			fmt.Fprintf(w, "  %s\n  %-34s %s\n", head, "", strings.TrimSpace(desc))
-			continue
-		}
-		fmt.Fprintf(w, "  %-34s %s\n", head, strings.TrimSpace(desc))
-	}
-	fmt.Fprintln(w, "\nFlags:")
-	fs.PrintDefaults()
-}
-
-// suggest names the closest known command, for typos.
-func suggest(name string) string {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	if best := assets.Suggest(name, names); best != "" {
-		return fmt.Sprintf(" (did you mean %q?)", best)
-	}
-	return ""
-}
-
-func versionString() string {
-	exe, _ := os.Executable()
-	return fmt.Sprintf("parley %s (%s)", version, filepath.Base(exe))
+func runGUI(ctx context.Context, cfg *config.Config, o cli.GUIOptions) error {
+	return gui.Run(ctx, cfg, gui.Options{Log: o.Log, NoAudio: o.NoAudio, NoTray: o.NoTray})
 }

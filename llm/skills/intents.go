@@ -2,6 +2,7 @@ package skills
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -569,6 +570,13 @@ func (e *Engine) addTimer(ctx context.Context, kind string, due time.Time, d tim
 }
 
 func (e *Engine) storeError(in input, err error) (Reply, bool, error) {
+	if errors.Is(err, ErrNoTimers) {
+		r := e.reply(in, "",
+			"Sorry, I can't set timers or alarms here: this is Parley's speech server, and nothing would ring when one ran out. Set it in the Parley app or on your phone.",
+			"抱歉，这里不能设置计时器或闹钟：这是 Parley 的语音服务器，时间到了也没有地方提醒你。请在 Parley 应用或手机上设置。")
+		r.Intent = "timer.unavailable"
+		return r, true, nil
+	}
 	e.log.Error("skills: timer store", "err", err)
 	return e.reply(in, "", "Sorry, I couldn't save or read your timers.", "抱歉，计时器保存或读取失败。"), true, err
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/llm"
 )
 
 var testNow = time.Date(2026, 11, 22, 15, 7, 0, 0, time.UTC) // a Sunday
@@ -216,6 +218,26 @@ func TestTimersLifecycle(t *testing.T) {
 	r, _ = e.Handle(ctx, "cancel the timer")
 	if !strings.Contains(r.Text, "no timers") {
 		t.Errorf("nothing to cancel: %q", r.Text)
+	}
+}
+
+// Where timers cannot ring (parley --serve), asking for one gets an honest answer, not a
+// promise: no "Timer set", no error to the caller.
+func TestNoTimersAnswersHonestly(t *testing.T) {
+	e, _ := New(Options{Now: func() time.Time { return testNow }, Timers: NoTimers{}})
+	ctx := context.Background()
+	for _, q := range []string{"set a timer for 5 minutes", "set an alarm for 7 am", "how much time is left on my timer", "cancel the timer", "五分钟后提醒我"} {
+		r, err := e.Handle(ctx, q)
+		if err != nil || !r.Handled || r.Intent != "timer.unavailable" || strings.Contains(r.Text, "set for") {
+			t.Errorf("%q: %+v %v", q, r, err)
+		}
+		if !strings.Contains(r.Text, "can't set timers") && !strings.Contains(r.Text, "不能设置计时器") {
+			t.Errorf("%q: %q does not say timers are unavailable", q, r.Text)
+		}
+	}
+	res := e.Call(ctx, llm.ToolCall{Function: llm.FunctionCall{Name: "set_timer", Arguments: `{"seconds":60}`}})
+	if !strings.Contains(res.Error, "not available") {
+		t.Errorf("set_timer tool: %+v", res)
 	}
 }
 

@@ -77,7 +77,11 @@ class SenseVoiceDataset(Dataset):
             return self.cache[rec["key"]].float()
         f = apply_cmvn(features(load_audio(rec["source"])), self.neg_mean, self.inv_std)
         if self.cache is not None:
-            self.cache[rec["key"]] = f.half()
+            # The first use sees the same fp16-rounded values as every later one, so a
+            # run restarted with an empty cache trains on identical inputs.
+            f = f.half()
+            self.cache[rec["key"]] = f
+            return f.float()
         return f
 
     def __getitem__(self, i: int) -> dict:

@@ -1,0 +1,241 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/brain"
+	"github.com/parley-voice/parley/llm/discover"
+	"github.com/parley-voice/parley/llm/ollama"
+	"github.com/parley-voice/parley/llm/skills"
+)
+
+func init() {
+	register(&command{
+		name:  "chat",
+		usage: "chat [--backend B] [--url U] [--model M] [--voice]  talk with Parley (text REPL; --voice: the spoken loop)",
+		run:   runChat,
+	})
+}
+
+// chatFlags are the flags of `parley chat`; --voice hands the rest of the arguments to the
+// voice loop (cmd_chat_voice.go) after applying the LLM flags to the configuration.
+type chatFlags struct {
+	voice      bool
+	backend    string
+	url        string
+	model      string
+	think      bool
+	tools      bool
+	localFirst bool
+	maxTokens  int
+	timeout    time.Duration
+	pull       string
+	noTools    bool
+	// The spoken loop's own flags, forwarded to chatVoice so they need no "--".
+	voiceArgs []string
+}
+
+func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
+	var f chatFlags
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.BoolVar(&f.voice, "voice", false, "run the spoken loop on the default audio devices instead of the text REPL")
+	fs.StringVar(&f.backend, "backend", "", "auto | openai | ollama | skills (default llm.backend)")
+	fs.StringVar(&f.url, "url", "", "LLM server base URL (default llm.url, $PARLEY_LLM_URL; empty: discover local servers)")
+	fs.StringVar(&f.model, "model", "", "model name (default llm.model, $PARLEY_LLM_MODEL; empty: the server's first)")
+	fs.BoolVar(&f.think, "think", false, "show the model's reasoning")
+	fs.BoolVar(&f.tools, "tools", false, "show tool calls and their results")
+	fs.BoolVar(&f.localFirst, "local-first", true, "answer time, timers, maths, conversions and controls with the offline skills even when a model is configured")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "answer cap in tokens (default llm.max_tokens)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock cap per answer (default 90s)")
+	fs.BoolVar(&f.noTools, "no-tools", false, "offer the model no tools (for small models that get confused by them)")
+	fs.StringVar(&f.pull, "pull", "", "first ask the Ollama server to fetch this model (with progress), then chat with it")
+	forward := func(name, usage string, boolean bool) {
+		if boolean {
+			fs.BoolFunc(name, usage+" (with --voice)", func(v string) error {
+				f.voiceArgs = append(f.voiceArgs, "-"+name+"="+v)
+				return nil
+			})
+			return
+		}
+		fs.Func(name, usage+" (with --voice)", func(v string) error {
+			f.voiceArgs = append(f.voiceArgs, "-"+name, v)
+			return nil
+		})
+	}
+	forward("mode", "push-to-talk | hands-free | wake-word", false)
+	forward("asr-model", "speech recognition model directory or id", false)
+	forward("no-history", "do not record the conversation", true)
+	forward("v", "also print states, barge-ins and rejected echoes", true)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if f.maxTokens < 0 || f.timeout < 0 {
+		return nil, nil, fmt.Errorf("%w: --max-tokens and --timeout must not be negative", errUsage)
+	}
+	return &f, fs.Args(), nil
+}
+
+func runChat(ctx context.Context, env *cliEnv, args []string) error {
+	f, rest, err := parseChatFlags(env, args)
+	if err != nil {
+		return err
+	}
+	cfg := *env.Config
+	if f.backend != "" {
+		cfg.LLM.Backend = f.backend
+	}
+	if f.url != "" {
+		cfg.LLM.URL = f.url
+	}
+	if f.model != "" {
+		cfg.LLM.Model = f.model
+	}
+	if f.maxTokens > 0 {
+		cfg.LLM.MaxTokens = f.maxTokens
+	}
+	if f.pull != "" {
+		if f.model == "" {
+			cfg.LLM.Model = f.pull
+		}
+		if cfg.LLM.Backend == "" || cfg.LLM.Backend == "auto" {
+			cfg.LLM.Backend = discover.KindOllama
+		}
+	}
+	if f.voice {
+		venv := *env
+		venv.Config = &cfg
+		return chatVoice(ctx, &venv, append(f.voiceArgs, rest...))
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q (chat reads messages from standard input)", errUsage, rest)
+	}
+
+	choice, err := discover.Select(ctx, discover.Options{
+		Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: env.Log,
+	})
+	if err != nil {
+		return err
+	}
+	if choice.Warning != "" {
+		fmt.Fprintln(env.Stderr, "parley chat: warning:", choice.Warning)
+	}
+	if f.pull != "" {
+		oc, ok := choice.Backend.(*ollama.Client)
+		if !ok {
+			return fmt.Errorf("%w: --pull needs an Ollama server (found %s)", errUsage, choice.Name)
+		}
+		if err := pullModel(ctx, oc, f.pull, env.Stderr); err != nil {
+			return err
+		}
+	}
+	var timers skills.TimerStore
+	ft, err := skills.OpenFileTimers(filepath.Join(assets.DataDir(), "timers.json"))
+	if err != nil {
+		// Keep the file as it is (never overwrite what we cannot read) and chat anyway.
+		fmt.Fprintf(env.Stderr, "parley chat: warning: %v; timers will not be saved this session\n", err)
+		timers = &skills.MemTimers{}
+	} else {
+		timers = ft
+	}
+	sk, err := skills.New(skills.Options{Timers: timers, Logger: env.Log, Language: replyLanguage(cfg.Assistant.Language)})
+	if err != nil {
+		return err
+	}
+	b, err := brain.New(brain.Config{
+		Backend: choice.Backend, Model: choice.Model, Skills: sk, LocalFirst: f.localFirst, NoTools: f.noTools,
+		Persona:   llm.Persona{Prompt: cfg.LLM.Persona, Spoken: true},
+		MaxTokens: cfg.LLM.MaxTokens, MaxDuration: f.timeout, Logger: env.Log,
+	})
+	if err != nil {
+		return err
+	}
+
+	interactive := chatIsTerminal(env.Stdin)
+	fmt.Fprintf(env.Stderr, "parley chat: %s\n", b.Source())
+	if interactive {
+		fmt.Fprintln(env.Stderr, "Type a message and press Enter; /reset clears the conversation, /quit or Ctrl-D leaves.")
+	}
+	out := &lockedWriter{w: env.Stdout}
+	if interactive {
+		// Announce timers and alarms as they fall due (not for pipes: output must stay
+		// deterministic there).
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go sk.Watch(wctx, time.Second, func(t skills.Timer) {
+			fmt.Fprintf(out, "\n[%s] %s\n", t.Kind, sk.Announcement(t))
+		})
+	}
+	err = brain.REPL(ctx, b, env.Stdin, out, brain.REPLOptions{
+		Prompt: interactive, ShowReasoning: f.think, ShowTools: f.tools, Errors: env.Stderr,
+	})
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(env.Stdout)
+		return nil // Ctrl-C: a normal way to leave
+	}
+	return err
+}
+
+// pullModel asks Ollama to fetch model, printing a line per stage and every 10%.
+func pullModel(ctx context.Context, c *ollama.Client, model string, w io.Writer) error {
+	last, lastPct := "", -1
+	err := c.Pull(ctx, model, func(p ollama.Progress) {
+		pct := int(p.Fraction() * 100)
+		if p.Status != last || (pct >= 0 && pct/10 != lastPct/10) {
+			if pct >= 0 {
+				fmt.Fprintf(w, "pull %s: %s %d%%\n", model, p.Status, pct)
+			} else {
+				fmt.Fprintf(w, "pull %s: %s\n", model, p.Status)
+			}
+			last, lastPct = p.Status, pct
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("pull %s: %w", model, err)
+	}
+	return nil
+}
+
+// replyLanguage maps assistant.language onto the skills' default reply language.
+func replyLanguage(lang string) string {
+	switch strings.ToLower(lang) {
+	case "zh", "yue":
+		return "zh"
+	}
+	return "en"
+}
+
+func chatIsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// lockedWriter serialises the REPL's output and timer announcements.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/parley-voice/parley/app/config"
+)
+
+func init() {
+	register(&command{
+		name:  "version",
+		usage: "version  print the version, Go toolchain and key dependencies",
+		run: func(ctx context.Context, env *cliEnv, args []string) error {
+			fmt.Fprintln(env.Stdout, versionString())
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				fmt.Fprintf(env.Stdout, "go: %s\n", bi.GoVersion)
+				for _, d := range bi.Deps {
+					if d.Path == "github.com/yalue/onnxruntime_go" {
+						fmt.Fprintf(env.Stdout, "onnxruntime_go: %s\n", d.Version)
+					}
+				}
+			}
+			return nil
+		},
+	})
+	register(&command{
+		name:  "config",
+		usage: "config path|show|keys  where the config file is, the effective config, every key",
+		run:   runConfig,
+	})
+}
+
+func runConfig(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("%w: parley config path|show|keys", errUsage)
+	}
+	switch args[0] {
+	case "path":
+		p := env.Config.Path
+		if p == "" {
+			p = env.Config.File // --config or $PARLEY_CONFIG, not created yet
+			if p == "" {
+				p = config.DefaultPath()
+			}
+			fmt.Fprintf(env.Stdout, "%s (not created yet; defaults in use)\n", p)
+			return nil
+		}
+		fmt.Fprintln(env.Stdout, p)
+	case "show":
+		shown := *env.Config
+		for _, secret := range []*string{&shown.LLM.APIKey, &shown.Serve.APIKey} {
+			if *secret != "" {
+				*secret = "(set, hidden)"
+			}
+		}
+		data, err := shown.Encode()
+		if err != nil {
+			return err
+		}
+		env.Stdout.Write(data)
+	case "keys":
+		for _, k := range config.Keys() {
+			fmt.Fprintf(env.Stdout, "%-32s %s\n", k, config.EnvName(k))
+		}
+	default:
+		return fmt.Errorf("%w: unknown config subcommand %q (want path, show or keys)", errUsage, args[0])
+	}
+	return nil
+}

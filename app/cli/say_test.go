@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/audio"
+)
+
+func TestSayCLI(t *testing.T) {
+	dir := isolate(t)
+	out := filepath.Join(dir, "out.wav")
+	code, _, errOut := runCLI(t, "say", "-o", out, "--seed", "7", "Hello [uv_break] world [bogus].")
+	if code != 0 {
+		t.Fatalf("say exited %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "[bogus]") {
+		t.Errorf("unknown control not reported: %q", errOut)
+	}
+	b, err := audio.ReadWAVFile(out)
+	if err != nil || b.Duration().Seconds() < 0.5 || b.SampleRate != 22050 {
+		t.Fatalf("wav: %v %v", b, err)
+	}
+	// resampled output and raw formats
+	code, _, errOut = runCLI(t, "say", "-o", filepath.Join(dir, "o16.wav"), "--rate", "16000", "hi")
+	if b, _ := audio.ReadWAVFile(filepath.Join(dir, "o16.wav")); code != 0 || b == nil || b.SampleRate != 16000 {
+		t.Errorf("--rate 16000: %d %s", code, errOut)
+	}
+	code, _, _ = runCLI(t, "say", "-o", filepath.Join(dir, "o.f32"), "hi")
+	if st, err := os.Stat(filepath.Join(dir, "o.f32")); code != 0 || err != nil || st.Size()%4 != 0 || st.Size() == 0 {
+		t.Errorf("f32 output: %v", err)
+	}
+	for _, args := range [][]string{
+		{"say", "-o", out, ""},
+		{"say", "-o", out, "--speed", "9", "hi"},
+		{"say", "-o", out, "--engine", "festival", "hi"},
+		{"say", "-o", out, "--voice", "no-such-voice-xyz", "hi"},
+		{"say", "-o", out, "[uv_break] [laugh_2]"},
+		{"say", "-o", filepath.Join(dir, "o.mp3"), "hi"}, // not WAV bytes under an .mp3 name
+	} {
+		if code, _, _ := runCLI(t, args...); code == 0 {
+			t.Errorf("%v succeeded", args)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "o.mp3")); err == nil {
+		t.Errorf("say -o o.mp3 wrote a file it cannot encode")
+	}
+	if code, _, errOut := runCLI(t, "say", "-o", filepath.Join(dir, "o.mp3"), "-format", "wav", "hi"); code != 0 {
+		t.Errorf("-format wav overrides the name: %d %s", code, errOut)
+	}
+	code, stdout, _ := runCLI(t, "say", "--capabilities")
+	if code != 0 || !strings.Contains(stdout, `"laugh": "emulated"`) {
+		t.Errorf("capabilities: %d %s", code, stdout)
+	}
+}
+
+func TestVoicesCLI(t *testing.T) {
+	dir := isolate(t)
+	steps := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"voices", "create", "warm", "--engine", "espeak", "--seed", "42", "--temperature", "0.6"}, 0, "created warm"},
+		{[]string{"voices", "create", "warm", "--seed", "1"}, 1, "already exists"},
+		{[]string{"voices", "create", "../evil", "--seed", "1"}, 1, "name"},
+		{[]string{"voices", "create", "two", "--seed", "1", "--preset", "en-us"}, 1, "exactly one"},
+		{[]string{"voices", "create", "gb", "--preset", "en-gb+f2"}, 0, "created gb"},
+		{[]string{"voices", "list"}, 0, "seed 42"},
+		{[]string{"voices", "show", "warm"}, 0, `"seed": 42`},
+		{[]string{"voices", "mix", "blend", "--engine", "kokoro", "af_heart=0.7", "am_adam=0.3"}, 0, "af_heart=0.7"},
+		{[]string{"voices", "export", "warm", "-o", filepath.Join(dir, "warm.json")}, 0, ""},
+		{[]string{"voices", "import", filepath.Join(dir, "warm.json"), "--name", "warm2"}, 0, "imported warm2"},
+		{[]string{"voices", "rm", "warm2"}, 0, "removed"},
+		{[]string{"voices", "rm", "warm2"}, 1, "no such voice"},
+		{[]string{"voices", "preview", "warm", "-o", filepath.Join(dir, "p.wav")}, 0, ""},
+		{[]string{"say", "--voice", "blend", "-o", filepath.Join(dir, "x.wav"), "hi"}, 1, "kokoro"},
+		{[]string{"voices", "bogus"}, 1, "unknown command"},
+	}
+	for _, s := range steps {
+		code, out, errOut := runCLI(t, s.args...)
+		if code != s.code || !strings.Contains(out+errOut, s.want) {
+			t.Errorf("%v: exit %d, output %q%q; want exit %d containing %q", s.args, code, out, errOut, s.code, s.want)
+		}
+	}
+	if b, err := audio.ReadWAVFile(filepath.Join(dir, "p.wav")); err != nil || b.Duration().Seconds() < 2 {
+		t.Errorf("preview: %v", err)
+	}
+	// a hostile file in the library is reported by list, not fatal
+	os.WriteFile(filepath.Join(dir, "data", "parley", "voices", "evil.json"), []byte(`{"format":"parley-voice","version":1,"name":"evil","engine":"kokoro","kind":"embedding","embedding":{"dim":3,"data":[1,2,3]},"defaults":{},"created":"2024-01-01T00:00:00Z"}`), 0o644)
+	code, out, errOut := runCLI(t, "voices", "list")
+	if code != 0 || !strings.Contains(out, "warm") || !strings.Contains(errOut, "dimension 3") {
+		t.Errorf("list with a bad file: %d %q %q", code, out, errOut)
+	}
+}

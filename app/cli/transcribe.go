@@ -1,0 +1,312 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
+)
+
+func init() {
+	register(&command{
+		name:  "transcribe",
+		usage: "transcribe FILE…|-  transcribe audio files (WAV; other formats through ffmpeg)",
+		run:   runTranscribe,
+	})
+}
+
+const transcribeUsage = `usage: parley transcribe [flags] FILE…|-
+
+Transcribes each FILE ("-" is standard input) with SenseVoice. WAV files of any layout
+(PCM 8–32 bit, float, any rate and channel count) are read directly; anything else is
+decoded with ffmpeg when it is installed. Long recordings are cut at pauses and streamed.
+
+Formats: text (default), json ({"text": …}), verbose_json (OpenAI's shape plus lang,
+emotion, event and word timings), srt, vtt (one FILE only).
+
+Flags:`
+
+var transcribeFormats = []string{"text", "json", "verbose_json", "srt", "vtt"}
+
+func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
+	fs := flag.NewFlagSet("transcribe", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	lang, itn, model := "auto", true, ""
+	if env.Config != nil {
+		lang, itn, model = env.Config.ASR.Language, env.Config.ASR.ITN, env.Config.ASR.Model
+	}
+	fs.StringVar(&lang, "lang", lang, "language: auto | zh | en | yue | ja | ko")
+	fs.BoolVar(&itn, "itn", itn, "inverse text normalisation (digits, punctuation); --itn=false for raw words")
+	fs.StringVar(&model, "model", model, "a model `DIR`, or a model id from parley models list; empty = best installed")
+	format := fs.String("format", "text", "output: "+strings.Join(transcribeFormats, " | "))
+	noUnk := fs.Bool("no-emo-unknown", false, "never report the EMO_UNKNOWN emotion; pick the likeliest real one")
+	int8 := fs.Bool("int8", false, "prefer the int8 model file when the model directory has both")
+	fs.Usage = func() {
+		fmt.Fprintln(env.Stderr, transcribeUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	files := fs.Args()
+	if len(files) == 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: no input files (give FILE… or - for standard input)", errUsage)
+	}
+	if !contains(transcribeFormats, *format) {
+		return fmt.Errorf("%w: --format %q: want one of %s", errUsage, *format, strings.Join(transcribeFormats, ", "))
+	}
+	if !contains(asr.Languages(), lang) {
+		return fmt.Errorf("%w: --lang %q: want one of %s", errUsage, lang, strings.Join(asr.Languages(), ", "))
+	}
+	if (*format == "srt" || *format == "vtt") && len(files) > 1 {
+		return fmt.Errorf("%w: --format %s takes one file, got %d", errUsage, *format, len(files))
+	}
+	stdin := 0
+	for _, f := range files {
+		if f == "-" {
+			stdin++
+		}
+	}
+	if stdin > 1 {
+		return fmt.Errorf("%w: standard input (-) given %d times", errUsage, stdin)
+	}
+
+	dir, err := resolveASRModel(ctx, env, model)
+	if err != nil {
+		return err
+	}
+	cfg := asr.Config{Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8, Logger: env.Log}
+	if env.Config != nil {
+		cfg.Provider, cfg.Threads = env.Config.Runtime.Provider, env.Config.Runtime.IntraOpThreads
+	}
+	rec, err := asr.New(dir, cfg)
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+
+	failed := 0
+	for _, name := range files {
+		res, err := transcribeFile(ctx, env, rec, name)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			failed++
+			fmt.Fprintf(env.Stderr, "parley transcribe: %s: %v\n", name, err)
+			continue
+		}
+		if err := writeTranscript(env.Stdout, *format, name, len(files) > 1, res); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d files failed", failed, len(files))
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveASRModel turns --model (a directory, a model file or a registry id; empty = best
+// installed) into a path asr.New accepts.
+func resolveASRModel(ctx context.Context, env *cliEnv, model string) (string, error) {
+	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
+	if err != nil {
+		return "", err
+	}
+	dir, _, err := mgr.Resolve(ctx, assets.KindASR, model)
+	if errors.Is(err, assets.ErrNotInstalled) {
+		return "", fmt.Errorf("no speech recognition model is installed; run `parley models pull sensevoice-small-int8` (or give --model DIR)")
+	}
+	return dir, err
+}
+
+// transcribeFile streams one input through the recognizer: WAV directly, anything else
+// through ffmpeg.
+func transcribeFile(ctx context.Context, env *cliEnv, rec *asr.Recognizer, name string) (*asr.Result, error) {
+	var in io.Reader
+	if name == "-" {
+		in = env.Stdin
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, fmt.Errorf("is a directory")
+		}
+		in = f
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	head, _ := br.Peek(12)
+	if len(head) == 0 {
+		return nil, fmt.Errorf("empty input")
+	}
+	var src audio.Source
+	if isWAV(head) {
+		wr, err := audio.NewWAVReader(br)
+		if err != nil {
+			return nil, err
+		}
+		src = wr
+	} else {
+		dec, wait, err := ffmpegDecode(ctx, br, name)
+		if err != nil {
+			return nil, err
+		}
+		defer wait()
+		src = dec
+	}
+	return rec.TranscribeSource(ctx, src, rec.Options(), nil)
+}
+
+func isWAV(h []byte) bool {
+	return len(h) >= 12 && (bytes.Equal(h[:4], []byte("RIFF")) || bytes.Equal(h[:4], []byte("RF64"))) && bytes.Equal(h[8:12], []byte("WAVE"))
+}
+
+// ffmpegDecode starts ffmpeg to turn any audio into 16 kHz mono 16-bit PCM on a pipe.
+func ffmpegDecode(ctx context.Context, in io.Reader, name string) (audio.Source, func(), error) {
+	bin, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		return nil, nil, fmt.Errorf("not a WAV file, and ffmpeg (needed for other formats) is not installed: install ffmpeg (apt-get install ffmpeg) or convert to WAV first")
+	}
+	cmd := exec.CommandContext(ctx, bin, "-nostdin", "-hide_banner", "-loglevel", "error",
+		"-i", "pipe:0", "-vn", "-f", "s16le", "-acodec", "pcm_s16le", "-ac", "1", "-ar", "16000", "pipe:1")
+	cmd.Stdin = in
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedBuffer{b: &stderr, max: 4096}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("ffmpeg: %w", err)
+	}
+	pr, err := audio.NewPCMReader(out, audio.Mono16k, audio.S16)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, nil, err
+	}
+	src := &ffmpegSource{PCMReader: pr, cmd: cmd, stderr: &stderr, name: name}
+	return src, func() {
+		if !src.done {
+			// the reader stopped before the end (an error mid-stream): ffmpeg may be blocked
+			// writing to a pipe nobody reads, and Wait would never return
+			cmd.Process.Kill()
+		}
+		src.finish()
+	}, nil
+}
+
+// ffmpegSource reports ffmpeg's failure (not a clean EOF) when it could not decode the input.
+type ffmpegSource struct {
+	*audio.PCMReader
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	name   string
+	done   bool
+	err    error
+}
+
+func (s *ffmpegSource) Read(ctx context.Context, p []float32) (int, error) {
+	n, err := s.PCMReader.Read(ctx, p)
+	if errors.Is(err, io.EOF) {
+		if werr := s.finish(); werr != nil {
+			return n, werr
+		}
+	}
+	return n, err
+}
+
+func (s *ffmpegSource) finish() error {
+	if s.done {
+		return s.err
+	}
+	s.done = true
+	if err := s.cmd.Wait(); err != nil {
+		msg := strings.TrimSpace(s.stderr.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		s.err = fmt.Errorf("ffmpeg could not decode it: %s", msg)
+	}
+	return s.err
+}
+
+type limitedBuffer struct {
+	b   *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func writeTranscript(w io.Writer, format, name string, many bool, r *asr.Result) error {
+	switch format {
+	case "text":
+		if many {
+			_, err := fmt.Fprintf(w, "%s: %s\n", name, r.Text)
+			return err
+		}
+		_, err := fmt.Fprintln(w, r.Text)
+		return err
+	case "json":
+		v := map[string]any{"text": r.Text}
+		if many {
+			v["file"] = name
+		}
+		return newJSONEncoder(w, false).Encode(v)
+	case "verbose_json":
+		v := r.Verbose()
+		if many {
+			return newJSONEncoder(w, false).Encode(struct {
+				File string `json:"file"`
+				asr.Verbose
+			}{name, v})
+		}
+		return newJSONEncoder(w, true).Encode(v)
+	case "srt":
+		return asr.WriteSRT(w, r.Cues())
+	case "vtt":
+		return asr.WriteVTT(w, r.Cues())
+	}
+	return fmt.Errorf("%w: unknown format %q", errUsage, format)
+}
+
+func newJSONEncoder(w io.Writer, indent bool) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	return enc
+}

@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+const tinyASR = "../../testdata/sensevoice/tiny"
+
+// speechWAV writes asr's golden speech clip as a WAV file in the given layout.
+func speechWAV(t *testing.T, dir string, rate, channels int) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "asr", "testdata", "fbank", "speech_en.pcm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, len(b)/2)
+	audio.DecodePCM(x, b, audio.S16)
+	buf := &audio.Buffer{Format: audio.Mono16k, Data: x}
+	if rate != 16000 || channels != 1 {
+		if buf, err = audio.ResampleBuffer(buf, rate); err != nil {
+			t.Fatal(err)
+		}
+		if channels == 2 {
+			buf = &audio.Buffer{Format: audio.Format{SampleRate: rate, Channels: 2}, Data: audio.UpMix(nil, buf.Data, 2)}
+		}
+	}
+	p := filepath.Join(dir, "speech.wav")
+	if err := audio.WriteWAVFile(p, buf, audio.S16); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestTranscribeCLI(t *testing.T) {
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	wav := speechWAV(t, dir, 16000, 1)
+	code, out, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", tinyASR, "--format", "verbose_json", wav)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v struct {
+		Duration float64 `json:"duration"`
+		Segments []struct {
+			Start, End float64
+		} `json:"segments"`
+		Words []struct{ Word string } `json:"words"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("verbose_json: %v\n%s", err, out)
+	}
+	if v.Duration < 2.4 || v.Duration > 2.5 || len(v.Segments) != 1 {
+		t.Errorf("verbose_json: %+v", v)
+	}
+	for _, f := range []string{"text", "json", "srt", "vtt"} {
+		code, out, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", tinyASR, "--format", f, wav)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", f, code, errs)
+		}
+		if f == "vtt" && !strings.HasPrefix(out, "WEBVTT\n") || f == "srt" && !strings.Contains(out, " --> ") {
+			t.Errorf("%s output:\n%s", f, out)
+		}
+	}
+	// Another layout of the same audio and standard input both work.
+	stereo := speechWAV(t, t.TempDir(), 44100, 2)
+	if code, _, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", tinyASR, stereo); code != 0 {
+		t.Errorf("44.1 kHz stereo: exit %d: %s", code, errs)
+	}
+}
+
+func TestTranscribeCLIErrors(t *testing.T) {
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	junk := filepath.Join(dir, "junk.bin")
+	os.WriteFile(junk, []byte("this is not audio at all, not even close"), 0o644)
+	empty := filepath.Join(dir, "empty.wav")
+	os.WriteFile(empty, nil, 0o644)
+	truncated := filepath.Join(dir, "trunc.wav")
+	os.WriteFile(truncated, []byte("RIFF\x24\x00\x00\x00WAVEfmt "), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no files", nil, 2, "no input files"},
+		{"bad format", []string{"--format", "mp3", junk}, 2, "--format"},
+		{"bad language", []string{"--lang", "fr", junk}, 2, "--lang"},
+		{"srt of two files", []string{"--format", "srt", junk, junk}, 2, "one file"},
+		{"missing file", []string{filepath.Join(dir, "nope.wav")}, 1, "nope.wav"},
+		{"empty file", []string{empty}, 1, "empty input"},
+		{"truncated WAV", []string{truncated}, 1, "trunc.wav"},
+		{"not audio", []string{junk}, 1, "junk.bin"},
+		{"bad model dir", []string{"--model", dir, junk}, 1, "no SenseVoice model file"},
+	}
+	for _, c := range cases {
+		args := []string{"--provider", "cpu", "transcribe"}
+		if c.name != "bad model dir" {
+			args = append(args, "--model", tinyASR)
+		}
+		code, _, errs := runCLI(t, append(args, c.args...)...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%s: exit %d (want %d), stderr %q (want %q)", c.name, code, c.code, errs, c.want)
+		}
+	}
+	// Without ffmpeg, non-WAV input gets a message that says so.
+	t.Setenv("PATH", t.TempDir())
+	if _, err := exec.LookPath("ffmpeg"); err == nil {
+		t.Skip("ffmpeg still found")
+	}
+	code, _, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", tinyASR, junk)
+	if code != 1 || !strings.Contains(errs, "ffmpeg") || !strings.Contains(errs, "not installed") {
+		t.Errorf("without ffmpeg: exit %d, %q", code, errs)
+	}
+}
+
+// TestTranscribeDefaultModel: with no --model and nothing installed, the embedded demo
+// model is extracted and used; its decode is the one PyTorch gives (testdata/speech).
+func TestTranscribeDefaultModel(t *testing.T) {
+	if _, err := os.Stat(filepath.Join("..", "..", "assets", "demo", "sensevoice", "model.onnx")); err != nil {
+		t.Skip("no demo model in this checkout")
+	}
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
+	code, out, errs := runCLI(t, "--provider", "cpu", "transcribe", "--itn=false", "--lang", "en", filepath.Join("..", "..", "testdata", "speech", "test-000004.wav"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// the golden decode travels with the model (refreshed whenever the model is retrained)
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "speech", "demo_expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct {
+		Items []struct {
+			File string
+			En   struct{ Text string }
+		}
+	}
+	if err := json.Unmarshal(b, &golden); err != nil {
+		t.Fatalf("demo_expected.json: %v", err)
+	}
+	want := ""
+	for _, it := range golden.Items {
+		if it.File == "test-000004.wav" {
+			want = it.En.Text
+		}
+	}
+	if want == "" {
+		t.Fatal("demo_expected.json has no en decode of test-000004.wav")
+	}
+	if got := strings.TrimSpace(out); got != want {
+		t.Fatalf("got %q, want the demo model's decode %q (testdata/speech/demo_expected.json)", got, want)
+	}
+}
+
+// TestFFmpegDecodeAbandoned: when the transcription stops before the end of the input (an
+// error mid-stream), the deferred wait must not hang on an ffmpeg blocked writing to a pipe
+// nobody reads any more.
+func TestFFmpegDecodeAbandoned(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg is not installed")
+	}
+	path := filepath.Join(t.TempDir(), "long.flac")
+	if out, err := exec.Command("ffmpeg", "-nostdin", "-loglevel", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=120",
+		"-ar", "16000", path).CombinedOutput(); err != nil {
+		t.Fatalf("making a FLAC file: %v: %s", err, out)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx := context.Background()
+	src, wait, err := ffmpegDecode(ctx, f, "long.flac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := src.Read(ctx, make([]float32, 1600)); n == 0 || err != nil {
+		t.Fatalf("first read: %d samples, %v", n, err)
+	}
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second): // a hang guard, not a timing
+		t.Fatal("wait hangs after the reader stopped early (ffmpeg blocked on a full pipe)")
+	}
+}
