@@ -9,6 +9,7 @@ import os
 import shutil
 import tempfile
 import unittest
+import warnings
 
 import torch
 
@@ -69,7 +70,9 @@ class TrainerTest(unittest.TestCase):
             return step(*a, **kw)
 
         tr.opt.step = record
-        tr.fit(stop_at_step=2)
+        with warnings.catch_warnings():  # LambdaLR notices the wrapped step
+            warnings.simplefilter("ignore", UserWarning)
+            tr.fit(stop_at_step=2)
         want = [1e-2 * 0.5 * (1 + math.cos(math.pi * s / 48)) for s in (1, 2)]
         self.assertEqual(len(used), 2)
         for got, w in zip(used, want):
