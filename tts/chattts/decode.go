@@ -37,8 +37,8 @@ type decodeOptions struct {
 }
 
 type decodeTiming struct {
-	Steps      int
-	ORT, Total time.Duration
+	Steps                       int
+	ORT, Sample, Tensors, Total time.Duration
 }
 
 // decodeResult is a finished decode.
@@ -54,14 +54,42 @@ type decodeResult struct {
 // the cache goes in and comes out of every step, so two of them alternate as past and present
 // and ONNX Runtime writes the present straight into Go memory (an output ONNX Runtime
 // allocated itself would be copied out by the binding: the whole cache, every step).
+// Buffers grow by doubling (from room for the prompt and 128 frames) and are kept by the engine
+// for the next decode up to maxKeptKV bytes each, so a decode neither zeroes megabytes every
+// few steps nor pins the cache of the longest utterance it ever spoke.
 type kvBuffer struct{ data []float32 }
 
-func (b *kvBuffer) tensor(shape ort.Shape) (*ort.Tensor[float32], error) {
+const (
+	maxKeptKV  = 64 << 20
+	maxKeptKVs = 4
+)
+
+func (b *kvBuffer) tensor(shape ort.Shape, perPos, hint int) (*ort.Tensor[float32], error) {
 	n := int(shape.FlattenedSize())
 	if cap(b.data) < n {
-		b.data = make([]float32, n, n+n/2)
+		c := max(n, 2*cap(b.data), hint*perPos)
+		b.data = make([]float32, n, c)
 	}
 	return ort.NewTensor(shape, b.data[:n])
+}
+
+func (e *Engine) getKV() *kvBuffer {
+	e.kvMu.Lock()
+	defer e.kvMu.Unlock()
+	if n := len(e.kvFree); n > 0 {
+		b := e.kvFree[n-1]
+		e.kvFree = e.kvFree[:n-1]
+		return b
+	}
+	return new(kvBuffer)
+}
+
+func (e *Engine) putKV(b *kvBuffer) {
+	e.kvMu.Lock()
+	defer e.kvMu.Unlock()
+	if cap(b.data)*4 <= maxKeptKV && len(e.kvFree) < maxKeptKVs {
+		e.kvFree = append(e.kvFree, b)
+	}
 }
 
 // decode runs ChatTTS's GPT.generate for one prompt (batch 1): a prefill over the prompt ids,
@@ -134,7 +162,11 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	for i := range ones {
 		ones[i] = 1
 	}
-	var kv [2]kvBuffer
+	kv := [2]*kvBuffer{e.getKV(), e.getKV()}
+	defer e.putKV(kv[0])
+	defer e.putKV(kv[1])
+	perPos := L * 2 * heads * hd
+	hint := S + min(maxNew, 128)
 	cur := 0 // kv[cur] holds the past
 	kvShape := func(t int) ort.Shape { return ort.NewShape(int64(L), 2, 1, int64(heads), int64(t), int64(hd)) }
 
@@ -154,6 +186,7 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		if step > 0 {
 			seq = 1
 		}
+		tT := time.Now()
 		tIDs, err := ort.NewTensor(ort.NewShape(1, int64(seq), int64(Q)), ids[:seq*Q])
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrRun, err)
@@ -176,12 +209,15 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 			tAttn.Destroy()
 			return nil, fmt.Errorf("%w: %v", ErrRun, err)
 		}
-		past, err := kv[cur].tensor(kvShape(total))
+		past, err := kv[cur].tensor(kvShape(total), perPos, hint)
 		if err == nil {
 			var present *ort.Tensor[float32]
-			present, err = kv[1-cur].tensor(kvShape(total + seq))
+			present, err = kv[1-cur].tensor(kvShape(total+seq), perPos, hint)
 			if err == nil {
 				t0 := time.Now()
+				if o.timing != nil {
+					o.timing.Tensors += t0.Sub(tT)
+				}
 				err = e.gpt.RunWithOptions([]ort.Value{tIDs, tMask, tSpk, tAttn, tPos, past},
 					[]ort.Value{outText, outCode, outHid, present}, opts)
 				if o.timing != nil {
@@ -205,6 +241,7 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		total += seq
 
 		// sample the next frame
+		tS := time.Now()
 		done := false
 		if o.mode == modeCode {
 			for q := 0; q < Q; q++ {
@@ -222,6 +259,9 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 			}
 			next[0] = int32(tok)
 			done = tok == eos
+		}
+		if o.timing != nil {
+			o.timing.Sample += time.Since(tS)
 		}
 		if done {
 			res.EOS = true

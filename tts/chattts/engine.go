@@ -71,6 +71,8 @@ type Engine struct {
 	tok    *Tokenizer
 	stat   SpkStat
 	log    *slog.Logger
+	kvMu   sync.Mutex
+	kvFree []*kvBuffer // KV cache backing stores kept for the next decode
 	closed chan struct{}
 	once   sync.Once
 }
