@@ -869,20 +869,23 @@ var mathFillerEN = map[string]bool{
 }
 
 var (
-	reFactOf    = regexp.MustCompile(`fact\s*(\d+(?:\.\d+)?)`)
-	reZhDecimal = regexp.MustCompile(`(\d)点(\d)`)
-	reZhPercent = regexp.MustCompile(`百分之(\d+(?:\.\d+)?)`)
-	reZhSqrt    = regexp.MustCompile(`(\d+(?:\.\d+)?)的平方根`)
-	reZhPow     = regexp.MustCompile(`的(\d+)次方`)
+	reFactOf      = regexp.MustCompile(`fact\s*(\d+(?:\.\d+)?)`)
+	reZhDecimal   = regexp.MustCompile(`(\d)点(\d)`)
+	reZhPercent   = regexp.MustCompile(`@(\d+(?:\.\d+)?)`) // 百分之N, marked before zhToDigits
+	reZhPercentOf = regexp.MustCompile(`(\d+(?:\.\d+)?)的(\(\d+(?:\.\d+)?/100\))`)
+	reZhSqrt      = regexp.MustCompile(`(\d+(?:\.\d+)?)的平方根`)
+	reZhPow       = regexp.MustCompile(`的(\d+)次方`)
 )
 
 // mathExpr turns an utterance into an expression for Eval, or "" if it is not arithmetic.
 func mathExpr(in input) string {
 	var s string
 	if hasHan(in.raw) {
-		s = zhToDigits(strings.Join(strings.Fields(in.raw), ""))
+		// 百分之 first: zhToDigits would read its 百 as a hundred.
+		s = zhToDigits(strings.ReplaceAll(strings.Join(strings.Fields(in.raw), ""), "百分之", "@"))
 		s = reZhDecimal.ReplaceAllString(s, "$1.$2")
 		s = reZhPercent.ReplaceAllString(s, "($1/100)")
+		s = reZhPercentOf.ReplaceAllString(s, "$1*$2") // 50的百分之20
 		s = reZhSqrt.ReplaceAllString(s, "sqrt($1)")
 		s = reZhPow.ReplaceAllString(s, "^$1")
 		s = strings.NewReplacer("根号", "sqrt ", "的平方", "^2", "的立方", "^3", "加上", "+", "加", "+", "减去", "-", "减", "-",
@@ -890,7 +893,7 @@ func mathExpr(in input) string {
 			"计算", "", "算一下", "", "算算", "", "请问", "", "帮我", "", "请", "", "一下", "", "吗", "", "呢", "", "？", "", "?", "",
 			"。", "", "，", "", "是几", "", "得几", "", "几", "").Replace(s)
 	} else {
-		s = " " + in.norm + " "
+		s = " " + percentGlued(in.norm) + " "
 		for _, w := range mathWordsEN {
 			s = strings.ReplaceAll(s, " "+w.from+" ", " "+w.to+" ")
 		}
@@ -935,6 +938,9 @@ func mathExpr(in input) string {
 }
 
 func (e *Engine) math(_ context.Context, in input, _ bool) (Reply, bool, error) {
+	if en, zh, ok := percentReply(in); ok {
+		return e.reply(in, "", en, zh), true, nil
+	}
 	expr := mathExpr(in)
 	if expr == "" {
 		return Reply{}, false, nil
