@@ -277,5 +277,3 @@ func TestBadModels(t *testing.T) {
 		}
 	})
 }
-
-
