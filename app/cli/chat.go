@@ -51,7 +51,7 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.BoolVar(&f.voice, "voice", false, "run the spoken loop on the default audio devices instead of the text REPL")
-	fs.StringVar(&f.backend, "backend", "", "auto | openai | ollama | skills (default llm.backend)")
+	fs.StringVar(&f.backend, "backend", "", "auto | openai | ollama | builtin | skills (default llm.backend)")
 	fs.StringVar(&f.url, "url", "", "LLM server base URL (default llm.url, $PARLEY_LLM_URL; empty: discover local servers)")
 	fs.StringVar(&f.model, "model", "", "model name (default llm.model, $PARLEY_LLM_MODEL; empty: the server's first)")
 	fs.BoolVar(&f.think, "think", false, "show the model's reasoning")
@@ -127,6 +127,7 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 
 	choice, err := discover.Select(ctx, discover.Options{
 		Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: env.Log,
+		Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads,
 	})
 	if err != nil {
 		return err

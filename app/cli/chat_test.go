@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm/skills"
 )
 
@@ -270,5 +271,26 @@ func TestChatReportsMissedTimersOnce(t *testing.T) {
 		if !strings.Contains(got, "The 2 hour timer has 59 minutes") && !strings.Contains(got, "The 2 hour timer has 1 hour left") {
 			t.Errorf("run %d: the pending timer is not listed: %q", i, got)
 		}
+	}
+}
+
+// `parley chat --backend builtin` runs the committed tiny Qwen3-shaped model in-process: the
+// answer is the random model's gibberish, but it comes through the whole path (template,
+// tokenizer, decoder, sampling, streaming); a missing model is a clear error.
+func TestChatBuiltin(t *testing.T) {
+	if err := gpu.Init(); err != nil {
+		t.Skipf("ONNX Runtime unavailable: %v", err)
+	}
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llm", "qwen3-tiny"))
+	code, out, errOut := chatCLI(t, "tell me a story\n", "chat", "--backend", "builtin", "--model", tiny, "--max-tokens", "8", "--local-first=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "builtin qwen3-tiny") || strings.TrimSpace(out) == "" {
+		t.Errorf("stdout %q\nstderr %q", out, errOut)
+	}
+	code, _, errOut = chatCLI(t, "", "chat", "--backend", "builtin", "--model", "qwen3-0.6b")
+	if code == 0 || !strings.Contains(errOut, "models pull qwen3-0.6b") {
+		t.Errorf("missing model: exit %d, stderr %q", code, errOut)
 	}
 }

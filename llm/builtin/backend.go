@@ -303,7 +303,33 @@ func FindModel(spec string) (string, error) {
 	return "", fmt.Errorf("%w: no built-in model installed (`parley models pull %s`)", llm.ErrNoModel, KnownModels()[0])
 }
 
+// Installed lists the model ids installed under the models directory that this backend can
+// run: the registry's first, then any other directory in the onnx-community layout.
+func Installed() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, id := range KnownModels() {
+		if _, err := FindModel(id); err == nil {
+			out, seen[id] = append(out, id), true
+		}
+	}
+	entries, _ := os.ReadDir(assets.ModelsDir())
+	for _, e := range entries {
+		if !e.IsDir() || seen[e.Name()] {
+			continue
+		}
+		dir := filepath.Join(assets.ModelsDir(), e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+			continue
+		}
+		if _, err := findModel(dir, "auto"); err == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // KnownModels are the registry ids of the models this backend runs, best first.
 func KnownModels() []string {
-	return []string{"qwen3-0.6b", "qwen3-1.7b", "qwen2.5-0.5b-instruct"}
+	return []string{"qwen3-0.6b", "qwen2.5-0.5b-instruct"}
 }
