@@ -146,7 +146,8 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	}
 	choice := discover.Choice{Name: "skills"}
 	if cfg.LLM.Backend != "skills" && !o.NoDiscovery {
-		choice, err = discover.Select(ctx, discover.Options{Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: log})
+		choice, err = discover.Select(ctx, discover.Options{Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: log,
+			Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads})
 		if err != nil {
 			return fail(err)
 		}
