@@ -210,7 +210,7 @@ func (e *Engine) Capabilities() tts.Capabilities {
 		Engine:     "chattts",
 		SampleRate: e.mc.Audio.SampleRate,
 		Languages:  []string{"zh", "en"},
-		Voices:     []string{"default", "seed:N", "none", "(ChatTTS speaker strings)"},
+		Voices:     []string{"default", "none"}, // also seed:N and ChatTTS speaker strings
 		Controls: map[tts.Control]tts.Support{
 			tts.CtlSeed: tts.Native, tts.CtlTemperature: tts.Native, tts.CtlTopP: tts.Native, tts.CtlTopK: tts.Native,
 			tts.CtlSpeed: tts.Native, tts.CtlEmbedding: tts.Native, tts.CtlMix: tts.Native, tts.CtlPause: tts.Native,

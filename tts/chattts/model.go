@@ -68,6 +68,32 @@ type ModelConfig struct {
 	Code            DecodeDefaults `json:"code"`
 	MinTokensToKeep int            `json:"min_tokens_to_keep"`
 	DefaultSeed     *int64         `json:"default_seed"` // the model's own default voice, if it names one
+	Card            *Card          `json:"card"`         // measured quality (Parley's own models)
+}
+
+// Card is a model's measured quality, as its trainer recorded it in config.json.
+type Card struct {
+	Intelligibility *struct {
+		Metric    string  `json:"metric"`
+		Value     float64 `json:"value"`
+		Goal      float64 `json:"goal"`
+		MeetsGoal bool    `json:"meets_goal"`
+	} `json:"intelligibility"`
+	Measured string `json:"measured"`
+}
+
+// MeetsGoal reports whether the export in dir carries a card saying it meets the
+// intelligibility goal (Parley's demo voice becomes the default voice only then).
+func MeetsGoal(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		return false
+	}
+	var c ModelConfig
+	if json.Unmarshal(b, &c) != nil || c.Card == nil || c.Card.Intelligibility == nil {
+		return false
+	}
+	return c.Card.Intelligibility.MeetsGoal
 }
 
 // DecodeDefaults are the refine/code sampling settings an export ships with.
