@@ -341,7 +341,7 @@ func TestLabelAndProofread(t *testing.T) {
 	mk("c", 5.0, "", false)
 	mk("d", 6.0, "", false)
 	mk("e", 7.0, "the cat sat on the mat", true) // a prompt the person read
-	mk("f", 8.0, "il pleut des cordes", true)     // a prompt in the wrong language
+	mk("f", 8.0, "il pleut des cordes", true)    // a prompt in the wrong language
 	mk("g", 9.0, "", false)
 	d.Clips[6].Rejected = "too noisy (3 dB SNR, need 15)"
 	ear := fakeEar{
