@@ -1,15 +1,18 @@
 package speaker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -188,4 +191,92 @@ func TestCosine(t *testing.T) {
 			t.Errorf("Cosine(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
+}
+
+// TestDemoTellsHeldOutVoicesApart: the embedded demo encoder on espeak-ng voices it never
+// heard (the corpus holds these variants out of training): utterances of one voice are
+// closer to each other than to the other voices'.
+func TestDemoTellsHeldOutVoicesApart(t *testing.T) {
+	demo := filepath.Join("..", "..", "assets", "demo", "speaker")
+	if _, err := os.Stat(filepath.Join(demo, "model.onnx")); err != nil {
+		t.Skipf("demo model not in this checkout: %v", err)
+	}
+	if _, err := exec.LookPath("espeak-ng"); err != nil {
+		t.Skip("espeak-ng not installed")
+	}
+	e := open(t, demo)
+	voices := []string{"en-us+m7", "en-gb+f5", "en-gb-scotland+klatt4", "en-us+belinda"}
+	texts := []string{
+		"The weather will be cold and windy for the rest of the week.",
+		"Could you tell me how to get to the train station from here?",
+		"My favourite colour has always been a deep shade of green.",
+	}
+	var embs [][]float32
+	var who []int
+	for vi, v := range voices {
+		for _, text := range texts {
+			out, err := exec.Command("espeak-ng", "-v", v, "--stdout", text).Output()
+			if err != nil {
+				t.Fatalf("espeak-ng -v %s: %v", v, err)
+			}
+			b, err := audio.ReadWAV(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pcm, err := audio.Resample(b.Data, b.Format.SampleRate, SampleRate, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			emb, err := e.Embed(context.Background(), pcm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			embs = append(embs, emb)
+			who = append(who, vi)
+		}
+	}
+	var same, diff []float64
+	for i := range embs {
+		for j := i + 1; j < len(embs); j++ {
+			c := Cosine(embs[i], embs[j])
+			if who[i] == who[j] {
+				same = append(same, c)
+			} else {
+				diff = append(diff, c)
+			}
+		}
+	}
+	eer := equalErrorRate(same, diff)
+	t.Logf("held-out voices: mean cosine same %.3f, different %.3f, EER %.1f%%", mean(same), mean(diff), 100*eer)
+	if mean(same) < mean(diff)+0.2 || eer > 0.25 {
+		t.Errorf("the demo encoder does not separate voices: same %.3f, different %.3f, EER %.2f", mean(same), mean(diff), eer)
+	}
+}
+
+func mean(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(max(1, len(v)))
+}
+
+// equalErrorRate: the lowest max(false accepts, false rejects) over all thresholds.
+func equalErrorRate(same, diff []float64) float64 {
+	best := 1.0
+	for _, th := range append(append([]float64(nil), same...), diff...) {
+		var fa, fr float64
+		for _, s := range same {
+			if s < th {
+				fr++
+			}
+		}
+		for _, d := range diff {
+			if d >= th {
+				fa++
+			}
+		}
+		best = math.Min(best, math.Max(fa/float64(len(diff)), fr/float64(len(same))))
+	}
+	return best
 }
