@@ -80,15 +80,21 @@ func greedy(t testing.TB, m *Model, prompt []int, n int) []int {
 
 func runPeer(t testing.TB, variant string, prompts [][]int, n, threads int) peerResult {
 	t.Helper()
+	abs, _ := filepath.Abs(filepath.Dir(tinyDir))
+	return runPeerOn(t, abs, filepath.Base(tinyDir), variant, prompts, n, threads)
+}
+
+// runPeerOn generates greedily with transformers.js from the model models/name.
+func runPeerOn(t testing.TB, models, name, variant string, prompts [][]int, n, threads int) peerResult {
+	t.Helper()
 	script, err := os.ReadFile(filepath.Join("testdata", "peer_generate.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	in, _ := json.Marshal(prompts)
-	abs, _ := filepath.Abs(filepath.Dir(tinyDir))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	out, err := peer.Node(ctx, string(script), in, abs, filepath.Base(tinyDir), variant, fmt.Sprint(n), fmt.Sprint(threads))
+	out, err := peer.Node(ctx, string(script), in, models, name, variant, fmt.Sprint(n), fmt.Sprint(threads))
 	if errors.Is(err, peer.ErrAbsent) {
 		t.Skip(err)
 	}
