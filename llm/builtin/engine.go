@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"time"
 	"unsafe"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -118,6 +119,8 @@ type Sequence struct {
 	f32    []float32 // float16 logits converted
 	ones   []int64
 	ro     *ort.RunOptions
+	// runTime adds up the time spent inside ONNX Runtime's Run (for Stats.Model).
+	runTime time.Duration
 }
 
 // NewSequence returns an empty cache.
@@ -287,7 +290,9 @@ func (s *Sequence) Feed(ctx context.Context, ids []int) ([]float32, error) {
 		}
 	}
 	stop := context.AfterFunc(ctx, func() { s.ro.Terminate() })
+	t0 := time.Now()
 	err := s.m.sess.RunWithOptions(inputs, vals, s.ro)
+	s.runTime += time.Since(t0)
 	if !stop() {
 		// ctx ended during the run: the flag is set; clear it for the next step.
 		s.ro.UnsetTerminate()

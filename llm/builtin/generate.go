@@ -25,17 +25,29 @@ type Stats struct {
 	Generated    int           // tokens produced
 	FirstToken   time.Duration // from the call to the first token
 	Total        time.Duration
-	Model        time.Duration // inside ONNX Runtime
+	Model        time.Duration // inside ONNX Runtime's Run calls
 	Stopped      string        // "eos", "length", "context", or "" when fn stopped it
+	// After the first token: wall time and the part inside ONNX Runtime (loop overhead is
+	// the difference).
+	Decode, DecodeModel time.Duration
 }
 
 // Generate continues the sequence with prompt (reusing the longest cached prefix) and samples
 // tokens, calling fn with each until an end-of-sequence token, MaxTokens, the context window,
 // fn returning an error (returned as is; ErrStop ends quietly) or ctx ending.
-func (s *Sequence) Generate(ctx context.Context, prompt []int, o GenOptions, fn func(id int) error) (Stats, error) {
+func (s *Sequence) Generate(ctx context.Context, prompt []int, o GenOptions, fn func(id int) error) (st Stats, _ error) {
 	start := time.Now()
-	st := Stats{PromptTokens: len(prompt)}
-	defer func() { st.Total = time.Since(start) }()
+	st = Stats{PromptTokens: len(prompt)}
+	run0 := s.runTime
+	var decodeStart time.Time
+	var run1 time.Duration
+	defer func() {
+		st.Model = s.runTime - run0
+		if !decodeStart.IsZero() {
+			st.Decode = time.Since(decodeStart)
+			st.DecodeModel = s.runTime - run1
+		}
+	}()
 	if len(prompt) == 0 {
 		return st, nil
 	}
@@ -51,9 +63,8 @@ func (s *Sequence) Generate(ctx context.Context, prompt []int, o GenOptions, fn 
 	var logits []float32
 	var err error
 	feed := func(ids []int) error {
-		t := time.Now()
 		logits, err = s.Feed(ctx, ids)
-		st.Model += time.Since(t)
+		st.Model = s.runTime - run0
 		return err
 	}
 	for rest := prompt[common:]; len(rest) > 0; {
@@ -81,6 +92,7 @@ func (s *Sequence) Generate(ctx context.Context, prompt []int, o GenOptions, fn 
 		sm.observe(id)
 		if st.Generated == 0 {
 			st.FirstToken = time.Since(start)
+			decodeStart, run1 = time.Now(), s.runTime
 		}
 		if s.m.eos[id] && !o.IgnoreEOS {
 			st.Stopped = "eos"

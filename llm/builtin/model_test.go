@@ -24,6 +24,28 @@ var tinyDir = filepath.Join("..", "..", "testdata", "llm", "qwen3-tiny")
 
 var tinyVariants = []string{"fp32", "fp16", "int8", "q4", "q4f16"}
 
+// parityModels are the committed random models (Qwen3, and the Qwen2 and Llama layouts that
+// share the signature) with the variants each was exported in.
+var parityModels = []struct {
+	name     string
+	variants []string
+}{
+	{"qwen3-tiny", tinyVariants},
+	{"qwen2-tiny", []string{"fp32", "q4"}},
+	{"llama-tiny", []string{"fp32", "q4"}},
+}
+
+func openModel(t testing.TB, name, variant string) *Model {
+	t.Helper()
+	needORT(t)
+	m, err := Open(filepath.Join(filepath.Dir(tinyDir), name), Options{Variant: variant, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 func needORT(t testing.TB) {
 	t.Helper()
 	if err := gpu.Init(); err != nil {
@@ -80,15 +102,21 @@ func greedy(t testing.TB, m *Model, prompt []int, n int) []int {
 
 func runPeer(t testing.TB, variant string, prompts [][]int, n, threads int) peerResult {
 	t.Helper()
+	abs, _ := filepath.Abs(filepath.Dir(tinyDir))
+	return runPeerOn(t, abs, filepath.Base(tinyDir), variant, prompts, n, threads)
+}
+
+// runPeerOn generates greedily with transformers.js from the model models/name.
+func runPeerOn(t testing.TB, models, name, variant string, prompts [][]int, n, threads int) peerResult {
+	t.Helper()
 	script, err := os.ReadFile(filepath.Join("testdata", "peer_generate.mjs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	in, _ := json.Marshal(prompts)
-	abs, _ := filepath.Abs(filepath.Dir(tinyDir))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	out, err := peer.Node(ctx, string(script), in, abs, filepath.Base(tinyDir), variant, fmt.Sprint(n), fmt.Sprint(threads))
+	out, err := peer.Node(ctx, string(script), in, models, name, variant, fmt.Sprint(n), fmt.Sprint(threads))
 	if errors.Is(err, peer.ErrAbsent) {
 		t.Skip(err)
 	}
@@ -102,8 +130,8 @@ func runPeer(t testing.TB, variant string, prompts [][]int, n, threads int) peer
 	return r
 }
 
-// TestGreedyGolden: every variant continues the prompts with exactly the tokens transformers.js
-// chose (committed; regenerate with go test ./llm/builtin -run TestGreedyPeer -update).
+// TestGreedyGolden: every model and variant continues the prompts with exactly the tokens
+// transformers.js chose (committed; regenerate with go test ./llm/builtin -run TestGreedyPeer -update).
 func TestGreedyGolden(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "peer_greedy.json"))
 	if err != nil {
@@ -113,15 +141,22 @@ func TestGreedyGolden(t *testing.T) {
 	if err := json.Unmarshal(data, &golden); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range tinyVariants {
-		t.Run(v, func(t *testing.T) {
-			m := openTiny(t, v)
-			for i, p := range parityPrompts() {
-				if got := greedy(t, m, p, parityNew); !slices.Equal(got, golden[v][i]) {
-					t.Errorf("prompt %d: got %v\nwant %v (transformers.js)", i, got, golden[v][i])
+	for _, pm := range parityModels {
+		for _, v := range pm.variants {
+			key := pm.name + "/" + v
+			t.Run(key, func(t *testing.T) {
+				want, ok := golden[key]
+				if !ok {
+					t.Fatalf("no golden for %s", key)
 				}
-			}
-		})
+				m := openModel(t, pm.name, v)
+				for i, p := range parityPrompts() {
+					if got := greedy(t, m, p, parityNew); !slices.Equal(got, want[i]) {
+						t.Errorf("prompt %d: got %v\nwant %v (transformers.js)", i, got, want[i])
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -129,13 +164,16 @@ func TestGreedyGolden(t *testing.T) {
 func TestGreedyPeer(t *testing.T) {
 	needORT(t)
 	golden := map[string][][]int{}
-	for _, v := range tinyVariants {
-		r := runPeer(t, v, parityPrompts(), parityNew, 1)
-		golden[v] = r.Outputs
-		m := openTiny(t, v)
-		for i, p := range parityPrompts() {
-			if got := greedy(t, m, p, parityNew); !slices.Equal(got, r.Outputs[i]) {
-				t.Errorf("%s prompt %d: got %v\nwant %v (transformers.js)", v, i, got, r.Outputs[i])
+	abs, _ := filepath.Abs(filepath.Dir(tinyDir))
+	for _, pm := range parityModels {
+		for _, v := range pm.variants {
+			r := runPeerOn(t, abs, pm.name, v, parityPrompts(), parityNew, 1)
+			golden[pm.name+"/"+v] = r.Outputs
+			m := openModel(t, pm.name, v)
+			for i, p := range parityPrompts() {
+				if got := greedy(t, m, p, parityNew); !slices.Equal(got, r.Outputs[i]) {
+					t.Errorf("%s/%s prompt %d: got %v\nwant %v (transformers.js)", pm.name, v, i, got, r.Outputs[i])
+				}
 			}
 		}
 	}

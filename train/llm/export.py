@@ -263,6 +263,9 @@ def main():
     a = ap.parse_args()
     base = SIZES[a.size]
     c = Config(**{**base.__dict__, "model_type": a.type})
+    if a.type != "qwen3":
+        # Qwen2 and Llama derive the head size from the hidden size (Qwen3 sets it apart).
+        c.head_dim = c.hidden_size // c.num_attention_heads
     torch.manual_seed(a.seed)
     model = Decoder(c).eval()
     init_random(model, a.seed)
