@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
@@ -142,9 +143,24 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
-	defer opts.Destroy()
-	stop := context.AfterFunc(ctx, func() { opts.Terminate() })
-	defer stop()
+	// A cancel terminates the running step. The AfterFunc may still be running when decode
+	// returns (stop does not wait for it), so it and Destroy take turns under a lock.
+	var optsMu sync.Mutex
+	destroyed := false
+	stop := context.AfterFunc(ctx, func() {
+		optsMu.Lock()
+		defer optsMu.Unlock()
+		if !destroyed {
+			opts.Terminate()
+		}
+	})
+	defer func() {
+		stop()
+		optsMu.Lock()
+		destroyed = true
+		opts.Destroy()
+		optsMu.Unlock()
+	}()
 
 	// per-call inputs; ids/mask/positions sized for the prefill, reused (first element) by steps
 	S := len(prompt)
