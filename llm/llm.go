@@ -76,6 +76,7 @@ type Request struct {
 	Temperature *float64 // nil: server default
 	TopP        *float64
 	Seed        *int
+	Stop        []string // stop strings (the built-in backend honours them)
 	// Think asks reasoning models to think (Ollama "think"); nil leaves the server default.
 	Think *bool
 }

@@ -1,8 +1,11 @@
 """A small DDP / ZeRO-1 trainer.
 
 Features: DDP (gloo on CPU, NCCL on CUDA), ZeRO stage 1 through
-``ZeroRedundancyOptimizer`` (``zero=True``), ``Join`` for ranks with uneven batch
-counts, gradient accumulation, gradient clipping, AMP (bf16/fp16) on CUDA,
+``ZeroRedundancyOptimizer`` (``zero=True``), zero-weight padding batches for ranks
+with uneven batch counts (every rank takes every optimizer step, so step count,
+schedule, optimizer state and logging stay in lock-step), loss normalised by the
+global sample count of each optimizer step (over ranks and accumulated
+micro-batches), gradient accumulation, gradient clipping, AMP (bf16/fp16) on CUDA,
 warm-up schedules, validation, checkpoints every N steps holding model,
 optimizer (consolidated under ZeRO), scheduler, grad scaler, data position and
 every rank's RNG state, and exact resume.  Progress goes to stdout as JSON
@@ -103,8 +106,28 @@ class Task:
 
     def loss(self, model: nn.Module, batch) -> tuple:
         """-> (loss to back-propagate, averaged over this rank's batch;
-               stats dict with float 'loss_sum', 'samples', 'tokens')."""
+               stats dict with float 'loss_sum', 'samples', 'tokens').
+
+        The trainer rescales the mean by ``batch_weight(batch)`` over the step's
+        global weight, so every sample counts the same whatever batch or rank it
+        is in.  Other numeric stats are summed over ranks and the log window
+        and reported in the ``train`` events."""
         raise NotImplementedError
+
+    def batch_weight(self, batch) -> float:
+        """How many samples ``loss`` averaged over (the first dimension of the batch's
+        first tensor by default).  Override to weight by frames instead."""
+        t = batch
+        if isinstance(batch, dict):
+            t = next((v for v in batch.values() if torch.is_tensor(v)), None)
+        elif isinstance(batch, (list, tuple)) and batch:
+            t = batch[0]
+        if torch.is_tensor(t) and t.dim() > 0:
+            return float(t.shape[0])
+        if t is not None and hasattr(t, "__len__"):
+            return float(len(t))
+        raise TypeError(f"cannot tell the sample count of a {type(batch).__name__} batch; "
+                        "override Task.batch_weight")
 
     def validate(self, model: nn.Module, info: pdist.DistInfo) -> Dict[str, float]:
         """Per-rank sums; the trainer all-reduces them.  Return {} for no validation."""
@@ -238,7 +261,8 @@ class Trainer:
             "scheduler": self.sched.state_dict(),
             "scaler": self.scaler.state_dict(),
             "trainer": {"step": self.step, "pos": dict(self.pos), "config": self.cfg.to_dict(),
-                        "world_size": self.info.world_size, "best": self.best},
+                        "world_size": self.info.world_size, "best": self.best,
+                        "total_steps": self.total_steps},
             "rng": rngs,
             **self.task.checkpoint_extra(),
         }
@@ -271,6 +295,12 @@ class Trainer:
             self.scaler.load_state_dict(ck["scaler"])
         tr = ck["trainer"]
         self.step, self.pos, self.best = tr["step"], dict(tr["pos"]), tr.get("best")
+        old = tr.get("config") or {}
+        if (not self.cfg.max_steps and tr.get("total_steps") and old.get("max_epochs") == self.cfg.max_epochs
+                and old.get("grad_accum") == self.cfg.grad_accum):
+            # The schedule's length is part of its state: recomputing it from the
+            # batches left in a half-done epoch would end the cosine early (LR 0).
+            self.total_steps = int(tr["total_steps"])
         rngs = ck.get("rng") or []
         if len(rngs) == self.info.world_size and rngs[self.info.rank] is not None:
             _set_rng_state(rngs[self.info.rank])
@@ -335,6 +365,35 @@ class Trainer:
         self.step += 1
         return gn
 
+    def _epoch_steps(self, epoch: int, part: int, nparts: int) -> int:
+        """Optimizer steps in an epoch, estimated from one whole part (all of it, not what
+        is left of it after a resume), as the maximum over ranks."""
+        ds = self.task.train_part(part, epoch)
+        n = len(self.task.batch_sampler(ds, self.cfg, self.info, epoch, part, 0))
+        if self.info.distributed:
+            t = torch.tensor([n], dtype=torch.int64, device=self.info.device)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            n = int(t.item())
+        return math.ceil(n * nparts / self.cfg.grad_accum)
+
+    def _part_order(self, epoch: int, nparts: int) -> List[int]:
+        order = list(range(nparts))
+        random.Random(self.cfg.seed * 31 + epoch).shuffle(order)
+        return order
+
+    def _reset_initial_lr(self) -> None:
+        """The scheduler set the first LR before the run's length was known; set it again."""
+        for g, lam in zip(self.opt.param_groups, self.sched.lr_lambdas):
+            g["lr"] = g["initial_lr"] * lam(0)
+        self.sched._last_lr = [g["lr"] for g in self.opt.param_groups]
+
+    def _global_sum(self, v: float) -> float:
+        if not self.info.distributed:
+            return v
+        t = torch.tensor([v], dtype=torch.float64, device=self.info.device)
+        dist.all_reduce(t)
+        return float(t.item())
+
     def fit(self, stop_at_step: int = 0) -> dict:
         """Train until max_epochs/max_steps.  ``stop_at_step`` stops early as if the
         job were interrupted there (after saving a checkpoint); the schedule is
@@ -345,92 +404,49 @@ class Trainer:
             torch.manual_seed(cfg.seed + 1000 * info.rank)
             random.seed(cfg.seed + 1000 * info.rank)
             np.random.seed(cfg.seed + 1000 * info.rank)
+        if self.total_steps == 0 and cfg.max_epochs:
+            nparts = self.task.num_parts()
+            self.total_steps = self._epoch_steps(0, self._part_order(0, nparts)[0], nparts) * cfg.max_epochs
+            if self.step == 0:
+                self._reset_initial_lr()
         self.ddp.train()
         self.emit({"event": "start", "world_size": info.world_size, "backend": info.backend,
                    "device": str(info.device), "zero": self.zero, "amp": self.amp,
                    "params": sum(p.numel() for p in self.model.parameters()), "step": self.step,
-                   "config": cfg.to_dict()})
+                   "total_steps": self.total_steps, "config": cfg.to_dict()})
         t_start = time.time()
-        win = {"loss": 0.0, "samples": 0.0, "tokens": 0.0, "n": 0, "t": time.time()}
+        win: Dict[str, Any] = {"loss": 0.0, "samples": 0.0, "tokens": 0.0, "n": 0, "t": time.time(), "extra": {}}
         steps_at_start = self.step
         done = False
         last_val: Dict[str, float] = {}
         while self.pos["epoch"] < cfg.max_epochs and not done:
             epoch = self.pos["epoch"]
             nparts = self.task.num_parts()
-            order = list(range(nparts))
-            random.Random(cfg.seed * 31 + epoch).shuffle(order)
+            order = self._part_order(epoch, nparts)
             while self.pos["part"] < nparts and not done:
                 part = order[self.pos["part"]]
                 ds = self.task.train_part(part, epoch)
                 start = self.pos["batch"]
                 sampler = self.task.batch_sampler(ds, cfg, info, epoch, part, start)
                 n_local = len(sampler)
-                counts = [n_local, -n_local]
+                n_max = n_local
                 if info.distributed:
-                    t = torch.tensor(counts, dtype=torch.int64, device=info.device)
+                    t = torch.tensor([n_local], dtype=torch.int64, device=info.device)
                     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-                    counts = t.tolist()
-                n_max, n_min = counts[0], -counts[1]
-                uneven = n_max != n_min
-                limit = n_local
-                use_join = uneven and info.distributed
-                if uneven and cfg.grad_accum > 1:
-                    # Join cannot shadow skipped gradient syncs; use the common prefix.
-                    limit, use_join = n_min, False
-                    print(f"rank {info.rank}: uneven batch counts ({n_min}..{n_max}) with grad_accum>1: "
-                          f"using the first {n_min} batches", file=sys.stderr)
+                    n_max = int(t.item())
                 g = torch.Generator()
                 g.manual_seed(cfg.seed * 1_000_003 + epoch * 10_007 + part * 101 + info.rank)
                 loader = DataLoader(ds, batch_sampler=sampler, collate_fn=self.task.collate,
                                     num_workers=cfg.num_workers, worker_init_fn=seed_worker, generator=g,
                                     persistent_workers=False)
-                if self.total_steps == 0 and cfg.max_epochs:
-                    per_epoch = math.ceil(n_max * nparts / cfg.grad_accum)
-                    self.total_steps = per_epoch * cfg.max_epochs
-                joinables = [self.ddp] + ([self.opt] if self.zero else [])
-                join = contextlib.nullcontext()
-                if use_join:
-                    from torch.distributed.algorithms.join import Join
-
-                    join = Join(joinables)
-                micro = 0
-                with join:
-                    for i, batch in enumerate(loader):
-                        if i >= limit:
-                            break
-                        batch = self._to_device(batch)
-                        last_of_part = i + 1 >= limit
-                        sync = ((start + i + 1) % cfg.grad_accum == 0) or last_of_part
-                        ctx = self.ddp.no_sync() if (info.distributed and not sync and not use_join) else contextlib.nullcontext()
-                        with ctx:
-                            with self._autocast():
-                                loss, st = self.task.loss(self.ddp, batch)
-                            self.scaler.scale(loss / cfg.grad_accum).backward()
-                        micro += 1
-                        win["loss"] += st["loss_sum"]
-                        win["samples"] += st["samples"]
-                        win["tokens"] += st["tokens"]
-                        self.pos["batch"] = start + i + 1
-                        if not sync:
-                            continue
-                        gn = self._optimizer_step()
-                        win["n"] += 1
-                        if self.step % cfg.log_interval == 0 and not use_join:
-                            self._log(win, gn, t_start, steps_at_start)
-                        if cfg.val_interval and self.step % cfg.val_interval == 0 and not use_join:
-                            last_val = self.validate()
-                        if cfg.save_interval and self.step % cfg.save_interval == 0 and not use_join:
-                            self.save()
-                        if (cfg.max_steps and self.step >= cfg.max_steps) or (stop_at_step and self.step >= stop_at_step):
-                            done = True
-                            break
+                done = self._run_part(iter(loader), ds, start, n_local, n_max, win, t_start, steps_at_start,
+                                      stop_at_step, last_val)
                 if not done:
                     self.pos["part"] += 1
                     self.pos["batch"] = 0
             if not done:
                 self.pos = {"epoch": epoch + 1, "part": 0, "batch": 0}
-                last_val = self.validate() or last_val
+                last_val.update(self.validate())
                 if not cfg.save_interval:
                     self.save()
         path = self.save() if getattr(self, "saved_step", -1) != self.step else latest_checkpoint(cfg.out_dir)
@@ -439,8 +455,73 @@ class Trainer:
         self.emit(res)
         return res
 
+    def _run_part(self, it, ds, start: int, n_local: int, n_max: int, win: dict, t_start: float,
+                  steps_at_start: int, stop_at_step: int, last_val: Dict[str, float]) -> bool:
+        """Train on one data part; returns True when the run is done.
+
+        Every rank runs n_max micro-batches: a rank with fewer batches (a custom
+        sampler) pads with copies of its last batch at weight zero, so all ranks
+        take the same optimizer steps, collectives and checkpoints (unlike Join,
+        which left the ranks' step counts, schedules and optimizer state apart)."""
+        cfg, info = self.cfg, self.info
+        pad = None
+        i = 0
+        while i < n_max:
+            # one optimizer step: micro-batches up to the accumulation boundary or the part's end
+            group = []
+            while i < n_max:
+                if i < n_local:
+                    batch = self._to_device(next(it))
+                    pad = batch
+                    group.append((batch, False))
+                else:
+                    if pad is None:
+                        pad = self._fallback_batch(ds)
+                    group.append((pad, True))
+                i += 1
+                if (start + i) % cfg.grad_accum == 0:
+                    break
+            weights = [0.0 if is_pad else float(self.task.batch_weight(b)) for b, is_pad in group]
+            total_w = self._global_sum(sum(weights))
+            for k, ((batch, is_pad), w) in enumerate(zip(group, weights)):
+                last = k + 1 == len(group)
+                ctx = self.ddp.no_sync() if (info.distributed and not last) else contextlib.nullcontext()
+                with ctx:
+                    with self._autocast():
+                        loss, st = self.task.loss(self.ddp, batch)
+                    # per-rank mean -> this rank's share of the step's global mean (DDP divides by W)
+                    scale = w * info.world_size / total_w if total_w > 0 else 0.0
+                    self.scaler.scale(loss * scale).backward()
+                for key, v in st.items():  # every rank keeps the same keys: _log all-reduces them
+                    if key not in ("loss_sum", "samples", "tokens") and isinstance(v, (int, float)):
+                        win["extra"][key] = win["extra"].get(key, 0.0) + (0.0 if is_pad else float(v))
+                if not is_pad:
+                    win["loss"] += st["loss_sum"]
+                    win["samples"] += st["samples"]
+                    win["tokens"] += st["tokens"]
+            self.pos["batch"] = start + i
+            gn = self._optimizer_step()
+            win["n"] += 1
+            if cfg.log_interval and self.step % cfg.log_interval == 0:
+                self._log(win, gn, t_start, steps_at_start)
+            if cfg.val_interval and self.step % cfg.val_interval == 0:
+                last_val.update(self.validate())
+            if cfg.save_interval and self.step % cfg.save_interval == 0:
+                self.save()
+            if (cfg.max_steps and self.step >= cfg.max_steps) or (stop_at_step and self.step >= stop_at_step):
+                return True
+        return False
+
+    def _fallback_batch(self, ds):
+        """A padding batch for a rank that has no batch at all in this part."""
+        if len(ds) == 0:
+            raise RuntimeError(f"rank {self.info.rank}: no data in this part and no batch to pad with")
+        return self._to_device(self.task.collate([ds[0]]))
+
     def _log(self, win: dict, gn: float, t_start: float, steps_at_start: int) -> None:
-        vals = pdist.all_reduce_sum([win["loss"], win["samples"], win["tokens"]], self.info)
+        extra = sorted(win["extra"])
+        vals = pdist.all_reduce_sum([win["loss"], win["samples"], win["tokens"]] + [win["extra"][k] for k in extra],
+                                    self.info)
         now = time.time()
         dt = max(1e-9, now - win["t"])
         done = self.step - steps_at_start
@@ -452,6 +533,8 @@ class Trainer:
             "tokens_per_s": round(vals[2] / dt, 1), "samples_per_s": round(vals[1] / dt, 2),
             "grad_norm": round(gn, 4), "mem_mb": round(self.memory_mb(), 1),
             "eta_s": round(remaining / rate, 1) if rate > 0 else None,
+            **{k: v for k, v in zip(extra, vals[3:])},
         }
         self.emit(rec)
-        win.update({"loss": 0.0, "samples": 0.0, "tokens": 0.0, "n": 0, "t": now})
+        win.update({"loss": 0.0, "samples": 0.0, "tokens": 0.0, "n": 0, "t": now,
+                    "extra": {k: 0.0 for k in extra}})

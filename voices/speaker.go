@@ -75,6 +75,10 @@ func DecodeSpeaker(s string) ([]float32, error) {
 	return out, nil
 }
 
+// RoundHalf rounds x to the nearest float16 value (what a speaker string stores), saturating
+// to ±Inf past float16's range.
+func RoundHalf(x float32) float32 { return fromHalf(toHalf(x)) }
+
 // toHalf converts to IEEE binary16 with round-to-nearest-even; out-of-range values saturate
 // to ±Inf (which DecodeSpeaker then rejects), NaN stays NaN.
 func toHalf(f float32) uint16 {

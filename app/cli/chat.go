@@ -51,7 +51,7 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.BoolVar(&f.voice, "voice", false, "run the spoken loop on the default audio devices instead of the text REPL")
-	fs.StringVar(&f.backend, "backend", "", "auto | openai | ollama | skills (default llm.backend)")
+	fs.StringVar(&f.backend, "backend", "", "auto | openai | ollama | builtin | skills (default llm.backend)")
 	fs.StringVar(&f.url, "url", "", "LLM server base URL (default llm.url, $PARLEY_LLM_URL; empty: discover local servers)")
 	fs.StringVar(&f.model, "model", "", "model name (default llm.model, $PARLEY_LLM_MODEL; empty: the server's first)")
 	fs.BoolVar(&f.think, "think", false, "show the model's reasoning")
@@ -127,6 +127,7 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 
 	choice, err := discover.Select(ctx, discover.Options{
 		Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: env.Log,
+		Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads,
 	})
 	if err != nil {
 		return err
@@ -170,16 +171,31 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 	if interactive {
 		fmt.Fprintln(env.Stderr, "Type a message and press Enter; /reset clears the conversation, /quit or Ctrl-D leaves.")
 	}
-	out := &lockedWriter{w: env.Stdout}
-	if interactive {
-		// Announce timers and alarms as they fall due (not for pipes: output must stay
-		// deterministic there).
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go sk.Watch(wctx, time.Second, func(t skills.Timer) {
+	out := &lockedWriter{w: env.Stdout, atLineStart: true}
+	announce := func(t skills.Timer) {
+		if interactive {
 			fmt.Fprintf(out, "\n[%s] %s\n", t.Kind, sk.Announcement(t))
-		})
+			return
+		}
+		out.Line(fmt.Sprintf("[%s] %s\n", t.Kind, sk.Announcement(t))) // between reply lines, never inside one
 	}
+	// Timers and alarms that fell due while no Parley was running: reported once, as missed,
+	// before the first reply (and removed, so a later run does not list them).
+	if due, err := sk.Due(ctx); err != nil {
+		fmt.Fprintf(env.Stderr, "parley chat: warning: timers: %v\n", err)
+	} else {
+		for _, t := range due {
+			announce(t)
+		}
+	}
+	// The rest are announced as they fall due, piped or not.
+	wctx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		sk.Watch(wctx, time.Second, announce)
+	}()
+	defer func() { cancel(); <-watched }()
 	err = brain.REPL(ctx, b, env.Stdin, out, brain.REPLOptions{
 		Prompt: interactive, ShowReasoning: f.think, ShowTools: f.tools, Errors: env.Stderr,
 	})
@@ -228,14 +244,39 @@ func chatIsTerminal(r io.Reader) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// lockedWriter serialises the REPL's output and timer announcements.
+// lockedWriter serialises the REPL's output and timer announcements. Line holds an
+// announcement back while a reply line is half written, so piped output stays line by line.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu          sync.Mutex
+	w           io.Writer
+	atLineStart bool
+	held        []string
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.atLineStart = p[n-1] == '\n'
+	}
+	if err == nil && l.atLineStart {
+		for _, s := range l.held {
+			io.WriteString(l.w, s)
+		}
+		l.held = nil
+	}
+	return n, err
+}
+
+// Line writes s (a whole line) now if the output is at the start of a line, else after the
+// current line ends.
+func (l *lockedWriter) Line(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.atLineStart {
+		io.WriteString(l.w, s)
+		return
+	}
+	l.held = append(l.held, s)
 }

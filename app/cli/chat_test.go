@@ -12,7 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/llm/skills"
 )
 
 // chatCLI runs `parley ARGS…` with stdin in a private XDG tree.
@@ -180,5 +185,112 @@ func TestChatForwardsVoiceFlags(t *testing.T) {
 	want := []string{"-mode", "wake-word", "-v=true", "-no-history=true", "-asr-model", "sensevoice-demo"}
 	if strings.Join(f.voiceArgs, " ") != strings.Join(want, " ") {
 		t.Errorf("forwarded %q, want %q", f.voiceArgs, want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a polling reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func privateXDG(t *testing.T) string {
+	dir := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	t.Setenv("PARLEY_CONFIG", "")
+	return dir
+}
+
+// In piped chat a timer that falls due while the chat runs is announced, on a line of its own.
+func TestChatPipedTimerAnnounces(t *testing.T) {
+	privateXDG(t)
+	pr, pw := io.Pipe()
+	var out, errb syncBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(context.Background(), []string{"chat", "--backend", "skills"}, pr, &out, &errb, nil)
+	}()
+	io.WriteString(pw, "set a timer for 1 second\n")
+	const want = "[timer] Time's up! Your 1 second timer is done.\n"
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	io.WriteString(pw, "what timers do i have\n")
+	pw.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if got := out.String(); got != "Timer set for 1 second.\n"+want+"You have no timers or alarms.\n" {
+		t.Errorf("stdout %q", got)
+	}
+}
+
+// A timer that fell due while no Parley was running is reported once as missed and removed,
+// never listed as "0 seconds left".
+func TestChatReportsMissedTimersOnce(t *testing.T) {
+	dir := privateXDG(t)
+	store, err := skills.OpenFileTimers(filepath.Join(dir, "data", "parley", "timers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(-10 * time.Minute).Truncate(time.Minute)
+	ctx := context.Background()
+	store.AddTimer(ctx, skills.Timer{ID: "x", Kind: skills.KindTimer, Due: due, Duration: 5 * time.Minute, Lang: "en"})
+	store.AddTimer(ctx, skills.Timer{ID: "y", Kind: skills.KindTimer, Due: time.Now().Add(time.Hour), Duration: 2 * time.Hour, Lang: "en"})
+	for i, want := range []string{
+		"[timer] While Parley was not running, your 5 minute timer went off at " + due.Format("3:04 PM"),
+		"",
+	} {
+		var out, errb bytes.Buffer
+		code := run(ctx, []string{"chat", "--backend", "skills"}, strings.NewReader("what timers do i have\n"), &out, &errb, nil)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d: %s", i, code, errb.String())
+		}
+		got := out.String()
+		if want != "" && !strings.HasPrefix(got, want) {
+			t.Errorf("run %d: stdout %q, want it to start with %q", i, got, want)
+		}
+		if strings.Count(got, "went off") != strings.Count(want, "went off") || strings.Contains(got, "0 seconds") {
+			t.Errorf("run %d: stdout %q", i, got)
+		}
+		if !strings.Contains(got, "The 2 hour timer has 59 minutes") && !strings.Contains(got, "The 2 hour timer has 1 hour left") {
+			t.Errorf("run %d: the pending timer is not listed: %q", i, got)
+		}
+	}
+}
+
+// `parley chat --backend builtin` runs the committed tiny Qwen3-shaped model in-process: the
+// answer is the random model's gibberish, but it comes through the whole path (template,
+// tokenizer, decoder, sampling, streaming); a missing model is a clear error.
+func TestChatBuiltin(t *testing.T) {
+	if err := gpu.Init(); err != nil {
+		t.Skipf("ONNX Runtime unavailable: %v", err)
+	}
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "llm", "qwen3-tiny"))
+	code, out, errOut := chatCLI(t, "tell me a story\n", "chat", "--backend", "builtin", "--model", tiny, "--max-tokens", "8", "--local-first=false")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "builtin qwen3-tiny") || strings.TrimSpace(out) == "" {
+		t.Errorf("stdout %q\nstderr %q", out, errOut)
+	}
+	code, _, errOut = chatCLI(t, "", "chat", "--backend", "builtin", "--model", "qwen3-0.6b")
+	if code == 0 || !strings.Contains(errOut, "models pull qwen3-0.6b") {
+		t.Errorf("missing model: exit %d, stderr %q", code, errOut)
 	}
 }

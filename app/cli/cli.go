@@ -11,7 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -19,10 +19,6 @@ import (
 	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/assets"
 )
-
-// version is set at build time with
-// -ldflags "-X github.com/parley-voice/parley/app/cli.version=…".
-var version = "dev"
 
 // cliEnv is what every subcommand gets.
 type cliEnv struct {
@@ -93,7 +89,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, versionString())
+		bi, _ := debug.ReadBuildInfo()
+		fmt.Fprintln(stdout, versionLine(release(), stampOf(bi, vcsStamp)))
 		return 0
 	}
 	if *provider != "" {
@@ -149,7 +146,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Parley %s: a private, offline-first voice assistant.\n\n", version)
+	fmt.Fprintf(w, "Parley %s: a private, offline-first voice assistant.\n\n", release())
 	fmt.Fprintln(w, "Usage:\n  parley [flags]              the desktop app\n  parley --serve [flags]      headless speech server\n  parley [flags] COMMAND …\n\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -181,9 +178,4 @@ func suggest(name string) string {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return ""
-}
-
-func versionString() string {
-	exe, _ := os.Executable()
-	return fmt.Sprintf("parley %s (%s)", version, filepath.Base(exe))
 }

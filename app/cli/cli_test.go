@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/app/wire"
 )
 
 // isolate points every Parley directory at a fresh temporary tree.
@@ -146,12 +148,12 @@ func TestDoctorReportsMissingRuntime(t *testing.T) {
 		t.Fatalf("doctor with an empty models dir exited %d with no problems: %s", code, errOut)
 	}
 	joined := strings.Join(rep.Problems, "\n")
-	for _, id := range essentialModels {
+	for _, id := range wire.Essential() {
 		if !strings.Contains(joined, id) {
 			t.Errorf("problems do not mention %s: %s", id, joined)
 		}
 	}
-	if !strings.Contains(joined, "make setup") {
+	if !strings.Contains(joined, "parley doctor --fetch") {
 		t.Errorf("problems give no remedy: %s", joined)
 	}
 }

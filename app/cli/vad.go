@@ -52,6 +52,9 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Float64Var(&neg, "neg-threshold", 0, "probability below which speech may end (default threshold-0.15)")
 	fs.DurationVar(&cfg.MinSpeech, "min-speech", 250*time.Millisecond, "ignore speech shorter than this")
 	fs.DurationVar(&cfg.MinSilence, "min-silence", 400*time.Millisecond, "silence that ends an utterance")
+	fs.DurationVar(&cfg.LookBack, "look-back", 500*time.Millisecond, "how far a start may move back over the rising probability before it (negative: one window)")
+	var onset float64
+	fs.Float64Var(&onset, "onset-threshold", 0.1, "probability of the windows a start moves back over")
 	fs.DurationVar(&cfg.PreRoll, "pre-roll", 300*time.Millisecond, "audio kept before speech")
 	fs.DurationVar(&cfg.HangOver, "hang-over", 150*time.Millisecond, "audio kept after speech")
 	fs.DurationVar(&cfg.MaxSpeech, "max-speech", 30*time.Second, "cut utterances at this length")
@@ -60,7 +63,7 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	cfg.Threshold, cfg.NegThresh = float32(thr), float32(neg)
+	cfg.Threshold, cfg.NegThresh, cfg.OnsetThresh = float32(thr), float32(neg), float32(onset)
 	if *listen {
 		if fs.NArg() != 0 {
 			return fmt.Errorf("%w: --listen takes no file", errUsage)

@@ -21,7 +21,7 @@ import (
 func init() {
 	register(&command{
 		name:  "voices",
-		usage: "voices list|show|create|mix|export|import|rm|preview  manage the voice library",
+		usage: "voices list|show|create|mix|export|import|rm|preview|compare  manage the voice library",
 		run:   runVoices,
 	})
 }
@@ -42,6 +42,8 @@ The voice library lives in %s (one JSON file per voice).
   import FILE|- [--name N] [--force]     add a voice file (validated like any other)
   rm NAME                                delete a voice
   preview NAME [-o out.wav] [--text T]   speak the preview sentence with the voice
+  compare A B [--model M] [--json]       how alike the voices of two recordings are (speaker
+                                         embeddings' cosine similarity)
 `
 
 func runVoices(ctx context.Context, env *cliEnv, args []string) error {
@@ -52,6 +54,9 @@ func runVoices(ctx context.Context, env *cliEnv, args []string) error {
 			return errors.New("voices: missing command")
 		}
 		return nil
+	}
+	if args[0] == "compare" {
+		return voicesCompare(ctx, env, args[1:])
 	}
 	lib, err := voices.Open(voices.DefaultDir())
 	if err != nil {

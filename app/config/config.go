@@ -66,7 +66,7 @@ type ASR struct {
 
 // LLM configures the brain.
 type LLM struct {
-	Backend   string `toml:"backend" help:"auto | openai | ollama | skills"`
+	Backend   string `toml:"backend" help:"auto | openai | ollama | builtin | skills (builtin: an installed onnx-community model run in-process; llm.model names it)"`
 	URL       string `toml:"url" help:"server base URL; empty = discover local servers"`
 	Model     string `toml:"model"`
 	APIKey    string `toml:"api_key"`
@@ -387,7 +387,7 @@ func (c *Config) Validate() error {
 		bad("runtime", "thread counts must be ≥ 0")
 	}
 	oneOf("asr.language", c.ASR.Language, "auto", "zh", "en", "yue", "ja", "ko")
-	oneOf("llm.backend", c.LLM.Backend, "auto", "openai", "ollama", "skills")
+	oneOf("llm.backend", c.LLM.Backend, "auto", "openai", "ollama", "builtin", "skills")
 	if c.LLM.MaxTokens < 0 {
 		bad("llm.max_tokens", "must be ≥ 0")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/llm/builtin"
 	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
@@ -245,6 +246,9 @@ func discoverServers(ctx context.Context) []LLMServer {
 			s.Models = append(s.Models, m.ID)
 		}
 		out = append(out, s)
+	}
+	if ids := builtin.Installed(); len(ids) > 0 {
+		out = append(out, LLMServer{Name: "built-in", Kind: discover.KindBuiltin, Models: ids})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -49,7 +50,7 @@ func newSettingsPanel(u *UI) *settingsPanel {
 	p.testMeter = newLevelMeter()
 	p.testBtn = widget.NewButtonWithIcon("Test: record 3 s and play back", theme.MediaRecordIcon(), func() { p.test() })
 	p.language = widget.NewSelect(languages, nil)
-	p.backend = widget.NewSelect([]string{"auto", "openai", "ollama", "skills"}, nil)
+	p.backend = widget.NewSelect([]string{"auto", "openai", "ollama", "builtin", "skills"}, nil)
 	p.url = widget.NewEntry()
 	p.url.SetPlaceHolder("empty = discover local servers (Ollama, llama.cpp, LM Studio)")
 	p.model = widget.NewSelectEntry(nil)
@@ -241,9 +242,13 @@ func (p *settingsPanel) find() {
 				if s.Err != "" {
 					continue
 				}
-				lines += fmt.Sprintf("%s at %s (%d models)\n", s.Name, s.URL, len(s.Models))
+				if s.Kind == "builtin" {
+					lines += fmt.Sprintf("built-in models (backend builtin, no server): %s\n", strings.Join(s.Models, ", "))
+				} else {
+					lines += fmt.Sprintf("%s at %s (%d models)\n", s.Name, s.URL, len(s.Models))
+				}
 				models = append(models, s.Models...)
-				if p.url.Text == "" {
+				if p.url.Text == "" && s.URL != "" {
 					p.url.SetText(s.URL)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,7 +113,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
 		return e
 	}
 	if in.Model == "" {
-		return invalid("model", "you must provide a model parameter")
+		return missingParam("model", "you must provide a model parameter")
 	}
 	if len(in.Messages) == 0 {
 		return invalid("messages", "'messages' must be a non-empty array of messages")
@@ -121,8 +122,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
 		return invalid("n", "n=%d is not supported: Parley returns one choice", *in.N)
 	}
 	req := &llm.Request{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, Seed: in.Seed, Tools: in.Tools}
-	if in.Model == "parley" || in.Model == "default" {
+	if slices.Contains(chatAliases, in.Model) {
 		req.Model = s.eng.LLMModel
+	} else if _, skillsOnly := s.eng.LLM.(skillsBackend); skillsOnly && in.Model != skillsModel {
+		// No LLM: only the offline skills answer, under their own name or an alias. Any other
+		// model is refused as OpenAI refuses a model it does not have, not silently swapped.
+		return modelNotFound(in.Model)
 	}
 	if in.MaxTokens != nil {
 		req.MaxTokens = *in.MaxTokens
@@ -154,7 +159,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
 		return busy("llm", s.llmLim.RetryAfter())
 	}
 	if err != nil {
-		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away while queued"}
+		return gone("client went away while queued")
 	}
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.JobTimeout)
@@ -197,9 +202,9 @@ func llmError(err error, model string) *APIError {
 	case errors.Is(err, llm.ErrUnreachable):
 		return &APIError{Status: http.StatusBadGateway, Type: "server_error", Code: str("upstream_unreachable"), Message: fmt.Sprintf("the LLM server is unreachable: %v", err)}
 	case errors.Is(err, context.DeadlineExceeded):
-		return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "the answer took longer than the server's job timeout"}
+		return timedOut("the answer took longer than the server's job timeout")
 	case errors.Is(err, context.Canceled):
-		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
+		return gone("client went away")
 	case errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500:
 		return &APIError{Status: ae.Status, Type: "invalid_request_error", Code: str(ae.Code), Message: ae.Message}
 	}
@@ -282,54 +287,110 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *llm
 	return nil
 }
 
-// modelEntry is one /v1/models entry: OpenAI's fields plus Parley's kind.
+// modelEntry is one /v1/models entry: OpenAI's fields plus what Parley does with the model.
+// Every name a request may give as `model` is listed, aliases included, and nothing else.
 type modelEntry struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-	Kind    string `json:"kind"` // asr | tts | voice | llm
-	Note    string `json:"note,omitempty"`
+	ID           string   `json:"id"`
+	Object       string   `json:"object"`
+	Created      int64    `json:"created"`
+	OwnedBy      string   `json:"owned_by"`
+	Kind         string   `json:"kind"`               // asr | tts | llm (parley: all three)
+	AliasOf      string   `json:"alias_of,omitempty"` // the model an alias runs
+	Capabilities []string `json:"capabilities"`       // transcription, translation, speech, realtime, chat
+	Languages    []string `json:"languages,omitempty"`
+	Voices       []string `json:"voices,omitempty"` // tts: the voice names /v1/audio/speech accepts
+	Note         string   `json:"note,omitempty"`
+}
+
+// chatAliases are the chat model names that mean the configured LLM (or the offline skills).
+var chatAliases = []string{"parley", "default"}
+
+// canTranslate reports whether /v1/audio/translations works: SenseVoice only transcribes, so
+// translation goes through an LLM backend, and the offline skills cannot translate.
+func (s *Server) canTranslate() bool {
+	_, skillsOnly := s.eng.LLM.(skillsBackend)
+	return s.eng.ASR != nil && s.eng.LLM != nil && !skillsOnly
 }
 
 func (s *Server) modelList(ctx context.Context) []modelEntry {
 	var out []modelEntry
-	add := func(id, kind, owner, note string) {
-		out = append(out, modelEntry{ID: id, Object: "model", OwnedBy: owner, Kind: kind, Note: note})
+	add := func(e modelEntry) {
+		for i, m := range out {
+			if m.ID != e.ID {
+				continue
+			}
+			if m.Kind != e.Kind {
+				// "parley" names the recogniser, the voice and the chat model, by endpoint
+				m.Kind, m.AliasOf, m.Note = "parley", "", "Parley's loaded model for each endpoint"
+				for _, c := range e.Capabilities {
+					if !slices.Contains(m.Capabilities, c) {
+						m.Capabilities = append(m.Capabilities, c)
+					}
+				}
+				out[i] = m
+			}
+			return
+		}
+		e.Object = "model"
+		if e.OwnedBy == "" {
+			e.OwnedBy = "parley"
+		}
+		out = append(out, e)
 	}
 	if s.eng.ASR != nil {
-		add(s.eng.ASRModel, "asr", "parley", s.eng.ASRNote)
-		add("whisper-1", "asr", "parley", "alias of "+s.eng.ASRModel)
+		caps := []string{"transcription", "realtime"}
+		if s.canTranslate() {
+			caps = []string{"transcription", "translation", "realtime"}
+		}
+		add(modelEntry{ID: s.eng.ASRModel, Kind: "asr", Capabilities: caps, Languages: s.eng.ASRLanguages, Note: s.eng.ASRNote})
+		for _, a := range transcriptionModels {
+			add(modelEntry{ID: a, Kind: "asr", AliasOf: s.eng.ASRModel, Capabilities: caps})
+		}
 	}
 	if s.eng.TTS != nil {
-		add(s.eng.TTSEngine, "tts", "parley", "")
-		add("tts-1", "tts", "parley", "alias of "+s.eng.TTSEngine)
-		for _, v := range sortedKeys(OpenAIVoices) {
-			add(v, "voice", "parley", "OpenAI voice name")
-		}
-		if s.eng.Voices != nil {
-			vs, _ := s.eng.Voices.List()
-			for _, v := range vs {
-				if v.Engine == s.eng.TTSEngine {
-					add(v.Name, "voice", "user", v.Description)
-				}
-			}
+		caps := []string{"speech", "realtime"}
+		add(modelEntry{ID: s.eng.TTSEngine, Kind: "tts", Capabilities: caps, Voices: s.voiceNames()})
+		for _, a := range speechModels {
+			add(modelEntry{ID: a, Kind: "tts", AliasOf: s.eng.TTSEngine, Capabilities: caps})
 		}
 	}
-	if s.eng.LLM != nil {
-		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		ms, err := s.eng.LLM.Models(cctx)
-		cancel()
-		if err != nil || len(ms) == 0 {
-			if s.eng.LLMModel != "" {
-				add(s.eng.LLMModel, "llm", s.eng.LLM.Name(), "")
-			}
-		}
-		for _, m := range ms {
-			add(m.ID, "llm", s.eng.LLM.Name(), "")
+	owner := s.eng.LLM.Name()
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ms, err := s.eng.LLM.Models(cctx)
+	cancel()
+	if (err != nil || len(ms) == 0) && s.eng.LLMModel != "" {
+		ms = []llm.Model{{ID: s.eng.LLMModel}}
+	}
+	for _, m := range ms {
+		add(modelEntry{ID: m.ID, Kind: "llm", OwnedBy: owner, Capabilities: []string{"chat"}})
+	}
+	if s.eng.LLMModel != "" {
+		for _, a := range chatAliases {
+			add(modelEntry{ID: a, Kind: "llm", OwnedBy: owner, AliasOf: s.eng.LLMModel, Capabilities: []string{"chat"}})
 		}
 	}
 	return out
+}
+
+// voiceNames are the voices /v1/audio/speech accepts by name: OpenAI's (mapped), the
+// engine's presets and the library voices made for this engine.
+func (s *Server) voiceNames() []string {
+	names := sortedKeys(OpenAIVoices)
+	caps := s.eng.TTS.Capabilities()
+	if len(caps.Voices) > 0 {
+		names = append(names, caps.Voices...)
+	} else {
+		names = append(names, caps.Languages...) // espeak-ng: a language is a voice
+	}
+	if s.eng.Voices != nil {
+		vs, _ := s.eng.Voices.List()
+		for _, v := range vs {
+			if v.Engine == s.eng.TTSEngine {
+				names = append(names, v.Name)
+			}
+		}
+	}
+	return names
 }
 
 func sortedKeys[V any](m map[string]V) []string {

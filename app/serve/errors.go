@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -42,6 +43,11 @@ func invalid(param, format string, a ...any) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: str(param), Message: fmt.Sprintf(format, a...)}
 }
 
+// missingParam is OpenAI's 400 for a required parameter left out.
+func missingParam(param, format string, a ...any) *APIError {
+	return invalidCode(param, "missing_required_parameter", format, a...)
+}
+
 func invalidCode(param, code, format string, a ...any) *APIError {
 	e := invalid(param, format, a...)
 	e.Code = str(code)
@@ -67,7 +73,31 @@ func unavailable(format string, a ...any) *APIError {
 }
 
 func internal(format string, a ...any) *APIError {
-	return &APIError{Status: http.StatusInternalServerError, Type: "server_error", Message: fmt.Sprintf(format, a...)}
+	return &APIError{Status: http.StatusInternalServerError, Type: "server_error", Code: str("internal_error"), Message: fmt.Sprintf(format, a...)}
+}
+
+// gone is the 499 of a client that left before its answer (logged, never seen by it).
+func gone(msg string) *APIError {
+	return &APIError{Status: statusClientClosed, Type: "invalid_request_error", Code: str("client_closed_request"), Message: msg}
+}
+
+// timedOut is a 504 for a job that ran past the server's job timeout.
+func timedOut(msg string) *APIError {
+	return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Code: str("timeout"), Message: msg}
+}
+
+// statusClientClosed is nginx's 499: the client closed the request.
+const statusClientClosed = 499
+
+// statusCodes name the status of an error that was given no code of its own: every error
+// carries one, as OpenAI's 4xx do, so clients can branch on it.
+var statusCodes = map[int]string{
+	http.StatusBadRequest: "invalid_value", http.StatusUnauthorized: "invalid_api_key", http.StatusNotFound: "not_found",
+	http.StatusMethodNotAllowed: "method_not_allowed", http.StatusRequestTimeout: "request_timeout",
+	http.StatusRequestEntityTooLarge: "request_too_large", http.StatusTooManyRequests: "rate_limit_exceeded",
+	statusClientClosed: "client_closed_request", http.StatusInternalServerError: "internal_error",
+	http.StatusNotImplemented: "not_implemented", http.StatusBadGateway: "upstream_error",
+	http.StatusServiceUnavailable: "engine_unavailable", http.StatusGatewayTimeout: "timeout",
 }
 
 // writeError writes e as OpenAI's error JSON.
@@ -77,6 +107,16 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	h.Del("Content-Length")
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(e.RetryAfter.Seconds()+0.999)))
+	}
+	if e.Code == nil {
+		c, ok := statusCodes[e.Status]
+		if !ok {
+			c = strings.ToLower(strings.ReplaceAll(http.StatusText(e.Status), " ", "_"))
+		}
+		if c == "" {
+			c = "error"
+		}
+		e.Code = &c
 	}
 	w.WriteHeader(e.Status)
 	json.NewEncoder(w).Encode(struct {

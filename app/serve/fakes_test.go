@@ -221,8 +221,8 @@ func apiErr(t testing.TB, body []byte) (msg, typ, param, code string) {
 	if err := json.Unmarshal(body, &e); err != nil || e.Error == nil {
 		t.Fatalf("not an OpenAI error: %v: %s", err, body)
 	}
-	if e.Error.Message == "" || e.Error.Type == "" {
-		t.Errorf("error lacks message or type: %s", body)
+	if e.Error.Message == "" || e.Error.Type == "" || e.Error.Code == nil || *e.Error.Code == "" {
+		t.Errorf("error lacks message, type or code: %s", body)
 	}
 	if e.Error.Param != nil {
 		param = *e.Error.Param

@@ -16,12 +16,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -461,6 +464,34 @@ func TestChatCompletions(t *testing.T) {
 	}
 }
 
+// Without an LLM the offline skills answer, under their own name or an alias; any other model
+// is refused as OpenAI refuses a model it does not have.
+func TestChatRefusesUnknownModelWithoutLLM(t *testing.T) {
+	_, base := testServer(t, Engines{}, nil)
+	for model, status := range map[string]int{"gpt-4o": 404, "llama3": 404, skillsModel: 200, "parley": 200, "default": 200} {
+		resp, b := post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"`+model+`","messages":[{"role":"user","content":"what is 2 plus 3"}]}`))
+		if resp.StatusCode != status {
+			t.Errorf("%s: status %d, want %d: %s", model, resp.StatusCode, status, b)
+			continue
+		}
+		if status == 404 {
+			if msg, _, param, code := apiErr(t, b); code != "model_not_found" || param != "model" || !strings.Contains(msg, model) {
+				t.Errorf("%s: %s", model, b)
+			}
+		}
+	}
+}
+
+// A headless server has nothing to ring a timer: "set a timer" is answered honestly, through
+// chat and through a realtime session's brain alike.
+func TestHeadlessTimerAnsweredHonestly(t *testing.T) {
+	_, base := testServer(t, Engines{}, nil)
+	resp, b := post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"parley","messages":[{"role":"user","content":"set a timer for 5 minutes"}]}`))
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "can't set timers") || strings.Contains(string(b), "Timer set") {
+		t.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+}
+
 func TestModelsHealthMetricsAndUnknownRoutes(t *testing.T) {
 	_, base := testServer(t, Engines{ASR: &fakeASR{}, ASRModel: "fake-sv", TTS: &fakeTTS{}}, nil)
 	resp, err := http.Get(base + "/v1/models")
@@ -473,21 +504,56 @@ func TestModelsHealthMetricsAndUnknownRoutes(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&list)
 	resp.Body.Close()
-	kinds := map[string]bool{}
+	ids := map[string]modelEntry{}
 	for _, m := range list.Data {
-		kinds[m.Kind] = true
-		if m.Object != "model" {
+		if m.Object != "model" || len(m.Capabilities) == 0 {
 			t.Errorf("entry %+v", m)
 		}
+		ids[m.ID] = m
 	}
-	if list.Object != "list" || !kinds["asr"] || !kinds["tts"] || !kinds["voice"] || !kinds["llm"] {
-		t.Errorf("models: %+v", list)
+	// exactly the names requests accept: every alias, no voice names
+	var want []string
+	want = append(want, "fake-sv", "fake")
+	want = append(want, transcriptionModels...)
+	want = append(want, speechModels...)
+	want = append(want, skillsModel, "parley", "default")
+	slices.Sort(want)
+	want = slices.Compact(want)
+	got := slices.Sorted(maps.Keys(ids))
+	if list.Object != "list" || !slices.Equal(got, want) {
+		t.Errorf("models %v, want %v", got, want)
 	}
-	resp, _ = http.Get(base + "/v1/models/fake-sv")
-	if resp.StatusCode != 200 {
-		t.Errorf("/v1/models/fake-sv = %d", resp.StatusCode)
+	if m := ids["gpt-4o-transcribe"]; m.Kind != "asr" || m.AliasOf != "fake-sv" || !slices.Contains(m.Capabilities, "transcription") ||
+		slices.Contains(m.Capabilities, "translation") {
+		t.Errorf("gpt-4o-transcribe = %+v", m)
 	}
-	resp.Body.Close()
+	if m := ids["fake"]; m.Kind != "tts" || !slices.Contains(m.Voices, "alloy") || !slices.Contains(m.Voices, "af_alloy") {
+		t.Errorf("tts engine entry = %+v", m)
+	}
+	if m := ids["default"]; m.Kind != "llm" || m.AliasOf != skillsModel {
+		t.Errorf("default = %+v", m)
+	}
+	if m := ids["parley"]; !slices.Contains(m.Capabilities, "chat") || !slices.Contains(m.Capabilities, "speech") || !slices.Contains(m.Capabilities, "transcription") {
+		t.Errorf("parley = %+v", m)
+	}
+	// /v1/models/{id} agrees with the list, alias by alias
+	for _, id := range append(want, "alloy", "nova", "nothing") {
+		resp, err := http.Get(base + "/v1/models/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		_, listed := ids[id]
+		if listed != (resp.StatusCode == 200) {
+			t.Errorf("/v1/models/%s = %d (listed %v): %s", id, resp.StatusCode, listed, b)
+		}
+		if !listed {
+			if _, _, _, code := apiErr(t, b); code != "model_not_found" {
+				t.Errorf("/v1/models/%s code %q", id, code)
+			}
+		}
+	}
 
 	resp, _ = http.Get(base + "/v1/audio/speech")
 	b, _ := io.ReadAll(resp.Body)
@@ -516,10 +582,22 @@ func TestModelsHealthMetricsAndUnknownRoutes(t *testing.T) {
 		`parley_queue_depth{engine="asr"} 0`,
 		`parley_model_loaded{kind="asr",model="fake-sv"} 1`,
 		`# TYPE parley_http_request_duration_seconds histogram`,
+		// the Go client's default collectors' names, as Prometheus users expect
+		"\ngo_goroutines ", "\ngo_threads ", `go_info{version="go`, `go_gc_duration_seconds{quantile="0.5"}`,
+		"\ngo_memstats_heap_inuse_bytes ", "\ngo_gc_gogc_percent ",
+		"\nprocess_resident_memory_bytes ", "\nprocess_open_fds ", "\nprocess_max_fds ", "\nprocess_cpu_seconds_total ",
+		"\nprocess_start_time_seconds ", "\nprocess_virtual_memory_bytes ",
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("metrics lack %q:\n%s", want, b)
 		}
+	}
+	checkExposition(t, string(b))
+	if v := metricValue(t, string(b), "process_resident_memory_bytes"); v < 1<<20 || v > 64<<30 {
+		t.Errorf("process_resident_memory_bytes = %g", v)
+	}
+	if v := metricValue(t, string(b), "process_open_fds"); v < 3 {
+		t.Errorf("process_open_fds = %g", v)
 	}
 	resp, _ = http.Get(base + "/health")
 	b, _ = io.ReadAll(resp.Body)
@@ -567,6 +645,9 @@ func TestAuth(t *testing.T) {
 		{[]string{"Authorization", "Bearer wrong"}, 401},
 		{[]string{"Authorization", "sekrit"}, 401},
 		{[]string{"Authorization", "Bearer sekrit"}, 200},
+		{[]string{"Authorization", "bearer sekrit"}, 200}, // the scheme is case-insensitive
+		{[]string{"Authorization", "BEARER  sekrit "}, 200},
+		{[]string{"Authorization", "Basic sekrit"}, 401},
 	} {
 		resp, b := post(t, base+"/v1/audio/speech", "application/json", body, tc.hdr...)
 		if resp.StatusCode != tc.status {
@@ -791,12 +872,13 @@ func TestSpeechWithLibraryVoice(t *testing.T) {
 	if msg, _, param, _ := apiErr(t, b); param != "voice" || !strings.Contains(msg, "kokoro") {
 		t.Errorf("param %q msg %q", param, msg)
 	}
-	// /v1/models lists the library voice of this engine only
-	resp2, _ := http.Get(base + "/v1/models")
-	mb, _ := io.ReadAll(resp2.Body)
+	// /v1/models lists the library voice of this engine only, among the engine's voices
+	resp2, _ := http.Get(base + "/v1/models/espeak")
+	var m modelEntry
+	json.NewDecoder(resp2.Body).Decode(&m)
 	resp2.Body.Close()
-	if !strings.Contains(string(mb), `"id":"warm"`) || strings.Contains(string(mb), `"id":"bright"`) {
-		t.Errorf("models: %s", mb)
+	if !slices.Contains(m.Voices, "warm") || slices.Contains(m.Voices, "bright") {
+		t.Errorf("espeak voices: %v", m.Voices)
 	}
 }
 
@@ -851,4 +933,58 @@ func TestChatThroughBackend(t *testing.T) {
 	if !strings.Contains(string(mb), `"id":"m1","object":"model","created":0,"owned_by":"fake","kind":"llm"`) {
 		t.Errorf("models: %s", mb)
 	}
+}
+
+// checkExposition checks Prometheus' text format line by line: every sample is `name{labels}
+// value` with a number, and no metric family is declared twice.
+func checkExposition(t *testing.T, page string) {
+	t.Helper()
+	typed := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(page), "\n") {
+		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name := strings.Fields(rest)[0]
+			if typed[name] {
+				t.Errorf("metric %s declared twice", name)
+			}
+			typed[name] = true
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			t.Errorf("bad sample line %q", line)
+			continue
+		}
+		if _, err := strconv.ParseFloat(line[i+1:], 64); err != nil && line[i+1:] != "+Inf" {
+			t.Errorf("bad value in %q", line)
+		}
+		name := line[:i]
+		if j := strings.IndexByte(name, '{'); j >= 0 {
+			if !strings.HasSuffix(name, "}") {
+				t.Errorf("bad labels in %q", line)
+			}
+			name = name[:j]
+		}
+		if name == "" || strings.ContainsAny(name, " \t\"") {
+			t.Errorf("bad metric name in %q", line)
+		}
+	}
+}
+
+// metricValue is the value of an unlabelled sample.
+func metricValue(t *testing.T, page, name string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("no sample %s", name)
+	return 0
 }

@@ -193,7 +193,8 @@ func New(o Options) (*Server, error) {
 		llmLim: NewLimiter("llm", 4, q(4)),
 	}
 	if s.eng.Skills == nil {
-		sk, err := skills.New(skills.Options{Logger: o.Log})
+		// Headless, a timer would run out with nothing to ring it: the skills say so.
+		sk, err := skills.New(skills.Options{Logger: o.Log, Timers: skills.NoTimers{}})
 		if err != nil {
 			return nil, fmt.Errorf("serve: skills: %w", err)
 		}
@@ -211,6 +212,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.metrics.limiterGauges(s.asrLim, s.ttsLim, s.llmLim)
 	s.metrics.Gauge(s.modelGauges)
+	s.metrics.Gauge(writeRuntimeMetrics)
 	s.routes()
 	return s, nil
 }
@@ -267,7 +269,7 @@ func (s *Server) auth(h http.Handler) http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		got, ok := bearer(r.Header.Get("Authorization"))
 		if !ok && r.URL.Path == "/v1/realtime" {
 			// Browsers cannot set headers on a WebSocket: OpenAI accepts the key as a
 			// subprotocol "openai-insecure-api-key.KEY".
@@ -288,6 +290,15 @@ func (s *Server) auth(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// bearer reads "Authorization: Bearer KEY"; the scheme is case-insensitive (RFC 9110).
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
 }
 
 func pattern(r *http.Request) string {
@@ -496,7 +507,7 @@ func (s *Server) job(ctx context.Context, l *Limiter, f func(ctx context.Context
 		return busy(l.name, l.RetryAfter())
 	}
 	if err != nil {
-		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away while queued"}
+		return gone("client went away while queued")
 	}
 	defer release()
 	ctx, cancel := context.WithTimeout(ctx, s.o.JobTimeout)

@@ -83,15 +83,15 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) *APIError {
 		case errors.As(err, &mbe):
 			return tooLarge("the request body is larger than %d bytes", maxJSONBody)
 		case errors.As(err, &te):
-			return invalid(te.Field, "Invalid type for '%s': expected %s, got %s", te.Field, te.Type, te.Value)
+			return invalidCode(te.Field, "invalid_type", "Invalid type for '%s': expected %s, got %s", te.Field, te.Type, te.Value)
 		case errors.Is(err, io.EOF):
-			return invalid("", "We could not parse the JSON body of your request: the body is empty. (HINT: send a JSON object with Content-Type: application/json.)")
+			return invalidCode("", "invalid_json", "We could not parse the JSON body of your request: the body is empty. (HINT: send a JSON object with Content-Type: application/json.)")
 		}
-		return invalid("", "We could not parse the JSON body of your request: %v. (HINT: This likely means you aren't using your HTTP library correctly.)", err)
+		return invalidCode("", "invalid_json", "We could not parse the JSON body of your request: %v. (HINT: This likely means you aren't using your HTTP library correctly.)", err)
 	}
 	if dec.More() {
 		w.Header().Set("Connection", "close")
-		return invalid("", "We could not parse the JSON body of your request: trailing data after the JSON object.")
+		return invalidCode("", "invalid_json", "We could not parse the JSON body of your request: trailing data after the JSON object.")
 	}
 	rc.SetReadDeadline(time.Time{})
 	return nil
@@ -119,13 +119,13 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) *APIError {
 func (s *Server) speechTTSRequest(in *speechRequest) (tts.Request, string, *APIError) {
 	var req tts.Request
 	if in.Model == "" {
-		return req, "", invalid("model", "you must provide a model parameter")
+		return req, "", missingParam("model", "you must provide a model parameter")
 	}
 	if !slices.Contains(speechModels, in.Model) && in.Model != s.eng.TTSEngine {
 		return req, "", modelNotFound(in.Model)
 	}
 	if in.Input == nil {
-		return req, "", invalid("input", "Missing required parameter: 'input'.")
+		return req, "", missingParam("input", "Missing required parameter: 'input'.")
 	}
 	text := *in.Input
 	if strings.TrimSpace(text) == "" {
@@ -197,12 +197,12 @@ func (s *Server) speechTTSRequest(in *speechRequest) (tts.Request, string, *APIE
 // parseVoice reads voice as a string or OpenAI's {"id": "..."} object.
 func parseVoice(raw json.RawMessage) (string, *APIError) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", invalid("voice", "Missing required parameter: 'voice'.")
+		return "", missingParam("voice", "Missing required parameter: 'voice'.")
 	}
 	var v string
 	if err := json.Unmarshal(raw, &v); err == nil {
 		if v == "" {
-			return "", invalid("voice", "Missing required parameter: 'voice'.")
+			return "", missingParam("voice", "Missing required parameter: 'voice'.")
 		}
 		return v, nil
 	}
@@ -250,9 +250,9 @@ func ttsError(err error) *APIError {
 	case errors.Is(err, tts.ErrEmpty), errors.Is(err, tts.ErrTooLong), errors.Is(err, tts.ErrBadRequest):
 		return invalid("input", "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "synthesis took longer than the server's job timeout"}
+		return timedOut("synthesis took longer than the server's job timeout")
 	case errors.Is(err, context.Canceled):
-		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
+		return gone("client went away")
 	}
 	return internal("synthesis failed: %v", err)
 }

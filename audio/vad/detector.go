@@ -20,10 +20,17 @@ type Config struct {
 	Confirm    float32       // mean probability over the first MinSpeech that confirms a start: Threshold + 0.1
 	MinSpeech  time.Duration // speech shorter than this is ignored (and SpeechStart waits for it): 250 ms
 	MinSilence time.Duration // silence that ends an utterance: 400 ms
-	PreRoll    time.Duration // audio kept before the detected start in an utterance's samples: 300 ms
-	HangOver   time.Duration // audio kept after the detected end: 150 ms
-	MaxSpeech  time.Duration // an utterance is cut (Forced) at this length: 30 s
-	GPU        gpu.Options   // session options; empty Provider = CPU, one thread
+	// LookBack bounds how far a confirmed start moves back, window by window, over the
+	// windows just before the first one above Threshold whose probability is at least
+	// OnsetThresh: Silero's probability rises slowly on a soft onset ("the", "fine", a quiet
+	// talker) and crosses Threshold hundreds of ms into the word. Default 500 ms; negative:
+	// one window at most.
+	LookBack    time.Duration
+	OnsetThresh float32       // default 0.1
+	PreRoll     time.Duration // audio kept before the detected start in an utterance's samples: 300 ms
+	HangOver    time.Duration // audio kept after the detected end: 150 ms
+	MaxSpeech   time.Duration // an utterance is cut (Forced) at this length: 30 s
+	GPU         gpu.Options   // session options; empty Provider = CPU, one thread
 }
 
 func (c *Config) fill() error {
@@ -39,6 +46,12 @@ func (c *Config) fill() error {
 	if c.Confirm == 0 {
 		c.Confirm = min(c.Threshold+0.1, 0.99)
 	}
+	if c.OnsetThresh == 0 {
+		c.OnsetThresh = 0.1
+	}
+	if c.LookBack == 0 {
+		c.LookBack = 500 * time.Millisecond
+	}
 	if c.Threshold <= 0 || c.Threshold >= 1 || c.NegThresh > c.Threshold {
 		return fmt.Errorf("vad: thresholds %.2f/%.2f: want 0 < neg ≤ threshold < 1", c.NegThresh, c.Threshold)
 	}
@@ -52,6 +65,9 @@ func (c *Config) fill() error {
 	def(&c.PreRoll, 300*time.Millisecond)
 	def(&c.HangOver, 150*time.Millisecond)
 	def(&c.MaxSpeech, 30*time.Second)
+	if c.OnsetThresh < 0 || c.OnsetThresh > c.Threshold {
+		return fmt.Errorf("vad: onset threshold %.2f: want 0 ≤ onset ≤ threshold %.2f", c.OnsetThresh, c.Threshold)
+	}
 	if c.MinSpeech < 0 || c.MinSilence < 0 || c.PreRoll < 0 || c.HangOver < 0 || c.MaxSpeech < time.Second {
 		return fmt.Errorf("vad: durations must be ≥ 0 and MaxSpeech ≥ 1 s (got %+v)", *c)
 	}
@@ -100,6 +116,10 @@ type Detector struct {
 	win   int
 
 	minSpeech, minSilence, preRoll, hang, maxSpeech int64
+	lookBack                                        int   // windows
+	candGap                                         int64 // a dip a candidate survives
+
+	recent []float32 // probabilities of the last lookBack windows outside speech, newest last
 
 	pending []float32 // samples not yet a whole window
 	pos     int64     // stream position of the end of the last whole window processed
@@ -107,12 +127,13 @@ type Detector struct {
 	hist      []float32 // audio kept from histStart (bounded while idle)
 	histStart int64
 
-	state      int // 0 idle, 1 candidate, 2 speech
-	speechFrom int64
+	state      int   // 0 idle, 1 candidate, 2 speech
+	candFrom   int64 // first window of the candidate above Threshold
+	dipFrom    int64 // start of a dip below NegThresh inside a candidate; -1: none
+	speechFrom int64 // the onset: candFrom moved back over the rising windows before it
 	audioFrom  int64
-	silentFrom int64 // -1 when not in a possible silence
-	lastVoice  int64 // end of the last window at or above Confirm
-	prevProb   float32
+	silentFrom int64   // -1 when not in a possible silence
+	lastVoice  int64   // end of the last window at or above Confirm
 	candSum    float64 // sum of the candidate's window probabilities
 	candN      int
 	lastEnd    int64 // AudioEnd of the last utterance (pre-roll never reaches before it)
@@ -154,6 +175,11 @@ func newDetector(cfg Config, m *Model) *Detector {
 	d := &Detector{cfg: cfg, m: m, rate: cfg.SampleRate, win: m.Window(),
 		minSpeech: ms(cfg.MinSpeech), minSilence: ms(cfg.MinSilence), preRoll: ms(cfg.PreRoll),
 		hang: ms(cfg.HangOver), maxSpeech: ms(cfg.MaxSpeech)}
+	d.candGap = d.minSilence / 2
+	d.lookBack = 1
+	if cfg.LookBack > 0 {
+		d.lookBack = max(1, int(ms(cfg.LookBack)/int64(d.win)))
+	}
 	d.Reset()
 	return d
 }
@@ -170,7 +196,8 @@ func (d *Detector) Reset() {
 	d.pending = d.pending[:0]
 	d.hist = d.hist[:0]
 	d.pos, d.histStart, d.lastEnd = 0, 0, 0
-	d.state, d.silentFrom, d.prob, d.prevProb = idle, -1, 0, 0
+	d.state, d.silentFrom, d.dipFrom, d.prob = idle, -1, -1, 0
+	d.recent = d.recent[:0]
 }
 
 // InSpeech reports whether an utterance is open (after SpeechStart, before SpeechEnd).
@@ -220,22 +247,27 @@ func (d *Detector) step(p float32, evs []Event) []Event {
 	switch d.state {
 	case idle:
 		if p >= d.cfg.Threshold {
-			d.state, d.speechFrom = candidate, start
-			// the model reacts about a window late: if the probability was already rising in
-			// the previous window, the onset was there
-			if d.prevProb >= onsetProb && start-int64(d.win) >= d.lastEnd {
-				d.speechFrom = start - int64(d.win)
-			}
+			d.state, d.candFrom, d.dipFrom = candidate, start, -1
+			d.speechFrom = d.onset(start)
 			d.candSum, d.candN = float64(p), 1
 			evs = d.confirm(evs)
 		}
 	case candidate:
-		if p < d.cfg.NegThresh {
-			d.state = idle
-		} else {
+		// A short first word ("the", "few") can end before MinSpeech, and the probability
+		// dips in the pause before the next one: the candidate survives a dip up to half of
+		// MinSilence, so the start stays at the first word instead of moving to the second.
+		if p >= d.cfg.Threshold || (p >= d.cfg.NegThresh && d.dipFrom < 0) {
+			d.dipFrom = -1
 			d.candSum += float64(p)
 			d.candN++
 			evs = d.confirm(evs)
+		} else {
+			if d.dipFrom < 0 {
+				d.dipFrom = start
+			}
+			if d.pos-d.dipFrom > d.candGap {
+				d.state = idle
+			}
 		}
 	case speaking:
 		switch {
@@ -258,9 +290,32 @@ func (d *Detector) step(p float32, evs []Event) []Event {
 			evs = append(evs, Event{Type: SpeechStart, Start: d.pos, AudioStart: d.pos, At: d.pos})
 		}
 	}
-	d.prevProb = p
+	if d.state != speaking {
+		if len(d.recent) == d.lookBack {
+			copy(d.recent, d.recent[1:])
+			d.recent = d.recent[:d.lookBack-1]
+		}
+		d.recent = append(d.recent, p)
+	} else {
+		d.recent = d.recent[:0]
+	}
 	d.trim()
 	return evs
+}
+
+// onset moves a start at window start back over the windows before it whose probability is
+// at least OnsetThresh (the model reacts late, and on a soft onset its probability rises
+// over several windows), at most LookBack, never into the previous utterance.
+func (d *Detector) onset(start int64) int64 {
+	from := start
+	for k := len(d.recent) - 1; k >= 0; k-- {
+		w := start - int64(len(d.recent)-k)*int64(d.win)
+		if d.recent[k] < d.cfg.OnsetThresh || w < d.lastEnd || w < d.histStart {
+			break
+		}
+		from = w
+	}
+	return from
 }
 
 // speechEnd is where the open utterance's speech ended: the model's probability stays high
@@ -271,13 +326,9 @@ func (d *Detector) speechEnd() int64 {
 	return max(end, d.speechFrom+d.minSpeech)
 }
 
-// onsetProb is the probability in the window before a confirmed start that moves the onset
-// back by one window.
-const onsetProb = 0.1
-
 // confirm turns a candidate into speech once it has lasted MinSpeech.
 func (d *Detector) confirm(evs []Event) []Event {
-	if d.pos-d.speechFrom < max(d.minSpeech, 1) {
+	if int64(d.candN*d.win) < max(d.minSpeech, 1) {
 		return evs
 	}
 	if d.candSum/float64(d.candN) < float64(d.cfg.Confirm) {
@@ -308,7 +359,7 @@ func (d *Detector) trim() {
 	if d.state == speaking {
 		return
 	}
-	keep := d.preRoll + d.minSpeech + int64(2*d.win)
+	keep := d.preRoll + d.minSpeech + int64((2+d.lookBack)*d.win)
 	if d.state == candidate {
 		keep += d.pos - d.speechFrom
 	}

@@ -74,6 +74,12 @@ func makeConversation(t testing.TB) *conversation {
 }
 
 func buildConversation(t testing.TB, name string, lines []line, gaps []float64) *conversation {
+	return buildConversationWith(t, name, lines, gaps, nil)
+}
+
+// buildConversationWith is buildConversation with a speaking rate (words per minute, 0 =
+// espeak's default) and a gain in dB per line.
+func buildConversationWith(t testing.TB, name string, lines []line, gaps []float64, style func(i int) (int, float64)) *conversation {
 	t.Helper()
 	audiotest.RequireSpeech(t, "test", "en-us", 0) // skip early without espeak-ng
 	convMu.Lock()
@@ -84,11 +90,16 @@ func buildConversation(t testing.TB, name string, lines []line, gaps []float64) 
 	c := &conversation{name: name}
 	c.audio = make([]float32, int(gaps[0]*rate))
 	for i, l := range lines {
-		b, err := audiotest.Speak(context.Background(), l.text, l.voice, 0)
+		speed, gain := 0, 0.0
+		if style != nil {
+			speed, gain = style(i)
+		}
+		b, err := audiotest.Speak(context.Background(), l.text, l.voice, speed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := speechPart(b.Data)
+		audio.Gain(s, float32(math.Pow(10, gain/20)))
 		start := int64(len(c.audio))
 		c.audio = append(c.audio, s...)
 		c.speech = append(c.speech, s...)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/builtin"
 	"github.com/parley-voice/parley/llm/ollama"
 	"github.com/parley-voice/parley/llm/openai"
 )
@@ -24,6 +25,8 @@ const (
 	KindOpenAI = "openai"
 	KindOllama = "ollama"
 	KindSkills = "skills"
+	// KindBuiltin runs an installed onnx-community model in-process (llm/builtin).
+	KindBuiltin = "builtin"
 )
 
 // Candidate is an endpoint to probe.
@@ -58,6 +61,12 @@ type Options struct {
 	Candidates []Candidate   // nil: DefaultCandidates()
 	Timeout    time.Duration // per probe: 500ms (a configured URL gets at least 3s)
 	Logger     *slog.Logger
+	// For KindBuiltin (and auto's fallback to an installed built-in model): the ONNX Runtime
+	// provider and intra-op threads (0: physical cores).
+	Provider string
+	Threads  int
+	// NoBuiltin keeps auto from falling back to an installed built-in model.
+	NoBuiltin bool
 }
 
 // Choice is what Select picked.
@@ -136,9 +145,9 @@ func Select(ctx context.Context, opt Options) (Choice, error) {
 		kind = KindAuto
 	}
 	switch kind {
-	case KindAuto, KindOpenAI, KindOllama, KindSkills:
+	case KindAuto, KindOpenAI, KindOllama, KindSkills, KindBuiltin:
 	default:
-		return Choice{}, fmt.Errorf("discover: unknown backend %q (want auto, openai, ollama or skills)", opt.Kind)
+		return Choice{}, fmt.Errorf("discover: unknown backend %q (want auto, openai, ollama, builtin or skills)", opt.Kind)
 	}
 	if kind == KindSkills {
 		return Choice{Name: KindSkills}, nil
@@ -146,6 +155,9 @@ func Select(ctx context.Context, opt Options) (Choice, error) {
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if kind == KindBuiltin {
+		return selectBuiltin(opt.Model, opt, log)
 	}
 	timeout := opt.Timeout
 	if timeout <= 0 {
@@ -193,7 +205,32 @@ func Select(ctx context.Context, opt Options) (Choice, error) {
 	if kind != KindAuto {
 		return Choice{Found: found}, fmt.Errorf("discover: no %s server answered on %s: %w", kind, urls(cands), llm.ErrUnreachable)
 	}
+	if !opt.NoBuiltin {
+		// No server: an installed built-in model still gives an open conversation.
+		if _, err := builtin.FindModel(""); err == nil {
+			c, err := selectBuiltin("", opt, log)
+			if err == nil {
+				c.Found = found
+				return c, nil
+			}
+			log.Warn("llm: built-in model failed to load", "err", err)
+		}
+	}
 	return Choice{Name: KindSkills, Found: found}, nil
+}
+
+// selectBuiltin loads a built-in model: spec is a model id, a directory, or "" for the first
+// installed one.
+func selectBuiltin(spec string, opt Options, log *slog.Logger) (Choice, error) {
+	dir, err := builtin.FindModel(spec)
+	if err != nil {
+		return Choice{}, err
+	}
+	b, err := builtin.Load(dir, builtin.Options{Provider: opt.Provider, Threads: opt.Threads, Logger: log})
+	if err != nil {
+		return Choice{}, err
+	}
+	return Choice{Backend: b, Name: KindBuiltin, Model: b.ID()}, nil
 }
 
 func selectConfigured(ctx context.Context, kind string, opt Options, timeout time.Duration, log *slog.Logger) (Choice, error) {

@@ -2,6 +2,7 @@ package skills
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -202,15 +203,31 @@ func (e *Engine) listTimers(ctx context.Context, in input, dry bool) (Reply, boo
 	if dry {
 		return Reply{}, true, nil
 	}
+	// Timers already due are reported here once (and removed), not listed as "0 seconds left".
+	done, err := e.Due(ctx)
+	if err != nil {
+		return e.storeError(in, err)
+	}
 	ts, err := e.timers.Timers(ctx)
 	if err != nil {
 		return e.storeError(in, err)
 	}
-	if len(ts) == 0 {
+	if len(ts) == 0 && len(done) == 0 {
 		return e.reply(in, "", "You have no timers or alarms.", "你没有计时器或闹钟。"), true, nil
 	}
 	now := e.now()
 	var enParts, zhParts []string
+	for _, t := range done {
+		local := t.Due.In(e.loc)
+		en := fmt.Sprintf("the %s went off at %s", e.describe(t, false), clockEN(local)+e.dayEN(local))
+		zh := fmt.Sprintf("%s已经在%s到时了", e.describe(t, true), e.dayZH(local)+clockZH(local))
+		if e.Missed(t) {
+			en += " while Parley was not running"
+			zh = "Parley没有运行的时候，" + zh
+		}
+		enParts = append(enParts, en)
+		zhParts = append(zhParts, zh)
+	}
 	for _, t := range ts {
 		left := t.Due.Sub(now)
 		if left < 0 {
@@ -225,7 +242,12 @@ func (e *Engine) listTimers(ctx context.Context, in input, dry bool) (Reply, boo
 		}
 	}
 	en1 := strings.Join(enParts, "; ")
-	return e.reply(in, "", strings.ToUpper(en1[:1])+en1[1:]+".", strings.Join(zhParts, "；")+"。"), true, nil
+	en1, zh1 := strings.ToUpper(en1[:1])+en1[1:]+".", strings.Join(zhParts, "；")+"。"
+	if len(ts) == 0 {
+		en1 += " You have no other timers or alarms."
+		zh1 += "你没有其他计时器或闹钟。"
+	}
+	return e.reply(in, "", en1, zh1), true, nil
 }
 
 var (
@@ -569,6 +591,13 @@ func (e *Engine) addTimer(ctx context.Context, kind string, due time.Time, d tim
 }
 
 func (e *Engine) storeError(in input, err error) (Reply, bool, error) {
+	if errors.Is(err, ErrNoTimers) {
+		r := e.reply(in, "",
+			"Sorry, I can't set timers or alarms here: this is Parley's speech server, and nothing would ring when one ran out. Set it in the Parley app or on your phone.",
+			"抱歉，这里不能设置计时器或闹钟：这是 Parley 的语音服务器，时间到了也没有地方提醒你。请在 Parley 应用或手机上设置。")
+		r.Intent = "timer.unavailable"
+		return r, true, nil
+	}
 	e.log.Error("skills: timer store", "err", err)
 	return e.reply(in, "", "Sorry, I couldn't save or read your timers.", "抱歉，计时器保存或读取失败。"), true, err
 }
@@ -603,9 +632,45 @@ func durAdj(d time.Duration) string {
 	return strings.NewReplacer("hours", "hour", "minutes", "minute", "seconds", "second").Replace(durEN(d))
 }
 
-// Announcement is what to say when t is due.
+// Missed reports whether t fell due while Parley was not running (before this Engine began).
+func (e *Engine) Missed(t Timer) bool { return t.Due.Before(e.started) }
+
+// dayEN is "" for today and " yesterday" or " on Monday, January 2" for other days.
+func (e *Engine) dayEN(t time.Time) string {
+	now := e.now().In(e.loc)
+	y1, m1, d1 := now.Date()
+	y2, m2, d2 := t.Date()
+	switch {
+	case y1 == y2 && m1 == m2 && d1 == d2:
+		return ""
+	case now.AddDate(0, 0, -1).Format("2006-01-02") == t.Format("2006-01-02"):
+		return " yesterday"
+	}
+	return " on " + t.Format("Monday, January 2")
+}
+
+func (e *Engine) dayZH(t time.Time) string {
+	now := e.now().In(e.loc)
+	switch {
+	case now.Format("2006-01-02") == t.Format("2006-01-02"):
+		return ""
+	case now.AddDate(0, 0, -1).Format("2006-01-02") == t.Format("2006-01-02"):
+		return "昨天"
+	}
+	return fmt.Sprintf("%d月%d日", int(t.Month()), t.Day())
+}
+
+// Announcement is what to say when t is due. A timer that fell due while Parley was not
+// running is reported as missed, with the time it went off, not as "time's up".
 func (e *Engine) Announcement(t Timer) string {
 	zh := t.Lang == "zh"
+	if e.Missed(t) {
+		local := t.Due.In(e.loc)
+		if zh {
+			return "Parley没有运行的时候，你的" + e.describe(t, true) + "在" + e.dayZH(local) + clockZH(local) + "到时了。"
+		}
+		return "While Parley was not running, your " + e.describe(t, false) + " went off at " + clockEN(local) + e.dayEN(local) + "."
+	}
 	if t.Kind == KindAlarm {
 		local := t.Due.In(e.loc)
 		if zh {
@@ -631,8 +696,11 @@ func (e *Engine) Announcement(t Timer) string {
 	return "Time's up! Your " + durAdj(t.Duration) + " timer is done."
 }
 
-// Due removes and returns the timers and alarms that are due now.
+// Due removes and returns the timers and alarms that are due now. Each due timer is returned
+// by one call only (Watch and a "what timers do I have" may run at once).
 func (e *Engine) Due(ctx context.Context) ([]Timer, error) {
+	e.dueMu.Lock()
+	defer e.dueMu.Unlock()
 	ts, err := e.timers.Timers(ctx)
 	if err != nil {
 		return nil, err
@@ -652,7 +720,8 @@ func (e *Engine) Due(ctx context.Context) ([]Timer, error) {
 }
 
 // Watch calls fn for every timer as it becomes due, checking every interval, until ctx ends.
-// Timers that fell due while Parley was not running are announced at the first check.
+// Timers that fell due while Parley was not running come at the first check (Missed is true
+// for them; Announcement says they were missed).
 func (e *Engine) Watch(ctx context.Context, interval time.Duration, fn func(Timer)) error {
 	if interval <= 0 {
 		interval = time.Second
@@ -861,20 +930,23 @@ var mathFillerEN = map[string]bool{
 }
 
 var (
-	reFactOf    = regexp.MustCompile(`fact\s*(\d+(?:\.\d+)?)`)
-	reZhDecimal = regexp.MustCompile(`(\d)点(\d)`)
-	reZhPercent = regexp.MustCompile(`百分之(\d+(?:\.\d+)?)`)
-	reZhSqrt    = regexp.MustCompile(`(\d+(?:\.\d+)?)的平方根`)
-	reZhPow     = regexp.MustCompile(`的(\d+)次方`)
+	reFactOf      = regexp.MustCompile(`fact\s*(\d+(?:\.\d+)?)`)
+	reZhDecimal   = regexp.MustCompile(`(\d)点(\d)`)
+	reZhPercent   = regexp.MustCompile(`@(\d+(?:\.\d+)?)`) // 百分之N, marked before zhToDigits
+	reZhPercentOf = regexp.MustCompile(`(\d+(?:\.\d+)?)的(\(\d+(?:\.\d+)?/100\))`)
+	reZhSqrt      = regexp.MustCompile(`(\d+(?:\.\d+)?)的平方根`)
+	reZhPow       = regexp.MustCompile(`的(\d+)次方`)
 )
 
 // mathExpr turns an utterance into an expression for Eval, or "" if it is not arithmetic.
 func mathExpr(in input) string {
 	var s string
 	if hasHan(in.raw) {
-		s = zhToDigits(strings.Join(strings.Fields(in.raw), ""))
+		// 百分之 first: zhToDigits would read its 百 as a hundred.
+		s = zhToDigits(strings.ReplaceAll(strings.Join(strings.Fields(in.raw), ""), "百分之", "@"))
 		s = reZhDecimal.ReplaceAllString(s, "$1.$2")
 		s = reZhPercent.ReplaceAllString(s, "($1/100)")
+		s = reZhPercentOf.ReplaceAllString(s, "$1*$2") // 50的百分之20
 		s = reZhSqrt.ReplaceAllString(s, "sqrt($1)")
 		s = reZhPow.ReplaceAllString(s, "^$1")
 		s = strings.NewReplacer("根号", "sqrt ", "的平方", "^2", "的立方", "^3", "加上", "+", "加", "+", "减去", "-", "减", "-",
@@ -882,7 +954,7 @@ func mathExpr(in input) string {
 			"计算", "", "算一下", "", "算算", "", "请问", "", "帮我", "", "请", "", "一下", "", "吗", "", "呢", "", "？", "", "?", "",
 			"。", "", "，", "", "是几", "", "得几", "", "几", "").Replace(s)
 	} else {
-		s = " " + in.norm + " "
+		s = " " + percentGlued(in.norm) + " "
 		for _, w := range mathWordsEN {
 			s = strings.ReplaceAll(s, " "+w.from+" ", " "+w.to+" ")
 		}
@@ -927,6 +999,9 @@ func mathExpr(in input) string {
 }
 
 func (e *Engine) math(_ context.Context, in input, _ bool) (Reply, bool, error) {
+	if en, zh, ok := percentReply(in); ok {
+		return e.reply(in, "", en, zh), true, nil
+	}
 	expr := mathExpr(in)
 	if expr == "" {
 		return Reply{}, false, nil

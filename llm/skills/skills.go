@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -53,11 +54,13 @@ type Options struct {
 
 // Engine runs the skills. It is safe for concurrent use if its TimerStore is.
 type Engine struct {
-	now    func() time.Time
-	loc    *time.Location
-	timers TimerStore
-	lang   string
-	log    *slog.Logger
+	now     func() time.Time
+	loc     *time.Location
+	timers  TimerStore
+	lang    string
+	log     *slog.Logger
+	started time.Time  // timers due before this fell due while Parley was not running
+	dueMu   sync.Mutex // one taker of due timers at a time: each is reported once
 }
 
 // New returns an Engine.
@@ -82,6 +85,7 @@ func New(opt Options) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
+	e.started = e.now()
 	return e, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/llm"
 )
 
 var testNow = time.Date(2026, 11, 22, 15, 7, 0, 0, time.UTC) // a Sunday
@@ -219,6 +221,26 @@ func TestTimersLifecycle(t *testing.T) {
 	}
 }
 
+// Where timers cannot ring (parley --serve), asking for one gets an honest answer, not a
+// promise: no "Timer set", no error to the caller.
+func TestNoTimersAnswersHonestly(t *testing.T) {
+	e, _ := New(Options{Now: func() time.Time { return testNow }, Timers: NoTimers{}})
+	ctx := context.Background()
+	for _, q := range []string{"set a timer for 5 minutes", "set an alarm for 7 am", "how much time is left on my timer", "cancel the timer", "五分钟后提醒我"} {
+		r, err := e.Handle(ctx, q)
+		if err != nil || !r.Handled || r.Intent != "timer.unavailable" || strings.Contains(r.Text, "set for") {
+			t.Errorf("%q: %+v %v", q, r, err)
+		}
+		if !strings.Contains(r.Text, "can't set timers") && !strings.Contains(r.Text, "不能设置计时器") {
+			t.Errorf("%q: %q does not say timers are unavailable", q, r.Text)
+		}
+	}
+	res := e.Call(ctx, llm.ToolCall{Function: llm.FunctionCall{Name: "set_timer", Arguments: `{"seconds":60}`}})
+	if !strings.Contains(res.Error, "not available") {
+		t.Errorf("set_timer tool: %+v", res)
+	}
+}
+
 func TestWatchAnnouncesMissedTimers(t *testing.T) {
 	store := &MemTimers{}
 	e, _ := New(Options{Now: func() time.Time { return testNow }, Timers: store})
@@ -230,8 +252,55 @@ func TestWatchAnnouncesMissedTimers(t *testing.T) {
 		got = append(got, e.Announcement(t))
 		cancel()
 	})
-	if len(got) != 1 || got[0] != "时间到了！1分钟的计时结束了。" {
+	if len(got) != 1 || got[0] != "Parley没有运行的时候，你的1分钟的计时器在"+clockZH(testNow.Add(-time.Hour).In(time.Local))+"到时了。" {
 		t.Errorf("%q", got)
+	}
+}
+
+// A timer that fell due while no Parley was running is reported once, as missed, and removed;
+// "what timers do I have" never lists it as "0 seconds left". One that falls due while the
+// engine runs is announced as time's up.
+func TestMissedAndExpiredTimers(t *testing.T) {
+	now := testNow
+	store, err := OpenFileTimers(t.TempDir() + "/timers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store.AddTimer(ctx, Timer{ID: "gone", Kind: KindTimer, Due: now.Add(-90 * time.Minute), Duration: 5 * time.Minute, Lang: "en"})
+	store.AddTimer(ctx, Timer{ID: "later", Kind: KindTimer, Due: now.Add(time.Hour), Duration: 2 * time.Hour, Lang: "en"})
+	e, _ := New(Options{Now: func() time.Time { return now }, Location: time.UTC, Timers: store})
+	r, _ := e.Handle(ctx, "what timers do i have")
+	want := "The 5 minute timer went off at " + clockEN(now.Add(-90*time.Minute)) + " while Parley was not running; the 2 hour timer has 1 hour left."
+	if r.Text != want {
+		t.Errorf("list = %q\nwant   %q", r.Text, want)
+	}
+	r, _ = e.Handle(ctx, "what timers do i have")
+	if r.Text != "The 2 hour timer has 1 hour left." {
+		t.Errorf("second list = %q (the missed timer must be reported once)", r.Text)
+	}
+	// falls due while running, nobody watching: listed as done, not "0 seconds left"
+	now = now.Add(2 * time.Hour)
+	r, _ = e.Handle(ctx, "what timers do i have")
+	want = "The 2 hour timer went off at " + clockEN(testNow.Add(time.Hour)) + ". You have no other timers or alarms."
+	if r.Text != want || strings.Contains(r.Text, "0 seconds") {
+		t.Errorf("list = %q, want %q", r.Text, want)
+	}
+	if ts, _ := store.Timers(ctx); len(ts) != 0 {
+		t.Errorf("left in the store: %+v", ts)
+	}
+	// the watcher: missed ones say so, new ones are time's up
+	store.AddTimer(ctx, Timer{ID: "old", Kind: KindAlarm, Due: testNow.Add(-24 * time.Hour), Lang: "en"})
+	store.AddTimer(ctx, Timer{ID: "new", Kind: KindTimer, Due: now.Add(-time.Second), Duration: time.Minute, Lang: "en"})
+	due, _ := e.Due(ctx)
+	if len(due) != 2 {
+		t.Fatalf("due %+v", due)
+	}
+	if a := e.Announcement(due[0]); a != "While Parley was not running, your alarm went off at "+clockEN(testNow)+" yesterday." {
+		t.Errorf("missed alarm: %q", a)
+	}
+	if a := e.Announcement(due[1]); a != "Time's up! Your 1 minute timer is done." {
+		t.Errorf("timer: %q", a)
 	}
 }
 

@@ -40,6 +40,23 @@ type TimerStore interface {
 // ErrNoTimer is returned when removing a timer that does not exist.
 var ErrNoTimer = errors.New("skills: no such timer")
 
+// ErrNoTimers is returned by a TimerStore where timers cannot work: a headless speech server
+// has nothing that would ring when one runs out. The skills then say so instead of promising.
+var ErrNoTimers = errors.New("timers and alarms are not available here: nothing would ring when they ran out")
+
+// NoTimers is the TimerStore of a place without timers (parley --serve): every call fails
+// with ErrNoTimers, and the skills answer "set a timer" honestly.
+type NoTimers struct{}
+
+// AddTimer implements TimerStore.
+func (NoTimers) AddTimer(context.Context, Timer) error { return ErrNoTimers }
+
+// Timers implements TimerStore.
+func (NoTimers) Timers(context.Context) ([]Timer, error) { return nil, ErrNoTimers }
+
+// RemoveTimer implements TimerStore.
+func (NoTimers) RemoveTimer(context.Context, string) error { return ErrNoTimers }
+
 // MemTimers keeps timers in memory. The zero value is ready.
 type MemTimers struct {
 	mu sync.Mutex

@@ -1,8 +1,10 @@
 """SenseVoice training data: manifest records -> (features, token targets)."""
 from __future__ import annotations
 
+import math
 import os
-from typing import Dict, List, Optional, Sequence
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import soundfile as sf
@@ -12,7 +14,7 @@ from torch.utils.data import Dataset
 from ..data import ManifestError, sample_rng
 from . import model as svm
 from .features import SAMPLE_RATE, apply_cmvn, features
-from .tokens import Vocab
+from .tokens import WORD_START, Vocab
 
 
 class AudioError(RuntimeError):
@@ -77,7 +79,11 @@ class SenseVoiceDataset(Dataset):
             return self.cache[rec["key"]].float()
         f = apply_cmvn(features(load_audio(rec["source"])), self.neg_mean, self.inv_std)
         if self.cache is not None:
-            self.cache[rec["key"]] = f.half()
+            # The first use sees the same fp16-rounded values as every later one, so a
+            # run restarted with an empty cache trains on identical inputs.
+            f = f.half()
+            self.cache[rec["key"]] = f
+            return f.float()
         return f
 
     def __getitem__(self, i: int) -> dict:
@@ -157,3 +163,81 @@ def edit_distance(a: Sequence, b: Sequence) -> int:
             cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
         prev = cur
     return prev[-1]
+
+
+def ctc_frames_needed(ids: Sequence[int]) -> int:
+    """Frames CTC needs for a target: one per token plus a blank between repeated tokens."""
+    return len(ids) + sum(1 for a, b in zip(ids, ids[1:]) if a == b)
+
+
+def lfr_frames(source_len: int) -> int:
+    """LFR frames (what the model sees) of a clip of ``source_len`` 10 ms frames."""
+    return math.ceil(max(0, source_len) / 6)
+
+
+def too_long_for_ctc(y: torch.Tensor, y_length: torch.Tensor, x_length: torch.Tensor) -> torch.Tensor:
+    """(N,) bool: targets longer than the frames allow.  CTC cannot align them; the loss
+    (zero_infinity) drops them, so they are counted and reported instead of vanishing."""
+    out = torch.zeros(len(y_length), dtype=torch.bool)
+    for i in range(len(y_length)):
+        ids = y[i, : int(y_length[i])].tolist()
+        out[i] = ctc_frames_needed(ids) > int(x_length[i])
+    return out
+
+
+def check_targets(records: Sequence[dict], vocab: Vocab, max_token_length: int = 0, batch_size: int = 0) -> dict:
+    """What training would silently lose, per record key:
+
+    - ``blank``: the transcript has characters the vocabulary lacks (they encode to <unk>,
+      the CTC blank, or are dropped);
+    - ``empty``: nothing is left of the transcript after normalisation;
+    - ``text_too_long``: more tokens than the clip has frames (estimated from source_len);
+    - ``audio_too_long``: longer than max_token_length or the batch budget (the sampler
+      skips them)."""
+    rep: Dict[str, list] = {"blank": [], "empty": [], "text_too_long": [], "audio_too_long": []}
+    for r in records:
+        key, text = r["key"], r.get("target", "")
+        if (max_token_length and r["source_len"] > max_token_length) or (batch_size and r["source_len"] > batch_size):
+            rep["audio_too_long"].append(key)
+            continue
+        bad = vocab.unknown(text)
+        if bad:
+            rep["blank"].append((key, "".join(bad)))
+        ids = vocab.encode(text)
+        if not [i for i in ids if i != 0 and vocab.pieces[i] != WORD_START]:
+            rep["empty"].append(key)
+        elif ctc_frames_needed(ids) > lfr_frames(r["source_len"]):
+            rep["text_too_long"].append(key)
+    rep["records"] = len(records)
+    return rep
+
+
+def report_targets(rep: dict, where: str, out=None) -> List[str]:
+    """Warnings (one line per kind, with a count and the first keys) for ``check_targets``."""
+    out = out if out is not None else sys.stderr
+    n = rep["records"]
+    lines = []
+    what = {
+        "blank": "transcripts with characters the vocabulary lacks (they map to <unk>, the CTC blank id, or are dropped)",
+        "empty": "transcripts that normalise to nothing (trained as silence)",
+        "text_too_long": "clips dropped: the text has more tokens than the audio has frames (CTC cannot align them)",
+        "audio_too_long": "clips dropped: longer than --max-token-length or --batch-size",
+    }
+    for k, msg in what.items():
+        items = rep[k]
+        if not items:
+            continue
+        ex = ", ".join(f"{i[0]} {i[1]!r}" if isinstance(i, tuple) else str(i) for i in items[:3])
+        lines.append(f"warning: {where}: {len(items)} of {n} {msg}: {ex}{' …' if len(items) > 3 else ''}")
+    for line in lines:
+        print(line, file=out)
+    return lines
+
+
+def score(vocab: Vocab, hyp_ids: Sequence[int], ref: str) -> Tuple[str, str, int, int, int, int]:
+    """Normalise hypothesis and reference as the vocabulary does, then count errors:
+    -> (hyp, ref, char errors, ref chars, word errors, ref words)."""
+    hyp = vocab.normalize(vocab.decode(hyp_ids))
+    ref = vocab.normalize(ref)
+    return (hyp, ref, edit_distance(hyp, ref), len(ref), edit_distance(hyp.split(), ref.split()),
+            len(ref.split()))

@@ -5,7 +5,9 @@
 
 Decoding is greedy CTC over the whole output (the first four tokens are the
 language/emotion/event/ITN tags), exactly what Parley's Go engine does with the
-exported ONNX model (whose logits match PyTorch's to ~1e-6).
+exported ONNX model (whose logits match PyTorch's to ~1e-6).  Hypothesis and
+reference are both normalised as the vocabulary does (case, punctuation) before
+CER/WER are counted; transcripts the vocabulary cannot spell are reported.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import torch
 
 from ..data import read_manifest
 from . import model as svm
-from .dataset import SenseVoiceDataset, collate, edit_distance, greedy_decode
+from .dataset import SenseVoiceDataset, check_targets, collate, greedy_decode, report_targets, score
 from .export import load_our_checkpoint
 
 
@@ -35,17 +37,16 @@ def evaluate(model, vocab, neg_mean, inv_std, records, language: str = "en", bat
             logits = model(b["x"], b["x_length"], lang, b["text_norm"])
             for j, ids in enumerate(greedy_decode(logits, b["x_length"] + svm.NUM_QUERIES)):
                 rec = records[s + j]
-                hyp = vocab.decode(ids)
-                ref = rec["target"]
+                hyp, ref, c_err, c_n, w_err, w_n = score(vocab, ids, rec["target"])
                 tags = [vocab.pieces[i] for i in ids[:4]]
                 want_tags = [vocab.pieces[i] for i in items[j]["rich"].tolist()]
-                ce += edit_distance(hyp, ref)
-                cn += len(ref)
-                we += edit_distance(hyp.split(), ref.split())
-                wn += len(ref.split())
+                ce += c_err
+                cn += c_n
+                we += w_err
+                wn += w_n
                 tags_ok += tags == want_tags
-                rows.append({"key": rec["key"], "ref": ref, "hyp": hyp, "tags": tags, "ids": ids,
-                             "voice": rec.get("voice", "")})
+                rows.append({"key": rec["key"], "ref": ref, "hyp": hyp, "raw_ref": rec["target"], "tags": tags,
+                             "ids": ids, "voice": rec.get("voice", "")})
     return {"utts": len(rows), "cer": ce / max(1, cn), "wer": we / max(1, wn),
             "tag_acc": tags_ok / max(1, len(rows)), "language": language, "rows": rows}
 
@@ -62,6 +63,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     model, vocab, nm, istd = load_our_checkpoint(a.checkpoint)
     records = read_manifest(a.manifest, check_audio=True)
+    report_targets(check_targets(records, vocab), a.manifest)
     res = evaluate(model, vocab, nm, istd, records, a.language)
     if a.golden:
         import os
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
             item = {"file": os.path.basename(r["source"]), "ref": r["target"]}
             for lang, rows in per.items():
                 row = rows[i]
-                item[lang] = {"ids": row["ids"], "tags": row["tags"], "text": row["hyp"]}
+                item[lang] = {"ids": row["ids"], "tags": row["tags"], "text": vocab.decode(row["ids"])}
             items.append(item)
         g = {"comment": "greedy CTC decodes of the demo model (PyTorch, torchaudio kaldi fbank, one utterance "
                         "per call, text_norm woitn); 'auto'/'en' = the language query",

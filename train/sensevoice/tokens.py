@@ -48,15 +48,52 @@ class Vocab:
     def lang_id(self, lang: str) -> int:
         return self.index[f"<|{lang}|>"]
 
-    def encode(self, text: str) -> List[int]:
+    def _text_form(self):
+        if not hasattr(self, "_chars"):
+            chars = set()
+            for p in self.pieces:
+                if p in BASE_TOKENS or (p.startswith("<|") and p.endswith("|>")):
+                    continue
+                chars.update(p.replace(WORD_START, ""))
+            chars.discard(" ")
+            self._chars = chars
+            self._cased = any(c.isupper() for c in chars)
+        return self._chars, self._cased
+
+    def normalize(self, text: str) -> str:
+        """The vocabulary's text form: lower-cased when the vocabulary has no capitals;
+        punctuation and symbols it has no piece for become spaces (so "Set a timer, please."
+        and "set a timer please" are the same text); letters and digits stay, whether the
+        vocabulary can spell them or not (``unknown`` finds those).  For the built-in
+        character set and our BPE models this is ``normalize_text`` except that digits stay."""
+        chars, cased = self._text_form()
+        t = text if cased else text.lower()
+        t = "".join(c if (c in chars or c.isalnum()) else " " for c in t)
+        return " ".join(t.split())
+
+    def unknown(self, text: str) -> List[str]:
+        """Characters of the normalised text that encode to <unk>, which is also the CTC
+        blank: a target holding them teaches the model silence where there is speech."""
+        t = self.normalize(text)
         if self.sp is not None:
-            return list(self.sp.encode(text, out_type=int))
+            ids = self.sp.encode(t, out_type=int)
+            if 0 not in ids:
+                return []
+        bad = sorted({c for c in t.replace(" ", "") if c not in self._text_form()[0]})
+        return bad or (["<unk>"] if self.sp is not None else [])
+
+    def encode(self, text: str) -> List[int]:
+        """Token ids of the normalised text; characters the vocabulary lacks are dropped
+        (the char set) or become <unk> (SentencePiece): see ``unknown``."""
+        t = self.normalize(text)
+        if self.sp is not None:
+            return list(self.sp.encode(t, out_type=int))
         out = []
-        for w in normalize_text(text).split():
-            out.append(self.index[WORD_START])
-            for ch in w:
-                if ch in self.index:
-                    out.append(self.index[ch])
+        for w in t.split():
+            ids = [self.index[ch] for ch in w if ch in self.index]
+            if ids:
+                out.append(self.index[WORD_START])
+                out.extend(ids)
         return out
 
     def decode(self, ids: Iterable[int]) -> str:

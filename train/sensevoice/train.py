@@ -24,7 +24,8 @@ from .. import dist as pdist
 from ..data import ManifestIndex, read_manifest
 from ..trainer import CheckpointError, Task, TrainConfig, Trainer
 from . import model as svm
-from .dataset import SenseVoiceDataset, collate, edit_distance, greedy_decode
+from .dataset import (SenseVoiceDataset, check_targets, collate, greedy_decode, report_targets, score,
+                      too_long_for_ctc)
 from .tokens import Vocab, load_vocab
 
 
@@ -37,6 +38,9 @@ class SenseVoiceTask(Task):
         self.cache = cache
         self.specaug = specaug
         self._parts: Dict[int, SenseVoiceDataset] = {}
+        self._checked: set = set()
+        if self.val and _is_main():
+            report_targets(check_targets(self.val, vocab), val_manifest)
 
     def num_parts(self) -> int:
         return max(1, self.cfg.data_split_num)
@@ -49,6 +53,11 @@ class SenseVoiceTask(Task):
                                    train=True, seed=self.cfg.seed, cache=self.cache, specaug=self.specaug)
             if self.num_parts() == 1:  # one part: keep it (and its feature cache) across epochs
                 self._parts[part] = ds
+            if part not in self._checked:
+                self._checked.add(part)
+                if _is_main():
+                    where = self.index.path + (f" (part {part + 1} of {self.num_parts()})" if self.num_parts() > 1 else "")
+                    report_targets(check_targets(recs, self.vocab, self.cfg.max_token_length, self.cfg.batch_size), where)
         ds.set_epoch(epoch)
         return ds
 
@@ -59,15 +68,20 @@ class SenseVoiceTask(Task):
         total, st = model(batch["x"], batch["x_length"], batch["language"], batch["text_norm"],
                           y=batch["y"], y_length=batch["y_length"], rich=batch["rich"])
         n = batch["x"].shape[0]
+        dropped = int(too_long_for_ctc(batch["y"], batch["y_length"], batch["x_length"]).sum())
         return total / n, {"loss_sum": float(total.detach()), "samples": n,
-                           "tokens": float(batch["x_length"].sum()) * 6}
+                           "tokens": float(batch["x_length"].sum()) * 6, "too_long": dropped}
+
+    def batch_weight(self, batch) -> float:
+        return float(batch["x"].shape[0])
 
     def validate(self, model, info: pdist.DistInfo) -> Dict[str, float]:
         if not self.val:
             return {}
         recs = self.val[info.rank::info.world_size]
         ds = SenseVoiceDataset(recs, self.vocab, self.cmvn["neg_mean"], self.cmvn["inv_stddev"], train=False)
-        sums = dict(loss_sum=0.0, n=0.0, char_err=0.0, chars=0.0, word_err=0.0, words=0.0, tags_ok=0.0)
+        sums = dict(loss_sum=0.0, n=0.0, char_err=0.0, chars=0.0, word_err=0.0, words=0.0, tags_ok=0.0,
+                    too_long=0.0)
         bs = 16
         for s in range(0, len(ds), bs):
             b = collate([ds[i] for i in range(s, min(len(ds), s + bs))])
@@ -77,21 +91,20 @@ class SenseVoiceTask(Task):
             hyps = greedy_decode(logits.float().cpu(), b["x_length"].cpu() + svm.NUM_QUERIES)
             sums["loss_sum"] += float(total)
             sums["n"] += len(hyps)
+            sums["too_long"] += float(too_long_for_ctc(b["y"].cpu(), b["y_length"].cpu(), b["x_length"].cpu()).sum())
             for j, h in enumerate(hyps):
-                rec = recs[s + j]
-                ref = rec["target"]
-                hyp = self.vocab.decode(h)
-                sums["char_err"] += edit_distance(hyp, ref)
-                sums["chars"] += len(ref)
-                sums["word_err"] += edit_distance(hyp.split(), ref.split())
-                sums["words"] += len(ref.split())
+                _, _, c_err, c_n, w_err, w_n = score(self.vocab, h, recs[s + j]["target"])
+                sums["char_err"] += c_err
+                sums["chars"] += c_n
+                sums["word_err"] += w_err
+                sums["words"] += w_n
                 sums["tags_ok"] += float(h[:1] == [self.vocab.id("<|en|>")])
         return sums
 
     def summarize_val(self, s):
         return {"loss": s["loss_sum"] / max(1, s["n"]), "cer": s["char_err"] / max(1, s["chars"]),
                 "wer": s["word_err"] / max(1, s["words"]), "lang_acc": s["tags_ok"] / max(1, s["n"]),
-                "utts": int(s["n"])}
+                "utts": int(s["n"]), "too_long": int(s.get("too_long", 0))}
 
     def checkpoint_extra(self) -> dict:
         extra = {"config": self.model_cfg.to_dict(), "tokens": list(self.vocab.pieces),
@@ -100,6 +113,12 @@ class SenseVoiceTask(Task):
             with open(self.vocab.sp_path, "rb") as f:
                 extra["sp_model"] = f.read()
         return extra
+
+
+def _is_main() -> bool:
+    import torch.distributed as dist
+
+    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
 
 
 def add_train_flags(ap: argparse.ArgumentParser) -> None:

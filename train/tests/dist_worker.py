@@ -26,7 +26,7 @@ def run(cfg: TrainConfig, task, info, dropout=0.0, stop_at=0):
 
 def scenarios(rank: int, world: int, port: int, out_dir: str) -> None:
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PARLEY_DIST_TIMEOUT": "120"})
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PARLEY_DIST_TIMEOUT": "60"})
     torch.set_num_threads(1)
     info = pdist.init("cpu")
     res = {}
@@ -44,11 +44,34 @@ def scenarios(rank: int, world: int, port: int, out_dir: str) -> None:
     res["zero_state_numel"] = local
     res["zero_is_zero"] = tr.zero
 
-    # 3. uneven inputs under Join: rank 1 has 3 extra batches
+    # 3. uneven inputs: rank 1 has 3 extra batches; rank 0 pads with zero-weight batches
     cfg = TrainConfig(out_dir=os.path.join(out_dir, "uneven"), max_epochs=1, lr=1e-2, optim="adam",
                       log_interval=1, seed=3, device="cpu", zero=True)
     tr = run(cfg, ToyTask(extra={1: 3}), info)
     res["uneven_steps"] = tr.step
+    torch.save(params(tr.model), os.path.join(out_dir, f"uneven-{rank}.pt"))
+
+    # 3b. an uneven epoch, then an even one (DDP Adam, cosine with warm-up, log every 5 steps):
+    # the ranks must still hold the same weights, steps and learning rate at the end.
+    cfg = TrainConfig(out_dir=os.path.join(out_dir, "uneven2"), max_epochs=2, lr=1e-2, optim="adam",
+                      scheduler="cosine", warmup_steps=2, log_interval=5, seed=3, device="cpu")
+    tr = run(cfg, ToyTask(extra={1: 3}, extra_epochs={0}), info)
+    res["uneven_even_steps"] = tr.step
+    res["uneven_even_lr"] = tr.sched.get_last_lr()[0]
+    torch.save(params(tr.model), os.path.join(out_dir, f"uneven2-{rank}.pt"))
+
+    # 3c. --max-steps inside an uneven epoch (rank 0 ran out of batches first): must not hang
+    cfg = TrainConfig(out_dir=os.path.join(out_dir, "uneven3"), max_epochs=2, max_steps=10, lr=1e-2,
+                      optim="adam", log_interval=5, seed=3, device="cpu", zero=True)
+    tr = run(cfg, ToyTask(extra={1: 3}), info)
+    res["uneven_max_steps"] = tr.step
+
+    # 3d. unequal batch sizes (1 and 12 samples): every sample weighs the same, as in one
+    # process on the combined batch of 13
+    cfg = TrainConfig(out_dir=os.path.join(out_dir, "sizes"), max_epochs=1, max_steps=4, lr=1e-2,
+                      optim="adam", log_interval=1, seed=3, device="cpu")
+    tr = run(cfg, ToyTask(sizes=[1, 12]), info)
+    torch.save(params(tr.model), os.path.join(out_dir, f"sizes-{rank}.pt"))
 
     # 4. checkpoint -> resume, ZeRO + dropout + grad accumulation + clipping + warm-up
     rcfg = dict(max_epochs=3, lr=1e-2, optim="adamw", zero=True, grad_accum=2, clip=1.0, warmup_steps=3,

@@ -1,5 +1,6 @@
-"""2-process gloo tests: DDP == 1 process on the combined batch, ZeRO-1 == DDP Adam
-with ~1/N optimizer state per rank, uneven inputs under Join, exact resume."""
+"""2-process gloo tests: DDP == 1 process on the combined batch (also with unequal
+batch sizes), ZeRO-1 == DDP Adam with ~1/N optimizer state per rank, uneven inputs
+(zero-weight padding keeps the ranks in lock-step), exact resume."""
 from __future__ import annotations
 
 import io
@@ -51,6 +52,12 @@ class DistributedTest(unittest.TestCase):
         tr = Trainer(cfg, toy_model(), ToyTask(world_for_split=WORLD), pdist.DistInfo(), out=io.StringIO())
         tr.fit()
         cls.single = dist_worker.params(tr.model)
+        cfg.out_dir = os.path.join(cls.dir, "single-sizes")
+        cfg.max_steps = 4
+        tr = Trainer(cfg, toy_model(), ToyTask(world_for_split=WORLD, sizes=[1, 12]), pdist.DistInfo(),
+                     out=io.StringIO())
+        tr.fit()
+        cls.single_sizes = dist_worker.params(tr.model)
 
     @classmethod
     def tearDownClass(cls):
@@ -80,9 +87,26 @@ class DistributedTest(unittest.TestCase):
         for r, n in enumerate(local):
             self.assertLess(abs(n / full - 1 / WORLD), 0.2, f"rank {r} holds {n}/{full} of the optimizer state")
 
-    def test_uneven_inputs_finish_under_join(self):
-        # rank 0: 8 batches, rank 1: 8 + 3; both return; steps counted per rank
-        self.assertEqual([r["uneven_steps"] for r in self.res], [8, 11])
+    def test_uneven_inputs_pad_in_lock_step(self):
+        # rank 0: 8 batches + 3 zero-weight pads, rank 1: 8 + 3 real; both take 11 steps
+        self.assertEqual([r["uneven_steps"] for r in self.res], [11, 11])
+        d = float((self.load("uneven", 0) - self.load("uneven", 1)).abs().max())
+        self.assertEqual(d, 0.0, f"ranks differ by {d} after an uneven epoch")
+
+    def test_uneven_then_even_epoch_keeps_ranks_identical(self):
+        steps = [r["uneven_even_steps"] for r in self.res]
+        self.assertEqual(steps, [19, 19])
+        self.assertEqual(self.res[0]["uneven_even_lr"], self.res[1]["uneven_even_lr"])
+        d = float((self.load("uneven2", 0) - self.load("uneven2", 1)).abs().max())
+        self.assertEqual(d, 0.0, f"ranks drifted apart by {d} after an uneven then an even epoch")
+
+    def test_max_steps_in_uneven_epoch_stops_every_rank(self):
+        self.assertEqual([r["uneven_max_steps"] for r in self.res], [10, 10])
+
+    def test_unequal_batches_weigh_every_sample_the_same(self):
+        for r in range(WORLD):
+            d = float((self.load("sizes", r) - self.single_sizes).abs().max())
+            self.assertLessEqual(d, 1e-5, f"rank {r}: batches of 1 and 12 vs one batch of 13: max abs diff {d}")
 
     def test_resume_is_exact(self):
         for r in range(WORLD):

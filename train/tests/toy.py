@@ -44,13 +44,17 @@ def toy_model(dropout: float = 0.0, seed: int = 0) -> nn.Module:
 class ToyTask(Task):
     """Global batch g of ``per_rank * world`` samples per step; rank r takes the r-th
     slice, so W ranks see exactly the samples one process sees in one batch of
-    ``per_rank * W``.  ``extra`` adds rank-specific extra batches (uneven inputs)."""
+    ``per_rank * W``.  ``sizes`` gives each rank its own batch size instead (the
+    global batch is their sum).  ``extra`` adds rank-specific extra batches (uneven
+    inputs), in every epoch, or only in the epochs listed in ``extra_epochs``."""
 
-    def __init__(self, n=64, per_rank=4, world_for_split=None, extra=None):
+    def __init__(self, n=64, per_rank=4, world_for_split=None, extra=None, sizes=None, extra_epochs=None):
         self.ds = ToyData(n)
         self.per_rank = per_rank
         self.split = world_for_split
         self.extra = extra or {}
+        self.sizes = sizes
+        self.extra_epochs = extra_epochs
 
     def train_part(self, part, epoch):
         return self.ds
@@ -60,7 +64,9 @@ class ToyTask(Task):
 
     def batch_sampler(self, ds, cfg, info, epoch, part, start):
         split = self.split or info.world_size
-        g = self.per_rank * split
+        sizes = self.sizes or [self.per_rank] * split
+        g = sum(sizes)
+        offs = [sum(sizes[:r]) for r in range(len(sizes))]
         g_idx = torch.randperm(len(ds), generator=torch.Generator().manual_seed(epoch)).tolist()
         batches = []
         for s in range(0, len(ds) - g + 1, g):
@@ -68,8 +74,9 @@ class ToyTask(Task):
             if info.world_size == 1:
                 batches.append(grp)
             else:
-                batches.append(grp[info.rank * self.per_rank:(info.rank + 1) * self.per_rank])
-        batches += [batches[i % len(batches)] for i in range(self.extra.get(info.rank, 0))]
+                batches.append(grp[offs[info.rank]:offs[info.rank] + sizes[info.rank]])
+        if self.extra_epochs is None or epoch in self.extra_epochs:
+            batches += [batches[i % len(batches)] for i in range(self.extra.get(info.rank, 0))]
         return ListSampler(batches[start:])
 
     def loss(self, model, batch):
@@ -80,3 +87,19 @@ class ToyTask(Task):
     def validate(self, model, info):
         x, y = self.ds.x, self.ds.y
         return {"loss_sum": float(((model(x) - y) ** 2).sum()), "n": float(len(x))}
+
+
+class SplitTask(ToyTask):
+    """One process: each global batch of ``sizes`` is given as consecutive micro-batches
+    (for gradient accumulation), so it sees what W ranks with those sizes see."""
+
+    def batch_sampler(self, ds, cfg, info, epoch, part, start):
+        g = sum(self.sizes)
+        g_idx = torch.randperm(len(ds), generator=torch.Generator().manual_seed(epoch)).tolist()
+        batches = []
+        for s in range(0, len(ds) - g + 1, g):
+            o = s
+            for n in self.sizes:
+                batches.append(g_idx[o:o + n])
+                o += n
+        return ListSampler(batches[start:])

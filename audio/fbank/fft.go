@@ -1,4 +1,4 @@
-package asr
+package fbank
 
 import "math"
 

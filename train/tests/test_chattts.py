@@ -1,0 +1,362 @@
+"""ChatTTS architecture, loaders, tokenizer and export (train/chattts)."""
+import json
+import math
+import os
+import re
+import tempfile
+import time
+import unittest
+
+import numpy as np
+import torch
+
+from train.chattts import checkpoint as ck
+from train.chattts import safetensors as st
+from train.chattts.config import ChatTTSConfig, config_for
+from train.chattts.export import GPTGraph, greedy_codes, save_bundle, synthetic_spk_stat, tiny_tokenizer_spec
+from train.chattts.model import ChatTTS, istft, log_mel, positions_from_mask
+from train.chattts.tokenizer import CHATTTS_SPECIALS, WordPieceTokenizer, build_spec
+
+
+def tiny(seed=0):
+    torch.manual_seed(seed)
+    tok = WordPieceTokenizer(tiny_tokenizer_spec())
+    return ChatTTS(config_for("tiny", num_text_tokens=tok.size)).eval(), tok
+
+
+def official_narrow():
+    """Official widths with one layer per stack: the names and per-layer shapes of the
+    published checkpoint without its 1 GB."""
+    c = config_for("official")
+    c.gpt.layers = 1
+    for s in (c.decoder, c.dvae_encoder, c.dvae_decoder):
+        s.n_layer = 1
+    c.vocos.layers = 1
+    return c
+
+
+class TokenizerTest(unittest.TestCase):
+    def setUp(self):
+        self.tok = WordPieceTokenizer(tiny_tokenizer_spec())
+        self.v = self.tok.vocab
+
+    def test_specials_in_official_order_after_pieces(self):
+        ids = [self.tok.token_id(t) for t in CHATTTS_SPECIALS]
+        self.assertEqual(ids, list(range(ids[0], ids[0] + 50)))
+        self.assertEqual(ids[-1], self.tok.size - 1)
+        self.assertEqual(CHATTTS_SPECIALS.index("[spk_emb]"), 21143 - 21128)
+        self.assertEqual(CHATTTS_SPECIALS.index("[Ebreak]"), 21136 - 21128)
+        self.assertEqual(CHATTTS_SPECIALS.index("[break_0]"), 21147 - 21128)
+        self.assertEqual(CHATTTS_SPECIALS.index("[speed_9]"), 21177 - 21128)
+
+    def test_wordpiece(self):
+        t, v = self.tok, self.v
+        self.assertEqual(t.encode("Hello, WORLD!"), [v["hello"], v[","], v["world"], v["!"]])
+        # greedy longest match: "speaking" = speak + ##ing; accents stripped (lowercase, strip null)
+        self.assertEqual(t.encode("speaking café"), [v["speak"], v["##ing"], v["c"], v["##a"], v["##f"], v["##e"]])
+        # control tokens are cut out of the raw text first, even inside words
+        self.assertEqual(t.encode("[Stts]hello[uv_break]world[Ptts]"),
+                         [t.token_id("[Stts]"), v["hello"], t.token_id("[uv_break]"), v["world"], t.token_id("[Ptts]")])
+        # CJK ideographs are words of their own; unknown ones and unknown symbols are [UNK]
+        self.assertEqual(t.encode("你好吗"), [v["你"], v["好"], v["[UNK]"]])
+        self.assertEqual(t.encode("a€b"), [v["[UNK]"]])
+        self.assertEqual(t.encode("x" * 101), [v["[UNK]"]])
+        self.assertEqual(t.encode("\x00a\u200b b\t"), [v["a"], v["b"]])
+        self.assertEqual(t.encode("[laugh][break_3]"), [t.token_id("[laugh]"), t.token_id("[break_3]")])
+        self.assertEqual(t.encode(""), [])
+
+    def test_long_text_is_fast(self):
+        text = ("the time is what it is, [uv_break] hello world! " * 120)[:5000]
+        t0 = time.time()
+        ids = self.tok.encode(text)
+        self.assertLess(time.time() - t0, 2.0)
+        self.assertGreater(len(ids), 500)
+
+    def test_spec_roundtrip_and_errors(self):
+        spec = build_spec(["ab", "##c"], lowercase=False, strip_accents=False)
+        t = WordPieceTokenizer(json.loads(json.dumps(spec)))
+        self.assertEqual(t.encode("abc AB"), [t.vocab["ab"], t.vocab["##c"], t.vocab["[UNK]"]])
+        bad = dict(spec, model={"type": "BPE"})
+        with self.assertRaisesRegex(ValueError, "WordPiece"):
+            WordPieceTokenizer(bad)
+
+
+class ModelTest(unittest.TestCase):
+    def test_official_names_and_shapes(self):
+        m = ChatTTS(official_narrow())
+        want = {
+            "gpt": {"layers.0.self_attn.q_proj.weight": (768, 768), "layers.0.mlp.gate_proj.weight": (3072, 768),
+                    "layers.0.mlp.down_proj.weight": (768, 3072), "layers.0.input_layernorm.weight": (768,),
+                    "layers.0.post_attention_layernorm.weight": (768,), "norm.weight": (768,)},
+            "embed": {"emb_text.weight": (21178, 768), "emb_code.3.weight": (626, 768),
+                      "head_text.parametrizations.weight.original0": (21178, 1),
+                      "head_text.parametrizations.weight.original1": (21178, 768),
+                      "head_code.3.parametrizations.weight.original1": (626, 768)},
+            "decoder": {"coef": (1, 100, 1), "decoder.conv_in.0.weight": (128, 384, 3),
+                        "decoder.conv_in.2.weight": (512, 128, 3), "decoder.decoder_block.0.weight": (512,),
+                        "decoder.decoder_block.0.dwconv.weight": (512, 1, 7),
+                        "decoder.decoder_block.0.pwconv1.weight": (2048, 512),
+                        "decoder.conv_out.weight": (384, 512, 1), "out_conv.weight": (100, 384, 3)},
+            "dvae": {"downsample_conv.0.weight": (512, 100, 3), "downsample_conv.2.weight": (512, 512, 4),
+                     "encoder.conv_in.0.weight": (128, 512, 3), "encoder.conv_out.weight": (1024, 256, 1),
+                     "decoder.conv_out.weight": (512, 256, 1), "out_conv.weight": (100, 512, 3),
+                     "vq_layer.quantizer.rvqs.1.project_in.weight": (4, 512),
+                     "vq_layer.quantizer.rvqs.1.project_out.weight": (512, 4)},
+            "vocos": {"backbone.embed.weight": (512, 100, 7), "backbone.convnext.0.dwconv.weight": (512, 1, 7),
+                      "backbone.convnext.0.pwconv1.weight": (1536, 512), "backbone.convnext.0.gamma": (512,),
+                      "backbone.final_layer_norm.weight": (512,), "head.out.weight": (1026, 512),
+                      "head.istft.window": (1024,), "feature_extractor.mel_spec.mel_scale.fb": (513, 100)},
+        }
+        for part, names in want.items():
+            sd = getattr(m, part).state_dict()
+            for k, shape in names.items():
+                self.assertIn(k, sd, f"{part}: {k}")
+                self.assertEqual(tuple(sd[k].shape), shape, f"{part}: {k}")
+        self.assertFalse(any("inv_freq" in k for k in m.gpt.state_dict()))
+        full = config_for("official")
+        self.assertEqual((full.gpt.layers, full.decoder.n_layer, full.vocos.layers), (20, 12, 8))
+
+    def test_kv_cache_equals_full_pass(self):
+        m, tok = tiny(1)
+        g = m.cfg.gpt
+        graph = GPTGraph(m, tok.token_id("[spk_emb]")).eval()
+        prompt = tok.encode("[Stts][spk_emb][speed_5]hello world[Ptts]")
+        spk = torch.randn(1, g.hidden)
+        codes, hiddens, _, _ = greedy_codes(m, prompt, spk[0], tok.token_id("[spk_emb]"), 6)
+        # the whole sequence at once gives the same hidden state for every step
+        s = len(prompt)
+        ids = torch.tensor(prompt).view(1, s, 1).expand(1, s, g.num_vq)
+        if codes:
+            ids = torch.cat([ids, torch.tensor(codes).view(1, -1, g.num_vq)], 1)
+        n = ids.shape[1]
+        tm = torch.zeros(1, n, dtype=torch.bool)
+        tm[:, :s] = True
+        with torch.no_grad():
+            h = m.hidden_states(ids, tm, torch.ones(1, n, dtype=torch.long), spk, tok.token_id("[spk_emb]"))
+        for i in range(len(codes)):
+            torch.testing.assert_close(h[0, s - 1 + i], hiddens[i], atol=1e-5, rtol=1e-4)
+
+    def test_left_padding_does_not_change_a_row(self):
+        m, tok = tiny(2)
+        g = m.cfg.gpt
+        p = tok.encode("[Stts][empty_spk]what time is it[Ptts]")
+        graph = GPTGraph(m, tok.token_id("[spk_emb]")).eval()
+        past = torch.zeros(g.layers, 2, 1, g.heads, 0, g.hidden // g.heads)
+
+        def run(pad):
+            s = len(p) + pad
+            ids = torch.zeros(1, s, g.num_vq, dtype=torch.long)
+            ids[0, pad:] = torch.tensor(p).view(-1, 1)
+            am = torch.zeros(1, s, dtype=torch.long)
+            am[0, pad:] = 1
+            out = graph(ids, am.bool(), torch.zeros(1, g.hidden), am, positions_from_mask(am), past)
+            return out[1]
+
+        with torch.no_grad():
+            torch.testing.assert_close(run(0), run(5), atol=1e-5, rtol=1e-4)
+
+    def test_speaker_replaces_spk_emb_position_normalised(self):
+        m, tok = tiny(3)
+        sid = tok.token_id("[spk_emb]")
+        ids = torch.tensor([tok.token_id("[Stts]"), sid, tok.vocab["hello"]]).view(1, 3, 1).expand(1, 3, 4)
+        tm = torch.ones(1, 3, dtype=torch.bool)
+        from train.chattts.model import apply_speaker
+        spk = torch.randn(1, m.cfg.gpt.hidden) * 7
+        e = apply_speaker(m.embed(ids, tm), ids, tm, spk, sid)
+        torch.testing.assert_close(e[0, 1], spk[0] / spk[0].norm())
+        torch.testing.assert_close(e[0, 2], m.embed.emb_text.weight[tok.vocab["hello"]])
+
+    def test_gfsq_matches_vector_quantize_pytorch_2024(self):
+        m, _ = tiny(4)
+        rvq = m.dvae.vq_layer.quantizer.rvqs[0]
+        with torch.no_grad():
+            rvq.project_in.weight.zero_()
+            rvq.project_in.bias.copy_(torch.tensor([0.0, 0.3, -10.0, 0.6]))
+            q, idx = rvq(torch.zeros(1, 1, rvq.project_in.in_features))
+        # FSQ (levels 5): bound(z) = tanh(z) * 2.002; residual 0 quantises round(bound)/2 with
+        # scale 1, residual 1 the rest with scale 1/4: check by hand
+        # (the residual is bounded once before the loop and again inside each FSQ)
+        b = torch.tanh(torch.tensor([0.0, 0.3, -10.0, 0.6])) * 2.002
+        q0 = torch.round(torch.tanh(b) * 2.002) / 2
+        r1 = torch.round(torch.tanh((b - q0) * 4) * 2.002) / 2
+        levels0 = (q0 * 2 + 2).long()
+        levels1 = (r1 * 2 + 2).long()
+        basis = torch.tensor([1, 5, 25, 125])
+        self.assertEqual(idx.view(-1).tolist(), [int((levels0 * basis).sum()), int((levels1 * basis).sum())])
+        # indices -> features inverts the quantiser
+        f, codes = m.dvae.encode(torch.randn(2, 100, 12))
+        self.assertEqual(tuple(codes.shape), (2, 4, 6))
+        self.assertTrue(0 <= int(codes.min()) and int(codes.max()) < 625)
+        torch.testing.assert_close(m.dvae.vq_layer.embed(codes), f)
+
+    def test_decoder_doubles_frames_and_vocos_length(self):
+        m, _ = tiny(5)
+        with torch.no_grad():
+            mel = m.decoder.decode(torch.randn(1, m.cfg.gpt.hidden, 7))
+            self.assertEqual(tuple(mel.shape), (1, 100, 14))
+            self.assertEqual(m.vocos.decode(mel).shape[-1], 256 * 13)
+
+    def test_istft_as_the_contract_writes_it(self):
+        g = torch.Generator().manual_seed(0)
+        mag = torch.rand(1, 513, 6, generator=g) * 3
+        ph = (torch.rand(1, 513, 6, generator=g) - 0.5) * 20
+        w = torch.hann_window(1024)
+        want = istft(mag, ph, w, 1024, 256)[0].numpy()
+        spec = mag[0].numpy() * (np.cos(ph[0].numpy()) + 1j * np.sin(ph[0].numpy()))
+        n = np.arange(1024)
+        win = 0.5 - 0.5 * np.cos(2 * np.pi * n / 1024)
+        y, env = np.zeros(1024 + 256 * 5), np.zeros(1024 + 256 * 5)
+        for f in range(6):
+            y[f * 256:f * 256 + 1024] += win * np.fft.irfft(spec[:, f], 1024)
+            env[f * 256:f * 256 + 1024] += win ** 2
+        got = y[512:512 + 256 * 5] / env[512:512 + 256 * 5]
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+    def test_log_mel_as_the_contract_writes_it(self):
+        m, _ = tiny(6)
+        g = torch.Generator().manual_seed(0)
+        audio = torch.sin(torch.arange(3000) * 0.05) * 0.5 + 0.1 * torch.randn(3000, generator=g)
+        want = log_mel(m.vocos.feature_extractor.mel_spec, audio).numpy()
+        x = np.pad(audio.numpy().astype(np.float64), 512, mode="reflect")
+        n = np.arange(1024)
+        win = 0.5 - 0.5 * np.cos(2 * np.pi * n / 1024)
+        frames = 1 + 3000 // 256
+        mag = np.stack([np.abs(np.fft.rfft(win * x[f * 256:f * 256 + 1024])) for f in range(frames)], 1)
+        hz2mel = lambda f: 2595 * np.log10(1 + f / 700)  # noqa: E731
+        mel2hz = lambda mm: 700 * (10 ** (mm / 2595) - 1)  # noqa: E731
+        pts = mel2hz(np.linspace(hz2mel(0), hz2mel(12000), 102))
+        freqs = np.linspace(0, 12000, 513)
+        fb = np.zeros((513, 100))
+        for i in range(100):
+            lo, c, hi = pts[i], pts[i + 1], pts[i + 2]
+            fb[:, i] = np.maximum(0, np.minimum((freqs - lo) / (c - lo), (hi - freqs) / (hi - c)))
+        got = np.log(np.maximum(fb.T @ mag, 1e-5))
+        np.testing.assert_allclose(np.exp(got), np.exp(want), rtol=1e-3, atol=1e-4)
+
+
+class CheckpointTest(unittest.TestCase):
+    def write_v02(self, m, d, tokenizer=True):
+        os.makedirs(os.path.join(d, "gpt"))
+        st.save(m.gpt.state_dict(), os.path.join(d, "gpt", "model.safetensors"))
+        g = m.cfg.gpt
+        with open(os.path.join(d, "gpt", "config.json"), "w") as f:
+            json.dump({"hidden_size": g.hidden, "intermediate_size": g.ffn, "num_attention_heads": g.heads,
+                       "num_hidden_layers": g.layers, "num_audio_tokens": g.num_audio_tokens, "num_vq": 4}, f)
+        st.save(m.embed.state_dict(), os.path.join(d, "Embed.safetensors"))
+        st.save(m.decoder.state_dict(), os.path.join(d, "Decoder.safetensors"))
+        st.save(m.dvae.state_dict(), os.path.join(d, "DVAE.safetensors"))
+        st.save(m.vocos.state_dict(), os.path.join(d, "Vocos.safetensors"))
+
+    def test_v02_layout_loads_exactly(self):
+        m, _ = tiny(7)
+        with tempfile.TemporaryDirectory() as d:
+            self.write_v02(m, os.path.join(d, "asset"))
+            got, info = ck.load_official(d, m.cfg)
+            self.assertEqual(info["layout"], "v0.2")
+            for k, v in m.state_dict().items():
+                torch.testing.assert_close(got.state_dict()[k], v, msg=k)
+
+    def test_v01_layout_with_old_names(self):
+        m, _ = tiny(8)
+        with tempfile.TemporaryDirectory() as d:
+            gpt = {"gpt." + k: v for k, v in m.gpt.state_dict().items()}
+            for k, v in m.embed.state_dict().items():
+                k = k.replace("parametrizations.weight.original0", "weight_g").replace(
+                    "parametrizations.weight.original1", "weight_v")
+                gpt[k] = v
+            gpt["gpt.layers.0.self_attn.rotary_emb.inv_freq"] = torch.ones(4)
+            torch.save(gpt, os.path.join(d, "GPT.pt"))
+            dec = {re.sub(r"(decoder_block\.\d+)\.weight$", r"\1.gamma", k): v for k, v in m.decoder.state_dict().items()}
+            torch.save(dec, os.path.join(d, "Decoder.pt"))
+            torch.save(m.vocos.state_dict(), os.path.join(d, "Vocos.pt"))
+            got, info = ck.load_official(d, m.cfg)
+            self.assertEqual(info["layout"], "v0.1")
+            self.assertIn("absent", info["dvae"])
+            torch.testing.assert_close(got.embed.head_text.weight, m.embed.head_text.weight)
+            torch.testing.assert_close(got.decoder.state_dict()["decoder.decoder_block.0.weight"],
+                                       m.decoder.state_dict()["decoder.decoder_block.0.weight"])
+
+    def test_errors_name_the_tensor(self):
+        m, _ = tiny(9)
+        with tempfile.TemporaryDirectory() as d:
+            a = os.path.join(d, "asset")
+            self.write_v02(m, a)
+            emb = m.embed.state_dict()
+            cases = {
+                "missing tensor\\(s\\) emb_code.2.weight": {k: v for k, v in emb.items() if k != "emb_code.2.weight"},
+                "unexpected tensor\\(s\\) emb_extra.weight": {**emb, "emb_extra.weight": torch.zeros(2)},
+                r"tensor emb_text.weight has shape \(3, 16\)": {**emb, "emb_text.weight": torch.zeros(3, 16)},
+                "NaN": {**emb, "emb_text.weight": emb["emb_text.weight"] * float("nan")},
+            }
+            for msg, sd in cases.items():
+                st.save(sd, os.path.join(a, "Embed.safetensors"))
+                with self.assertRaisesRegex(ck.CheckpointError, "Embed.safetensors \\(embed\\): .*" + msg):
+                    ck.load_official(d, m.cfg)
+            with open(os.path.join(a, "Embed.safetensors"), "wb") as f:
+                f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
+            with self.assertRaisesRegex(ck.CheckpointError, "Embed.safetensors"):
+                ck.load_official(d, m.cfg)
+
+    def test_declared_size_mismatch_is_refused(self):
+        m, _ = tiny(10)
+        with tempfile.TemporaryDirectory() as d:
+            self.write_v02(m, d)
+            with self.assertRaisesRegex(ck.CheckpointError, "hidden_size is 16, the declared size has 768"):
+                ck.load_official(d)
+            os.remove(os.path.join(d, "gpt", "config.json"))
+            with self.assertRaisesRegex(ck.CheckpointError, r"the declared size needs \(768,"):
+                ck.load_official(d)
+
+    def test_spk_stat_sources(self):
+        v = torch.cat([torch.rand(8) + 0.5, torch.randn(8)]).half()
+        s = ck.b14_encode(v.numpy().astype("<f2").tobytes())
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "config.py")
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(f'class Config:\n    spk_stat: str = (\n        "{s}"\n    )\n')
+            torch.testing.assert_close(ck.load_spk_stat(p, 8), v.float())
+            torch.save(v.float(), os.path.join(d, "spk_stat.pt"))
+            torch.testing.assert_close(ck.load_spk_stat(os.path.join(d, "spk_stat.pt"), 8), v.float())
+            with self.assertRaisesRegex(ck.CheckpointError, "has 16 values, want 1536"):
+                ck.load_spk_stat(p, 768)
+        for n in range(0, 20):
+            b = bytes(range(n))
+            self.assertEqual(ck.b14_decode(ck.b14_encode(b)), b)
+
+
+class ExportTest(unittest.TestCase):
+    def test_tiny_bundle(self):
+        import onnx
+
+        m, tok = tiny(11)
+        with tempfile.TemporaryDirectory() as d:
+            paths = save_bundle(m, tiny_tokenizer_spec(), synthetic_spk_stat(m.cfg.gpt.hidden, 1), d, size="tiny",
+                                comment="test", frontend={"type": "wordpiece"}, refine=True)
+            with open(paths["config"]) as f:
+                conf = json.load(f)
+            self.assertEqual(conf["tokens"]["[spk_emb]"], tok.token_id("[spk_emb]"))
+            self.assertEqual(conf["eos_code"], 625)
+            self.assertEqual(conf["gpt"]["num_text_tokens"], tok.size)
+            self.assertEqual(os.path.getsize(paths["spk_stat"]), 4 * 2 * m.cfg.gpt.hidden)
+            g = onnx.load(paths["gpt"])
+            self.assertEqual([i.name for i in g.graph.input],
+                             ["input_ids", "text_mask", "spk_emb", "attention_mask", "position_ids", "past_kv"])
+            self.assertEqual([o.name for o in g.graph.output], ["logits_text", "logits_code", "hidden", "present_kv"])
+            self.assertEqual([o.name for o in onnx.load(paths["vocos"]).graph.output], ["mag", "phase"])
+            with self.assertRaisesRegex(ValueError, "tokenizer has"):
+                save_bundle(m, build_spec(["a"], lowercase=True, strip_accents=None), synthetic_spk_stat(16, 1), d,
+                            size="tiny", comment="", frontend={}, refine=False)
+
+    def test_only_control_tokens_and_long_prompt_terminate(self):
+        m, tok = tiny(12)
+        sid = tok.token_id("[spk_emb]")
+        spk = torch.randn(m.cfg.gpt.hidden)
+        for text in ["[laugh][uv_break][break_7]", "hello world " * 40]:
+            prompt = tok.encode("[Stts][spk_emb]" + text + "[Ptts]")
+            codes, hid, _, _ = greedy_codes(m, prompt, spk, sid, 5)
+            self.assertLessEqual(len(codes), 5)
+            self.assertEqual(hid.shape[0], len(codes))
+
+
+if __name__ == "__main__":
+    unittest.main()
