@@ -33,7 +33,8 @@ type ModelInfo struct {
 
 // Inspect reads a model's inputs, outputs and custom metadata from the file itself. It needs
 // no ONNX Runtime and builds no session, so engines can validate a model before they load it,
-// and load it once (OpenInfo).
+// and load it once (OpenInfo). Shapes are as the file declares them: an output dimension
+// left symbolic is -1 even where ONNX Runtime's shape inference could work it out.
 func Inspect(path string) (*ModelInfo, error) {
 	info, err := readModelInfo(path)
 	if err != nil {
