@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/parley-voice/parley/assets"
@@ -168,8 +169,9 @@ func (l *Library) Import(r io.Reader, rename string, overwrite bool) (*Voice, er
 }
 
 // MixOf builds a mix voice from library voices and/or engine presets: a part naming a library
-// preset voice contributes its preset; a part naming a library mix is flattened; anything
-// else is taken as an engine preset name.
+// preset voice contributes its preset; a part naming a library mix is flattened; for ChatTTS a
+// library seed voice contributes "seed:N" (the engine interpolates the speaker vectors);
+// anything else is taken as an engine preset name.
 func (l *Library) MixOf(name, engine string, parts []Part) (*Voice, error) {
 	var flat []Part
 	for _, p := range parts {
@@ -178,11 +180,15 @@ func (l *Library) MixOf(name, engine string, parts []Part) (*Voice, error) {
 				if v.Engine != engine {
 					return nil, fmt.Errorf("%w: %s is a %s voice, the mix is for %s", ErrInvalid, v.Name, v.Engine, engine)
 				}
-				switch v.Kind {
-				case KindPreset:
+				switch {
+				case v.Kind == KindPreset:
 					flat = append(flat, Part{Voice: v.Preset, Weight: p.Weight})
 					continue
-				case KindMix:
+				case v.Kind == KindSeed && engine == "chattts":
+					// ChatTTS mixes interpolate speaker vectors; the engine knows a seed's as "seed:N"
+					flat = append(flat, Part{Voice: "seed:" + strconv.FormatInt(*v.Seed, 10), Weight: p.Weight})
+					continue
+				case v.Kind == KindMix:
 					var sum float64
 					for _, q := range v.Mix {
 						sum += q.Weight

@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/tts/engines"
 )
 
 func init() {
@@ -192,9 +194,18 @@ func modelsInUse(mgr *assets.Manager, cfg *config.Config) []string {
 	if cfg.Assistant.Mode == "wake-word" {
 		use = append(use, "openwakeword")
 	}
-	if strings.HasPrefix(cfg.TTS.Engine, "kokoro") {
-		if id, ok := mgr.BestInstalled(assets.KindTTS); ok {
-			use = append(use, id)
+	eng := strings.ToLower(cfg.TTS.Engine)
+	if eng == "" || eng == "auto" {
+		eng = engines.Default("")
+	}
+	switch {
+	case strings.HasPrefix(eng, "kokoro"):
+		if d := engines.FindKokoro(""); d != "" {
+			use = append(use, filepath.Base(d))
+		}
+	case eng == "chattts":
+		if d, _ := engines.FindChatTTS("", true); d != "" {
+			use = append(use, filepath.Base(d))
 		}
 	}
 	return use

@@ -36,7 +36,8 @@ with -o. TEXT may hold inline controls:
   SSML       <speak> <break time="300ms"/> <break strength="strong"/> <prosody rate="slow">…</prosody>
 Controls an engine cannot honour are reported on standard error, never read aloud.
 --voice takes a library voice (parley voices list) or an engine preset (espeak: en-us+f3;
-kokoro: af_heart).
+kokoro: af_heart; chattts: seed:N, none, or a ChatTTS speaker string). --engine auto (the
+default) is ChatTTS when a ChatTTS export is installed, else espeak-ng.
 
 Flags:`
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu/gputest"
 )
 
 func TestSayCLI(t *testing.T) {
@@ -93,5 +94,65 @@ func TestVoicesCLI(t *testing.T) {
 	code, out, errOut := runCLI(t, "voices", "list")
 	if code != 0 || !strings.Contains(out, "warm") || !strings.Contains(errOut, "dimension 3") {
 		t.Errorf("list with a bad file: %d %q %q", code, out, errOut)
+	}
+}
+
+// TestSayChatTTS drives the ChatTTS engine end to end on the tiny random export: say with a
+// seed, native capabilities, a ChatTTS seed voice and a mix of two of them.
+func TestSayChatTTS(t *testing.T) {
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	model := "../../testdata/chattts/tiny"
+	out := filepath.Join(dir, "c.wav")
+	code, _, errOut := runCLI(t, "say", "--engine", "chattts", "--model", model, "--seed", "3", "-o", out, "hello world [laugh]")
+	if code != 0 {
+		t.Fatalf("say --engine chattts: %d %s", code, errOut)
+	}
+	if b, err := audio.ReadWAVFile(out); err != nil || b.SampleRate != 24000 || b.Duration() <= 0 {
+		t.Fatalf("wav: %v %v", b, err)
+	}
+	code, stdout, _ := runCLI(t, "say", "--engine", "chattts", "--model", model, "--capabilities")
+	if code != 0 || !strings.Contains(stdout, `"laugh": "native"`) || !strings.Contains(stdout, `"top_k": "native"`) {
+		t.Errorf("capabilities: %d %s", code, stdout)
+	}
+	for _, s := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"voices", "create", "c1", "--engine", "chattts", "--seed", "11"}, "created c1"},
+		{[]string{"voices", "create", "c2", "--engine", "chattts", "--seed", "12"}, "created c2"},
+		{[]string{"voices", "mix", "cm", "--engine", "chattts", "c1=0.5", "c2=0.5"}, "seed:11=0.5"},
+		{[]string{"say", "--voice", "c1", "--model", model, "-o", filepath.Join(dir, "c1.wav"), "hello"}, ""},
+		{[]string{"say", "--voice", "cm", "--model", model, "-o", filepath.Join(dir, "cm.wav"), "hello"}, ""},
+	} {
+		if code, o, e := runCLI(t, s.args...); code != 0 || !strings.Contains(o+e, s.want) {
+			t.Errorf("%v: exit %d %q %q", s.args, code, o, e)
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "c1.wav"))
+	b, _ := os.ReadFile(filepath.Join(dir, "cm.wav"))
+	if len(a) == 0 || len(b) == 0 || string(a) == string(b) {
+		t.Errorf("seed voice and mix gave %d and %d bytes (equal: %v)", len(a), len(b), string(a) == string(b))
+	}
+}
+
+// TestChatTTSBecomesDefault: after `parley models import DIR` of a ChatTTS export, tts.engine
+// auto (the default) speaks with it; before, with espeak-ng.
+func TestChatTTSBecomesDefault(t *testing.T) {
+	gputest.RequireORT(t)
+	isolate(t)
+	code, stdout, _ := runCLI(t, "say", "--capabilities")
+	if code != 0 || !strings.Contains(stdout, `"engine": "espeak-ng"`) {
+		t.Fatalf("before: %d %s", code, stdout)
+	}
+	if code, o, e := runCLI(t, "models", "import", "-model", "chattts", "../../testdata/chattts/tiny"); code != 0 {
+		t.Fatalf("import: %d %s %s", code, o, e)
+	}
+	code, stdout, _ = runCLI(t, "say", "--capabilities")
+	if code != 0 || !strings.Contains(stdout, `"engine": "chattts"`) || !strings.Contains(stdout, `"laugh": "native"`) {
+		t.Fatalf("after import: %d %s", code, stdout)
+	}
+	if code, o, _ := runCLI(t, "models", "list"); code != 0 || !strings.Contains(o, "chattts") || !strings.Contains(o, "in use") {
+		t.Errorf("models list: %s", o)
 	}
 }

@@ -76,7 +76,7 @@ type LLM struct {
 
 // TTS configures the voice.
 type TTS struct {
-	Engine      string  `toml:"engine" help:"espeak | kokoro | chattts"`
+	Engine      string  `toml:"engine" help:"auto (ChatTTS when installed, else espeak-ng) | espeak | kokoro | chattts"`
 	Voice       string  `toml:"voice"`
 	Seed        int64   `toml:"seed"`
 	Temperature float64 `toml:"temperature"`
@@ -136,7 +136,7 @@ func Default() *Config {
 		Runtime: Runtime{Provider: "auto"},
 		ASR:     ASR{Language: "auto"}, // ITN off, as in sherpa-onnx; the demo model was trained without it
 		LLM:     LLM{Backend: "auto", MaxTokens: 512},
-		TTS:     TTS{Engine: "espeak", Temperature: 0.3, TopP: 0.7, TopK: 20, Speed: 1.0},
+		TTS:     TTS{Engine: "auto", Temperature: 0.3, TopP: 0.7, TopK: 20, Speed: 1.0},
 		Audio:   Audio{LatencyMs: 100},
 		Assistant: Assistant{Mode: "push-to-talk", BargeIn: "on", BargeInMinSec: 0.3, WakeWord: "hey_jarvis", Language: "auto",
 			EchoResidual: 0.35, EchoMaxDelayMs: 600},

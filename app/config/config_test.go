@@ -57,7 +57,7 @@ speed = 1.5
 	if c.TTS.Speed != 1.5 || c.TTS.Seed != 42 || c.TTS.TopK != 5 {
 		t.Errorf("tts = %+v", c.TTS)
 	}
-	if c.TTS.Engine != "espeak" {
+	if c.TTS.Engine != "auto" {
 		t.Errorf("default lost under a partial section: engine = %q", c.TTS.Engine)
 	}
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm/builtin"
 	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
-	"github.com/parley-voice/parley/tts/espeak"
+	"github.com/parley-voice/parley/tts/engines"
 	"github.com/parley-voice/parley/voices"
 )
 
@@ -72,13 +73,14 @@ func (s *modelService) Verify(ctx context.Context, id string) (assets.ModelStatu
 
 func (s *modelService) Remove(ctx context.Context, id string) error { return s.m.Remove(ctx, id) }
 
-// voiceService is the voice library with espeak-ng previews on the configured speaker.
+// voiceService is the voice library with previews on the configured speaker, through any
+// engine tts/engines opens (each opened once, on first use).
 type voiceService struct {
-	lib    *voices.Library
-	cfg    *config.Config
-	log    *slog.Logger
-	mu     sync.Mutex
-	espeak *espeak.Engine
+	lib  *voices.Library
+	cfg  *config.Config
+	log  *slog.Logger
+	mu   sync.Mutex
+	open map[string]tts.Engine
 }
 
 func (s *voiceService) List() ([]*voices.Voice, error) {
@@ -97,21 +99,27 @@ func (s *voiceService) Save(v *voices.Voice) error {
 }
 
 func (s *voiceService) engine(name string) (tts.Engine, error) {
-	switch name {
-	case "", "espeak":
-	default:
-		return nil, fmt.Errorf("the %s engine is not wired into the desktop app yet (espeak-ng is)", name)
+	if name == "" || name == "auto" {
+		name = engines.Default("")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.espeak == nil {
-		e, err := espeak.New(espeak.Config{})
-		if err != nil {
-			return nil, err
-		}
-		s.espeak = e
+	if e := s.open[name]; e != nil {
+		return e, nil
 	}
-	return s.espeak, nil
+	o := engines.Options{Engine: name, Log: s.log}
+	if s.cfg != nil {
+		o.GPU = gpu.Options{Provider: s.cfg.Runtime.Provider, IntraOpThreads: s.cfg.Runtime.IntraOpThreads}
+	}
+	e, err := engines.Open(o)
+	if err != nil {
+		return nil, err
+	}
+	if s.open == nil {
+		s.open = map[string]tts.Engine{}
+	}
+	s.open[name] = e
+	return e, nil
 }
 
 func (s *voiceService) Capabilities(engine string) (tts.Capabilities, error) {
@@ -141,10 +149,12 @@ func (s *voiceService) Preview(ctx context.Context, engine string, req tts.Reque
 func (s *voiceService) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.espeak != nil {
-		return s.espeak.Close()
+	var errs []error
+	for name, e := range s.open {
+		errs = append(errs, e.Close())
+		delete(s.open, name)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // play plays mono samples at rate on an output device and waits for the end.

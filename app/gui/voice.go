@@ -401,6 +401,9 @@ var capRows = []struct {
 // setCaps shows native / emulated / ignored per control, and disables what is ignored.
 func (p *voicePanel) setCaps(c tts.Capabilities) {
 	p.capsFor = c.Engine
+	if p.engine == "auto" { // tts.engine auto: voices saved here belong to the engine it chose
+		p.engine = c.Engine
+	}
 	p.caps.RemoveAll()
 	for _, r := range capRows {
 		s := c.Support(r.ctl)

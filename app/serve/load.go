@@ -83,8 +83,8 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 	} else {
 		l.closers = append(l.closers, eng.Close)
 		e.TTS, e.TTSEngine = eng, cfg.TTS.Engine
-		if e.TTSEngine == "" {
-			e.TTSEngine = eng.Capabilities().Engine
+		if e.TTSEngine == "" || e.TTSEngine == "auto" { // the engine auto chose
+			e.TTSEngine = engines.Default("")
 		}
 	}
 	if lib, err := voices.Open(voices.DefaultDir()); err == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
 )
 
@@ -118,6 +119,53 @@ func TestVoiceKokoro(t *testing.T) {
 	}
 	req := x.Req
 	req.Text = "hello there"
+	st, err := x.E.Synthesize(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if c, err := st.Next(context.Background()); err != nil || len(c.Samples) == 0 {
+		t.Fatalf("first chunk: %d samples, %v", len(c.Samples), err)
+	}
+}
+
+// The default tts.engine (auto) gives the assistant ChatTTS once a ChatTTS export is installed
+// (here the tiny random export as models/chattts), with a ChatTTS seed voice from the library.
+func TestVoiceChatTTSAuto(t *testing.T) {
+	gputest.RequireORT(t)
+	models := t.TempDir()
+	dir := filepath.Join(models, "chattts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join("..", "..", "testdata", "chattts", "tiny")
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PARLEY_MODELS", models)
+	cfg := config.Default()
+	cfg.TTS.Seed = 8
+	cfg.Runtime.Provider = "cpu"
+	x, err := voice(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.E.Close()
+	if c := x.E.Capabilities(); c.Engine != "chattts" || x.Rate != 24000 || x.Req.Seed != 8 || c.Support(tts.CtlTopK) != tts.Native {
+		t.Fatalf("voice %+v, engine %q, rate %d", x.Req, c.Engine, x.Rate)
+	}
+	req := x.Req
+	req.Text = "hello there [laugh]"
 	st, err := x.E.Synthesize(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

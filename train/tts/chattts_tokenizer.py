@@ -18,7 +18,7 @@ string per line) for the id-for-id check against the reference JS implementation
 (train/tts/chattts_tokenizer_ref.mjs). Regenerate from the repository root with:
 
   /usr/bin/python3 train/tts/chattts_tokenizer.py --out tts/chattts/testdata/tokenizer
-  node train/tts/chattts_tokenizer_ref.mjs DIR_WITH_NODE_MODULES tts/chattts/testdata/tokenizer
+  node train/tts/chattts_tokenizer_ref.mjs ~/.cache/parley/peers/current tts/chattts/testdata/tokenizer
 
 The corpus leaves out the few inputs where tokenizers.js knowingly differs from the Rust
 tokenizers that ChatTTS runs (CJK outside the BMP: tokenizers.js looks at UTF-16 units; capital

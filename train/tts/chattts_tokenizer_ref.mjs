@@ -3,9 +3,8 @@
 //
 //   node train/tts/chattts_tokenizer_ref.mjs NODE_DIR DATA_DIR
 //
-// NODE_DIR holds node_modules/@huggingface/tokenizers (install it outside the repository:
-// `mkdir -p /tmp/tok && cd /tmp/tok && npm install @huggingface/tokenizers@0.2.0`); DATA_DIR
-// holds the tokenizer variants (*.json) and corpus.jsonl from train/tts/chattts_tokenizer.py.
+// NODE_DIR holds node_modules/@huggingface/tokenizers (`build/setup.sh peers` installs it into
+// ~/.cache/parley/peers/current); DATA_DIR holds the tokenizer variants (*.json) and corpus.jsonl from train/tts/chattts_tokenizer.py.
 // For every variant it writes VARIANT.ids.jsonl: one JSON array of ids per corpus line, as
 // encode(line, {add_special_tokens: false}) gives them (ChatTTS's encode_plus call).
 import { createRequire } from "node:module";

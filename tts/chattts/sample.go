@@ -106,8 +106,9 @@ func (s *Sampler) temperature(stream int) float32 {
 	return s.p.Temperature[stream%len(s.p.Temperature)]
 }
 
-// Process applies temperature, repetition penalty, top-P/top-K and the EOS mask to one
-// stream's logits (in place, removed tokens set to −∞), as ChatTTS does before its softmax.
+// Process applies temperature and repetition penalty to one stream's logits (in place), then
+// top-P/top-K and the EOS mask, as ChatTTS does before its softmax: the tokens that survive are
+// returned (ChatTTS sets the others to −∞; here they are simply not candidates).
 // history is the stream's generated tokens so far; step counts generated frames (0 first).
 // It returns the kept candidates, best first (valid until the next call).
 func (s *Sampler) Process(stream int, logits []float32, history []int32, step int) ([]int, error) {
@@ -149,13 +150,8 @@ func (s *Sampler) Process(stream int, logits []float32, history []int32, step in
 	if p := float64(s.p.TopP); p > 0 && p < 1 {
 		// HF TopPLogitsWarper: sorted ascending, a token goes when the cumulative softmax up to
 		// and including it is ≤ 1−p, i.e. when the mass ranked above it is ≥ p.
+		z := softmaxNorm(logits, logits[cand[0]])
 		top := float64(logits[cand[0]])
-		var z float64
-		for _, l := range logits {
-			if !math.IsInf(float64(l), -1) {
-				z += math.Exp(float64(l) - top)
-			}
-		}
 		above := 0.0
 		keep := len(cand)
 		for i, c := range cand {
@@ -167,10 +163,8 @@ func (s *Sampler) Process(stream int, logits []float32, history []int32, step in
 		}
 		cand = cand[:keep]
 	}
-	// everything outside the kept set is −∞, as after ChatTTS's warpers
-	s.maskOutside(logits, cand)
+	// everything outside cand is what ChatTTS's warpers set to −∞
 	if step < s.p.MinNewTokens && s.p.EOS < len(logits) {
-		logits[s.p.EOS] = float32(math.Inf(-1))
 		if i := slices.Index(cand, s.p.EOS); i >= 0 {
 			cand = slices.Delete(cand, i, i+1)
 		}
@@ -276,22 +270,26 @@ func (s *Sampler) topCandidates(logits []float32, k int) []int {
 	return c
 }
 
-// maskOutside sets every logit not in keep to −∞.
-func (s *Sampler) maskOutside(logits []float32, keep []int) {
-	if len(keep) == len(logits) {
-		return
+// softmaxNorm is Σ exp(l − top) over the logits (the softmax's denominator relative to the best
+// logit, which contributes 1). Terms below e^−30 cannot move a top-P boundary (21 178 of them
+// add < 2e−9) and are skipped, the rest use a float64 exp accurate to ~1e−15; NaN and −∞ add 0.
+func softmaxNorm(logits []float32, top float32) float64 {
+	floor := top - 30
+	var z float64
+	for _, l := range logits {
+		if l > floor { // false for NaN and −∞
+			z += fastExp(float64(l - top))
+		}
 	}
-	inf := float32(math.Inf(-1))
-	// keep is small: mark by saving values, clear all, restore
-	saved := s.prob[:0]
-	for _, c := range keep {
-		saved = append(saved, float64(logits[c]))
-	}
-	for i := range logits {
-		logits[i] = inf
-	}
-	for i, c := range keep {
-		logits[c] = float32(saved[i])
-	}
-	s.prob = saved[:0]
+	return z
+}
+
+// fastExp is e^x for x in [−30, 0]: x = k·ln2 + r with |r| ≤ ln2/2, e^r by its Taylor series to
+// r¹¹ (relative error < 1e−15), scaled by 2^k.
+func fastExp(x float64) float64 {
+	const ln2 = 0.6931471805599453
+	k := math.Floor(x/ln2 + 0.5)
+	r := x - k*ln2
+	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320+r*(1.0/362880+r*(1.0/3628800+r*(1.0/39916800)))))))))))
+	return math.Ldexp(p, int(k))
 }

@@ -80,16 +80,32 @@ func toks(t *Tokenizer, ids []int) []string {
 	return s
 }
 
-// TestTokenizerLiveJS reruns the reference when tokenizers.js is installed (PARLEY_NODE_DIR
-// holds node_modules/@huggingface/tokenizers), so the goldens are checked against the package
-// itself and not only against a file.
-func TestTokenizerLiveJS(t *testing.T) {
-	dir := os.Getenv("PARLEY_NODE_DIR")
-	if dir == "" {
-		t.Skip("PARLEY_NODE_DIR not set: the committed tokenizers.js ids are checked by TestTokenizerMatchesTokenizersJS")
+// peersDir is where build/setup.sh installs the npm test peers ($PARLEY_PEERS overrides), as
+// llm/internal/peer finds them.
+func peersDir() string {
+	if d := os.Getenv("PARLEY_PEERS"); d != "" {
+		return d
 	}
+	c := os.Getenv("PARLEY_CACHE")
+	if c == "" {
+		if x := os.Getenv("XDG_CACHE_HOME"); x != "" {
+			c = filepath.Join(x, "parley")
+		} else if h, err := os.UserHomeDir(); err == nil {
+			c = filepath.Join(h, ".cache", "parley")
+		}
+	}
+	return filepath.Join(c, "peers", "current")
+}
+
+// TestTokenizerLiveJS reruns the reference with the installed tokenizers.js (build/setup.sh
+// peers), so the committed ids are checked against the package itself, not only a file.
+func TestTokenizerLiveJS(t *testing.T) {
+	dir := peersDir()
 	if _, err := os.Stat(filepath.Join(dir, "node_modules/@huggingface/tokenizers")); err != nil {
-		t.Skipf("no @huggingface/tokenizers under %s", dir)
+		t.Skipf("npm test peers not installed in %s (run `build/setup.sh peers`); the committed tokenizers.js ids are checked by TestTokenizerMatchesTokenizersJS", dir)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not on PATH")
 	}
 	tmp := t.TempDir()
 	for _, f := range []string{"corpus.jsonl", "chattts-like.json", "uncased.json"} {

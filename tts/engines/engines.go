@@ -3,6 +3,7 @@
 package engines
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,33 +14,45 @@ import (
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/chattts"
 	"github.com/parley-voice/parley/tts/espeak"
 	"github.com/parley-voice/parley/tts/kokoro"
 	"github.com/parley-voice/parley/voices"
 )
 
-// Names lists the engines Open knows.
-var Names = []string{"espeak", "kokoro"}
+// Names lists the engines Open knows ("auto" picks one, see Default).
+var Names = []string{"auto", "espeak", "kokoro", "chattts"}
 
 // KokoroModels are the registry ids searched (in order) under the models dir for Kokoro.
 var KokoroModels = []string{"kokoro-82m", "kokoro-82m-fp32"}
+
+// ChatTTSModels are the registry ids of ChatTTS exports a user installs (searched in order);
+// ChatTTSDemo is Parley's own demo voice, embedded in the binary.
+var (
+	ChatTTSModels = []string{"chattts"}
+	ChatTTSDemo   = "chattts-demo"
+)
 
 // ErrUnknownEngine is returned for engine names Open does not know.
 var ErrUnknownEngine = errors.New("tts: unknown engine")
 
 // Options selects and configures an engine.
 type Options struct {
-	Engine    string      // "espeak" (default) | "kokoro"
-	ModelDir  string      // Kokoro model directory; "" = the first installed of KokoroModels
+	Engine    string      // "auto" | "espeak" (default) | "kokoro" | "chattts"
+	ModelDir  string      // model directory for ONNX engines; "" = the installed one
 	ModelsDir string      // "" = assets.ModelsDir()
 	GPU       gpu.Options // session options for ONNX engines
 	Voice     string      // engine default voice
 	Log       *slog.Logger
 }
 
-// Open returns the named engine.
+// Open returns the named engine; "auto" opens Default's choice.
 func Open(o Options) (tts.Engine, error) {
-	switch strings.ToLower(o.Engine) {
+	name := strings.ToLower(o.Engine)
+	if name == "auto" {
+		name = Default(o.ModelsDir)
+	}
+	switch name {
 	case "", "espeak", "espeak-ng":
 		return espeak.New(espeak.Config{Voice: o.Voice})
 	case "kokoro":
@@ -52,7 +65,16 @@ func Open(o Options) (tts.Engine, error) {
 		}
 		return kokoro.New(kokoro.Config{Dir: dir, Voice: o.Voice, Options: o.GPU, Log: o.Log})
 	case "chattts":
-		return nil, fmt.Errorf("%w: chattts is planned (a later issue); use espeak or kokoro", ErrUnknownEngine)
+		dir := o.ModelDir
+		if dir == "" {
+			var demo bool
+			if dir, demo = FindChatTTS(o.ModelsDir, true); dir == "" {
+				return nil, fmt.Errorf("no ChatTTS model is installed (looked for %s under %s): export 2noise/ChatTTS with `python3 -m train.chattts.export --official ASSET_DIR --out DIR` and install it with `parley models import DIR chattts`", strings.Join(ChatTTSModels, ", "), modelsDir(o.ModelsDir))
+			} else if demo && o.Log != nil {
+				o.Log.Info("chattts: using Parley's demo voice; install a real ChatTTS export for full quality", "dir", dir)
+			}
+		}
+		return chattts.New(chattts.Config{Dir: dir, Voice: o.Voice, Options: o.GPU, Log: o.Log})
 	}
 	return nil, fmt.Errorf("%w: %q (have %s)", ErrUnknownEngine, o.Engine, strings.Join(Names, ", "))
 }
@@ -62,6 +84,46 @@ func modelsDir(d string) string {
 		return assets.ModelsDir()
 	}
 	return d
+}
+
+// Default is the engine "auto" means: ChatTTS when a ChatTTS export is installed, or when
+// Parley's demo voice is there and its card says it meets the intelligibility goal; espeak-ng
+// otherwise (it is always there, and stays the fallback).
+func Default(models string) string {
+	if dir, demo := FindChatTTS(models, false); dir != "" && !demo {
+		return "chattts"
+	}
+	if dir, demo := FindChatTTS(models, true); dir != "" && demo && chattts.MeetsGoal(dir) {
+		return "chattts"
+	}
+	return "espeak"
+}
+
+// FindChatTTS returns the directory of the first installed ChatTTS export, or (withDemo) of
+// Parley's demo voice (demo = true), or "".
+func FindChatTTS(models string, withDemo bool) (dir string, demo bool) {
+	for _, id := range ChatTTSModels {
+		d := filepath.Join(modelsDir(models), id)
+		if _, err := os.Stat(filepath.Join(d, chattts.ConfigFile)); err == nil {
+			return d, false
+		}
+	}
+	if !withDemo {
+		return "", false
+	}
+	if models == "" {
+		if d, err := assets.Path(context.Background(), ChatTTSDemo); err == nil {
+			if _, err := os.Stat(filepath.Join(d, chattts.ConfigFile)); err == nil {
+				return d, true
+			}
+		}
+		return "", false
+	}
+	d := filepath.Join(models, ChatTTSDemo)
+	if _, err := os.Stat(filepath.Join(d, chattts.ConfigFile)); err == nil {
+		return d, true
+	}
+	return "", false
 }
 
 // FindKokoro returns the first installed Kokoro model directory, or "".
@@ -129,6 +191,8 @@ func normEngine(e string) string {
 	switch strings.ToLower(e) {
 	case "", "espeak", "espeak-ng":
 		return "espeak"
+	case "auto":
+		return Default("")
 	}
 	return strings.ToLower(e)
 }

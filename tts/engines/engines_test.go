@@ -1,8 +1,15 @@
 package engines
 
 import (
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/gpu/gputest"
 
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
@@ -47,5 +54,96 @@ func TestOpen(t *testing.T) {
 	}
 	if _, err := Open(Options{Engine: "kokoro", ModelsDir: t.TempDir()}); err == nil {
 		t.Error("kokoro opened without a model")
+	}
+}
+
+// copyTiny installs the tiny ChatTTS export as models/<id>, optionally with a card.
+func copyTiny(t *testing.T, models, id string, card string) {
+	t.Helper()
+	src := "../../testdata/chattts/tiny"
+	dst := filepath.Join(models, id)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "config.json" && card != "" {
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			var c any
+			if err := json.Unmarshal([]byte(card), &c); err != nil {
+				t.Fatal(err)
+			}
+			m["card"] = c
+			b, _ = json.Marshal(m)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDefaultVoicePolicy: "auto" is espeak-ng until a ChatTTS export is installed; Parley's
+// demo voice takes over only when its card says it meets the intelligibility goal.
+func TestDefaultVoicePolicy(t *testing.T) {
+	models := t.TempDir()
+	if got := Default(models); got != "espeak" {
+		t.Fatalf("nothing installed: %s", got)
+	}
+	copyTiny(t, models, ChatTTSDemo, "")
+	if got := Default(models); got != "espeak" {
+		t.Fatalf("demo voice without a card: %s", got)
+	}
+	os.RemoveAll(filepath.Join(models, ChatTTSDemo))
+	copyTiny(t, models, ChatTTSDemo, `{"intelligibility": {"metric": "CER", "value": 0.4, "goal": 0.2, "meets_goal": false}}`)
+	if got := Default(models); got != "espeak" {
+		t.Fatalf("demo voice missing its goal: %s", got)
+	}
+	os.RemoveAll(filepath.Join(models, ChatTTSDemo))
+	copyTiny(t, models, ChatTTSDemo, `{"intelligibility": {"metric": "CER", "value": 0.1, "goal": 0.2, "meets_goal": true}}`)
+	if got := Default(models); got != "chattts" {
+		t.Fatalf("demo voice meeting its goal: %s", got)
+	}
+	other := t.TempDir()
+	copyTiny(t, other, "chattts", "")
+	if got := Default(other); got != "chattts" {
+		t.Fatalf("installed export: %s", got)
+	}
+	if dir, demo := FindChatTTS(other, true); demo || filepath.Base(dir) != "chattts" {
+		t.Fatalf("FindChatTTS: %s %v", dir, demo)
+	}
+	gputest.RequireORT(t)
+	e, err := Open(Options{Engine: "auto", ModelsDir: other, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if c := e.Capabilities(); c.Engine != "chattts" || c.Support(tts.CtlLaugh) != tts.Native {
+		t.Fatalf("auto opened %s", c.Engine)
+	}
+	if _, err := Open(Options{Engine: "chattts", ModelsDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "models import") {
+		t.Errorf("chattts without a model: %v", err)
+	}
+}
+
+func TestApplyVoiceChatTTS(t *testing.T) {
+	seed := int64(4)
+	v := voices.New("c", "chattts", voices.KindSeed)
+	v.Seed = &seed
+	req, err := ApplyVoice(tts.Request{Text: "x"}, v, "chattts", Explicit{})
+	if err != nil || req.Seed != 4 || !req.HasSeed {
+		t.Fatalf("%+v %v", req, err)
+	}
+	if _, err := ApplyVoice(tts.Request{Text: "x"}, v, "kokoro", Explicit{}); err == nil {
+		t.Error("chattts voice accepted for kokoro")
 	}
 }

@@ -1,0 +1,171 @@
+package chattts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/tts"
+)
+
+// officialDir is the official-size random export the benchmarks run on (never committed):
+//
+//	make -C train chattts-official        # → /tmp/parley-chattts-official
+func officialDir(b *testing.B) string {
+	d := os.Getenv("PARLEY_CHATTTS_OFFICIAL")
+	if d == "" {
+		d = "/tmp/parley-chattts-official"
+	}
+	if _, err := os.Stat(d + "/config.json"); err != nil {
+		b.Skipf("no official-size ChatTTS export in %s (make -C train chattts-official, or set PARLEY_CHATTTS_OFFICIAL)", d)
+	}
+	return d
+}
+
+const benchFrames = 48
+
+// benchDecode runs the code pass for benchFrames frames (EOS masked, so random weights run the
+// full length) and reports the loop's own time per step against the time inside ONNX Runtime.
+func benchDecode(b *testing.B, dir string, threads int) {
+	gputest.RequireORT(b)
+	e, err := New(Config{Dir: dir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: threads}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	prompt := e.codePrompt(e.tok.Encode("what time is it? it is a quarter past ten in the morning."), 5, true)
+	spk := e.stat.Sample(1)
+	var tm decodeTiming
+	b.ResetTimer()
+	for b.Loop() {
+		p := e.codeParams(tts.Request{})
+		p.MinNewTokens = benchFrames
+		s := NewSampler(p, NewRNG(1))
+		if _, err := e.decode(context.Background(), prompt, decodeOptions{mode: modeCode, sampler: s, maxNew: benchFrames,
+			spk: spk, timing: &tm}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	step := tm.Total / time.Duration(max(1, b.N*benchFrames))
+	over := float64(tm.Total-tm.ORT) / float64(tm.Total)
+	b.ReportMetric(float64(step.Microseconds())/1000, "ms/frame")
+	b.ReportMetric(100*over, "%outside-ORT")
+	steps := float64(b.N * (benchFrames + 1))
+	b.ReportMetric(float64(tm.Total-tm.ORT)/steps/1000, "µs-outside/step")
+	b.ReportMetric(float64(tm.Sample)/steps/1000, "µs-sample/step")
+	b.ReportMetric(float64(tm.Tensors)/steps/1000, "µs-tensors/step")
+}
+
+// BenchmarkDecodeOverhead: the per-frame loop overhead outside ONNX Runtime as a share of the
+// step on the official-size random export (target < 3 %), with 1 thread and all threads.
+func BenchmarkDecodeOverhead(b *testing.B) {
+	dir := officialDir(b)
+	for _, th := range []int{1, gpu.PhysicalCores()} {
+		b.Run(fmt.Sprintf("threads=%d", th), func(b *testing.B) { benchDecode(b, dir, th) })
+	}
+}
+
+// BenchmarkDecodeTiny is the same loop on the tiny export (what CI can run).
+func BenchmarkDecodeTiny(b *testing.B) { benchDecode(b, tinyDir, 1) }
+
+// BenchmarkSampler: one code frame's sampling (4 streams × 626 logits, ChatTTS defaults and a
+// 16-frame history) and one refine step (21 178 text logits).
+func BenchmarkSampler(b *testing.B) {
+	for _, c := range []struct {
+		name           string
+		streams, vocab int
+	}{{"code-4x626", 4, 626}, {"text-21178", 1, 21178}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := NewRNG(9)
+			src := make([]float32, c.streams*c.vocab)
+			for i := range src {
+				src[i] = float32(r.Normal() * 3)
+			}
+			hist := make([]int32, 40)
+			for i := range hist {
+				hist[i] = int32(r.Uint64() % uint64(c.vocab))
+			}
+			s := NewSampler(SampleParams{Temperature: []float32{0.3}, TopP: 0.7, TopK: 20, RepetitionPenalty: 1.05, EOS: c.vocab - 1}, NewRNG(1))
+			buf := make([]float32, len(src))
+			b.ReportAllocs()
+			for b.Loop() {
+				copy(buf, src)
+				for q := 0; q < c.streams; q++ {
+					if _, err := s.Sample(q, buf[q*c.vocab:(q+1)*c.vocab], hist, 5); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVsPyTorch: Go's code pass per frame against the PyTorch module the export came from
+// (train/tts/chattts_decode_bench.py, same prompt, frames, sampling and threads, run in the same
+// benchmark), on the official-size export (and the tiny one). Reports go/torch (< 1: Go faster).
+func BenchmarkVsPyTorch(b *testing.B) {
+	dirs := map[string]string{"tiny": tinyDir}
+	if d := os.Getenv("PARLEY_CHATTTS_OFFICIAL"); d != "" {
+		dirs["official"] = d
+	} else if _, err := os.Stat("/tmp/parley-chattts-official/config.json"); err == nil {
+		dirs["official"] = "/tmp/parley-chattts-official"
+	}
+	for _, size := range []string{"tiny", "official"} {
+		dir, ok := dirs[size]
+		if !ok {
+			continue
+		}
+		b.Run(size, func(b *testing.B) {
+			gputest.RequireORT(b)
+			e, err := New(Config{Dir: dir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			prompt := e.codePrompt(e.tok.Encode("what time is it? it is a quarter past ten in the morning."), 5, true)
+			ids := make([]string, len(prompt))
+			for i, id := range prompt {
+				ids[i] = fmt.Sprint(id)
+			}
+			cmd := exec.Command("/usr/bin/python3", "train/tts/chattts_decode_bench.py", "--model", dir,
+				"--prompt", strings.Join(ids, ","), "--frames", fmt.Sprint(benchFrames), "--threads", "1")
+			cmd.Dir = "../.."
+			out, err := cmd.Output()
+			if err != nil {
+				b.Skipf("PyTorch baseline unavailable (/usr/bin/python3 with torch): %v", err)
+			}
+			var py struct {
+				MS float64 `json:"ms_per_frame"`
+			}
+			if err := json.Unmarshal(out, &py); err != nil {
+				b.Fatalf("baseline output %q: %v", out, err)
+			}
+			spk := e.stat.Sample(1)
+			best := time.Duration(math.MaxInt64)
+			b.ResetTimer()
+			for b.Loop() {
+				p := e.codeParams(tts.Request{})
+				p.MinNewTokens = benchFrames
+				t0 := time.Now()
+				if _, err := e.decode(context.Background(), prompt, decodeOptions{mode: modeCode,
+					sampler: NewSampler(p, NewRNG(1)), maxNew: benchFrames, spk: spk}); err != nil {
+					b.Fatal(err)
+				}
+				best = min(best, time.Since(t0))
+			}
+			goMS := float64(best.Microseconds()) / 1000 / benchFrames
+			b.ReportMetric(goMS, "go-ms/frame")
+			b.ReportMetric(py.MS, "torch-ms/frame")
+			b.ReportMetric(goMS/py.MS, "go/torch")
+		})
+	}
+}

@@ -1,0 +1,180 @@
+package chattts
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+const tinyDir = "../../testdata/chattts/tiny"
+
+// tinyRef is what the tests use of testdata/chattts/tiny/reference.json (train/chattts/CONTRACT.md).
+type tinyRef struct {
+	Tokenizer []struct {
+		Text string `json:"text"`
+		IDs  []int  `json:"ids"`
+	} `json:"tokenizer"`
+	Speaker []float32 `json:"speaker"`
+	Greedy  struct {
+		PromptIDs []int     `json:"prompt_ids"`
+		MaxNew    int       `json:"max_new_tokens"`
+		Codes     [][]int32 `json:"codes"`
+		RepPen    struct {
+			Penalty float32   `json:"penalty"`
+			Window  int       `json:"window"`
+			Codes   [][]int32 `json:"codes"`
+		} `json:"with_repetition_penalty"`
+	} `json:"greedy"`
+	Decoder struct {
+		Hiddens [][][]float32 `json:"hiddens"`
+	} `json:"decoder"`
+	Vocos struct {
+		Frames int       `json:"frames"`
+		Mag    []float32 `json:"mag"`
+		Phase  []float32 `json:"phase"`
+	} `json:"vocos"`
+	ISTFT struct {
+		Audio []float32 `json:"audio"`
+	} `json:"istft"`
+}
+
+func readTinyRef(t testing.TB) *tinyRef {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(tinyDir, "reference.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r tinyRef
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func tinyEngine(t testing.TB, mod ...func(*Config)) *Engine {
+	t.Helper()
+	gputest.RequireORT(t)
+	cfg := Config{Dir: tinyDir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}}
+	for _, m := range mod {
+		m(&cfg)
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New(%s): %v", tinyDir, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func frames(codes []int32, q int) [][]int32 {
+	var out [][]int32
+	for i := 0; i+q <= len(codes); i += q {
+		out = append(out, codes[i:i+q])
+	}
+	return out
+}
+
+// TestGreedyMatchesPyTorch: the Go decode loop with argmax instead of a draw gives PyTorch's
+// code sequence exactly (the tiny random export's reference, 24 frames), without and with
+// ChatTTS's repetition penalty; and the prompt tokenizes to the reference's ids.
+func TestGreedyMatchesPyTorch(t *testing.T) {
+	ref := readTinyRef(t)
+	e := tinyEngine(t)
+	prompt := e.tok.Encode("[Stts][spk_emb][speed_5]hello world[Ptts]")
+	if !slices.Equal(prompt, ref.Greedy.PromptIDs) {
+		t.Fatalf("prompt ids %v, reference %v", prompt, ref.Greedy.PromptIDs)
+	}
+	if got := e.codePrompt(e.tok.Encode("hello world"), 5, true); !slices.Equal(got, ref.Greedy.PromptIDs) {
+		t.Fatalf("codePrompt %v, reference %v", got, ref.Greedy.PromptIDs)
+	}
+	for _, c := range []struct {
+		name    string
+		penalty float32
+		want    [][]int32
+	}{{"argmax", 1, ref.Greedy.Codes}, {"argmax+penalty", ref.Greedy.RepPen.Penalty, ref.Greedy.RepPen.Codes}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewSampler(SampleParams{Greedy: true, Temperature: []float32{1}, RepetitionPenalty: c.penalty,
+				Window: ref.Greedy.RepPen.Window, EOS: e.mc.EOSCode}, nil)
+			res, err := e.decode(context.Background(), ref.Greedy.PromptIDs, decodeOptions{mode: modeCode, sampler: s,
+				maxNew: ref.Greedy.MaxNew, spk: ref.Speaker})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := frames(res.Codes, e.mc.GPT.NumVQ)
+			if len(got) != len(c.want) {
+				t.Fatalf("%d frames, PyTorch %d", len(got), len(c.want))
+			}
+			for i := range got {
+				if !slices.Equal(got[i], c.want[i]) {
+					t.Fatalf("frame %d: %v, PyTorch %v", i, got[i], c.want[i])
+				}
+			}
+			if len(res.Hiddens) != len(got)*e.mc.GPT.Hidden {
+				t.Fatalf("%d hidden values for %d frames", len(res.Hiddens), len(got))
+			}
+		})
+	}
+}
+
+func TestTokenizerMatchesReference(t *testing.T) {
+	ref := readTinyRef(t)
+	tok, err := LoadTokenizer(filepath.Join(tinyDir, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ref.Tokenizer {
+		if got := tok.Encode(c.Text); !slices.Equal(got, c.IDs) {
+			t.Errorf("%q: %v, reference %v", c.Text, got, c.IDs)
+		}
+	}
+}
+
+// TestVocodeMatchesReference: Go's ISTFT on the reference Vocos frames equals torch.istft, and
+// the whole decoder → Vocos → ISTFT chain on the reference hidden states agrees with it where
+// the later frames cannot reach.
+func TestVocodeMatchesReference(t *testing.T) {
+	ref := readTinyRef(t)
+	e := tinyEngine(t)
+	ist, err := NewISTFT(e.mc.Audio.NFFT, e.mc.Audio.Hop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ist.Run(ref.Vocos.Mag, ref.Vocos.Phase, ref.Vocos.Frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ref.ISTFT.Audio
+	if len(got) != len(want) {
+		t.Fatalf("%d samples, torch %d", len(got), len(want))
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*math.Max(1, math.Abs(float64(want[i]))) {
+			t.Fatalf("sample %d: %g, torch %g", i, got[i], want[i])
+		}
+	}
+	var hid []float32
+	for _, f := range ref.Decoder.Hiddens[0] {
+		hid = append(hid, f...)
+	}
+	n := len(ref.Decoder.Hiddens[0])
+	pcm, err := e.vocode(context.Background(), hid, n, ist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pcm) != e.mc.Audio.Hop*(2*n-1) {
+		t.Fatalf("%d samples for %d frames", len(pcm), n)
+	}
+	// samples before the last 2 reference frames' reach (n_fft/2 = 2 hops) are final in both
+	for i := 0; i < len(want)-e.mc.Audio.NFFT/2; i++ {
+		if d := math.Abs(float64(pcm[i] - want[i])); d > 1e-4*math.Max(1, math.Abs(float64(want[i]))) {
+			t.Fatalf("sample %d: %g, torch %g (|d| %g)", i, pcm[i], want[i], d)
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package chattts
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/parley-voice/parley/gpu"
+)
+
+// Format is the export set's config.json "format" value; FormatVersion the version this
+// engine reads.
+const (
+	Format        = "parley-chattts-onnx"
+	FormatVersion = 1
+	ConfigFile    = "config.json"
+)
+
+// ErrModel wraps every problem with an export directory.
+var ErrModel = errors.New("chattts: bad model")
+
+// ModelConfig is config.json of an export set (train/chattts/CONTRACT.md).
+type ModelConfig struct {
+	Format    string            `json:"format"`
+	Version   int               `json:"version"`
+	ModelType string            `json:"model_type"`
+	Size      string            `json:"size"`
+	Comment   string            `json:"comment"`
+	Files     map[string]string `json:"files"`
+	Frontend  struct {
+		Type  string `json:"type"`  // "wordpiece" | "espeak-ipa"
+		Voice string `json:"voice"` // espeak-ng voice for espeak-ipa
+	} `json:"frontend"`
+	GPT struct {
+		Hidden         int `json:"hidden"`
+		Layers         int `json:"layers"`
+		Heads          int `json:"heads"`
+		HeadDim        int `json:"head_dim"`
+		NumTextTokens  int `json:"num_text_tokens"`
+		NumAudioTokens int `json:"num_audio_tokens"`
+		NumVQ          int `json:"num_vq"`
+		MaxPositions   int `json:"max_positions"`
+	} `json:"gpt"`
+	Tokens  map[string]int `json:"tokens"`
+	EOSCode int            `json:"eos_code"`
+	EOSText int            `json:"eos_text"`
+	Speaker struct {
+		Dim      int    `json:"dim"`
+		Token    string `json:"token"`
+		StatFile string `json:"stat_file"`
+	} `json:"speaker"`
+	Audio struct {
+		SampleRate       int     `json:"sample_rate"`
+		NFFT             int     `json:"n_fft"`
+		Hop              int     `json:"hop"`
+		Window           string  `json:"window"`
+		Center           bool    `json:"center"`
+		NMels            int     `json:"n_mels"`
+		MelFramesPerCode int     `json:"mel_frames_per_code"`
+		MagMax           float64 `json:"mag_max"`
+	} `json:"audio"`
+	Refine          DecodeDefaults `json:"refine"`
+	Code            DecodeDefaults `json:"code"`
+	MinTokensToKeep int            `json:"min_tokens_to_keep"`
+	DefaultSeed     *int64         `json:"default_seed"` // the model's own default voice, if it names one
+	Card            *Card          `json:"card"`         // measured quality (Parley's own models)
+}
+
+// Card is a model's measured quality, as its trainer recorded it in config.json.
+type Card struct {
+	Intelligibility *struct {
+		Metric    string  `json:"metric"`
+		Value     float64 `json:"value"`
+		Goal      float64 `json:"goal"`
+		MeetsGoal bool    `json:"meets_goal"`
+	} `json:"intelligibility"`
+	Measured string `json:"measured"`
+}
+
+// MeetsGoal reports whether the export in dir carries a card saying it meets the
+// intelligibility goal (Parley's demo voice becomes the default voice only then).
+func MeetsGoal(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		return false
+	}
+	var c ModelConfig
+	if json.Unmarshal(b, &c) != nil || c.Card == nil || c.Card.Intelligibility == nil {
+		return false
+	}
+	return c.Card.Intelligibility.MeetsGoal
+}
+
+// DecodeDefaults are the refine/code sampling settings an export ships with.
+type DecodeDefaults struct {
+	Enabled           *bool   `json:"enabled"`
+	Temperature       float32 `json:"temperature"`
+	TopP              float32 `json:"top_p"`
+	TopK              int     `json:"top_k"`
+	RepetitionPenalty float32 `json:"repetition_penalty"`
+	RepetitionWindow  int     `json:"repetition_window"`
+	MaxNewTokens      int     `json:"max_new_tokens"`
+	MinNewTokens      int     `json:"min_new_tokens"`
+	Prompt            string  `json:"prompt"`
+}
+
+// Graph I/O names (train/chattts/CONTRACT.md).
+var (
+	gptInputs      = []string{"input_ids", "text_mask", "spk_emb", "attention_mask", "position_ids", "past_kv"}
+	gptOutputs     = []string{"logits_text", "logits_code", "hidden", "present_kv"}
+	decoderInputs  = []string{"hiddens"}
+	decoderOutputs = []string{"mel"}
+	vocosInputs    = []string{"mel"}
+	vocosOutputs   = []string{"mag", "phase"}
+)
+
+// ReadModelConfig reads and checks config.json in dir. Every missing file it names is
+// reported in one error.
+func ReadModelConfig(dir string) (*ModelConfig, error) {
+	path := filepath.Join(dir, ConfigFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrModel, dir, err)
+	}
+	if len(b) > 16<<20 {
+		return nil, fmt.Errorf("%w: %s is %d bytes", ErrModel, path, len(b))
+	}
+	var c ModelConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrModel, path, err)
+	}
+	if err := c.check(path); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, part := range []string{"gpt", "decoder", "vocos", "tokenizer", "spk_stat"} {
+		f := c.Files[part]
+		if f == "" {
+			missing = append(missing, fmt.Sprintf("files.%s (not named in %s)", part, ConfigFile))
+			continue
+		}
+		if filepath.IsAbs(f) || strings.Contains(filepath.ToSlash(f), "..") {
+			return nil, fmt.Errorf("%w: %s: files.%s %q must be a name inside the model directory", ErrModel, path, part, f)
+		}
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s is missing %s", ErrModel, dir, strings.Join(missing, ", "))
+	}
+	return &c, nil
+}
+
+func (c *ModelConfig) check(path string) error {
+	var bad []string
+	want := func(ok bool, f string, a ...any) {
+		if !ok {
+			bad = append(bad, fmt.Sprintf(f, a...))
+		}
+	}
+	want(c.Format == Format, "format %q (want %q)", c.Format, Format)
+	want(c.Version == FormatVersion, "version %d (this Parley reads %d)", c.Version, FormatVersion)
+	g := c.GPT
+	want(g.Hidden > 0 && g.Hidden <= 1<<14, "gpt.hidden %d", g.Hidden)
+	want(g.Layers > 0 && g.Layers <= 256, "gpt.layers %d", g.Layers)
+	want(g.Heads > 0 && g.HeadDim > 0 && g.Heads*g.HeadDim == g.Hidden, "gpt.heads %d × head_dim %d ≠ hidden %d", g.Heads, g.HeadDim, g.Hidden)
+	want(g.NumVQ > 0 && g.NumVQ <= 16, "gpt.num_vq %d", g.NumVQ)
+	want(g.NumAudioTokens > 1 && g.NumAudioTokens <= 1<<16, "gpt.num_audio_tokens %d", g.NumAudioTokens)
+	want(g.NumTextTokens > 1 && g.NumTextTokens <= 1<<20, "gpt.num_text_tokens %d", g.NumTextTokens)
+	want(g.MaxPositions > 8, "gpt.max_positions %d", g.MaxPositions)
+	want(c.EOSCode >= 0 && c.EOSCode < g.NumAudioTokens, "eos_code %d outside 0..%d", c.EOSCode, g.NumAudioTokens-1)
+	want(c.EOSText >= 0 && c.EOSText < g.NumTextTokens, "eos_text %d outside 0..%d", c.EOSText, g.NumTextTokens-1)
+	want(c.Speaker.Dim == g.Hidden, "speaker.dim %d ≠ gpt.hidden %d", c.Speaker.Dim, g.Hidden)
+	a := c.Audio
+	want(a.SampleRate >= 8000 && a.SampleRate <= 192000, "audio.sample_rate %d", a.SampleRate)
+	want(a.NFFT >= 4 && a.NFFT&(a.NFFT-1) == 0, "audio.n_fft %d (want a power of two)", a.NFFT)
+	want(a.Hop > 0 && a.Hop <= a.NFFT/2, "audio.hop %d", a.Hop)
+	want(a.Window == "" || a.Window == "hann_periodic", "audio.window %q (want hann_periodic)", a.Window)
+	want(a.Center, "audio.center false (Vocos's ISTFT head is centred)")
+	want(a.MelFramesPerCode > 0 && a.MelFramesPerCode <= 8, "audio.mel_frames_per_code %d", a.MelFramesPerCode)
+	switch c.Frontend.Type {
+	case "", "wordpiece", "espeak-ipa":
+	default:
+		want(false, "frontend.type %q (want wordpiece or espeak-ipa)", c.Frontend.Type)
+	}
+	for _, t := range []string{"[Stts]", "[Ptts]", "[spk_emb]", "[empty_spk]", "[Sbreak]", "[Pbreak]", "[Ebreak]", "[break_0]"} {
+		id, ok := c.Tokens[t]
+		want(ok && id >= 0 && id < g.NumTextTokens, "tokens[%q] missing or outside the text vocabulary", t)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: %s: %s", ErrModel, path, strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// readSpkStat reads spk_stat.bin: float32 little-endian, std then mean (2·dim values).
+func readSpkStat(path string, dim int) (SpkStat, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return SpkStat{}, fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	if len(b) != 8*dim {
+		return SpkStat{}, fmt.Errorf("%w: %s holds %d bytes, want %d (float32 std and mean for %d dimensions)", ErrModel, path, len(b), 8*dim, dim)
+	}
+	v := make([]float32, 2*dim)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	s, err := NewSpkStat(v)
+	if err != nil {
+		return SpkStat{}, fmt.Errorf("%w: %s: %w", ErrModel, path, err)
+	}
+	return s, nil
+}
+
+// dimCheck compares a declared tensor shape with what the config implies (−1 in want: any).
+func dimCheck(info *gpu.ModelInfo, name string, input bool, typ string, want ...int64) string {
+	var t gpu.TensorInfo
+	var ok bool
+	if input {
+		t, ok = info.Input(name)
+	} else {
+		t, ok = info.Output(name)
+	}
+	if !ok {
+		return fmt.Sprintf("no tensor %s", name)
+	}
+	if t.Type != typ {
+		return fmt.Sprintf("%s is %s, want %s", name, t.Type, typ)
+	}
+	if len(t.Shape) != len(want) {
+		return fmt.Sprintf("%s has shape %v, want %d dimensions %v", name, t.Shape, len(want), want)
+	}
+	for i, w := range want {
+		if w >= 0 && t.Shape[i] >= 0 && t.Shape[i] != w {
+			return fmt.Sprintf("%s has shape %v, want %v", name, t.Shape, want)
+		}
+	}
+	return ""
+}
+
+// checkGraphs verifies every graph's declared inputs and outputs against the config, naming
+// every mismatch of one file in one line.
+func (c *ModelConfig) checkGraphs(gptI, decI, vocI *gpu.ModelInfo) error {
+	g := c.GPT
+	H, L, A, V, Q := int64(g.Hidden), int64(g.Layers), int64(g.NumAudioTokens), int64(g.NumTextTokens), int64(g.NumVQ)
+	bins, mels := int64(c.Audio.NFFT/2+1), int64(c.Audio.NMels)
+	type chk struct {
+		name  string
+		input bool
+		typ   string
+		shape []int64
+	}
+	for _, x := range []struct {
+		info *gpu.ModelInfo
+		c    []chk
+	}{
+		{gptI, []chk{
+			{"input_ids", true, "int64", []int64{-1, -1, Q}},
+			{"text_mask", true, "bool", []int64{-1, -1}},
+			{"spk_emb", true, "float32", []int64{-1, H}},
+			{"attention_mask", true, "int64", []int64{-1, -1}},
+			{"position_ids", true, "int64", []int64{-1, -1}},
+			{"past_kv", true, "float32", []int64{L, 2, -1, int64(g.Heads), -1, int64(g.HeadDim)}},
+			{"logits_text", false, "float32", []int64{-1, V}},
+			{"logits_code", false, "float32", []int64{-1, Q, A}},
+			{"hidden", false, "float32", []int64{-1, H}},
+			{"present_kv", false, "float32", []int64{L, 2, -1, int64(g.Heads), -1, int64(g.HeadDim)}},
+		}},
+		{decI, []chk{
+			{"hiddens", true, "float32", []int64{-1, -1, H}},
+			{"mel", false, "float32", []int64{-1, mels, -1}},
+		}},
+		{vocI, []chk{
+			{"mel", true, "float32", []int64{-1, mels, -1}},
+			{"mag", false, "float32", []int64{-1, bins, -1}},
+			{"phase", false, "float32", []int64{-1, bins, -1}},
+		}},
+	} {
+		var bad []string
+		for _, k := range x.c {
+			if s := dimCheck(x.info, k.name, k.input, k.typ, k.shape...); s != "" {
+				bad = append(bad, s)
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%w: %s does not match %s: %s", gpu.ErrBadModel, x.info.Path, ConfigFile, strings.Join(bad, "; "))
+		}
+	}
+	return nil
+}

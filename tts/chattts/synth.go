@@ -1,0 +1,220 @@
+package chattts
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/parley-voice/parley/tts"
+)
+
+// MaxRunTokens bounds the text of one GPT call: a longer stretch without a sentence end is cut
+// at word boundaries, so a run never outgrows the model's positions or max_new_tokens (ChatTTS
+// speaks roughly 10–15 code frames per token).
+const MaxRunTokens = 100
+
+// maxEmptyRetries is how often a decode that ends on its first frame is redone (ChatTTS's
+// ensure_non_empty), drawing on from the same RNG.
+const maxEmptyRetries = 3
+
+// Synthesize streams speech: per sentence one or more GPT calls, audio every StreamFrames code
+// frames. The same request (text, voice or seed, settings) gives bit-identical samples.
+func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	select {
+	case <-e.closed:
+		return nil, tts.ErrClosed
+	default:
+	}
+	req, err := req.Validate()
+	if err != nil {
+		return nil, err
+	}
+	spk, err := e.speaker(req)
+	if err != nil {
+		return nil, err
+	}
+	plan := tts.Prepare(req, e.cfg.Calibration)
+	sc := plan.Script
+	asked := sc.Oral >= 0 || sc.LaughLevel >= 0 || sc.BreakLevel >= 0
+	refine := e.refineAllowed() && (e.cfg.Refine == RefineOn || asked)
+	tp := planText(plan, refine, e.cfg.Calibration, req.Speed)
+	if len(tp.Runs) == 0 {
+		return nil, fmt.Errorf("%w: nothing ChatTTS can say in %q", tts.ErrEmpty, truncate(req.Text, 60))
+	}
+	warn := append(tts.Warnings(sc, e.Capabilities(), req), tp.Warnings...)
+	if asked && !e.refineAllowed() {
+		warn = append(warn, "chattts: [oral_N]/[laugh_N]/[break_N] need the refine pass, which this model or configuration does not run")
+	}
+	sentText := map[int]string{}
+	for _, s := range plan.Sentences {
+		sentText[s.Index] = s.Text
+	}
+	rng := NewRNG(samplingSeed(req))
+	codeSampler := NewSampler(e.codeParams(req), rng)
+	var refSampler *Sampler
+	if refine {
+		refSampler = NewSampler(e.refineParams(req), rng)
+	}
+	rate := e.mc.Audio.SampleRate
+	s := tts.NewStreamWarn(ctx, warn, func(ctx context.Context, emit func(tts.Chunk) error, warnf func(string)) error {
+		ist, err := NewISTFT(e.mc.Audio.NFFT, e.mc.Audio.Hop)
+		if err != nil {
+			return err
+		}
+		seen := map[int]bool{}
+		for _, r := range tp.Runs {
+			pieces, err := e.splitRun(r.Text)
+			if err != nil {
+				return err
+			}
+			pending := tts.Silence(r.Before, rate)
+			for pi, text := range pieces {
+				last := r.Last && pi == len(pieces)-1
+				first := !seen[r.Sentence]
+				out := func(samples []float32, final bool) error {
+					c := tts.Chunk{Samples: samples, SampleRate: rate, Sentence: r.Sentence, Last: last && final}
+					if first {
+						c.Text, first = sentText[r.Sentence], false
+						seen[r.Sentence] = true
+					}
+					if len(pending) > 0 {
+						c.Samples = append(pending, c.Samples...)
+						pending = nil
+					}
+					return emit(c)
+				}
+				if err := e.speakRun(ctx, text, r.Speed, spk, tp.RefinePrompt, refSampler, codeSampler, ist, out, warnf); err != nil {
+					return err
+				}
+			}
+		}
+		if tp.Trailing > 0 {
+			return emit(tts.Chunk{Samples: tts.Silence(tp.Trailing, rate), SampleRate: rate, Sentence: -1, Last: true})
+		}
+		return nil
+	})
+	return tts.Resampled(s, req.SampleRate), nil
+}
+
+// splitRun cuts a run's text into pieces of at most MaxRunTokens tokens at word boundaries
+// (each CJK character is a word).
+func (e *Engine) splitRun(text string) ([]string, error) {
+	ft, err := e.frontText(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(e.tok.Encode(ft)) <= MaxRunTokens {
+		return []string{text}, nil
+	}
+	var words []string
+	for _, f := range strings.Fields(text) {
+		var cur strings.Builder
+		for _, r := range f {
+			if isChineseChar(r) {
+				if cur.Len() > 0 {
+					words = append(words, cur.String())
+					cur.Reset()
+				}
+				words = append(words, string(r))
+				continue
+			}
+			cur.WriteRune(r)
+		}
+		if cur.Len() > 0 {
+			words = append(words, cur.String())
+		}
+	}
+	var out []string
+	var cur []string
+	n := 0
+	for _, w := range words {
+		ft, err := e.frontText(w)
+		if err != nil {
+			return nil, err
+		}
+		k := len(e.tok.Encode(ft))
+		if n+k > MaxRunTokens && len(cur) > 0 {
+			out = append(out, strings.Join(cur, " "))
+			cur, n = nil, 0
+		}
+		cur, n = append(cur, w), n+k
+	}
+	if len(cur) > 0 {
+		out = append(out, strings.Join(cur, " "))
+	}
+	return out, nil
+}
+
+// speakRun runs the refine pass (when on) and the code pass for one piece of text, streaming
+// its audio through out every StreamFrames frames.
+func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []float32, refinePrompt string,
+	refSampler, codeSampler *Sampler, ist *ISTFT, out func([]float32, bool) error, warnf func(string)) error {
+	ft, err := e.frontText(text)
+	if err != nil {
+		return err
+	}
+	ids := e.tok.Encode(ft)
+	if refSampler != nil {
+		refined, eos, err := e.refine(ctx, ids, refinePrompt, refSampler)
+		if err != nil {
+			return err
+		}
+		if !eos {
+			warnf(fmt.Sprintf("chattts: the refine pass for %q stopped at its maximum length", truncate(text, 40)))
+		}
+		if len(refined) > 0 {
+			ids = refined
+		}
+	}
+	prompt := e.codePrompt(ids, speed, spk != nil)
+	H := e.mc.GPT.Hidden
+	perCode := e.mc.Audio.MelFramesPerCode * e.mc.Audio.Hop
+	emitted := 0 // code frames whose audio has been sent
+	window := func(hiddens []float32, upto, frames int, final bool) error {
+		s0 := max(0, emitted-e.cfg.ContextFrames)
+		pcm, err := e.vocode(ctx, hiddens[s0*H:frames*H], frames-s0, ist)
+		if err != nil {
+			return err
+		}
+		a := (emitted - s0) * perCode
+		b := min(len(pcm), (upto-s0)*perCode)
+		if b < a {
+			b = a
+		}
+		emitted = upto
+		return out(append([]float32(nil), pcm[a:b]...), final)
+	}
+	var res *decodeResult
+	for attempt := 0; ; attempt++ {
+		emitted = 0
+		res, err = e.decode(ctx, prompt, decodeOptions{mode: modeCode, sampler: codeSampler, maxNew: e.cfg.MaxNewTokens,
+			spk: spk, frames: func(n int, hiddens []float32) error {
+				if n%e.cfg.StreamFrames != 0 || n-e.cfg.LookaheadFrames <= emitted {
+					return nil
+				}
+				return window(hiddens, n-e.cfg.LookaheadFrames, n, false)
+			}})
+		if err != nil {
+			return err
+		}
+		if res.Frames > 0 || attempt >= maxEmptyRetries || codeSampler.Params().Greedy {
+			break
+		}
+	}
+	if !res.EOS {
+		warnf(fmt.Sprintf("chattts: %q stopped at %d code frames (max_new_tokens) before the end token", truncate(text, 40), res.Frames))
+	}
+	if res.Frames == 0 {
+		warnf(fmt.Sprintf("chattts: the model said nothing for %q", truncate(text, 40)))
+		return out(nil, true)
+	}
+	return window(res.Hiddens, res.Frames, res.Frames, true)
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

@@ -1,0 +1,123 @@
+package chattts
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/control"
+)
+
+func plan(t *testing.T, text string, refine bool, speed float64) textPlan {
+	t.Helper()
+	req := tts.Request{Text: text, Speed: speed}
+	if speed == 0 {
+		speed = 1
+	}
+	return planText(tts.Prepare(req, control.DefaultCalibration()), refine, control.DefaultCalibration(), speed)
+}
+
+func runTexts(tp textPlan) []string {
+	var out []string
+	for _, r := range tp.Runs {
+		out = append(out, r.Text)
+	}
+	return out
+}
+
+func TestChatTTSChars(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		zh   bool
+		want string
+	}{
+		{"Hello, world!", false, "Hello, world."},
+		{"it's (really) 'fine': yes; no?", false, "its ,really, fine, yes, no"},
+		{"今天天气很好！", true, "今天天气很好。"},
+		{"我们去公园吧？", true, "我们去公园吧"},
+		{"你好,世界.", true, "你好，世界。"},
+		{"《书名》：内容", true, "，书名，，内容"},
+		{"café 🍌 naïve", false, "caf nave"},
+	} {
+		if got := chatttsChars(c.in, c.zh); got != c.want {
+			t.Errorf("chatttsChars(%q, %v) = %q, want %q", c.in, c.zh, got, c.want)
+		}
+	}
+	if !isZH("今天天气 ok") || isZH("hello world 你") {
+		t.Error("language guess")
+	}
+}
+
+func TestPlanTokens(t *testing.T) {
+	tp := plan(t, "Hello [uv_break] world [laugh] and [lbreak] more [v_break] words.", false, 0)
+	if got := runTexts(tp); len(got) != 1 || got[0] != "Hello [uv_break] world [laugh] and [lbreak] more [v_break] words." {
+		t.Fatalf("runs %q", got)
+	}
+	if r := tp.Runs[0]; r.Speed != 5 || !r.Last || r.Before != 0 {
+		t.Fatalf("run %+v", r)
+	}
+	if tp.RefinePrompt != "" {
+		t.Fatalf("refine prompt %q", tp.RefinePrompt)
+	}
+}
+
+func TestPlanRefinePromptAndBreaks(t *testing.T) {
+	text := "[oral_2][laugh_0][break_6]Hello there [break_3] friend."
+	tp := plan(t, text, true, 0)
+	// the last [break_N] written is the level (tts/control's Script.BreakLevel)
+	if tp.RefinePrompt != "[oral_2][laugh_0][break_3]" {
+		t.Fatalf("refine prompt %q", tp.RefinePrompt)
+	}
+	// with refine, [break_N] is the refine pass's to place: no silence, one run
+	if got := runTexts(tp); len(got) != 1 || got[0] != "Hello there friend." {
+		t.Fatalf("refine runs %q", got)
+	}
+	// without refine an inline [break_3] is a 300 ms silence between two runs
+	tp = plan(t, text, false, 0)
+	if got := runTexts(tp); len(got) != 2 || tp.Runs[1].Before != 300*time.Millisecond {
+		t.Fatalf("runs %q, %+v", got, tp.Runs)
+	}
+}
+
+func TestPlanSpeedAndSentences(t *testing.T) {
+	tp := plan(t, "One two [speed_8] three four. Next sentence <break time=\"400ms\"/> here.", false, 0)
+	got := runTexts(tp)
+	want := []string{"One two", "three four.", "Next sentence", "here."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("runs %q, want %q", got, want)
+	}
+	speeds := []int{5, 8, 8, 8}
+	for i, r := range tp.Runs {
+		if r.Speed != speeds[i] {
+			t.Errorf("run %d speed %d, want %d", i, r.Speed, speeds[i])
+		}
+	}
+	if tp.Runs[2].Before != 250*time.Millisecond || tp.Runs[3].Before != 400*time.Millisecond {
+		t.Errorf("silences %v %v", tp.Runs[2].Before, tp.Runs[3].Before)
+	}
+	if !tp.Runs[1].Last || tp.Runs[0].Last || tp.Runs[2].Last || !tp.Runs[3].Last {
+		t.Errorf("last flags %+v", tp.Runs)
+	}
+	// the request's speed picks the level; past [speed_9] it is clamped with a warning
+	if tp := plan(t, "Fast words.", false, 1.3); tp.Runs[0].Speed != 8 || len(tp.Warnings) != 0 {
+		t.Errorf("speed 1.3: %+v", tp)
+	}
+	if tp := plan(t, "Fast words.", false, 2); tp.Runs[0].Speed != 9 || len(tp.Warnings) != 1 {
+		t.Errorf("speed 2: %+v", tp)
+	}
+}
+
+func TestPlanControlOnly(t *testing.T) {
+	tp := plan(t, "[laugh][uv_break][laugh]", false, 0)
+	if got := runTexts(tp); len(got) != 1 || got[0] != "[laugh] [uv_break] [laugh]" {
+		t.Fatalf("runs %q", got)
+	}
+	if tp := plan(t, "[uv_break][lbreak]", false, 0); len(tp.Runs) != 0 {
+		t.Fatalf("pauses alone gave runs %q", runTexts(tp))
+	}
+	tp = plan(t, "你好！[laugh]今天天气很好。", false, 0)
+	if got := runTexts(tp); strings.Join(got, "|") != "你好。|[laugh] 今天天气很好。" {
+		t.Fatalf("runs %q", got)
+	}
+}
