@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/asr/asrtest"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
@@ -56,46 +54,6 @@ func benchSpeech(b *testing.B) []float32 {
 	return x[:10*SampleRate]
 }
 
-var smallOnce struct {
-	sync.Once
-	dir string
-	err string
-}
-
-// smallModel exports (once, cached across runs) the SenseVoice-Small-sized random model.
-func smallModel(b *testing.B) string {
-	smallOnce.Do(func() {
-		dir := filepath.Join(assets.CacheDir(), "bench", "sensevoice-small-random")
-		if _, err := os.Stat(filepath.Join(dir, "tokens.txt")); err == nil {
-			if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err == nil {
-				smallOnce.dir = dir
-				return
-			}
-		}
-		root, _ := filepath.Abs("..")
-		cmd := exec.Command("/usr/bin/python3", "-m", "train.sensevoice.export", "--size", "small", "--random", "--out", dir)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			smallOnce.err = "cannot export the SenseVoice-Small-sized random model: " + err.Error() + ": " + string(bytes.TrimSpace(lastLines(out, 3)))
-			return
-		}
-		smallOnce.dir = dir
-	})
-	if smallOnce.dir == "" {
-		b.Skip(smallOnce.err)
-	}
-	return smallOnce.dir
-}
-
-func lastLines(b []byte, n int) []byte {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return bytes.Join(lines, []byte("\n"))
-}
-
 func BenchmarkPipeline(b *testing.B) {
 	b.Run("tiny", func(b *testing.B) { benchPipeline(b, tinyDir) })
 	b.Run("demo", func(b *testing.B) {
@@ -104,7 +62,7 @@ func BenchmarkPipeline(b *testing.B) {
 		}
 		benchPipeline(b, demoDir)
 	})
-	b.Run("small-random", func(b *testing.B) { benchPipeline(b, smallModel(b)) })
+	b.Run("small-random", func(b *testing.B) { benchPipeline(b, asrtest.SmallModel(b)) })
 }
 
 func benchPipeline(b *testing.B, dir string) {

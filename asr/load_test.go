@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -134,6 +135,23 @@ func TestBadConfig(t *testing.T) {
 		if r, err := New(tinyDir, cfg); err == nil {
 			r.Close()
 			t.Errorf("%+v accepted", cfg)
+		}
+	}
+}
+
+// Each model is loaded once: its declarations are read from the file, and the one session is
+// the one that runs (it was five loads: two inspections of two sessions each, then the real one).
+func TestModelLoadedOnce(t *testing.T) {
+	gputest.RequireORT(t)
+	for _, dir := range []string{tinyDir, filepath.Join("testdata", "funasr-tiny")} {
+		before := gpu.Loads()
+		r, err := New(dir, Config{Provider: "cpu", Threads: 1, VAD: "none"}) // the VAD is its own model
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		if n := gpu.Loads() - before; n != 1 {
+			t.Errorf("%s: loaded %d times, want once", dir, n)
 		}
 	}
 }

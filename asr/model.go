@@ -102,7 +102,7 @@ func findModel(path string, int8 bool) (file, dir string, err error) {
 		strings.Join(modelCandidates(int8), ", "))
 }
 
-// loadModel inspects, validates and opens a model.
+// loadModel inspects, validates and opens a model, loading it once.
 func loadModel(path string, cfg Config) (*model, error) {
 	file, dir, err := findModel(path, cfg.Int8)
 	if err != nil {
@@ -143,7 +143,7 @@ func loadModel(path string, cfg Config) (*model, error) {
 		return nil, fmt.Errorf("%w: %s: blank_id %d outside the vocabulary (%d)", ErrBadModel, file, m.blank, m.vocab)
 	}
 	m.emoUnknown = m.tokens.ID("<|EMO_UNKNOWN|>")
-	m.sess, err = gpu.Open(file, m.inputs, m.outputs, gpu.Options{Provider: cfg.Provider, IntraOpThreads: cfg.Threads})
+	m.sess, err = gpu.OpenInfo(info, m.inputs, m.outputs, gpu.Options{Provider: cfg.Provider, IntraOpThreads: cfg.Threads})
 	if err != nil {
 		return nil, err
 	}

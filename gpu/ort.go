@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -39,7 +40,12 @@ var env struct {
 	err     error
 	path    string
 	version string
+	loads   atomic.Int64 // sessions created (Loads)
 }
+
+// Loads reports how many model sessions this process has created: each engine loads each of
+// its models once, and tests hold it to that.
+func Loads() int64 { return env.loads.Load() }
 
 // LibraryCandidates lists where Init looks for libonnxruntime, in order: $PARLEY_ORT_LIB,
 // the private copy a package ships (PrivateLibDir, then /usr/lib/parley), the set-up cache,
@@ -145,6 +151,9 @@ func Init() error {
 }
 
 func initEnv() error {
+	if tuneMalloc() == 0 {
+		slog.Debug("malloc: mmap threshold not set")
+	}
 	path, err := findLibrary()
 	if err != nil {
 		return err
@@ -153,9 +162,19 @@ func initEnv() error {
 	if err != nil {
 		return err
 	}
+	// Parley is private. ONNX Runtime 1.29+ on Linux queues usage events (model file names and
+	// metadata, the program's path) for upload to Microsoft in ~/.cache/Microsoft, which also
+	// cost every start a SQLite write; only this variable, set before the environment is
+	// created, turns that off completely. An explicit setting by the user is kept.
+	if _, set := os.LookupEnv("ORT_DISABLE_TELEMETRY"); !set {
+		os.Setenv("ORT_DISABLE_TELEMETRY", "1")
+	}
 	ort.SetSharedLibraryPath(path)
 	if err := ort.InitializeEnvironment(ort.WithLogLevelError()); err != nil {
 		return fmt.Errorf("initialise ONNX Runtime %s from %s: %w", version, path, err)
+	}
+	if err := ort.DisableTelemetry(); err != nil {
+		slog.Debug("onnx runtime telemetry", "err", err)
 	}
 	env.path, env.version = path, version
 	slog.Debug("onnx runtime loaded", "path", path, "version", version)

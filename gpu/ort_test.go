@@ -140,6 +140,48 @@ func TestVersionAtLeast(t *testing.T) {
 	}
 }
 
+// ONNX Runtime's own usage telemetry (model names and metadata queued for upload under
+// ~/.cache/Microsoft) stays off: a process that loads and runs a model leaves nothing there.
+func TestNoRuntimeTelemetry(t *testing.T) {
+	if os.Getenv("PARLEY_TELEMETRY_CHILD") == "1" {
+		if err := Init(); err != nil {
+			t.Skip(err)
+		}
+		s, err := Open("testdata/scale.onnx", nil, nil, Options{Provider: ProviderCPU, IntraOpThreads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		return
+	}
+	if err := Init(); err != nil {
+		t.Skipf("ONNX Runtime unavailable: %v", err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestNoRuntimeTelemetry$", "-test.v")
+	vars := []string{"PARLEY_TELEMETRY_CHILD=1", "HOME=" + home, "XDG_CACHE_HOME=", "PARLEY_ORT_LIB=" + env.path}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "HOME" && k != "XDG_CACHE_HOME" && k != "PARLEY_ORT_LIB" && k != "ORT_DISABLE_TELEMETRY" {
+			vars = append(vars, kv)
+		}
+	}
+	cmd.Env = vars
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var left []string
+	filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("ONNX Runtime wrote %v", left)
+	}
+}
+
 func TestPrivateLibDir(t *testing.T) {
 	tmp := t.TempDir()
 	os.MkdirAll(filepath.Join(tmp, "opt", "bin"), 0o755)

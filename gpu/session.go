@@ -3,7 +3,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,55 +31,16 @@ type ModelInfo struct {
 	Metadata map[string]string
 }
 
-// Inspect reads a model's inputs, outputs and custom metadata.
+// Inspect reads a model's inputs, outputs and custom metadata from the file itself. It needs
+// no ONNX Runtime and builds no session, so engines can validate a model before they load it,
+// and load it once (OpenInfo). Shapes are as the file declares them: an output dimension
+// left symbolic is -1 even where ONNX Runtime's shape inference could work it out.
 func Inspect(path string) (*ModelInfo, error) {
-	if err := Init(); err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrBadModel, path, err)
-	}
-	// Inspection loads the graph once more, so keep it cheap: no optimisation, one thread.
-	so, err := newSessionOptions(Options{IntraOpThreads: 1, Optimization: "none"}, ProviderSpec{Kind: ProviderCPU})
+	info, err := readModelInfo(path)
 	if err != nil {
-		return nil, err
-	}
-	defer so.Destroy()
-	ins, outs, err := ort.GetInputOutputInfoWithOptions(path, so)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not a readable ONNX model: %v", ErrBadModel, path, err)
-	}
-	info := &ModelInfo{Path: path, Metadata: map[string]string{}}
-	for _, in := range ins {
-		info.Inputs = append(info.Inputs, tensorInfo(in))
-	}
-	for _, out := range outs {
-		info.Outputs = append(info.Outputs, tensorInfo(out))
-	}
-	md, err := ort.GetModelMetadataWithOptions(path, so)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: reading metadata: %v", ErrBadModel, path, err)
-	}
-	defer md.Destroy()
-	keys, err := md.GetCustomMetadataMapKeys()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: reading metadata keys: %v", ErrBadModel, path, err)
-	}
-	for _, k := range keys {
-		if v, ok, err := md.LookupCustomMetadataMap(k); err == nil && ok {
-			info.Metadata[k] = v
-		}
+		return nil, fmt.Errorf("%w: %s is not a readable ONNX model: %w", ErrBadModel, path, err)
 	}
 	return info, nil
-}
-
-func tensorInfo(in ort.InputOutputInfo) TensorInfo {
-	t := TensorInfo{Name: in.Name, Type: elementType(in.DataType)}
-	if in.OrtValueType != ort.ONNXTypeTensor {
-		t.Type = in.OrtValueType.String()
-	}
-	t.Shape = append([]int64(nil), in.Dimensions...)
-	return t
 }
 
 func elementType(t ort.TensorElementDataType) string {
@@ -218,6 +178,16 @@ func Open(path string, inputs, outputs []string, opts Options) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	return OpenInfo(info, inputs, outputs, opts)
+}
+
+// OpenInfo is Open for a model already inspected: the file's declarations are not read again,
+// and the model is loaded once, into the session.
+func OpenInfo(info *ModelInfo, inputs, outputs []string, opts Options) (*Session, error) {
+	if err := Init(); err != nil {
+		return nil, err
+	}
+	path := info.Path
 	if inputs == nil {
 		inputs = names(info.Inputs)
 	}
@@ -250,6 +220,8 @@ func Open(path string, inputs, outputs []string, opts Options) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	// In the background: a one-shot command is already running the model meanwhile.
+	go releaseFreed()
 	return &Session{DynamicAdvancedSession: sess, Info: info, Provider: plan.Use.String()}, nil
 }
 
@@ -262,6 +234,9 @@ func openWith(path string, inputs, outputs []string, opts Options, use ProviderS
 		}
 		defer so.Destroy()
 		sess, err = ort.NewDynamicAdvancedSession(path, inputs, outputs, so)
+		if err == nil {
+			env.loads.Add(1)
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %s: %v", ErrBadModel, path, err)
 		}

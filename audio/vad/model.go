@@ -83,7 +83,7 @@ func OpenModel(path string, rate int, opts gpu.Options) (*Model, error) {
 	if opts.IntraOpThreads == 0 {
 		opts.IntraOpThreads = 1
 	}
-	sess, err := gpu.Open(path, []string{"input", "state", "sr"}, []string{"output", "stateN"}, opts)
+	sess, err := gpu.OpenInfo(info, []string{"input", "state", "sr"}, []string{"output", "stateN"}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("vad: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/audiotest"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -402,5 +403,19 @@ func TestContextCancel(t *testing.T) {
 	cancel()
 	if _, err := d.Accept(ctx, make([]float32, 16000)); !errors.Is(err, context.Canceled) {
 		t.Errorf("Accept with a cancelled context: %v", err)
+	}
+}
+
+// The model is loaded once (no inspection session before the real one).
+func TestModelLoadedOnce(t *testing.T) {
+	gputest.RequireModel(t, "silero-vad-v5/silero_vad.onnx")
+	before := gpu.Loads()
+	d, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if n := gpu.Loads() - before; n != 1 {
+		t.Errorf("loaded %d sessions, want 1", n)
 	}
 }

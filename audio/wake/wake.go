@@ -198,17 +198,18 @@ func New(cfg Config) (*Detector, error) {
 func (d *Detector) open() error {
 	melPath := filepath.Join(d.cfg.Dir, "melspectrogram.onnx")
 	embPath := filepath.Join(d.cfg.Dir, "embedding_model.onnx")
-	if err := checkShapes(melPath, "input", 2, "output", 4); err != nil {
+	melInfo, err := checkShapes(melPath, "input", 2, "output", 4)
+	if err != nil {
 		return err
 	}
-	if err := checkShapes(embPath, "input_1", 4, "conv2d_19", 4); err != nil {
+	embInfo, err := checkShapes(embPath, "input_1", 4, "conv2d_19", 4)
+	if err != nil {
 		return err
 	}
-	var err error
-	if d.mel, err = gpu.Open(melPath, []string{"input"}, []string{"output"}, d.cfg.GPU); err != nil {
+	if d.mel, err = gpu.OpenInfo(melInfo, []string{"input"}, []string{"output"}, d.cfg.GPU); err != nil {
 		return fmt.Errorf("wake: %w", err)
 	}
-	if d.emb, err = gpu.Open(embPath, []string{"input_1"}, []string{"conv2d_19"}, d.cfg.GPU); err != nil {
+	if d.emb, err = gpu.OpenInfo(embInfo, []string{"input_1"}, []string{"conv2d_19"}, d.cfg.GPU); err != nil {
 		return fmt.Errorf("wake: %w", err)
 	}
 	if d.embIn, err = ort.NewEmptyTensor[float32](ort.NewShape(1, embWindow, melBands, 1)); err != nil {
@@ -231,18 +232,18 @@ func (d *Detector) open() error {
 	return nil
 }
 
-func checkShapes(path, in string, inRank int, out string, outRank int) error {
+func checkShapes(path, in string, inRank int, out string, outRank int) (*gpu.ModelInfo, error) {
 	info, err := gpu.Inspect(path)
 	if err != nil {
-		return fmt.Errorf("wake: %w", err)
+		return nil, fmt.Errorf("wake: %w", err)
 	}
 	ti, ok := info.Input(in)
 	to, ok2 := info.Output(out)
 	if !ok || !ok2 || len(ti.Shape) != inRank || len(to.Shape) != outRank || ti.Type != "float32" {
-		return fmt.Errorf("%w: %s: want input %q of rank %d and output %q of rank %d (openWakeWord), have %v → %v",
+		return nil, fmt.Errorf("%w: %s: want input %q of rank %d and output %q of rank %d (openWakeWord), have %v → %v",
 			ErrBadModel, path, in, inRank, out, outRank, info.Inputs, info.Outputs)
 	}
-	return nil
+	return info, nil
 }
 
 func openWakeModel(path string, opts gpu.Options) (*wakeModel, error) {
@@ -276,7 +277,7 @@ func openWakeModel(path string, opts gpu.Options) (*wakeModel, error) {
 			}
 		}
 	}
-	if m.sess, err = gpu.Open(path, []string{in.Name}, []string{out.Name}, opts); err != nil {
+	if m.sess, err = gpu.OpenInfo(info, []string{in.Name}, []string{out.Name}, opts); err != nil {
 		return nil, fmt.Errorf("wake: %w", err)
 	}
 	if m.in, err = ort.NewEmptyTensor[float32](ort.NewShape(1, int64(m.frames), embDim)); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/audiotest"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -189,5 +190,15 @@ func TestModelsAndErrors(t *testing.T) {
 	cancel()
 	if _, err := d.Accept(ctx, make([]float32, 4*Chunk)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
+	}
+}
+
+// Each of the detector's models (melspectrogram, embedding, one classifier) is loaded once.
+func TestModelsLoadedOnce(t *testing.T) {
+	gputest.RequireModel(t, "openwakeword/hey_jarvis_v0.1.onnx")
+	before := gpu.Loads()
+	openDetector(t, Config{})
+	if n := gpu.Loads() - before; n != 3 {
+		t.Errorf("loaded %d sessions for 3 models", n)
 	}
 }

@@ -76,7 +76,7 @@ func Open(dir string, o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := gpu.Open(path, lay.inputs, lay.outputs, gpu.Options{Provider: o.Provider, IntraOpThreads: o.Threads})
+	sess, err := gpu.OpenInfo(info, lay.inputs, lay.outputs, gpu.Options{Provider: o.Provider, IntraOpThreads: o.Threads})
 	if err != nil {
 		return nil, err
 	}

@@ -110,7 +110,7 @@ func New(cfg Config) (*Engine, error) {
 	} else if packs[cfg.Voice] == nil {
 		return nil, fmt.Errorf("%w: %q (have %s)", tts.ErrUnknownVoice, cfg.Voice, strings.Join(names(packs), ", "))
 	}
-	sess, err := gpu.Open(path, []string{in, "style", "speed"}, []string{out}, cfg.Options)
+	sess, err := gpu.OpenInfo(info, []string{in, "style", "speed"}, []string{out}, cfg.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -242,3 +242,13 @@ func copyFile(dir, name string) {
 	b, _ := os.ReadFile(filepath.Join("testdata", name))
 	os.WriteFile(filepath.Join(dir, name), b, 0o644)
 }
+
+// The model is loaded once (no inspection session before the real one).
+func TestModelLoadedOnce(t *testing.T) {
+	gputest.RequireORT(t)
+	before := gpu.Loads()
+	testEngine(t, "testdata")
+	if n := gpu.Loads() - before; n != 1 {
+		t.Errorf("loaded %d sessions, want 1", n)
+	}
+}

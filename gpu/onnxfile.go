@@ -1,0 +1,361 @@
+package gpu
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// readModelInfo reads what an ONNX file declares (graph inputs and outputs with their types
+// and shapes, and the custom metadata) straight from its protobuf encoding, without building
+// an ONNX Runtime session: the weights are seeked over, so a 1 GB model is read in
+// milliseconds. ONNX Runtime's own answer would cost a full model load, which is what made
+// every engine load its model three times (two inspections, then the real session).
+//
+// Inputs are reported as ONNX Runtime reports them: graph inputs that are also initializers
+// (overridable constants in old exports) are not inputs to feed.
+func readModelInfo(path string) (*ModelInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, errors.New("is a directory")
+	}
+	return parseModelInfo(f, st.Size(), path)
+}
+
+// parseModelInfo parses an ONNX ModelProto of size bytes from r.
+func parseModelInfo(r io.ReadSeeker, size int64, path string) (*ModelInfo, error) {
+	p := &pbReader{r: r, br: bufio.NewReaderSize(r, 64<<10), size: size}
+	m := &onnxModel{meta: map[string]string{}, inits: map[string]bool{}}
+	if err := p.message(size, m.field); err != nil {
+		return nil, err
+	}
+	if !m.hasGraph {
+		return nil, errors.New("no graph (not an ONNX model)")
+	}
+	info := &ModelInfo{Path: path, Metadata: m.meta}
+	for _, in := range m.inputs {
+		if !m.inits[in.Name] {
+			info.Inputs = append(info.Inputs, in)
+		}
+	}
+	info.Outputs = m.outputs
+	return info, nil
+}
+
+// onnxModel collects the parts of a ModelProto that ModelInfo reports.
+type onnxModel struct {
+	hasGraph        bool
+	inputs, outputs []TensorInfo
+	inits           map[string]bool
+	meta            map[string]string
+}
+
+// Field numbers from onnx.proto.
+const (
+	modelGraph    = 7
+	modelMetadata = 14
+
+	graphInitializer       = 5
+	graphInput             = 11
+	graphOutput            = 12
+	graphSparseInitializer = 15
+
+	tensorName         = 8
+	sparseTensorValues = 1
+
+	valueInfoName = 1
+	valueInfoType = 2
+
+	typeTensor       = 1
+	typeSequence     = 4
+	typeMap          = 5
+	typeSparseTensor = 8
+	typeOptional     = 9
+
+	tensorTypeElem  = 1
+	tensorTypeShape = 2
+	shapeDim        = 1
+	dimValue        = 1
+	dimParam        = 2
+)
+
+func (m *onnxModel) field(p *pbReader, num int, wire int, n int64) error {
+	switch {
+	case num == modelGraph && wire == wireBytes:
+		m.hasGraph = true
+		return p.message(n, m.graphField)
+	case num == modelMetadata && wire == wireBytes:
+		var k, v string
+		err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
+			switch {
+			case num == 1 && wire == wireBytes:
+				return p.str(n, &k)
+			case num == 2 && wire == wireBytes:
+				return p.str(n, &v)
+			}
+			return p.skip(wire, n)
+		})
+		m.meta[k] = v
+		return err
+	}
+	return p.skip(wire, n)
+}
+
+func (m *onnxModel) graphField(p *pbReader, num int, wire int, n int64) error {
+	if wire != wireBytes {
+		return p.skip(wire, n)
+	}
+	switch num {
+	case graphInput, graphOutput:
+		t, err := p.valueInfo(n)
+		if err != nil {
+			return err
+		}
+		if num == graphInput {
+			m.inputs = append(m.inputs, t)
+		} else {
+			m.outputs = append(m.outputs, t)
+		}
+		return nil
+	case graphInitializer:
+		name, err := p.tensorName(n)
+		m.inits[name] = true
+		return err
+	case graphSparseInitializer:
+		return p.message(n, func(p *pbReader, num, wire int, n int64) error {
+			if num == sparseTensorValues && wire == wireBytes {
+				name, err := p.tensorName(n)
+				m.inits[name] = true
+				return err
+			}
+			return p.skip(wire, n)
+		})
+	}
+	return p.skip(wire, n)
+}
+
+// tensorName reads a TensorProto's name, seeking over its data.
+func (p *pbReader) tensorName(n int64) (string, error) {
+	var name string
+	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
+		if num == tensorName && wire == wireBytes {
+			return p.str(n, &name)
+		}
+		return p.skip(wire, n)
+	})
+	return name, err
+}
+
+// valueInfo reads a ValueInfoProto as ONNX Runtime describes it: a tensor's element type and
+// dimensions (-1 where a dimension is symbolic or unknown), or the kind of a non-tensor value.
+func (p *pbReader) valueInfo(n int64) (TensorInfo, error) {
+	var t TensorInfo
+	var kind ort.ONNXType = ort.ONNXTypeUnknown
+	var elem ort.TensorElementDataType
+	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
+		switch {
+		case num == valueInfoName && wire == wireBytes:
+			return p.str(n, &t.Name)
+		case num == valueInfoType && wire == wireBytes:
+			return p.message(n, func(p *pbReader, num, wire int, n int64) error {
+				if wire != wireBytes {
+					return p.skip(wire, n)
+				}
+				switch num {
+				case typeTensor:
+					kind = ort.ONNXTypeTensor
+					return p.message(n, func(p *pbReader, num, wire int, n int64) error {
+						switch {
+						case num == tensorTypeElem && wire == wireVarint:
+							elem = ort.TensorElementDataType(n)
+							return nil
+						case num == tensorTypeShape && wire == wireBytes:
+							t.Shape = []int64{}
+							return p.message(n, func(p *pbReader, num, wire int, n int64) error {
+								if num != shapeDim || wire != wireBytes {
+									return p.skip(wire, n)
+								}
+								d := int64(-1)
+								err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
+									if num == dimValue && wire == wireVarint {
+										d = n
+										return nil
+									}
+									return p.skip(wire, n)
+								})
+								t.Shape = append(t.Shape, d)
+								return err
+							})
+						}
+						return p.skip(wire, n)
+					})
+				case typeSequence:
+					kind = ort.ONNXTypeSequence
+				case typeMap:
+					kind = ort.ONNXTypeMap
+				case typeSparseTensor:
+					kind = ort.ONNXTypeSparseTensor
+				case typeOptional:
+					kind = ort.ONNXTypeOptional
+				}
+				return p.skip(wire, n)
+			})
+		}
+		return p.skip(wire, n)
+	})
+	if kind == ort.ONNXTypeTensor {
+		t.Type = elementType(elem)
+	} else {
+		t.Type = kind.String()
+		t.Shape = nil
+	}
+	return t, err
+}
+
+// Protocol-buffer wire types.
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+// pbReader walks protocol-buffer messages in a file, reading only the fields asked for and
+// seeking over the rest.
+type pbReader struct {
+	r    io.ReadSeeker
+	br   *bufio.Reader
+	pos  int64 // offset of the next byte br returns
+	size int64
+}
+
+var errTruncated = errors.New("truncated (a field runs past its end)")
+
+// message reads fields until n bytes are consumed, calling fn for each. For a length-delimited
+// field fn gets its length and must consume exactly that; for a varint field it gets the value.
+func (p *pbReader) message(n int64, fn func(p *pbReader, num, wire int, n int64) error) error {
+	end := p.pos + n
+	for p.pos < end {
+		key, err := p.varint()
+		if err != nil {
+			return err
+		}
+		num, wire := int(key>>3), int(key&7)
+		if num == 0 {
+			return fmt.Errorf("bad field number 0 at byte %d", p.pos)
+		}
+		var v int64
+		switch wire {
+		case wireVarint:
+			u, err := p.varint()
+			if err != nil {
+				return err
+			}
+			v = int64(u)
+		case wireBytes:
+			u, err := p.varint()
+			if err != nil {
+				return err
+			}
+			if u > uint64(end-p.pos) {
+				return errTruncated
+			}
+			v = int64(u)
+		case wireFixed64:
+			v = 8
+		case wireFixed32:
+			v = 4
+		default:
+			return fmt.Errorf("unsupported wire type %d at byte %d", wire, p.pos)
+		}
+		start := p.pos
+		if err := fn(p, num, wire, v); err != nil {
+			return err
+		}
+		if wire == wireBytes && p.pos != start+v {
+			return fmt.Errorf("field %d at byte %d: read %d of %d bytes", num, start, p.pos-start, v)
+		}
+		if p.pos > end {
+			return errTruncated
+		}
+	}
+	return nil
+}
+
+// skip passes over a field's payload (nothing for a varint, already read).
+func (p *pbReader) skip(wire int, n int64) error {
+	if wire == wireVarint {
+		return nil
+	}
+	return p.discard(n)
+}
+
+func (p *pbReader) discard(n int64) error {
+	if n <= int64(p.br.Buffered()) {
+		_, err := p.br.Discard(int(n))
+		p.pos += n
+		return err
+	}
+	// Seek over large payloads (weights) instead of reading them.
+	to := p.pos + n
+	if to > p.size {
+		return errTruncated
+	}
+	if _, err := p.r.Seek(to, io.SeekStart); err != nil {
+		return err
+	}
+	p.br.Reset(p.r)
+	p.pos = to
+	return nil
+}
+
+// maxString bounds a name or metadata value held in memory.
+const maxString = 64 << 20
+
+func (p *pbReader) str(n int64, dst *string) error {
+	if n > maxString {
+		return fmt.Errorf("a string of %d bytes at byte %d", n, p.pos)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(p.br, b); err != nil {
+		return truncated(err)
+	}
+	p.pos += n
+	*dst = string(b)
+	return nil
+}
+
+func (p *pbReader) varint() (uint64, error) {
+	var x uint64
+	for shift := uint(0); shift < 64; shift += 7 {
+		b, err := p.br.ReadByte()
+		if err != nil {
+			return 0, truncated(err)
+		}
+		p.pos++
+		x |= uint64(b&0x7f) << shift
+		if b < 0x80 {
+			return x, nil
+		}
+	}
+	return 0, fmt.Errorf("bad varint at byte %d", p.pos)
+}
+
+func truncated(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errTruncated
+	}
+	return err
+}
