@@ -169,3 +169,72 @@ func BenchmarkVsPyTorch(b *testing.B) {
 		})
 	}
 }
+
+// streamVsOneShot decodes frames hidden states (frames × hidden) once whole and once the way
+// streaming does, and returns the largest sample difference relative to the one-shot RMS and
+// the decode time of each.
+func streamVsOneShot(b testing.TB, e *Engine, hid []float32, frames int) (rel float64, one, streamed time.Duration) {
+	ist, _ := NewISTFT(e.mc.Audio.NFFT, e.mc.Audio.Hop)
+	ctx := context.Background()
+	t0 := time.Now()
+	a, err := e.vocode(ctx, hid, frames, ist)
+	if err != nil {
+		b.Fatal(err)
+	}
+	one = time.Since(t0)
+	st := e.newStreamer(ist)
+	var s []float32
+	t0 = time.Now()
+	for n := 1; n <= frames; n++ {
+		pcm, ok, err := st.at(ctx, hid, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok {
+			s = append(s, pcm...)
+		}
+	}
+	pcm, err := st.end(ctx, hid, frames)
+	if err != nil {
+		b.Fatal(err)
+	}
+	streamed = time.Since(t0)
+	s = append(s, pcm...)
+	if len(s) != len(a) {
+		b.Fatalf("streamed %d samples, one-shot %d", len(s), len(a))
+	}
+	maxD, rms := joinError(a, s)
+	return maxD / rms, one, streamed
+}
+
+// BenchmarkStreamingJoins: how far streamed audio is from one-shot decoding of the same frames
+// on the official-size decoder and Vocos (random weights, random hidden states: the receptive
+// fields are the real ones; but random ConvNeXt layer scales start at 1e-6, so trained weights
+// reach further), for the default context/lookahead and neighbours, and what the re-decoding
+// costs against one-shot decoding.
+func BenchmarkStreamingJoins(b *testing.B) {
+	dir := officialDir(b)
+	gputest.RequireORT(b)
+	const frames = 144 // 3 s
+	for _, c := range []struct{ ctx, look int }{{-1, -1}, {8, 4}, {24, 8}, {48, 16}} {
+		b.Run(fmt.Sprintf("context=%d/lookahead=%d", max(c.ctx, 0), max(c.look, 1)), func(b *testing.B) {
+			e, err := New(Config{Dir: dir, Options: gpu.Options{Provider: "cpu"}, ContextFrames: c.ctx, LookaheadFrames: c.look})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			r := NewRNG(3)
+			hid := make([]float32, frames*e.mc.GPT.Hidden)
+			for i := range hid {
+				hid[i] = float32(r.Normal())
+			}
+			var rel float64
+			var one, st time.Duration
+			for b.Loop() {
+				rel, one, st = streamVsOneShot(b, e, hid, frames)
+			}
+			b.ReportMetric(rel, "maxdiff/rms")
+			b.ReportMetric(st.Seconds()/one.Seconds(), "decode-cost-x")
+		})
+	}
+}

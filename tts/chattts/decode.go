@@ -30,6 +30,10 @@ type decodeOptions struct {
 	sampler *Sampler
 	maxNew  int
 	spk     []float32 // the speaker vector for [spk_emb] positions (nil: zeros)
+	// prefix are audio frames (frames × num_vq codes) placed after the text prompt, as
+	// ChatTTS places a speaker sample's codes (spk_smp); generation continues after them and
+	// they do not count for the repetition penalty.
+	prefix []int32
 	// frames is called after each accepted frame with the count so far and (code mode) the
 	// hidden states so far (valid during the call); an error stops the decode.
 	frames func(n int, hiddens []float32) error
@@ -103,9 +107,18 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("%w: empty prompt", ErrRun)
 	}
-	maxNew := min(o.maxNew, g.MaxPositions-len(prompt))
+	if len(o.prefix)%Q != 0 {
+		return nil, fmt.Errorf("%w: %d prefix codes are not whole frames of %d", ErrRun, len(o.prefix), Q)
+	}
+	for _, c := range o.prefix {
+		if c < 0 || int(c) >= A {
+			return nil, fmt.Errorf("%w: prefix code %d outside 0..%d", ErrRun, c, A-1)
+		}
+	}
+	nPrompt := len(prompt) + len(o.prefix)/Q
+	maxNew := min(o.maxNew, g.MaxPositions-nPrompt)
 	if maxNew < 1 {
-		return nil, fmt.Errorf("%w: a prompt of %d tokens leaves no room in %d positions", ErrRun, len(prompt), g.MaxPositions)
+		return nil, fmt.Errorf("%w: a prompt of %d positions leaves no room in %d", ErrRun, nPrompt, g.MaxPositions)
 	}
 	eos := e.mc.EOSCode
 	if o.mode == modeText {
@@ -163,7 +176,7 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	}()
 
 	// per-call inputs; ids/mask/positions sized for the prefill, reused (first element) by steps
-	S := len(prompt)
+	S := nPrompt
 	ids := make([]int64, S*Q)
 	mask := make([]bool, S)
 	pos := make([]int64, S)
@@ -172,6 +185,11 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 			ids[i*Q+q] = int64(id)
 		}
 		mask[i] = true
+	}
+	for i, c := range o.prefix { // audio positions: text_mask false
+		ids[len(prompt)*Q+i] = int64(c)
+	}
+	for i := range pos {
 		pos[i] = int64(i)
 	}
 	ones := make([]int64, S+maxNew)

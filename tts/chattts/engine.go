@@ -54,7 +54,7 @@ type Config struct {
 	Refine          string // RefineAuto (default), RefineOn, RefineOff
 	StreamFrames    int    // 0 = DefaultStreamFrames
 	ContextFrames   int    // 0 = DefaultContextFrames; <0 = none
-	LookaheadFrames int    // 0 = DefaultLookaheadFrames; <0 = none
+	LookaheadFrames int    // 0 = DefaultLookaheadFrames; <0 = the minimum, 1
 	MaxNewTokens    int    // 0 = the model's code.max_new_tokens
 	Calibration     control.Calibration
 	Log             *slog.Logger
@@ -102,7 +102,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.LookaheadFrames == 0 {
 		cfg.LookaheadFrames = DefaultLookaheadFrames
 	}
-	cfg.ContextFrames, cfg.LookaheadFrames = max(0, cfg.ContextFrames), max(0, cfg.LookaheadFrames)
+	// a chunk's last samples need the next frame (the ISTFT's final half window), so at least
+	// one frame is always held back
+	cfg.ContextFrames, cfg.LookaheadFrames = max(0, cfg.ContextFrames), max(1, cfg.LookaheadFrames)
 	mc, err := ReadModelConfig(cfg.Dir)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/tts"
 )
 
 const tinyDir = "../../testdata/chattts/tiny"
@@ -175,6 +176,57 @@ func TestVocodeMatchesReference(t *testing.T) {
 	for i := 0; i < len(want)-e.mc.Audio.NFFT/2; i++ {
 		if d := math.Abs(float64(pcm[i] - want[i])); d > 1e-4*math.Max(1, math.Abs(float64(want[i]))) {
 			t.Fatalf("sample %d: %g, torch %g (|d| %g)", i, pcm[i], want[i], d)
+		}
+	}
+}
+
+// TestPrefixContinues: with the reference's own first k greedy frames given as a speaker
+// sample's codes (audio positions after the prompt, ChatTTS's spk_smp), greedy decoding goes
+// on exactly as the reference did — the prefix enters the cache as if generated.
+func TestPrefixContinues(t *testing.T) {
+	ref := readTinyRef(t)
+	e := tinyEngine(t)
+	const k = 5
+	var prefix []int32
+	for _, f := range ref.Greedy.Codes[:k] {
+		prefix = append(prefix, f...)
+	}
+	s := NewSampler(SampleParams{Greedy: true, Temperature: []float32{1}, EOS: e.mc.EOSCode}, nil)
+	res, err := e.decode(context.Background(), ref.Greedy.PromptIDs, decodeOptions{mode: modeCode, sampler: s,
+		maxNew: ref.Greedy.MaxNew - k, spk: ref.Speaker, prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := frames(res.Codes, e.mc.GPT.NumVQ)
+	want := ref.Greedy.Codes[k:]
+	if len(got) != len(want) {
+		t.Fatalf("%d frames after the prefix, reference %d", len(got), len(want))
+	}
+	for i := range got {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("frame %d after the prefix: %v, reference %v", i, got[i], want[i])
+		}
+	}
+	if _, err := e.decode(context.Background(), ref.Greedy.PromptIDs, decodeOptions{mode: modeCode, sampler: s,
+		maxNew: 4, prefix: []int32{1, 2, 3}}); err == nil {
+		t.Error("a prefix of 3 codes (not whole frames) accepted")
+	}
+	// through the engine: a speaker sample changes the audio and bad samples are refused
+	a, _, _ := synthAll(t, e, tts.Request{Text: "hello", Seed: 2})
+	st, err := e.SynthesizeWithSample(context.Background(), tts.Request{Text: "hello", Seed: 2}, &SpeakerSample{Text: "what time", Codes: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tts.ReadAll(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashPCM(a) == hashPCM(b.Data) {
+		t.Error("the speaker sample changed nothing")
+	}
+	for _, bad := range []*SpeakerSample{{Codes: []int32{1, 2}}, {Codes: []int32{1, 2, 3, 625}}, {Codes: nil}} {
+		if _, err := e.SynthesizeWithSample(context.Background(), tts.Request{Text: "hello"}, bad); err == nil {
+			t.Errorf("sample %+v accepted", bad)
 		}
 	}
 }

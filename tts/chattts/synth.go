@@ -18,9 +18,24 @@ const MaxRunTokens = 100
 // ensure_non_empty), drawing on from the same RNG.
 const maxEmptyRetries = 3
 
+// SpeakerSample is ChatTTS's spk_smp: a recording's transcript and its DVAE codes (frames ×
+// num_vq, row-major, from dvae_encoder.onnx). Every code pass then starts from
+// [Stts][spk_emb]{Text}[speed_N]{text}[Ptts] followed by the sample's frames as audio
+// positions, and continues the voice from there (zero-shot cloning).
+type SpeakerSample struct {
+	Text  string
+	Codes []int32
+}
+
 // Synthesize streams speech: per sentence one or more GPT calls, audio every StreamFrames code
 // frames. The same request (text, voice or seed, settings) gives bit-identical samples.
 func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	return e.SynthesizeWithSample(ctx, req, nil)
+}
+
+// SynthesizeWithSample is Synthesize with a speaker sample prepended to every code pass (nil:
+// none).
+func (e *Engine) SynthesizeWithSample(ctx context.Context, req tts.Request, smp *SpeakerSample) (tts.Stream, error) {
 	select {
 	case <-e.closed:
 		return nil, tts.ErrClosed
@@ -29,6 +44,12 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 	req, err := req.Validate()
 	if err != nil {
 		return nil, err
+	}
+	var sample *promptSample
+	if smp != nil {
+		if sample, err = e.prepareSample(smp); err != nil {
+			return nil, err
+		}
 	}
 	spk, err := e.speaker(req)
 	if err != nil {
@@ -84,7 +105,7 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 					}
 					return emit(c)
 				}
-				if err := e.speakRun(ctx, text, r.Speed, spk, tp.RefinePrompt, refSampler, codeSampler, ist, out, warnf); err != nil {
+				if err := e.speakRun(ctx, text, r.Speed, spk, sample, tp.RefinePrompt, refSampler, codeSampler, ist, out, warnf); err != nil {
 					return err
 				}
 			}
@@ -148,7 +169,7 @@ func (e *Engine) splitRun(text string) ([]string, error) {
 
 // speakRun runs the refine pass (when on) and the code pass for one piece of text, streaming
 // its audio through out every StreamFrames frames.
-func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []float32, refinePrompt string,
+func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []float32, smp *promptSample, refinePrompt string,
 	refSampler, codeSampler *Sampler, ist *ISTFT, out func([]float32, bool) error, warnf func(string)) error {
 	ft, err := e.frontText(text)
 	if err != nil {
@@ -167,33 +188,23 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 			ids = refined
 		}
 	}
-	prompt := e.codePrompt(ids, speed, spk != nil)
-	H := e.mc.GPT.Hidden
-	perCode := e.mc.Audio.MelFramesPerCode * e.mc.Audio.Hop
-	emitted := 0 // code frames whose audio has been sent
-	window := func(hiddens []float32, upto, frames int, final bool) error {
-		s0 := max(0, emitted-e.cfg.ContextFrames)
-		pcm, err := e.vocode(ctx, hiddens[s0*H:frames*H], frames-s0, ist)
-		if err != nil {
-			return err
-		}
-		a := (emitted - s0) * perCode
-		b := min(len(pcm), (upto-s0)*perCode)
-		if b < a {
-			b = a
-		}
-		emitted = upto
-		return out(append([]float32(nil), pcm[a:b]...), final)
+	var prefix []int32
+	if smp != nil {
+		ids = append(append([]int(nil), smp.text...), ids...)
+		prefix = smp.codes
 	}
+	prompt := e.codePrompt(ids, speed, spk != nil)
+	st := e.newStreamer(ist)
 	var res *decodeResult
 	for attempt := 0; ; attempt++ {
-		emitted = 0
+		st.emitted = 0
 		res, err = e.decode(ctx, prompt, decodeOptions{mode: modeCode, sampler: codeSampler, maxNew: e.cfg.MaxNewTokens,
-			spk: spk, frames: func(n int, hiddens []float32) error {
-				if n%e.cfg.StreamFrames != 0 || n-e.cfg.LookaheadFrames <= emitted {
-					return nil
+			spk: spk, prefix: prefix, frames: func(n int, hiddens []float32) error {
+				pcm, ok, err := st.at(ctx, hiddens, n)
+				if err != nil || !ok {
+					return err
 				}
-				return window(hiddens, n-e.cfg.LookaheadFrames, n, false)
+				return out(pcm, false)
 			}})
 		if err != nil {
 			return err
@@ -209,7 +220,57 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 		warnf(fmt.Sprintf("chattts: the model said nothing for %q", truncate(text, 40)))
 		return out(nil, true)
 	}
-	return window(res.Hiddens, res.Frames, res.Frames, true)
+	pcm, err := st.end(ctx, res.Hiddens, res.Frames)
+	if err != nil {
+		return err
+	}
+	return out(pcm, true)
+}
+
+// streamer turns a growing sequence of GPT hidden states into audio chunks: every
+// StreamFrames frames it decodes the frames since the last chunk with ContextFrames of left
+// context and emits them except the last LookaheadFrames, whose audio still depends on frames
+// to come (the decoder and Vocos are not causal); end emits the rest.
+type streamer struct {
+	e       *Engine
+	ist     *ISTFT
+	emitted int // code frames whose audio has been sent
+}
+
+func (e *Engine) newStreamer(ist *ISTFT) *streamer { return &streamer{e: e, ist: ist} }
+
+// at is called after n frames; ok says whether it is time for a chunk.
+func (s *streamer) at(ctx context.Context, hiddens []float32, n int) ([]float32, bool, error) {
+	c := s.e.cfg
+	if n%c.StreamFrames != 0 || n-c.LookaheadFrames <= s.emitted {
+		return nil, false, nil
+	}
+	pcm, err := s.window(ctx, hiddens, n-c.LookaheadFrames, n)
+	return pcm, err == nil, err
+}
+
+// end returns the audio of every frame not yet sent (n frames in all).
+func (s *streamer) end(ctx context.Context, hiddens []float32, n int) ([]float32, error) {
+	return s.window(ctx, hiddens, n, n)
+}
+
+// window decodes frames [emitted−ContextFrames, frames) and returns the audio of
+// [emitted, upto).
+func (s *streamer) window(ctx context.Context, hiddens []float32, upto, frames int) ([]float32, error) {
+	H := s.e.mc.GPT.Hidden
+	perCode := s.e.mc.Audio.MelFramesPerCode * s.e.mc.Audio.Hop
+	if upto <= s.emitted {
+		return nil, nil
+	}
+	s0 := max(0, s.emitted-s.e.cfg.ContextFrames)
+	pcm, err := s.e.vocode(ctx, hiddens[s0*H:frames*H], frames-s0, s.ist)
+	if err != nil {
+		return nil, err
+	}
+	a := (s.emitted - s0) * perCode
+	b := max(a, min(len(pcm), (upto-s0)*perCode))
+	s.emitted = upto
+	return append([]float32(nil), pcm[a:b]...), nil
 }
 
 func truncate(s string, n int) string {
@@ -217,4 +278,30 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// promptSample is a SpeakerSample ready for the prompt: transcript ids and checked codes.
+type promptSample struct {
+	text  []int
+	codes []int32
+}
+
+func (e *Engine) prepareSample(s *SpeakerSample) (*promptSample, error) {
+	Q, A := e.mc.GPT.NumVQ, e.mc.GPT.NumAudioTokens
+	if len(s.Codes) == 0 || len(s.Codes)%Q != 0 {
+		return nil, fmt.Errorf("%w: speaker sample of %d codes (want whole frames of %d)", tts.ErrBadRequest, len(s.Codes), Q)
+	}
+	for _, c := range s.Codes {
+		if c < 0 || int(c) >= e.mc.EOSCode || int(c) >= A {
+			return nil, fmt.Errorf("%w: speaker sample code %d outside 0..%d", tts.ErrBadRequest, c, e.mc.EOSCode-1)
+		}
+	}
+	if len(s.Codes)/Q > e.mc.GPT.MaxPositions/2 {
+		return nil, fmt.Errorf("%w: speaker sample of %d frames is longer than half the model's %d positions", tts.ErrBadRequest, len(s.Codes)/Q, e.mc.GPT.MaxPositions)
+	}
+	ft, err := e.frontText(s.Text)
+	if err != nil {
+		return nil, err
+	}
+	return &promptSample{text: e.tok.Encode(ft), codes: s.Codes}, nil
 }
