@@ -39,8 +39,13 @@ test-py:
 # Benchmarks report ratios against baselines measured in the same run.
 bench: setup bench-go bench-py
 
-bench-go:
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -timeout 60m ./...
+# The official-size random ChatTTS export tts/chattts's benchmarks run on (~1.1 GB, made once).
+CHATTTS_BENCH ?= /tmp/parley-chattts-official
+bench-go: $(CHATTTS_BENCH)/config.json
+	PARLEY_CHATTTS_OFFICIAL=$(CHATTTS_BENCH) $(GO) test -tags $(TAGS) -run '^$$' -bench . -timeout 60m ./...
+
+$(CHATTTS_BENCH)/config.json:
+	$(MAKE) -C train chattts-official CHATTTS_OUT=$(CHATTTS_BENCH)
 
 bench-py:
 	$(MAKE) -C train bench

@@ -59,7 +59,7 @@ func (e *Engine) SynthesizeWithSample(ctx context.Context, req tts.Request, smp 
 	sc := plan.Script
 	asked := sc.Oral >= 0 || sc.LaughLevel >= 0 || sc.BreakLevel >= 0
 	refine := e.refineAllowed() && (e.cfg.Refine == RefineOn || asked)
-	tp := planText(plan, refine, e.cfg.Calibration, req.Speed)
+	tp := planText(plan, refine, e.mc.Frontend.Type != "espeak-ipa", e.cfg.Calibration, req.Speed)
 	if len(tp.Runs) == 0 {
 		return nil, fmt.Errorf("%w: nothing ChatTTS can say in %q", tts.ErrEmpty, truncate(req.Text, 60))
 	}

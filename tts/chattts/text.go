@@ -115,7 +115,10 @@ func speedLevel(rate float64) (int, bool) {
 // silence of its calibrated length, like every pause ChatTTS has no token for (SSML breaks,
 // the gap between sentences), inserted between GPT runs. A change of speed inside a sentence
 // starts a new run, as the prompt's [speed_N] holds for a whole call.
-func planText(p *tts.Plan, refine bool, cal control.Calibration, speed float64) textPlan {
+//
+// rules applies ChatTTS's character rules to the text (the WordPiece front-end); the
+// espeak-ipa front-end keeps the normalised text, punctuation included, for espeak-ng.
+func planText(p *tts.Plan, refine, rules bool, cal control.Calibration, speed float64) textPlan {
 	var tp textPlan
 	sc := p.Script
 	var pr strings.Builder
@@ -156,7 +159,11 @@ func planText(p *tts.Plan, refine bool, cal control.Calibration, speed float64) 
 					flush()
 				}
 				curSpeed = lvl
-				if t := chatttsChars(seg.Text, seg.Lang == "zh" || isZH(seg.Text)); t != "" {
+				t := strings.TrimSpace(seg.Text)
+				if rules {
+					t = chatttsChars(seg.Text, seg.Lang == "zh" || isZH(seg.Text))
+				}
+				if t != "" {
 					cur = append(cur, t)
 				}
 			case control.Laugh:

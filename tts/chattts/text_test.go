@@ -7,6 +7,7 @@ import (
 
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/control"
+	"github.com/parley-voice/parley/tts/espeak"
 )
 
 func plan(t *testing.T, text string, refine bool, speed float64) textPlan {
@@ -15,7 +16,7 @@ func plan(t *testing.T, text string, refine bool, speed float64) textPlan {
 	if speed == 0 {
 		speed = 1
 	}
-	return planText(tts.Prepare(req, control.DefaultCalibration()), refine, control.DefaultCalibration(), speed)
+	return planText(tts.Prepare(req, control.DefaultCalibration()), refine, true, control.DefaultCalibration(), speed)
 }
 
 func runTexts(tp textPlan) []string {
@@ -119,5 +120,35 @@ func TestPlanControlOnly(t *testing.T) {
 	tp = plan(t, "你好！[laugh]今天天气很好。", false, 0)
 	if got := runTexts(tp); strings.Join(got, "|") != "你好。|[laugh] 今天天气很好。" {
 		t.Fatalf("runs %q", got)
+	}
+}
+
+// TestFrontTextEspeakIPA: the demo voice's front-end (train/chattts/CONTRACT.md "espeak-ipa"):
+// control tokens kept, the rest cut after , . ; : ! ? (marks kept as words), each piece
+// phonemised by espeak-ng, all joined with single spaces.
+func TestFrontTextEspeakIPA(t *testing.T) {
+	e := &Engine{mc: &ModelConfig{}}
+	e.mc.Frontend.Type = "espeak-ipa"
+	ph := func(s string) string {
+		p, err := espeak.Phonemes(s, "en-us")
+		if err != nil {
+			t.Skipf("espeak-ng: %v", err)
+		}
+		return strings.TrimSpace(p)
+	}
+	got, err := e.frontText("hello there, world [laugh] it is ten! ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{ph("hello there"), ",", ph(" world "), "[laugh]", ph(" it is ten"), "!", ph(" ok")}, " ")
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got, _ := e.frontText("[uv_break][laugh]"); got != "[uv_break] [laugh]" {
+		t.Fatalf("tokens only: %q", got)
+	}
+	e.mc.Frontend.Type = "wordpiece"
+	if got, _ := e.frontText("hello, world"); got != "hello, world" {
+		t.Fatalf("wordpiece front-end changed the text: %q", got)
 	}
 }
