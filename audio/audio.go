@@ -21,7 +21,10 @@ var (
 	ErrUnsupported = errors.New("audio: unsupported format") // valid but not handled (e.g. A-law WAV)
 	ErrTruncated   = errors.New("audio: truncated data")     // data ended before its header said
 	ErrTooLarge    = errors.New("audio: too large")          // over a configured limit
-	ErrClosed      = errors.New("audio: closed")             // use after Close
+	// ErrRecovered marks a warning, not a failure: a damaged file was read as far as it goes
+	// (a WAV cut short, or one whose recorder was stopped before it wrote the data size).
+	ErrRecovered = errors.New("audio: damaged file read as far as possible")
+	ErrClosed    = errors.New("audio: closed") // use after Close
 )
 
 // MaxChannels and MaxSampleRate bound what the package accepts from outside input.

@@ -50,6 +50,9 @@ type WAVReader struct {
 	remaining int64 // bytes left in the data chunk; -1 when unknown
 	buf       []byte
 	err       error // sticky terminal error (io.EOF when done)
+	noSize    bool  // the header's data size was 0: read to the end of the input
+	read      int64 // bytes of samples read
+	warning   error // damage worked around (Warning)
 }
 
 const wavReadBuf = 32 << 10
@@ -124,11 +127,17 @@ func NewWAVReader(r io.Reader) (*WAVReader, error) {
 				return nil, fmt.Errorf("%w: data chunk before fmt chunk", ErrFormat)
 			}
 			w.info.DataOffset = off
-			if size >= wavStreamSize {
+			switch {
+			case size >= wavStreamSize:
 				// sizes written by tools streaming to a pipe (0xFFFFFFFF by ffmpeg, 0x7FFFF000 by
 				// sox and espeak-ng): read to the end of the input
 				w.remaining = -1
-			} else {
+			case size == 0:
+				// a recorder stopped before it went back to write the sizes leaves 0 here; what
+				// follows is the recording (sox and ffmpeg read it too). Warning says so.
+				w.remaining = -1
+				w.noSize = true
+			default:
 				w.remaining = size / int64(w.block) * int64(w.block)
 				w.info.Frames = size / int64(w.block)
 			}
@@ -260,6 +269,17 @@ func (w *WAVReader) parseFmt(b []byte) error {
 // Info describes the stream.
 func (w *WAVReader) Info() WAVInfo { return w.info }
 
+// Warning reports damage that reading worked around, once the data has been read to its
+// end: a data chunk cut short (the samples that were there are returned), or a header whose
+// data size is 0 with audio after it (read to the end of the file). It wraps ErrRecovered,
+// and ErrTruncated for a file cut short; nil for a sound file.
+func (w *WAVReader) Warning() error { return w.warning }
+
+// seconds formats a byte count of samples as a duration.
+func (w *WAVReader) seconds(bytes int64) string {
+	return fmt.Sprintf("%.2f s", float64(bytes/int64(w.block))/float64(w.info.SampleRate))
+}
+
 // Format implements Source.
 func (w *WAVReader) Format() Format { return w.info.Format }
 
@@ -294,21 +314,29 @@ func (w *WAVReader) Read(ctx context.Context, p []float32) (int, error) {
 	if w.remaining >= 0 {
 		w.remaining -= int64(got)
 	}
+	w.read += int64(got)
 	out := got / w.block * ch
 	switch {
 	case rerr == nil:
 		return out, nil
-	case w.remaining < 0 && (rerr == io.EOF || rerr == io.ErrUnexpectedEOF):
-		// stream of unknown length: the end of the input is the end of the audio
+	case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
+		// The end of the input is the end of the audio: for a stream of unknown length that is
+		// normal; a file cut short gives what is there, with a warning.
+		switch {
+		case w.noSize && w.read > 0:
+			w.warning = fmt.Errorf("%w: the WAV header says the recording is empty (data size 0), "+
+				"but %s of audio follow; read to the end of the file (was the recorder stopped "+
+				"before it finished the file?)", ErrRecovered, w.seconds(w.read))
+		case w.remaining > 0:
+			w.warning = fmt.Errorf("%w: %w: the WAV header promises %s of audio but the file ends "+
+				"after %s; read what is there (was the file cut short?)", ErrRecovered, ErrTruncated,
+				w.seconds(w.info.Frames*int64(w.block)), w.seconds(w.read))
+		}
 		w.err = io.EOF
 		if out > 0 {
 			return out, nil
 		}
 		return 0, io.EOF
-	case rerr == io.EOF || rerr == io.ErrUnexpectedEOF:
-		w.err = fmt.Errorf("%w: WAV data chunk declares %d frames but the file ends after %d",
-			ErrTruncated, w.info.Frames, w.info.Frames-w.remaining/int64(w.block))
-		return out, w.err
 	default:
 		w.err = fmt.Errorf("audio: reading WAV data: %w", rerr)
 		return out, w.err
@@ -316,6 +344,8 @@ func (w *WAVReader) Read(ctx context.Context, p []float32) (int, error) {
 }
 
 // ReadWAV reads a whole WAV stream into memory, refusing streams of more than MaxWAVSamples.
+// A damaged file that could be read as far as it goes (see WAVReader.Warning) returns its
+// samples together with that warning, an error wrapping ErrRecovered.
 func ReadWAV(r io.Reader) (*Buffer, error) { return DecodeWAV(r, MaxWAVSamples) }
 
 // DecodeWAV is ReadWAV with a caller-chosen limit on the number of samples (all channels).
@@ -333,7 +363,7 @@ func DecodeWAV(r io.Reader, maxSamples int) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	return b, wr.Warning()
 }
 
 // ReadWAVFile reads a WAV file; errors name the file.
@@ -345,7 +375,7 @@ func ReadWAVFile(path string) (*Buffer, error) {
 	defer f.Close()
 	b, err := ReadWAV(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return b, fmt.Errorf("%s: %w", path, err)
 	}
 	return b, nil
 }

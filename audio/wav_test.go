@@ -121,7 +121,9 @@ func TestWAVHeaders(t *testing.T) {
 		{"streamed size 0xFFFFFFFF", wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, s16, 0xFFFFFFFF), nil, 4},
 		{"odd trailing byte ignored", wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, append(s16, 7), 9), nil, 4},
 		{"empty data", wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, nil, 0), nil, 0},
-		{"truncated data", wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, s16, 1000), ErrTruncated, 0},
+		{"truncated data: what is there, with a warning", wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, s16, 1000), ErrTruncated, 4},
+		{"data size 0 left by a stopped recorder", wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, s16, 0), ErrRecovered, 4},
+		{"truncated mid-frame", wavBytes(fmtPCM(1, 2, 16000, 4, 16), nil, s16[:7], 16), ErrRecovered, 2},
 		{"lying huge data", wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, s16, 0x7FFFEFF0), ErrTooLarge, 0},
 		{"espeak-ng pipe size", wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, s16, 0x7FFFF000), nil, 4},
 		{"bad block align", wavBytes(fmtPCM(1, 2, 16000, 3, 16), nil, s16, 8), ErrFormat, 0},
@@ -159,6 +161,12 @@ func TestWAVHeaders(t *testing.T) {
 				}
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("seek=%v: err = %v, want %v", seek, err, tc.want)
+				}
+				if errors.Is(err, ErrRecovered) != (tc.samples > 0) {
+					t.Fatalf("seek=%v: err = %v; a warning (ErrRecovered) exactly when samples are recovered", seek, err)
+				}
+				if tc.samples > 0 && (b == nil || len(b.Data) != tc.samples) {
+					t.Fatalf("seek=%v: recovered %v, want %d samples", seek, b, tc.samples)
 				}
 			}
 		})
@@ -259,9 +267,12 @@ func FuzzWAV(f *testing.F) {
 	f.Add(wavBytes(fmtPCM(3, 1, 8000, 8, 64), nil, s16, 0xFFFFFFFF))
 	f.Add(wavBytes(fmtPCM(1, 1, 16000, 1, 8), nil, s16, 1000))
 	f.Add([]byte("RIFF\x04\x00\x00\x00WAVELIST\xff\xff\xff\x7f"))
+	f.Add(wavBytes(fmtPCM(1, 1, 16000, 2, 16), nil, s16, 0))          // recorder stopped: data size 0
+	f.Add(wavBytes(fmtPCM(1, 2, 16000, 4, 16), nil, s16[:7], 16))     // cut mid-frame
+	f.Add(wavBytes(fmtPCM(3, 1, 16000, 4, 32), nil, s16, 0x7FFFEFFF)) // cut, float
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := DecodeWAV(bytes.NewReader(data), 1<<20)
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrRecovered) {
 			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrUnsupported) && !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("unclassified error: %v", err)
 			}

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 
 	"github.com/parley-voice/parley/asr"
@@ -155,137 +152,39 @@ func transcribeFile(ctx context.Context, env *cliEnv, rec *asr.Recognizer, name 
 	return rec.TranscribeSource(ctx, src, rec.Options(), nil)
 }
 
-// openAudio opens a file ("-" for standard input) as an audio source: WAV directly, any
-// other format through ffmpeg (16 kHz mono). done releases what it opened.
+// openAudio opens a file ("-" for standard input) as an audio source: WAV directly in its
+// own format, any other format through ffmpeg (16 kHz mono, MP3 priming removed), through
+// the one decode path every command shares (audio.Decode). done releases what it opened and
+// prints a warning when a damaged WAV file was read as far as it goes.
 func openAudio(ctx context.Context, env *cliEnv, name string) (src audio.Source, done func(), err error) {
-	var in io.Reader
-	closers := []func(){}
-	done = func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}
-	if name == "-" {
-		in = env.Stdin
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
+	in := env.Stdin
+	var f *os.File
+	if name != "-" {
+		if f, err = os.Open(name); err != nil {
 			return nil, nil, err
 		}
-		closers = append(closers, func() { f.Close() })
 		if st, err := f.Stat(); err == nil && st.IsDir() {
-			done()
+			f.Close()
 			return nil, nil, fmt.Errorf("is a directory")
 		}
 		in = f
 	}
-	br := bufio.NewReaderSize(in, 64<<10)
-	head, _ := br.Peek(12)
-	if len(head) == 0 {
-		done()
-		return nil, nil, fmt.Errorf("empty input")
-	}
-	if isWAV(head) {
-		wr, err := audio.NewWAVReader(br)
-		if err != nil {
-			done()
-			return nil, nil, err
+	d, err := audio.Decode(ctx, in)
+	if err != nil {
+		if f != nil {
+			f.Close()
 		}
-		return wr, done, nil
-	}
-	dec, wait, err := ffmpegDecode(ctx, br, name)
-	if err != nil {
-		done()
 		return nil, nil, err
 	}
-	closers = append(closers, wait)
-	return dec, done, nil
-}
-
-func isWAV(h []byte) bool {
-	return len(h) >= 12 && (bytes.Equal(h[:4], []byte("RIFF")) || bytes.Equal(h[:4], []byte("RF64"))) && bytes.Equal(h[8:12], []byte("WAVE"))
-}
-
-// ffmpegDecode starts ffmpeg to turn any audio into 16 kHz mono 16-bit PCM on a pipe.
-func ffmpegDecode(ctx context.Context, in io.Reader, name string) (audio.Source, func(), error) {
-	bin, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		return nil, nil, fmt.Errorf("not a WAV file, and ffmpeg (needed for other formats) is not installed: install ffmpeg (apt-get install ffmpeg) or convert to WAV first")
-	}
-	cmd := exec.CommandContext(ctx, bin, "-nostdin", "-hide_banner", "-loglevel", "error",
-		"-i", "pipe:0", "-vn", "-f", "s16le", "-acodec", "pcm_s16le", "-ac", "1", "-ar", "16000", "pipe:1")
-	cmd.Stdin = in
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedBuffer{b: &stderr, max: 4096}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("ffmpeg: %w", err)
-	}
-	pr, err := audio.NewPCMReader(out, audio.Mono16k, audio.S16)
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, nil, err
-	}
-	src := &ffmpegSource{PCMReader: pr, cmd: cmd, stderr: &stderr, name: name}
-	return src, func() {
-		if !src.done {
-			// the reader stopped before the end (an error mid-stream): ffmpeg may be blocked
-			// writing to a pipe nobody reads, and Wait would never return
-			cmd.Process.Kill()
+	return d, func() {
+		d.Close()
+		if f != nil {
+			f.Close()
 		}
-		src.finish()
+		if w := d.Warning(); w != nil {
+			fmt.Fprintf(env.Stderr, "parley: warning: %s: %v\n", name, w)
+		}
 	}, nil
-}
-
-// ffmpegSource reports ffmpeg's failure (not a clean EOF) when it could not decode the input.
-type ffmpegSource struct {
-	*audio.PCMReader
-	cmd    *exec.Cmd
-	stderr *bytes.Buffer
-	name   string
-	done   bool
-	err    error
-}
-
-func (s *ffmpegSource) Read(ctx context.Context, p []float32) (int, error) {
-	n, err := s.PCMReader.Read(ctx, p)
-	if errors.Is(err, io.EOF) {
-		if werr := s.finish(); werr != nil {
-			return n, werr
-		}
-	}
-	return n, err
-}
-
-func (s *ffmpegSource) finish() error {
-	if s.done {
-		return s.err
-	}
-	s.done = true
-	if err := s.cmd.Wait(); err != nil {
-		msg := strings.TrimSpace(s.stderr.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		s.err = fmt.Errorf("ffmpeg could not decode it: %s", msg)
-	}
-	return s.err
-}
-
-type limitedBuffer struct {
-	b   *bytes.Buffer
-	max int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.max - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }
 
 func writeTranscript(w io.Writer, format, name string, many bool, r *asr.Result) error {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/parley-voice/parley/audio"
@@ -18,7 +16,7 @@ import (
 func init() {
 	register(&command{
 		name:  "vad",
-		usage: "vad [flags] FILE.wav|-|--listen  print speech segments as JSON (or live events from the microphone)",
+		usage: "vad [flags] FILE…|-|--listen  print speech segments of audio files as JSON (or live events from the microphone)",
 		run:   runVAD,
 	})
 }
@@ -74,7 +72,7 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 		return vadListen(ctx, env, cfg, *dev)
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("%w: parley vad [flags] FILE.wav|- (or --listen)", errUsage)
+		return fmt.Errorf("%w: parley vad [flags] FILE…|- (or --listen)", errUsage)
 	}
 	d, err := vad.New(cfg)
 	if err != nil {
@@ -83,7 +81,7 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 	defer d.Close()
 	var reports []vadFileReport
 	for _, name := range fs.Args() {
-		rep, err := vadFile(ctx, d, env.Stdin, name)
+		rep, err := vadFile(ctx, env, d, name)
 		if err != nil {
 			return err
 		}
@@ -97,20 +95,12 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 	return enc.Encode(reports)
 }
 
-func vadFile(ctx context.Context, d *vad.Detector, stdin io.Reader, name string) (vadFileReport, error) {
-	var r io.Reader = stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return vadFileReport{}, err
-		}
-		defer f.Close()
-		r = f
-	}
-	wr, err := audio.NewWAVReader(r)
+func vadFile(ctx context.Context, env *cliEnv, d *vad.Detector, name string) (vadFileReport, error) {
+	wr, done, err := openAudio(ctx, env, name)
 	if err != nil {
 		return vadFileReport{}, fmt.Errorf("%s: %w", name, err)
 	}
+	defer done()
 	counted := &countingSource{Source: wr}
 	segs, err := d.Segments(ctx, counted)
 	if err != nil {

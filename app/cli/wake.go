@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 func init() {
 	register(&command{
 		name:  "wake",
-		usage: "wake [--model NAME]… [FILE.wav|-]  listen for wake words (or scan a file) and print detections as JSON lines",
+		usage: "wake [--model NAME]… [FILE|-]  listen for wake words (or scan an audio file) and print detections as JSON lines",
 		run:   runWake,
 	})
 }
@@ -61,7 +60,7 @@ func runWake(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	cfg.Models, cfg.Threshold = models, float32(thr)
 	if fs.NArg() > 1 {
-		return fmt.Errorf("%w: parley wake [flags] [FILE.wav|-]", errUsage)
+		return fmt.Errorf("%w: parley wake [flags] [FILE|-]", errUsage)
 	}
 	d, err := wake.New(cfg)
 	if err != nil {
@@ -109,20 +108,12 @@ func runWake(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 func wakeFile(ctx context.Context, env *cliEnv, d *wake.Detector, name string, withScores bool) error {
-	r := env.Stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r = f
-	}
-	wr, err := audio.NewWAVReader(r)
+	src, done, err := openAudio(ctx, env, name)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	dets, scores, err := d.Process(ctx, wr)
+	defer done()
+	dets, scores, err := d.Process(ctx, src)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
