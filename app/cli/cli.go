@@ -32,9 +32,12 @@ type cliEnv struct {
 
 // GUIOptions are the desktop app's command-line options.
 type GUIOptions struct {
-	Log     *slog.Logger
-	NoAudio bool // text only: no microphone, speaker or speech recognition
-	NoTray  bool // no system tray icon
+	Log      *slog.Logger
+	LogLevel slog.Level // for the app's log file
+	NoAudio  bool       // text only: no microphone, speaker or speech recognition
+	NoTray   bool       // no system tray icon
+	// Diagnostics is doctor's report as JSON (the app's "Copy diagnostics").
+	Diagnostics func(ctx context.Context) ([]byte, error)
 }
 
 // GUIFunc runs the desktop app until it is closed or ctx ends.
