@@ -153,6 +153,13 @@ func (e micError) Error() string   { return e.err.Error() }
 func (e micError) Unwrap() error   { return e.err }
 func (e micError) Temporary() bool { return true }
 
+// IsOpen says whether the device stream is open now.
+func (m *Mic) IsOpen() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cur != nil
+}
+
 // Health is the open stream's recovery record (zero while closed).
 func (m *Mic) Health() device.Health {
 	m.mu.Lock()

@@ -139,6 +139,13 @@ func (s *Speaker) Stop() {
 	}
 }
 
+// IsOpen says whether the device stream is open now.
+func (s *Speaker) IsOpen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur != nil
+}
+
 // Health is the open stream's recovery record (zero while closed).
 func (s *Speaker) Health() device.Health {
 	s.mu.Lock()
