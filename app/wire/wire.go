@@ -476,10 +476,9 @@ func voice(cfg *config.Config, lib *voices.Library, log *slog.Logger) (*Voice, e
 	}
 	if saved != nil {
 		// the saved voice's own defaults win over config's defaults, not over values set
-		d := config.Default().TTS
-		set := engines.Explicit{Seed: c.Seed != 0, Speed: c.Speed != 0 && c.Speed != d.Speed,
-			Temperature: c.Temperature != 0 && c.Temperature != d.Temperature,
-			TopP:        c.TopP != 0 && c.TopP != d.TopP, TopK: c.TopK != 0 && c.TopK != d.TopK, Language: req.Language != ""}
+		set := engines.Explicit{Seed: c.Seed != 0, Speed: cfg.IsSet("tts.speed"),
+			Temperature: cfg.IsSet("tts.temperature"), TopP: cfg.IsSet("tts.top_p"), TopK: cfg.IsSet("tts.top_k"),
+			Language: req.Language != ""}
 		if req, err = engines.ApplyVoice(req, saved, c.Engine, set); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("tts.voice: %w", err)
