@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/gpu"
 )
 
 // cliEnv is what every subcommand gets.
@@ -127,9 +128,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "parley:", err)
 		return 1
 	}
-	if cfg.Runtime.Library != "" && os.Getenv("PARLEY_ORT_LIB") == "" {
-		os.Setenv("PARLEY_ORT_LIB", cfg.Runtime.Library)
-	}
+	gpu.UseLibrary(cfg.Runtime.Library)
 	level, _ := logging.ParseLevel(cfg.Log.Level) // validated by config.Load
 	log := logging.New(stderr, level)
 	slog.SetDefault(log)
