@@ -105,6 +105,8 @@ type Services struct {
 	NewConversation func() error
 	// LogDir holds the app's log files (Settings → Open log folder).
 	LogDir string
+	// Clone backs the fine-tune wizard (wizard*.go): datasets, slicing, labelling, recording.
+	Clone Cloning
 	// Diagnostics reports the runtime, devices and models as JSON (Settings → Copy
 	// diagnostics: what a bug report needs).
 	Diagnostics func(ctx context.Context) ([]byte, error)

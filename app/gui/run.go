@@ -125,6 +125,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Warn("voice library unavailable", "err", err)
 	}
 	svc.Voices = vs
+	svc.Clone = newCloneService(cfg, log)
 	// one store for the History panel and every assistant the app builds (one pool, and one
 	// place that closes it, after the assistant)
 	db, err := store.Open(storePath)

@@ -37,6 +37,7 @@ type UI struct {
 	models   *modelsPanel
 	settings *settingsPanel
 	history  *historyPanel
+	wizard   *wizard
 	banners  *fyne.Container
 	newConv  *widget.Button
 	convTab  *fyne.Container
@@ -72,6 +73,7 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u.models = newModelsPanel(u)
 	u.settings = newSettingsPanel(u)
 	u.history = newHistoryPanel(u)
+	u.wizard = newWizard(u)
 
 	u.newConv = widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), func() { u.newConversation() })
 	u.newConv.Importance = widget.LowImportance
@@ -83,6 +85,7 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 		container.NewTabItemWithIcon("Models", theme.DownloadIcon(), u.models.content),
 		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), u.settings.content),
 		container.NewTabItemWithIcon("History", theme.HistoryIcon(), u.history.content),
+		container.NewTabItemWithIcon(wizardTab, theme.MediaRecordIcon(), u.wizard.content),
 	)
 	u.tabs.SetTabLocation(container.TabLocationLeading)
 	u.tabs.OnSelected = func(t *container.TabItem) {
@@ -94,6 +97,8 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 			u.history.refresh()
 		case "Voice":
 			u.voice.refresh()
+		case wizardTab:
+			u.wizard.shown()
 		}
 	}
 	u.content = u.tabs
@@ -434,8 +439,8 @@ func (u *UI) installKeys() {
 		u.tabs.SelectIndex(0)
 		c.Focus(u.talk.entry)
 	})
-	// Alt+1…5 switch between the panels.
-	for i, k := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5} {
+	// Alt+1…6 switch between the panels.
+	for i, k := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5, fyne.Key6} {
 		c.AddShortcut(&desktop.CustomShortcut{KeyName: k, Modifier: fyne.KeyModifierAlt}, func(fyne.Shortcut) {
 			u.tabs.SelectIndex(i)
 		})
