@@ -72,7 +72,7 @@ type wizard struct {
 	next     *widget.Button
 	pageBox  *fyne.Container
 	empty    fyne.CanvasObject
-	note     *widget.Label // a message about the dataset as a whole
+	note     *note // a message about the dataset as a whole
 	content  fyne.CanvasObject
 
 	collect *collectPage
@@ -95,9 +95,8 @@ func newWizard(u *UI) *wizard {
 		}
 	})
 	w.goalSel.SetSelected(goalLabels[w.goal])
-	w.note = widget.NewLabel("")
-	w.note.Wrapping = fyne.TextWrapWord
-	w.note.Hide()
+	w.note = newNote()
+	w.note.Importance = widget.WarningImportance
 
 	steps := container.NewVBox()
 	for i := range numSteps {
@@ -129,7 +128,7 @@ func newWizard(u *UI) *wizard {
 	intro.Wrapping = fyne.TextWrapWord
 	w.empty = container.NewVBox(heading("Fine-tune"), intro, container.NewHBox(start, improve))
 
-	header := container.NewBorder(nil, nil, widget.NewLabel("Dataset"), container.NewHBox(w.newBtn, w.goalSel), w.picker)
+	header := container.NewBorder(nil, nil, widget.NewLabel("Dataset"), container.NewHBox(w.newBtn, container.New(&fixedWidth{w: 270}, w.goalSel)), w.picker)
 	nav := container.NewBorder(nil, nil, w.back, w.next)
 	left := container.NewVBox(steps)
 	body := container.NewBorder(nil, nav, nil, nil, w.pageBox)
@@ -278,14 +277,7 @@ func (w *wizard) create(name, goal string) error {
 var errBusy = errors.New("a step is still running")
 
 // setNote shows (or hides, for "") a message about the dataset as a whole.
-func (w *wizard) setNote(msg string) {
-	w.note.SetText(msg)
-	if msg == "" {
-		w.note.Hide()
-	} else {
-		w.note.Show()
-	}
-}
+func (w *wizard) setNote(msg string) { w.note.SetText(msg) }
 
 // stepState says whether a step is done, and why it cannot start yet ("" when it can).
 func (w *wizard) stepState(i int) (done bool, locked string) {
@@ -321,7 +313,7 @@ func (w *wizard) stepState(i int) (done bool, locked string) {
 			}
 			return false, why
 		}
-		return s.Usable > 0, ""
+		return s.Usable > 0 && unheard(w.d) == 0, ""
 	case stepTrain, stepEval, stepInstall:
 		return w.later[i-stepTrain].state()
 	}
@@ -630,6 +622,27 @@ func (p *problemList) set(title string, problems []clone.Problem) {
 	p.title.SetText(title)
 	p.body.SetText(strings.Join(lines, "\n"))
 	p.box.Show()
+}
+
+// note is a wrapped message that takes no room while it is empty.
+type note struct{ widget.Label }
+
+func newNote() *note {
+	n := &note{}
+	n.Wrapping = fyne.TextWrapWord
+	n.ExtendBaseWidget(n)
+	n.Hide()
+	return n
+}
+
+// SetText shows the message, or hides the note for "".
+func (n *note) SetText(s string) {
+	n.Label.SetText(s)
+	if s == "" {
+		n.Hide()
+	} else {
+		n.Show()
+	}
 }
 
 // pageFrame is a step's page: title, what the step does, and its body.

@@ -32,6 +32,8 @@ type Cloning interface {
 	Segmenter() (clone.Segmenter, func(), error)
 	// Recogniser opens the speech recogniser of the label step.
 	Recogniser(ctx context.Context) (*Recogniser, error)
+	// RecogniserInfo names the recogniser Recogniser would open, without loading it.
+	RecogniserInfo(ctx context.Context) (id string, demo bool, err error)
 	// Record records from the microphone until ctx ends (that is how a take is stopped),
 	// reporting levels in dBFS about twenty times a second, and returns the take as 16 kHz
 	// mono. It gives up after max.
@@ -108,19 +110,34 @@ func (s *cloneService) Segmenter() (clone.Segmenter, func(), error) {
 	return det, func() { det.Close() }, nil
 }
 
-func (s *cloneService) Recogniser(ctx context.Context) (*Recogniser, error) {
-	mgr, err := assets.NewManager(nil, assets.Options{Log: s.log})
+// resolveASR finds the recogniser's model directory and id.
+func (s *cloneService) resolveASR(ctx context.Context) (mgr *assets.Manager, dir, id string, err error) {
+	mgr, err = assets.NewManager(nil, assets.Options{Log: s.log})
 	if err != nil {
-		return nil, err
+		return nil, "", "", err
 	}
 	spec := s.asrModel
 	if spec == "" && s.cfg != nil {
 		spec = s.cfg.ASR.Model
 	}
-	dir, id, err := mgr.Resolve(ctx, assets.KindASR, spec)
+	dir, id, err = mgr.Resolve(ctx, assets.KindASR, spec)
 	if errors.Is(err, assets.ErrNotInstalled) {
-		return nil, fmt.Errorf("%w: download sensevoice-small-int8 in Models", ErrNoRecogniser)
+		return nil, "", "", fmt.Errorf("%w: download sensevoice-small-int8 in Models", ErrNoRecogniser)
 	}
+	return mgr, dir, id, err
+}
+
+func (s *cloneService) RecogniserInfo(ctx context.Context) (string, bool, error) {
+	mgr, _, id, err := s.resolveASR(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	m, err := mgr.Registry().Lookup(id)
+	return id, err == nil && m.Demo, nil
+}
+
+func (s *cloneService) Recogniser(ctx context.Context) (*Recogniser, error) {
+	mgr, dir, id, err := s.resolveASR(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -41,13 +41,13 @@ type collectPage struct {
 	playTake *widget.Button
 	prev     *widget.Button
 	skip     *widget.Button
-	status   *widget.Label
+	status   *note
 
 	addFiles  *widget.Button
 	addFolder *widget.Button
 	bar       *jobBar
 	problems  *problemList
-	importMsg *widget.Label
+	importMsg *note
 
 	sources []clone.Source // what the list shows (a copy, read while no job runs)
 	clips   map[string]int // clips per source
@@ -80,8 +80,7 @@ func newCollectPage(w *wizard) *collectPage {
 	p.prev = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), func() { p.move(-1) })
 	p.skip = widget.NewButtonWithIcon("Next sentence", theme.NavigateNextIcon(), func() { p.move(1) })
 	p.skip.IconPlacement = widget.ButtonIconTrailingText
-	p.status = widget.NewLabel("")
-	p.status.Wrapping = fyne.TextWrapWord
+	p.status = newNote()
 
 	card := newThemedRect(theme.ColorNameInputBackground, 8)
 	sentenceCard := container.NewStack(card, container.NewPadded(container.NewPadded(p.sentence)))
@@ -98,8 +97,7 @@ func newCollectPage(w *wizard) *collectPage {
 	p.addFolder = widget.NewButtonWithIcon("Add a folder…", theme.FolderOpenIcon(), func() { p.folderDialog() })
 	p.bar = newJobBar()
 	p.problems = newProblemList()
-	p.importMsg = widget.NewLabel("")
-	p.importMsg.Wrapping = fyne.TextWrapWord
+	p.importMsg = newNote()
 	hint := widget.NewLabel("Recordings you already have: one long recording or many short ones, WAV or any format ffmpeg reads. " +
 		"You can also drop files on the window.")
 	hint.Wrapping = fyne.TextWrapWord

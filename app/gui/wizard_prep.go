@@ -22,7 +22,7 @@ type slicePage struct {
 	run      *widget.Button
 	bar      *jobBar
 	problems *problemList
-	msg      *widget.Label
+	msg      *note
 	summary  *widget.Label
 	onlyBad  *widget.Check
 	clips    []clone.Clip
@@ -37,8 +37,7 @@ func newSlicePage(w *wizard) *slicePage {
 	p.run.Importance = widget.HighImportance
 	p.bar = newJobBar()
 	p.problems = newProblemList()
-	p.msg = widget.NewLabel("")
-	p.msg.Wrapping = fyne.TextWrapWord
+	p.msg = newNote()
 	p.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.summary.Wrapping = fyne.TextWrapWord
 	p.onlyBad = widget.NewCheck("Show only the clips set aside", func(bool) { p.filter() })
@@ -59,7 +58,7 @@ func (p *slicePage) refresh() {
 		p.run.SetText(fmt.Sprintf("Cut %d new recording%s into clips", s.Unsliced, plural(s.Unsliced)))
 		p.run.Enable()
 	} else {
-		p.run.SetText("Cut into clips")
+		p.run.SetText("All recordings are cut")
 		p.run.Disable()
 	}
 	// recordings with no speech stay listed here (the slice step's problems are not stored)
@@ -182,8 +181,10 @@ type labelPage struct {
 	run     *widget.Button
 	force   *widget.Check
 	bar     *jobBar
-	model   *widget.Label
-	msg     *widget.Label
+	model   *note
+	msg     *note
+	// recogniser is what the label step will use, found once (without loading it)
+	recogniser string
 	summary *widget.Label
 	clips   []clone.Clip
 	list    *widget.List
@@ -200,10 +201,8 @@ func newLabelPage(w *wizard) *labelPage {
 		}
 	})
 	p.bar = newJobBar()
-	p.model = widget.NewLabel("")
-	p.model.Wrapping = fyne.TextWrapWord
-	p.msg = widget.NewLabel("")
-	p.msg.Wrapping = fyne.TextWrapWord
+	p.model = newNote()
+	p.msg = newNote()
 	p.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.summary.Wrapping = fyne.TextWrapWord
 	p.list = widget.NewList(func() int { return len(p.clips) }, p.newRow, p.updateRow)
@@ -223,8 +222,26 @@ func (p *labelPage) refresh() {
 		p.run.SetText(fmt.Sprintf("Transcribe %d clip%s", todo, plural(todo)))
 		p.run.Enable()
 	} else {
-		p.run.SetText("Transcribe")
+		p.run.SetText("All clips are transcribed")
 		p.run.Disable()
+	}
+	if p.recogniser == "" {
+		p.recogniser = "…"
+		svc := p.w.svc
+		go func() {
+			id, demo, err := svc.RecogniserInfo(context.Background())
+			p.w.u.do(func() {
+				if err != nil {
+					p.recogniser = ""
+					p.model.SetText(recogniserMissing)
+					p.model.Importance = widget.WarningImportance
+					p.model.Refresh()
+					return
+				}
+				p.recogniser = id
+				p.showModel(id, demo)
+			})
+		}()
 	}
 	p.clips = p.clips[:0]
 	langs := map[string]int{}
@@ -289,7 +306,7 @@ func (p *labelPage) label() {
 		if err != nil {
 			msg := sentence(err.Error())
 			if strings.Contains(err.Error(), ErrNoRecogniser.Error()) {
-				msg = "No speech recogniser is installed. Download SenseVoice-Small (sensevoice-small-int8) in Models, or type the transcripts yourself in the next step."
+				msg = recogniserMissing
 			}
 			p.msg.SetText(msg)
 			return
@@ -297,6 +314,8 @@ func (p *labelPage) label() {
 		p.force.SetChecked(false)
 	})
 }
+
+const recogniserMissing = "No speech recogniser is installed. Download SenseVoice-Small (sensevoice-small-int8) in Models, or type the transcripts yourself in the next step."
 
 func (p *labelPage) showModel(id string, demo bool) {
 	if demo {

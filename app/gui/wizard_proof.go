@@ -28,7 +28,7 @@ type proofPage struct {
 	entries []*commitEntry
 	total   *widget.Label
 	gauge   *widget.ProgressBar
-	msg     *widget.Label
+	msg     *note
 	box     fyne.CanvasObject
 }
 
@@ -45,9 +45,8 @@ func newProofPage(w *wizard) *proofPage {
 	p.total = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.total.Wrapping = fyne.TextWrapWord
 	p.gauge = widget.NewProgressBar()
-	p.msg = widget.NewLabel("")
-	p.msg.Wrapping = fyne.TextWrapWord
-	top := container.NewVBox(container.NewHBox(widget.NewLabel("Show"), p.show), p.msg)
+	p.msg = newNote()
+	top := container.NewVBox(container.NewHBox(widget.NewLabel("Show"), container.New(&fixedWidth{w: 280}, p.show)), p.msg)
 	bottom := container.NewVBox(widget.NewSeparator(), p.total, p.gauge)
 	p.box = pageFrame("4  Proofread", "Listen to the clips and correct what the recogniser got wrong: the text must say exactly what is spoken. "+
 		"Drop a clip with a cough, a second voice or a slip you do not want copied. Edits are saved as you go.",
@@ -190,7 +189,7 @@ func (p *proofPage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	if c.Edited {
 		details += " · checked by you"
 	}
-	info.Importance = widget.LowImportance
+	info.Importance = widget.MediumImportance
 	if c.Warning != "" {
 		details += "   ⚠ " + c.Warning
 		info.Importance = widget.WarningImportance

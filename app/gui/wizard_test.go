@@ -148,6 +148,10 @@ func shown(o fyne.CanvasObject) string {
 			if v.Visible() {
 				b.WriteString(v.Text + "\n")
 			}
+		case *note:
+			if v.Visible() {
+				b.WriteString(v.Text + "\n")
+			}
 		case *widget.Button:
 			if v.Visible() {
 				b.WriteString("[" + v.Text + "]\n")
