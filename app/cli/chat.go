@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -48,8 +47,7 @@ type chatFlags struct {
 
 func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	var f chatFlags
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "chat", "")
 	fs.BoolVar(&f.voice, "voice", false, "run the spoken loop on the default audio devices instead of the text REPL")
 	fs.StringVar(&f.backend, "backend", "", "auto | openai | ollama | builtin | skills (default llm.backend)")
 	fs.StringVar(&f.url, "url", "", "LLM server base URL (default llm.url, $PARLEY_LLM_URL; empty: discover local servers)")
@@ -78,11 +76,8 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	forward("asr-model", "speech recognition model directory or id", false)
 	forward("no-history", "do not record the conversation", true)
 	forward("v", "also print states, barge-ins and rejected echoes", true)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, err
-		}
-		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(args); err != nil {
+		return nil, nil, err
 	}
 	if f.maxTokens < 0 || f.timeout < 0 {
 		return nil, nil, fmt.Errorf("%w: --max-tokens and --timeout must not be negative", errUsage)
