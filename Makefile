@@ -10,7 +10,7 @@ export LANG ?= C.UTF-8
 export PARLEY_TAGS := $(TAGS)
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py demo-asr test-models package clean
+.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py load demo-asr test-models package clean
 
 all: build
 
@@ -37,7 +37,7 @@ test-py:
 	$(PY) -m unittest discover -s train/tests -t .
 
 # Benchmarks report ratios against baselines measured in the same run.
-bench: setup bench-go bench-py
+bench: setup bench-go bench-py load
 
 # The official-size random ChatTTS export tts/chattts's benchmarks run on (~1.1 GB, made once).
 CHATTTS_BENCH ?= /tmp/parley-chattts-official
@@ -49,6 +49,11 @@ $(CHATTTS_BENCH)/config.json:
 
 bench-py:
 	$(MAKE) -C train bench
+
+# The server's load-and-abuse test at full scale (make test runs it reduced): 12 × 60 MB
+# uploads, 32 realtime sessions × 300 s, 64 Wyoming connections × 300 s, with RSS figures.
+load:
+	PARLEY_LOAD=full $(GO) test -tags $(TAGS) -count=1 -timeout 30m -run '^TestAbuse$$' -v ./app/serve
 
 # Models the project makes itself (see train/README.md): the tiny test models and the
 # embedded demo recogniser (about an hour on 2 cores).

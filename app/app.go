@@ -108,6 +108,14 @@ type Capture interface {
 	Read(ctx context.Context, p []float32) (int, error)
 }
 
+// MicGate is implemented by a Capture that can close the microphone while nothing listens
+// (Options.MicOnDemand). SetOpen must not block; while the microphone is closed Read waits
+// (for ctx, or the microphone to open again), and the audio of the closed time is missing,
+// not replaced by silence.
+type MicGate interface {
+	SetOpen(open bool)
+}
+
 // VADEventKind says what the voice activity detector found.
 type VADEventKind int
 

@@ -85,6 +85,11 @@ type Options struct {
 	// search also follows the delay it last measured).
 	EchoMaxDelay time.Duration
 
+	// MicOnDemand, in push-to-talk with a Capture that is a MicGate, keeps the microphone
+	// closed except while Talk is held or an exchange is in flight (so speech can still
+	// interrupt an answer): an idle push-to-talk assistant records nothing and costs nothing.
+	MicOnDemand bool
+
 	HistoryTurns int // exchanges of context given to the brain; default 16
 	// RecordAudio gives History each turn's audio (TurnRecord.Audio): the user's utterance
 	// and the part of the answer that was played.
@@ -169,6 +174,9 @@ type Assistant struct {
 	pendSay    []string // announcements waiting for the exchange in flight
 	wakeTimer  *time.Timer
 	wakeGen    int
+	gate       MicGate // Options.MicOnDemand's gate; nil: the microphone stays open
+	micOpen    bool
+	micFrom    int64 // capture index where the microphone last opened: no pre-roll before it
 }
 
 // New checks the parts and starts the loop.
@@ -194,6 +202,10 @@ func New(p Parts, o Options) (*Assistant, error) {
 	}
 	if p.Ear != nil {
 		a.ear = newEar(a)
+		if g, ok := p.Ear.(MicGate); ok && o.MicOnDemand && o.Mode == PushToTalk {
+			a.gate, a.micOpen = g, true
+			a.gateMic()
+		}
 	}
 	a.state.Store(int32(a.restState()))
 	a.wg.Add(1)
@@ -363,6 +375,7 @@ func (a *Assistant) loop() {
 			return
 		case m := <-a.in:
 			a.handle(m)
+			a.gateMic()
 		}
 	}
 }
@@ -380,7 +393,7 @@ func (a *Assistant) handle(m any) {
 		if a.pttStart < 0 {
 			return
 		}
-		start := max(0, a.pttStart-a.samples(a.o.PreRoll)/4)
+		start := max(0, a.micFrom, a.pttStart-a.samples(a.o.PreRoll)/4)
 		end := a.ear.pos()
 		a.pttStart = -1
 		now := time.Now()
@@ -504,6 +517,26 @@ func (a *Assistant) handle(m any) {
 			a.announce(text)
 		}
 	}
+}
+
+// gateMic opens the microphone (Options.MicOnDemand) while Talk is held or an exchange is in
+// flight, and closes it otherwise. The capture before an opening is stale: the pre-roll stops
+// there, and the VAD starts afresh.
+func (a *Assistant) gateMic() {
+	if a.gate == nil {
+		return
+	}
+	want := a.pttStart >= 0 || a.cur != nil
+	if want == a.micOpen {
+		return
+	}
+	a.micOpen = want
+	if want {
+		a.micFrom = a.ear.pos()
+		a.ear.fresh.Store(true)
+	}
+	a.log.Debug("microphone", "open", want)
+	a.gate.SetOpen(want)
 }
 
 func (a *Assistant) samples(d time.Duration) int64 { return int64(d) * SampleRate / int64(time.Second) }

@@ -25,6 +25,7 @@ type ear struct {
 	cap []float32
 	n   int64
 
+	fresh    atomic.Bool   // the microphone (re)opened: what the VAD followed is gone
 	delay    atomic.Int64  // the echo's delay (samples) as last measured with confidence; 0 unknown
 	coupling atomic.Uint64 // float64 bits: capture/reference RMS of confident echo; 0 unknown // samples captured so far
 }
@@ -270,6 +271,13 @@ func (e *ear) run(ctx context.Context) {
 	}
 	for {
 		n, err := a.p.Ear.Read(ctx, buf)
+		if n > 0 && e.fresh.CompareAndSwap(true, false) {
+			inSeg, pending, segEcho = false, false, false
+			if a.p.VAD != nil {
+				a.p.VAD.Reset()
+			}
+			meter.Reset()
+		}
 		if n > 0 {
 			block := buf[:n]
 			if a.p.Echo != nil {

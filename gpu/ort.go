@@ -41,19 +41,27 @@ var env struct {
 	path    string
 	version string
 	loads   atomic.Int64 // sessions created (Loads)
+	chosen  string       // runtime.ort_library from the configuration (UseLibrary)
 }
+
+// UseLibrary makes path (the configuration's runtime.ort_library) the library Init loads
+// unless $PARLEY_ORT_LIB names one. Call it before the first Init; "" changes nothing.
+func UseLibrary(path string) { env.chosen = path }
 
 // Loads reports how many model sessions this process has created: each engine loads each of
 // its models once, and tests hold it to that.
 func Loads() int64 { return env.loads.Load() }
 
-// LibraryCandidates lists where Init looks for libonnxruntime, in order: $PARLEY_ORT_LIB,
-// the private copy a package ships (PrivateLibDir, then /usr/lib/parley), the set-up cache,
+// LibraryCandidates lists where Init looks for libonnxruntime, in order: $PARLEY_ORT_LIB or
+// the configured library (UseLibrary), else the private copy a package ships (PrivateLibDir, then /usr/lib/parley), the set-up cache,
 // then system paths. The private copy comes first because it is the build Parley was packaged
 // and tested with; a system library of another version is the last resort.
 func LibraryCandidates() []string {
 	if p := os.Getenv("PARLEY_ORT_LIB"); p != "" {
 		return []string{p} // an explicit choice is never second-guessed
+	}
+	if env.chosen != "" {
+		return []string{env.chosen}
 	}
 	var c []string
 	seen := map[string]bool{}

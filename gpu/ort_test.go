@@ -98,7 +98,15 @@ func TestLibraryCandidates(t *testing.T) {
 	if got := LibraryCandidates(); len(got) != 1 || got[0] != "/opt/ort/libonnxruntime.so" {
 		t.Errorf("explicit PARLEY_ORT_LIB: candidates = %v", got)
 	}
+	UseLibrary("/etc/configured/libonnxruntime.so.1")
+	if got := LibraryCandidates(); len(got) != 1 || got[0] != "/opt/ort/libonnxruntime.so" {
+		t.Errorf("PARLEY_ORT_LIB and runtime.ort_library: candidates = %v, want the environment's", got)
+	}
 	t.Setenv("PARLEY_ORT_LIB", "")
+	if got := LibraryCandidates(); len(got) != 1 || got[0] != "/etc/configured/libonnxruntime.so.1" {
+		t.Errorf("runtime.ort_library: candidates = %v", got)
+	}
+	UseLibrary("")
 	t.Setenv("PARLEY_CACHE", "/tmp/pc")
 	got := LibraryCandidates()
 	pos := map[string]int{}

@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/gpu"
 )
 
 // cliEnv is what every subcommand gets.
@@ -32,9 +33,12 @@ type cliEnv struct {
 
 // GUIOptions are the desktop app's command-line options.
 type GUIOptions struct {
-	Log     *slog.Logger
-	NoAudio bool // text only: no microphone, speaker or speech recognition
-	NoTray  bool // no system tray icon
+	Log      *slog.Logger
+	LogLevel slog.Level // for the app's log file
+	NoAudio  bool       // text only: no microphone, speaker or speech recognition
+	NoTray   bool       // no system tray icon
+	// Diagnostics is doctor's report as JSON (the app's "Copy diagnostics").
+	Diagnostics func(ctx context.Context) ([]byte, error)
 }
 
 // GUIFunc runs the desktop app until it is closed or ctx ends.
@@ -149,9 +153,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		cfg = config.Default() // help needs no configuration, and must work when it is broken
 	}
-	if cfg.Runtime.Library != "" && os.Getenv("PARLEY_ORT_LIB") == "" {
-		os.Setenv("PARLEY_ORT_LIB", cfg.Runtime.Library)
-	}
+	gpu.UseLibrary(cfg.Runtime.Library)
 	level, _ := logging.ParseLevel(cfg.Log.Level) // validated by config.Load
 	log := logging.New(stderr, level)
 	slog.SetDefault(log)

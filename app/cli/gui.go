@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/parley-voice/parley/app/logging"
 )
 
 // The desktop app is chosen here, before any GUI toolkit call, so that the headless paths
@@ -40,7 +43,12 @@ func init() {
 				env.Log.Warn("this build has no desktop app; starting the headless server instead")
 				return commands["serve"].run(ctx, env, fs.Args())
 			}
-			return env.GUI(ctx, env.Config, GUIOptions{Log: env.Log, NoAudio: *noAudio, NoTray: *noTray})
+			level, _ := logging.ParseLevel(env.Config.Log.Level) // validated by config.Load
+			cfg := env.Config
+			diag := func(ctx context.Context) ([]byte, error) {
+				return json.MarshalIndent(diagnose(ctx, cfg, false), "", "  ")
+			}
+			return env.GUI(ctx, env.Config, GUIOptions{Log: env.Log, LogLevel: level, NoAudio: *noAudio, NoTray: *noTray, Diagnostics: diag})
 		},
 	})
 }

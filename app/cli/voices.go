@@ -283,7 +283,7 @@ func embeddingVoice(name, engine string, data []float32) *voices.Voice {
 	if dim > 0 && len(data) > dim && len(data)%dim == 0 {
 		rows = len(data) / dim
 	}
-	if dim == 0 {
+	if dim <= 0 { // no fixed size (ChatTTS: the model's): one row
 		dim = len(data)
 	}
 	v.Embedding = &voices.Embedding{Dim: dim, Rows: rows, Data: data}

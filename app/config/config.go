@@ -37,6 +37,38 @@ type Config struct {
 	// File is the file Load looked for (--config, $PARLEY_CONFIG or the default), whether or
 	// not it existed (what `parley config path` and `parley doctor` show).
 	File string `toml:"-"`
+
+	// set records the keys given explicitly and where (SourceFile, SourceEnv, SourceFlag,
+	// SourceSet), so callers never guess from a value whether the user chose it.
+	set map[string]Source
+}
+
+// Source is where an explicitly set key came from.
+type Source string
+
+// Sources of explicit values.
+const (
+	SourceFile Source = "file"      // the TOML file
+	SourceEnv  Source = "env"       // a PARLEY_* variable
+	SourceFlag Source = "flag"      // --set (and the flags that stand for keys, like --provider)
+	SourceSet  Source = "programme" // Config.Set by the program (the desktop app's settings)
+)
+
+// IsSet reports whether key ("section.name") was given explicitly rather than left at its
+// default. A key set to its default value explicitly is set.
+func (c *Config) IsSet(key string) bool {
+	_, ok := c.set[key]
+	return ok
+}
+
+// SourceOf says where an explicitly set key came from ("" when it was not set).
+func (c *Config) SourceOf(key string) Source { return c.set[key] }
+
+func (c *Config) markSet(key string, s Source) {
+	if c.set == nil {
+		c.set = map[string]Source{}
+	}
+	c.set[key] = s
 }
 
 // Runtime configures ONNX Runtime for every engine.
@@ -194,6 +226,7 @@ func Load(path string, overrides []string) (*Config, error) {
 		if err := c.Set(strings.TrimSpace(k), v); err != nil {
 			return nil, fmt.Errorf("%w: --set %s: %w", ErrConfig, k, err)
 		}
+		c.markSet(strings.TrimSpace(k), SourceFlag)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -232,6 +265,11 @@ func (c *Config) decode(data []byte, path string) error {
 			msgs = append(msgs, unknownKey(k.String()))
 		}
 		return fmt.Errorf("%w: %s: %s", ErrConfig, path, strings.Join(msgs, "; "))
+	}
+	for _, k := range md.Keys() {
+		if len(k) == 2 {
+			c.markSet(k.String(), SourceFile)
+		}
 	}
 	return nil
 }
@@ -301,11 +339,17 @@ func EnvName(key string) string {
 	return "PARLEY_" + strings.ToUpper(strings.NewReplacer(".", "_").Replace(key))
 }
 
-// Set assigns a value given as text to a key.
+// Set assigns a value given as text to a key and records the key as set explicitly.
 func (c *Config) Set(key, value string) error {
 	for _, f := range c.fields() {
 		if f.key == key {
-			return setValue(f.v, value)
+			if err := setValue(f.v, value); err != nil {
+				return err
+			}
+			if c.set[key] == "" {
+				c.markSet(key, SourceSet)
+			}
+			return nil
 		}
 	}
 	return errors.New(unknownKey(key))
@@ -356,6 +400,7 @@ func (c *Config) applyEnv(environ []string) error {
 		if err := setValue(f.v, val); err != nil {
 			return fmt.Errorf("%w: environment %s (%s): %w", ErrConfig, name, f.key, err)
 		}
+		c.markSet(f.key, SourceEnv)
 	}
 	return nil
 }

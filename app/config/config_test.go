@@ -227,3 +227,31 @@ func FuzzDecode(f *testing.F) {
 		_ = c.Validate()
 	})
 }
+
+func TestIsSet(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.toml")
+	// tts.speed is set to its default value in the file: still "set"
+	if err := os.WriteFile(path, []byte("[tts]\nspeed = 1.0\nengine = \"espeak\"\n[llm]\nurl = \"http://x\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PARLEY_TTS_TOP_K", "7")
+	c, err := Load(path, []string{"tts.temperature=0.3", "llm.url=http://y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]Source{
+		"tts.speed": SourceFile, "tts.engine": SourceFile, "tts.top_k": SourceEnv,
+		"tts.temperature": SourceFlag, "llm.url": SourceFlag, "tts.top_p": "", "runtime.provider": "",
+	} {
+		if got := c.SourceOf(key); got != want || c.IsSet(key) != (want != "") {
+			t.Errorf("%s: source %q (IsSet %v), want %q", key, got, c.IsSet(key), want)
+		}
+	}
+	if err := c.Set("tts.top_p", "0.5"); err != nil || c.SourceOf("tts.top_p") != SourceSet {
+		t.Errorf("Set: %v, source %q", err, c.SourceOf("tts.top_p"))
+	}
+	if Default().IsSet("tts.speed") {
+		t.Error("a default configuration reports tts.speed as set")
+	}
+}

@@ -101,4 +101,11 @@ type Services struct {
 	SaveConfig func(cfg *config.Config) error
 	// SetMode rebuilds the assistant in another listening mode; Attach delivers the new one.
 	SetMode func(m app.Mode) error
+	// NewConversation makes the assistant forget and start a new stored conversation.
+	NewConversation func() error
+	// LogDir holds the app's log files (Settings → Open log folder).
+	LogDir string
+	// Diagnostics reports the runtime, devices and models as JSON (Settings → Copy
+	// diagnostics: what a bug report needs).
+	Diagnostics func(ctx context.Context) ([]byte, error)
 }

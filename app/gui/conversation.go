@@ -24,27 +24,61 @@ type conversation struct {
 	list   *fyne.Container
 	scroll *container.Scroll
 	empty  fyne.CanvasObject
+	hint   *widget.Label
 	body   *fyne.Container // stack of empty state and scroll
 
-	users  map[int64]*bubble
-	parley map[int64]*bubble
+	// Bubbles are keyed by the assistant's generation and its turn number: a rebuilt
+	// assistant numbers its turns from 1 again, and must not write into earlier bubbles.
+	gen    int
+	users  map[turnKey]*bubble
+	parley map[turnKey]*bubble
 	voice  string // the voice shown on Parley's bubbles
 	logo   image.Image
 }
 
+// turnKey names one exchange of one assistant.
+type turnKey struct {
+	gen  int
+	turn int64
+}
+
+const (
+	hintVoice = "Hold the space bar or click the microphone and speak,\nor type a message below."
+	hintText  = "Type a message below: Parley answers in writing\n(no microphone or speaker is in use)."
+)
+
 func newConversation() *conversation {
-	c := &conversation{users: map[int64]*bubble{}, parley: map[int64]*bubble{}, logo: logoImage(112)}
+	c := &conversation{users: map[turnKey]*bubble{}, parley: map[turnKey]*bubble{}, logo: logoImage(112)}
 	c.list = container.New(&listLayout{})
 	c.scroll = container.NewVScroll(container.NewPadded(c.list))
 	title := widget.NewLabelWithStyle("Talk to Parley", fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
 	title.SizeName = theme.SizeNameHeadingText
-	hint := widget.NewLabel("Hold the space bar or click the microphone and speak,\nor type a message below.")
-	hint.Alignment = fyne.TextAlignCenter
-	hint.Importance = widget.LowImportance
-	c.empty = container.NewCenter(container.NewVBox(container.NewCenter(logoMark(c.logo, 56)), title, hint))
+	c.hint = widget.NewLabel(hintVoice)
+	c.hint.Alignment = fyne.TextAlignCenter
+	c.hint.Importance = widget.LowImportance
+	c.empty = container.NewCenter(container.NewVBox(container.NewCenter(logoMark(c.logo, 56)), title, c.hint))
 	c.body = container.NewStack(c.empty, c.scroll)
 	c.scroll.Hide()
 	return c
+}
+
+// setTextOnly words the empty conversation's hint for an assistant without audio.
+func (c *conversation) setTextOnly(on bool) {
+	if on {
+		c.hint.SetText(hintText)
+	} else {
+		c.hint.SetText(hintVoice)
+	}
+}
+
+// clear empties the view (a new conversation).
+func (c *conversation) clear() {
+	c.list.RemoveAll()
+	clear(c.users)
+	clear(c.parley)
+	c.scroll.Hide()
+	c.empty.Show()
+	c.body.Refresh()
 }
 
 func (c *conversation) add(b *bubble) {
@@ -62,12 +96,17 @@ func (c *conversation) scrollDown() {
 	c.scroll.ScrollToBottom()
 }
 
+// userAt and parleyAt are the bubbles of the current assistant's turn (nil if none).
+func (c *conversation) userAt(turn int64) *bubble   { return c.users[turnKey{c.gen, turn}] }
+func (c *conversation) parleyAt(turn int64) *bubble { return c.parley[turnKey{c.gen, turn}] }
+
 // userTurn shows (or updates) the user's bubble of a turn.
 func (c *conversation) userTurn(turn int64, tr app.Transcript) {
-	b := c.users[turn]
+	k := turnKey{c.gen, turn}
+	b := c.users[k]
 	if b == nil {
 		b = newBubble(true, c.logo)
-		c.users[turn] = b
+		c.users[k] = b
 		c.add(b)
 	}
 	b.setText(tr.Text)
@@ -77,11 +116,12 @@ func (c *conversation) userTurn(turn int64, tr app.Transcript) {
 
 // parleyBubble returns Parley's bubble of a turn, creating it.
 func (c *conversation) parleyBubble(turn int64) *bubble {
-	b := c.parley[turn]
+	k := turnKey{c.gen, turn}
+	b := c.parley[k]
 	if b == nil {
 		b = newBubble(false, c.logo)
 		b.setHeader("Parley" + voiceSuffix(c.voice))
-		c.parley[turn] = b
+		c.parley[k] = b
 		c.add(b)
 	}
 	return b
@@ -110,7 +150,7 @@ func (c *conversation) done(ex *app.Exchange) {
 	if ex == nil {
 		return
 	}
-	if _, ok := c.users[ex.Turn]; !ok && ex.Transcript.Text != "" {
+	if c.userAt(ex.Turn) == nil && ex.Transcript.Text != "" {
 		c.userTurn(ex.Turn, ex.Transcript)
 	}
 	if ex.FullAnswer == "" && ex.Answer == "" && ex.Err == "" {

@@ -2,9 +2,15 @@ package gui
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +20,7 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/gpu"
@@ -36,6 +43,34 @@ type Options struct {
 	// assistant is attached (the screenshot test and the start-up benchmark use them).
 	Started func(u *UI, w fyne.Window)
 	Ready   func(u *UI, w fyne.Window)
+	// LogLevel is the log file's level; LogDir where it is written (default
+	// logging.StateDir(): ~/.local/state/parley).
+	LogLevel slog.Level
+	LogDir   string
+	// Diagnostics is what Settings → Copy diagnostics copies (doctor's JSON report).
+	Diagnostics func(ctx context.Context) ([]byte, error)
+}
+
+// Log file: parley.log in the state directory, rotated at 5 MB, three old files kept.
+const (
+	logName     = "parley.log"
+	logMaxBytes = 5 << 20
+	logKeep     = 3
+)
+
+// openLog adds the rotating log file to log (stderr stays as it was). Without a writable
+// state directory the app logs to stderr only, and says so there.
+func openLog(log *slog.Logger, dir string, level slog.Level) (*slog.Logger, io.Closer) {
+	if dir == "" {
+		dir = logging.StateDir()
+	}
+	f, err := logging.OpenRotating(filepath.Join(dir, logName), logMaxBytes, logKeep)
+	if err != nil {
+		log.Warn("no log file", "err", err)
+		return log, io.NopCloser(nil)
+	}
+	file := slog.NewTextHandler(f, &slog.HandlerOptions{Level: level})
+	return slog.New(slog.NewMultiHandler(log.Handler(), file)), f
 }
 
 // Run opens the desktop app and returns when its window closes or ctx ends. Call it on the
@@ -45,6 +80,14 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	logDir := o.LogDir
+	if logDir == "" {
+		logDir = logging.StateDir()
+	}
+	log, logFile := openLog(log, logDir, o.LogLevel)
+	defer logFile.Close()
+	slog.SetDefault(log)
+	log.Info("desktop app starting", "pid", os.Getpid(), "log_dir", logDir)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -63,10 +106,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	r := &runner{cfg: cfg, o: o, log: log, storePath: storePath}
 	svc := Services{
-		Devices:  deviceService{log: log},
-		GPUs:     gpu.DiscoverGPUs,
-		Discover: discoverServers,
-		Config:   cfg,
+		Devices:     deviceService{log: log},
+		GPUs:        gpu.DiscoverGPUs,
+		Discover:    discoverServers,
+		Config:      cfg,
+		LogDir:      logDir,
+		Diagnostics: o.Diagnostics,
 	}
 	if m, err := newModelService(log); err == nil {
 		svc.Models = m
@@ -79,17 +124,19 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	} else {
 		log.Warn("voice library unavailable", "err", err)
 	}
-	defer vs.Close()
 	svc.Voices = vs
-	if s, err := store.Open(storePath); err == nil {
-		defer s.Close()
-		svc.History = historyService{s}
+	// one store for the History panel and every assistant the app builds (one pool, and one
+	// place that closes it, after the assistant)
+	db, err := store.Open(storePath)
+	if err == nil {
+		r.db = db
+		svc.History = historyService{db}
 	} else {
 		log.Warn("history unavailable", "err", err)
 	}
 	svc.SetMode = func(m app.Mode) error {
 		c := *r.current()
-		c.Assistant.Mode = []string{"push-to-talk", "hands-free", "wake-word"}[m]
+		c.Assistant.Mode = m.String()
 		return r.rebuild(ctx, &c)
 	}
 	svc.SaveConfig = func(c *config.Config) error {
@@ -104,6 +151,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		go r.rebuild(ctx, c)
 		return nil
 	}
+	svc.NewConversation = r.newConversation
 
 	u := New(fa, w, svc)
 	r.ui = u
@@ -112,7 +160,13 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	w.CenterOnScreen()
 	w.SetMaster()
 	if !o.NoTray {
-		installTray(fa, w, u)
+		// Fyne's tray (fyne.io/systray) crashes the app on quit when it could not reach a
+		// D-Bus session bus, so without one there is no tray
+		if sessionBus() {
+			installTray(fa, w, u)
+		} else {
+			log.Info("no D-Bus session bus: no system tray icon")
+		}
 	}
 
 	fa.Lifecycle().SetOnStarted(func() {
@@ -125,9 +179,32 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		<-ctx.Done()
 		fyne.Do(fa.Quit)
 	}()
-	w.ShowAndRun()
+	err = showAndRun(w, log)
 	cancel()
+	// the assistant first (its last turn is recorded), then what it used
 	r.close()
+	vs.Close()
+	if db != nil {
+		if cerr := db.Close(); cerr != nil {
+			log.Error("history store", "err", cerr)
+			err = errors.Join(err, cerr)
+		}
+	}
+	log.Info("desktop app closed", "assistant", "closed", "store", storePath, "err", err)
+	return err
+}
+
+// showAndRun runs the window until it closes. A panic inside the toolkit (its tray library
+// has crashed on quit) is logged and returned as an error, so that Run still closes the
+// assistant and the store on its way out.
+func showAndRun(w fyne.Window, log *slog.Logger) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("the window toolkit panicked", "panic", p)
+			err = fmt.Errorf("gui: the window toolkit failed: %v", p)
+		}
+	}()
+	w.ShowAndRun()
 	return nil
 }
 
@@ -139,7 +216,9 @@ type runner struct {
 	o         Options
 	log       *slog.Logger
 	storePath string
+	db        *store.Store // nil: the assistant opens its own
 	a         *wire.Assistant
+	resume    *wire.Resume // the conversation the next assistant continues
 	ui        *UI
 	closed    bool
 }
@@ -163,8 +242,15 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	if old != nil {
 		r.ui.do(func() { r.ui.Detach("Restarting…") })
 		old.Close()
+		res := old.Resume() // after Close: the last turn is recorded
+		r.mu.Lock()
+		r.resume = &res
+		r.mu.Unlock()
 	}
-	wo := wire.Options{Log: r.log, StorePath: r.storePath, NoAudio: r.o.NoAudio}
+	r.mu.Lock()
+	resume := r.resume
+	r.mu.Unlock()
+	wo := wire.Options{Log: r.log, StorePath: r.storePath, Store: r.db, NoAudio: r.o.NoAudio, Resume: resume}
 	if r.o.Wire != nil {
 		r.o.Wire(&wo)
 	}
@@ -217,6 +303,21 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
+// newConversation starts a new conversation: the running assistant stops what it is doing
+// and forgets, and its next turn opens a new stored conversation.
+func (r *runner) newConversation() error {
+	r.mu.Lock()
+	a := r.a
+	r.resume = nil
+	r.mu.Unlock()
+	if a == nil {
+		return nil
+	}
+	a.Cancel()
+	a.NewConversation()
+	return nil
+}
+
 func (r *runner) close() {
 	r.mu.Lock()
 	r.closed = true
@@ -249,4 +350,60 @@ func installTray(fa fyne.App, w fyne.Window, u *UI) {
 	)
 	desk.SetSystemTrayMenu(menu)
 	desk.SetSystemTrayIcon(appIcon())
+}
+
+// sessionBus says whether a D-Bus session bus answers: DBUS_SESSION_BUS_ADDRESS's unix
+// socket, or $XDG_RUNTIME_DIR/bus where that is unset (where the tray library looks).
+func sessionBus() bool {
+	addr, set := os.LookupEnv("DBUS_SESSION_BUS_ADDRESS")
+	if !set || addr == "" {
+		if dir := os.Getenv("XDG_RUNTIME_DIR"); dir != "" {
+			addr = "unix:path=" + filepath.Join(dir, "bus")
+		}
+	}
+	for _, a := range busAddresses(addr) {
+		c, err := net.DialTimeout(a.network, a.addr, time.Second)
+		if err == nil {
+			c.Close()
+			return true
+		}
+	}
+	return false
+}
+
+type busAddr struct{ network, addr string }
+
+// busAddresses parses a D-Bus server address list ("unix:path=/run/user/1000/bus",
+// "unix:abstract=/tmp/dbus-x,guid=…;tcp:host=h,port=p") into what net.Dial takes. Transports
+// it cannot dial are left out.
+func busAddresses(list string) []busAddr {
+	var out []busAddr
+	for _, entry := range strings.Split(list, ";") {
+		transport, params, ok := strings.Cut(entry, ":")
+		if !ok {
+			continue
+		}
+		kv := map[string]string{}
+		for _, p := range strings.Split(params, ",") {
+			if k, v, ok := strings.Cut(p, "="); ok {
+				if u, err := url.PathUnescape(v); err == nil {
+					v = u
+				}
+				kv[k] = v
+			}
+		}
+		switch transport {
+		case "unix":
+			if p := kv["path"]; p != "" {
+				out = append(out, busAddr{"unix", p})
+			} else if p := kv["abstract"]; p != "" {
+				out = append(out, busAddr{"unix", "@" + p})
+			}
+		case "tcp":
+			if kv["host"] != "" && kv["port"] != "" {
+				out = append(out, busAddr{"tcp", net.JoinHostPort(kv["host"], kv["port"])})
+			}
+		}
+	}
+	return out
 }

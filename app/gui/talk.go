@@ -2,6 +2,7 @@ package gui
 
 import (
 	"image/color"
+	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -25,11 +26,11 @@ type talkBar struct {
 	send      *widget.Button
 	meter     *levelMeter
 	vad       *canvas.Circle
-	vadLabel  *widget.Label
 	state     *widget.Label
 	stateDot  *canvas.Circle
 	wave      *waveform
 	listening bool // push-to-talk utterance open
+	live      bool // levels arrived since Talk: the microphone is open
 	box       fyne.CanvasObject
 }
 
@@ -50,22 +51,61 @@ func newTalkBar(u *UI) *talkBar {
 	t.send.Importance = widget.HighImportance
 	t.meter = newLevelMeter()
 	t.vad = canvas.NewCircle(themeColor(colMeterTrack))
-	t.vadLabel = widget.NewLabel("speech")
-	t.vadLabel.SizeName = theme.SizeNameCaptionText
-	t.vadLabel.Importance = widget.LowImportance
 	t.stateDot = canvas.NewCircle(theme.Color(theme.ColorNameDisabled))
 	t.state = widget.NewLabelWithStyle("Starting…", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	t.state.Truncation = fyne.TextTruncateEllipsis
 	t.wave = newWaveform()
 
 	dot := container.NewGridWrap(fyne.NewSize(10, 10), t.vad)
 	sdot := container.NewGridWrap(fyne.NewSize(10, 10), t.stateDot)
-	status := container.NewHBox(container.NewCenter(sdot), t.state, layoutSpacer(8),
-		container.NewCenter(t.meter), container.NewCenter(dot), t.vadLabel)
+	// the status keeps one width whatever it says, so the meter beside it never moves
+	state := container.New(&fixedWidth{w: statusWidth()}, t.state)
+	status := container.NewHBox(container.NewCenter(sdot), state, container.NewCenter(t.meter), container.NewCenter(dot))
 	controls := container.NewHBox(t.mic, t.mode, t.stop)
-	top := container.NewBorder(nil, nil, status, controls, t.wave)
+	top := container.NewBorder(nil, nil, status, controls)
 	input := container.NewBorder(nil, nil, nil, t.send, t.entry)
-	t.box = container.NewVBox(widget.NewSeparator(), top, input)
+	t.box = container.NewVBox(widget.NewSeparator(), top, t.wave, input)
 	return t
+}
+
+// statusTexts are every text the status shows (states, mode switches, start-up), for its
+// fixed width.
+func statusTexts() []string {
+	out := []string{"Starting…", "Restarting…", "Not running", "Microphone muted", "Wake word heard", "Opening mic…"}
+	for _, s := range stateText {
+		out = append(out, s)
+	}
+	for _, m := range modeNames {
+		out = append(out, "Switching to "+strings.ToLower(m)+"…")
+	}
+	return out
+}
+
+// statusWidth is the width of the widest status text (capped: longer ones are truncated).
+func statusWidth() float32 {
+	w := float32(0)
+	for _, s := range statusTexts() {
+		w = max(w, fyne.MeasureText(s, theme.TextSize(), fyne.TextStyle{Bold: true}).Width)
+	}
+	return min(w, 170) + 2*theme.InnerPadding()
+}
+
+// fixedWidth gives its objects one fixed width (and their own height).
+type fixedWidth struct{ w float32 }
+
+func (l *fixedWidth) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Resize(fyne.NewSize(l.w, size.Height))
+		o.Move(fyne.NewPos(0, 0))
+	}
+}
+
+func (l *fixedWidth) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	h := float32(0)
+	for _, o := range objs {
+		h = max(h, o.MinSize().Height)
+	}
+	return fyne.NewSize(l.w, h)
 }
 
 func layoutSpacer(w float32) fyne.CanvasObject {
@@ -94,6 +134,9 @@ func (t *talkBar) setState(s app.State, muted bool) {
 		col = themeColor(colThink)
 	case app.Speaking:
 		col = themeColor(colAudio)
+	}
+	if s == app.Listening && t.listening && !t.live {
+		txt = "Opening mic…"
 	}
 	if muted && (s == app.Idle || s == app.Listening) {
 		txt, col = "Microphone muted", theme.Color(theme.ColorNameError)
@@ -145,10 +188,19 @@ func newLevelMeter() *levelMeter {
 	return m
 }
 
+// meterSteps is the meter's resolution: a level that does not move the bar by a step does
+// not repaint the window.
+const meterSteps = 30
+
 // setLevel maps -60…0 dBFS onto the bar.
 func (m *levelMeter) setLevel(db float64) {
 	f := float32((db + 60) / 60)
-	m.frac = max(0, min(1, f))
+	f = max(0, min(1, f))
+	f = float32(int(f*meterSteps+0.5)) / meterSteps
+	if f == m.frac {
+		return
+	}
+	m.frac = f
 	m.Refresh()
 }
 
@@ -197,7 +249,7 @@ func (w *waveform) start() {
 	w.Refresh()
 }
 
-func (w *waveform) stop() { w.recording = false; w.Refresh() }
+func (w *waveform) stop() { w.recording = false }
 
 func (w *waveform) add(db float64) {
 	if !w.recording {
@@ -213,48 +265,56 @@ func (w *waveform) add(db float64) {
 
 func (w *waveform) CreateRenderer() fyne.WidgetRenderer { return &waveRenderer{w: w} }
 
+// waveRenderer keeps its bars between frames: a new level moves and resizes them, it does
+// not allocate.
 type waveRenderer struct {
-	w    *waveform
-	bars []fyne.CanvasObject
-	size fyne.Size
+	w     *waveform
+	bars  []*canvas.Rectangle
+	objs  []fyne.CanvasObject
+	shown int
+	size  fyne.Size
 }
 
 func (r *waveRenderer) Layout(s fyne.Size) { r.size = s; r.build() }
-func (r *waveRenderer) MinSize() fyne.Size { return fyne.NewSize(120, 36) }
+func (r *waveRenderer) MinSize() fyne.Size { return fyne.NewSize(120, 28) }
 func (r *waveRenderer) Refresh()           { r.build(); canvas.Refresh(r.w) }
 func (r *waveRenderer) Destroy()           {}
 func (r *waveRenderer) Objects() []fyne.CanvasObject {
-	return append(r.bars, r.w.label)
+	return r.objs
 }
+
+const waveStep = 4
 
 func (r *waveRenderer) build() {
 	s := r.size
-	r.bars = r.bars[:0]
 	lv := r.w.levels
+	n := int(s.Width / waveStep)
+	for len(r.bars) < n {
+		b := canvas.NewRectangle(color.Transparent)
+		b.CornerRadius = 1
+		r.bars = append(r.bars, b)
+	}
+	r.objs = r.objs[:0]
 	r.w.label.Color = theme.Color(theme.ColorNamePlaceHolder)
 	if len(lv) == 0 {
 		r.w.label.Text = "the waveform of what you say appears here"
 		r.w.label.Move(fyne.NewPos(8, (s.Height-r.w.label.MinSize().Height)/2))
 		r.w.label.Resize(r.w.label.MinSize())
-		return
-	}
-	r.w.label.Text = ""
-	const step = 4
-	n := int(s.Width / step)
-	if n <= 0 {
+		r.objs = append(r.objs, r.w.label)
 		return
 	}
 	col := themeColor(colWave)
-	for i := 0; i < n && i < len(lv); i++ {
+	r.shown = min(n, len(lv))
+	for i := 0; i < r.shown; i++ {
 		// the newest levels on the right when there are more than fit
 		v := lv[max(0, len(lv)-n)+i]
 		f := float32((v + 60) / 60)
 		f = max(0.04, min(1, f))
 		h := f * s.Height
-		b := canvas.NewRectangle(col)
-		b.CornerRadius = 1
-		b.Resize(fyne.NewSize(step-1.5, h))
-		b.Move(fyne.NewPos(float32(i)*step, (s.Height-h)/2))
-		r.bars = append(r.bars, b)
+		b := r.bars[i]
+		b.FillColor = col
+		b.Resize(fyne.NewSize(waveStep-1.5, h))
+		b.Move(fyne.NewPos(float32(i)*waveStep, (s.Height-h)/2))
+		r.objs = append(r.objs, b)
 	}
 }

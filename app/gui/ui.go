@@ -3,6 +3,7 @@ package gui
 import (
 	"regexp"
 	"strings"
+	"sync/atomic"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -37,11 +38,16 @@ type UI struct {
 	settings *settingsPanel
 	history  *historyPanel
 	banners  *fyne.Container
+	newConv  *widget.Button
 	convTab  *fyne.Container
 	tabs     *container.AppTabs
 	content  fyne.CanvasObject
 
 	spaceDown bool
+	// levels tells the event pump whether capture levels are wanted: only while Parley
+	// listens and the conversation is on screen. Other levels are dropped before they reach
+	// the UI goroutine, so an idle window is never repainted for them.
+	levels atomic.Bool
 	// do runs fn on the UI goroutine: fyne.Do, or in tests a queue the test goroutine drains
 	// (Fyne's test driver runs fyne.Do at once on the calling goroutine).
 	do func(fn func())
@@ -67,7 +73,10 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u.settings = newSettingsPanel(u)
 	u.history = newHistoryPanel(u)
 
-	u.convTab = container.NewBorder(u.banners, container.NewPadded(u.talk.box), nil, nil, u.conv.body)
+	u.newConv = widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), func() { u.newConversation() })
+	u.newConv.Importance = widget.LowImportance
+	top := container.NewVBox(container.NewBorder(nil, nil, nil, u.newConv), u.banners)
+	u.convTab = container.NewBorder(top, container.NewPadded(u.talk.box), nil, nil, u.conv.body)
 	u.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Conversation", theme.MailComposeIcon(), u.convTab),
 		container.NewTabItemWithIcon("Voice", theme.VolumeUpIcon(), u.voice.content),
@@ -77,6 +86,7 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	)
 	u.tabs.SetTabLocation(container.TabLocationLeading)
 	u.tabs.OnSelected = func(t *container.TabItem) {
+		u.updateLevels()
 		switch t.Text {
 		case "Models":
 			u.models.refresh()
@@ -88,7 +98,9 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	}
 	u.content = u.tabs
 	u.talk.setState(app.Idle, false)
-	u.talk.state.Text = "Starting…"
+	u.talk.state.SetText("Starting…")
+	u.talk.mic.Disable()
+	u.talk.mode.Disable()
 	u.installKeys()
 	return u
 }
@@ -104,8 +116,10 @@ func (u *UI) Attach(a Assistant, notes []string) {
 		u.unsub = nil
 	}
 	u.gen++
+	u.conv.gen = u.gen
 	u.a = a
-	u.talk.setListening(false)
+	u.setListening(false)
+	u.conv.setTextOnly(u.textOnly)
 	u.setNotes(notes)
 	if a == nil {
 		return
@@ -137,14 +151,19 @@ func (u *UI) Detach(reason string) {
 	}
 	u.gen++
 	u.a = nil
-	u.talk.state.Text = reason
-	u.talk.state.Refresh()
+	u.setListening(false)
+	u.talk.mic.Disable()
+	u.talk.state.SetText(reason)
+	u.updateLevels()
 }
 
 // pump moves events to the UI goroutine in batches, so a fast stream of deltas costs one
 // hop per batch, not per event.
 func (u *UI) pump(gen int, ch <-chan app.Event) {
 	for ev := range ch {
+		if ev.Kind == app.EvLevel && !u.levels.Load() {
+			continue
+		}
 		batch := []app.Event{ev}
 	more:
 		for len(batch) < 512 {
@@ -152,6 +171,9 @@ func (u *UI) pump(gen int, ch <-chan app.Event) {
 			case e, ok := <-ch:
 				if !ok {
 					break more
+				}
+				if e.Kind == app.EvLevel && !u.levels.Load() {
+					continue
 				}
 				batch = append(batch, e)
 			default:
@@ -175,17 +197,32 @@ func (u *UI) Handle(e app.Event) {
 	case app.EvState:
 		u.setState(e.State)
 	case app.EvLevel:
-		u.talk.meter.setLevel(e.Level)
-		u.talk.wave.add(e.Level)
+		if u.levels.Load() {
+			u.talk.meter.setLevel(e.Level)
+			u.talk.wave.add(e.Level)
+			if !u.talk.live { // the microphone delivers: Talk really listens now
+				u.talk.live = true
+				u.talk.setState(u.state, u.muted)
+			}
+		}
 	case app.EvSpeechStart:
+		// the waveform shows only what the recogniser will hear: a push-to-talk utterance
+		// (opened by Talk), or speech heard while Parley listens hands-free or after the wake
+		// word; speech in push-to-talk at rest, or Parley's own voice, is not the user's turn
+		if !u.levels.Load() {
+			break
+		}
 		u.talk.setVAD(true)
-		u.talk.wave.start()
+		if !u.talk.listening { // a push-to-talk utterance started its waveform at Talk
+			u.talk.wave.start()
+		}
 	case app.EvSpeechEnd:
 		u.talk.setVAD(false)
-		u.talk.wave.stop()
+		if !u.talk.listening {
+			u.talk.wave.stop()
+		}
 	case app.EvWake:
-		u.talk.state.Text = "Wake word heard — listening…"
-		u.talk.state.Refresh()
+		u.talk.state.SetText("Wake word heard")
 	case app.EvTranscript:
 		if e.Transcript != nil {
 			u.conv.userTurn(e.Turn, *e.Transcript)
@@ -216,16 +253,46 @@ func (u *UI) Handle(e app.Event) {
 func (u *UI) setState(s app.State) {
 	u.state = s
 	if s != app.Listening && u.talk.listening && s != app.Idle {
-		u.talk.setListening(false)
+		u.setListening(false)
 	}
 	if s == app.Idle && u.talk.listening {
-		u.talk.setListening(false)
+		u.setListening(false)
 	}
 	if s != app.Listening {
 		u.talk.setVAD(false)
 		u.talk.wave.stop()
 	}
 	u.talk.setState(s, u.muted)
+	u.updateLevels()
+}
+
+// updateLevels decides whether capture levels are shown: while Parley listens (hands-free at
+// rest, a push-to-talk utterance, after the wake word) and the conversation is on screen.
+// In push-to-talk nothing is shown until Talk is pressed: the meter at rest would read as
+// "listening". When levels stop, the meter falls to zero.
+func (u *UI) updateLevels() {
+	on := u.a != nil && !u.muted && (u.state == app.Listening || u.talk.listening) &&
+		(u.tabs == nil || u.tabs.SelectedIndex() == 0)
+	if u.levels.Swap(on) && !on {
+		u.talk.meter.setLevel(-100)
+	}
+}
+
+// newConversation starts over: the view is cleared, and the assistant forgets and stores
+// the next turns as a new conversation.
+func (u *UI) newConversation() {
+	u.conv.clear()
+	u.setListening(false)
+	if fn := u.svc.NewConversation; fn != nil {
+		go func() {
+			if err := fn(); err != nil {
+				u.do(func() { u.showFix(err.Error()) })
+			}
+		}()
+	}
+	if u.win != nil {
+		u.win.Canvas().Focus(u.talk.entry)
+	}
 }
 
 // submit sends typed text as a turn (off the UI goroutine: the loop answers quickly, but
@@ -262,12 +329,12 @@ func (u *UI) beginTalk() {
 	if a == nil || u.talk.listening || u.muted {
 		return
 	}
-	u.talk.setListening(true)
+	u.setListening(true)
 	u.talk.wave.start()
 	go func() {
 		if err := a.StartListening(); err != nil {
 			u.do(func() {
-				u.talk.setListening(false)
+				u.setListening(false)
 				u.showFix(err.Error())
 			})
 		}
@@ -279,7 +346,7 @@ func (u *UI) endTalk() {
 	if a == nil || !u.talk.listening {
 		return
 	}
-	u.talk.setListening(false)
+	u.setListening(false)
 	u.talk.wave.stop()
 	go func() {
 		if err := a.StopListening(); err != nil {
@@ -294,7 +361,7 @@ func (u *UI) stopTalking() {
 	if a == nil {
 		return
 	}
-	u.talk.setListening(false)
+	u.setListening(false)
 	go a.Cancel()
 }
 
@@ -342,7 +409,8 @@ func (u *UI) setMuted(on bool) {
 }
 
 // installKeys: holding the space bar talks (push-to-talk) when the text box is not focused;
-// Escape stops Parley; Ctrl+L focuses the text box; Alt+1…5 switch panels; Tab moves focus
+// Escape stops Parley; Ctrl+L focuses the text box; Ctrl+N starts a new conversation;
+// Alt+1…5 switch panels; Tab moves focus
 // between controls (Fyne's own traversal).
 func (u *UI) installKeys() {
 	if u.win == nil {
@@ -357,6 +425,10 @@ func (u *UI) installKeys() {
 		if ev.Name == fyne.KeyEscape {
 			u.stopTalking()
 		}
+	})
+	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
+		u.tabs.SelectIndex(0)
+		u.newConversation()
 	})
 	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
 		u.tabs.SelectIndex(0)
@@ -494,4 +566,13 @@ func friendlyError(msg string) string {
 		msg = strings.ToUpper(msg[:1]) + msg[1:]
 	}
 	return msg
+}
+
+// setListening shows whether a push-to-talk utterance is open.
+func (u *UI) setListening(on bool) {
+	if on && !u.talk.listening {
+		u.talk.live = false // push-to-talk opens the microphone now; it takes a moment
+	}
+	u.talk.setListening(on)
+	u.updateLevels()
 }

@@ -149,11 +149,11 @@ func TestTypedMessageStreamsBubbles(t *testing.T) {
 	f.ch <- app.Event{Kind: app.EvState, State: app.Thinking}
 	f.ch <- app.Event{Kind: app.EvTranscript, Turn: 1, Transcript: &tr}
 	f.ch <- app.Event{Kind: app.EvDelta, Turn: 1, Text: "It's "}
-	waitFor(t, u, "the first delta", func() bool { b := u.conv.parley[1]; return b != nil && b.raw == "It's " })
+	waitFor(t, u, "the first delta", func() bool { b := u.conv.parleyAt(1); return b != nil && b.raw == "It's " })
 	if got := u.talk.state.Text; got != "Thinking…" {
 		t.Errorf("state shows %q, want Thinking…", got)
 	}
-	user := u.conv.users[1]
+	user := u.conv.userAt(1)
 	if user == nil {
 		t.Fatal("no user bubble")
 	}
@@ -169,8 +169,8 @@ func TestTypedMessageStreamsBubbles(t *testing.T) {
 	ex := &app.Exchange{Turn: 1, Transcript: tr, Answer: "It's 7:05 AM.", FullAnswer: "It's 7:05 AM.", Start: t0,
 		Latency: app.Latency{SpeechEnd: t0, Transcript: t0.Add(120 * time.Millisecond), FirstToken: t0.Add(400 * time.Millisecond), FirstAudio: t0.Add(650 * time.Millisecond)}}
 	f.ch <- app.Event{Kind: app.EvTurnDone, Turn: 1, Exchange: ex}
-	waitFor(t, u, "the turn's latency bar", func() bool { return u.conv.parley[1].latency.Visible() })
-	b := u.conv.parley[1]
+	waitFor(t, u, "the turn's latency bar", func() bool { return u.conv.parleyAt(1).latency.Visible() })
+	b := u.conv.parleyAt(1)
 	if b.raw != "It's 7:05 AM." {
 		t.Errorf("Parley's bubble shows %q", b.raw)
 	}
@@ -198,7 +198,7 @@ func TestInterruptedAnswerIsMarked(t *testing.T) {
 	u.Handle(app.Event{Kind: app.EvBargeIn, Turn: 3})
 	u.Handle(app.Event{Kind: app.EvTurnDone, Turn: 3, Exchange: &app.Exchange{Turn: 3, Answer: "Once upon a time",
 		FullAnswer: "Once upon a time there was a very long story", Interrupted: true}})
-	b := u.conv.parley[3]
+	b := u.conv.parleyAt(3)
 	if b.raw != "Once upon a time" {
 		t.Errorf("interrupted bubble shows %q, want only what was spoken", b.raw)
 	}
@@ -259,7 +259,7 @@ func TestNotesOfferTheFix(t *testing.T) {
 	}
 	// a dead LLM mid-conversation: the error is shown on the turn and as a banner with the fix
 	u.Handle(app.Event{Kind: app.EvError, Turn: 1, Err: "brain: dial tcp 127.0.0.1:11434: connection refused"})
-	if b := u.conv.parley[1]; b == nil || !strings.Contains(strings.Join(texts(b.marks), " "), "not answering") {
+	if b := u.conv.parleyAt(1); b == nil || !strings.Contains(strings.Join(texts(b.marks), " "), "not answering") {
 		t.Error("the dead LLM is not explained on the turn")
 	}
 }

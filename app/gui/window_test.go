@@ -46,6 +46,10 @@ func TestMain(m *testing.M) {
 			os.Exit(startupHelper(dir, false))
 		case "bare":
 			os.Exit(startupHelper(dir, true))
+		case "sigterm":
+			os.Exit(sigtermHelper(dir))
+		case "idle":
+			os.Exit(idleHelper(dir))
 		}
 		os.Exit(windowHelper(dir))
 	}
@@ -107,19 +111,7 @@ func runHelper(tb testing.TB, display, mode string, timeout time.Duration) (help
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(),
-		helperEnv+"="+dir,
-		helperEnv+"_MODE="+mode,
-		"DISPLAY="+display,
-		"WAYLAND_DISPLAY=",
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
-		"PARLEY_MODELS="+assets.ModelsDir(), // the installed (demo) models; the cache keeps the ORT library
-		"PARLEY_CONFIG="+filepath.Join(dir, "config", "parley.toml"),
-		"FYNE_SCALE=1",
-		"LANG=en_US.UTF-8", "LC_ALL=",
-	)
+	cmd.Env = append(helperEnviron(dir, display), helperEnv+"_MODE="+mode)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	var rep helperReport
@@ -139,6 +131,23 @@ func runHelper(tb testing.TB, display, mode string, timeout time.Duration) (help
 		}
 	}
 	return rep, out, err
+}
+
+// helperEnviron is the environment of a helper writing to dir on display: its own config,
+// data and state directories.
+func helperEnviron(dir, display string) []string {
+	return append(os.Environ(),
+		helperEnv+"="+dir,
+		"DISPLAY="+display,
+		"WAYLAND_DISPLAY=",
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
+		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
+		"XDG_STATE_HOME="+filepath.Join(dir, "state"),
+		"PARLEY_MODELS="+assets.ModelsDir(), // the installed (demo) models; the cache keeps the ORT library
+		"PARLEY_CONFIG="+filepath.Join(dir, "config", "parley.toml"),
+		"FYNE_SCALE=1",
+		"LANG=en_US.UTF-8", "LC_ALL=",
+	)
 }
 
 // BenchmarkWindowStartup: time from Run to a shown window in a real process under X
@@ -175,6 +184,8 @@ type helperReport struct {
 	StartupMS float64  `json:"startup_ms"` // Run called → window shown
 	ReadyMS   float64  `json:"ready_ms"`   // Run called → assistant attached
 	AnswerMS  float64  `json:"answer_ms"`  // question sent → turn done
+	IdleCPU   float64  `json:"idle_cpu"`   // percent of a core while idle
+	TextOnly  bool     `json:"text_only"`  // the assistant had no audio
 	Err       string   `json:"error,omitempty"`
 
 	shot []byte // the screenshot, read by the parent

@@ -109,7 +109,7 @@ func newID(prefix string) string {
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
 	var in chatRequest
-	if e := decodeJSON(w, r, &in); e != nil {
+	if e := s.decodeJSON(w, r, &in); e != nil {
 		return e
 	}
 	if in.Model == "" {
@@ -154,7 +154,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
 		}
 		req.Messages = append(req.Messages, llm.Message{Role: role, Content: text, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
 	}
-	release, err := s.llmLim.Acquire(r.Context())
+	release, err := s.llmLim.Acquire(r.Context(), 1)
 	if errors.Is(err, ErrBusy) {
 		return busy("llm", s.llmLim.RetryAfter())
 	}

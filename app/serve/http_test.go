@@ -166,6 +166,9 @@ func TestTranscriptionBadInput(t *testing.T) {
 		{"bad format", "badformat", wav, 400, "response_format", "verbose_json"},
 		{"granularity without verbose", "gran", wav, 400, "timestamp_granularities", "verbose_json"},
 		{"bad language", "badlang", wav, 400, "language", "fr"},
+		// a few bytes that claim an hour once resampled to 16 kHz: refused before any work
+		{"1 Hz WAV", "", append(wavHeader(1, 7200), make([]byte, 7200)...), 400, "file", "below 4000 Hz"},
+		{"too long by its header", "", wavHeader(16000, 6*32000), 400, "file", "longer than 5 s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,6 +253,15 @@ func TestTranscriptionNonWAVThroughFFmpeg(t *testing.T) {
 	json.Unmarshal(b, &v)
 	if v.Duration < 0.99 || v.Duration > 1.01 {
 		t.Errorf("duration %g, want 1 s", v.Duration)
+	}
+	// an AU file (ffmpeg's path, not our WAV reader) declaring 1 Hz: the rate floor holds
+	// there too, read from ffmpeg's stream info
+	au := []byte(".snd\x00\x00\x00\x18\x00\x00\x1c\x20\x00\x00\x00\x03\x00\x00\x00\x01\x00\x00\x00\x01")
+	au = append(au, make([]byte, 7200)...)
+	ct, body = multipartBody(t, au, [2]string{"model", "whisper-1"})
+	resp, b = post(t, base+"/v1/audio/transcriptions", ct, body)
+	if msg, _, _, code := apiErr(t, b); resp.StatusCode != 400 || code != "invalid_audio" || !strings.Contains(msg, "1 Hz is below") {
+		t.Errorf("1 Hz AU: %d %s", resp.StatusCode, b)
 	}
 }
 
@@ -771,12 +783,20 @@ func TestSlowAndAbandonedClients(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer to a stalled upload: %v", err)
 	}
-	if resp.StatusCode != 400 {
-		t.Errorf("stalled upload: %d", resp.StatusCode)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 408 {
+		t.Errorf("stalled upload: %d %s", resp.StatusCode, b)
+	} else if _, _, _, code := apiErr(t, b); code != "upload_too_slow" {
+		t.Errorf("stalled upload: code %q", code)
 	}
 	if s.asrLim.Waiting()+s.asrLim.Running() != 0 {
-		t.Error("stalled upload still holds a queue place")
+		t.Error("stalled upload holds a queue place")
 	}
+	s.uploads.mu.Lock()
+	if s.uploads.n != 0 {
+		t.Error("stalled upload still holds an upload place")
+	}
+	s.uploads.mu.Unlock()
 	// A client that asks for speech and goes away: the job is cancelled and frees its slot.
 	eng.block = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())

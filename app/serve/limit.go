@@ -2,133 +2,350 @@ package serve
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Limiter bounds how many jobs run on one engine at once and how many wait for it. A job
-// that finds the queue full is refused at once (ErrBusy) rather than held: the caller
-// answers 429 with Retry-After, so memory and waiting time stay bounded.
+// Limiter admits jobs to one engine by the work they bring, not by their number. Each job
+// states its cost (seconds of audio for the recogniser, characters for a voice); the limiter
+// learns how long a unit of cost takes from the jobs it ran, and admits a job while the work
+// queued ahead of it would keep it waiting less than MaxWait. Past that, or past MaxQueued
+// waiting jobs (which bounds the memory they hold), a job is refused at once (ErrBusy), and
+// RetryAfter says when the queue, as it stands, will have room again. A few workers run;
+// waiting jobs start in arrival order. Jobs that can run together (Ticket.Batch) are taken
+// as one batch when a worker frees up.
 type Limiter struct {
-	name     string
-	slots    chan struct{}
-	queue    chan struct{} // tickets: running + waiting
-	waiting  atomic.Int64
-	running  atomic.Int64
+	name      string
+	workers   int
+	maxWait   time.Duration
+	maxQueued int
+	maxBatch  int
+	prior     float64 // seconds of work per cost unit until jobs have been measured
+
+	mu      sync.Mutex
+	queue   []*Ticket // waiting, in arrival order
+	running []*Ticket
+	hist    [32]costSample // the last jobs run: their cost and time
+	histN   int
+	histI   int
+
 	rejected atomic.Int64
-	// avg is an exponentially weighted mean job time in nanoseconds, for Retry-After.
-	avg atomic.Int64
+	waitingN atomic.Int64
+	runningN atomic.Int64
 }
 
-// NewLimiter returns a limiter with workers slots and room for queue waiting jobs.
-func NewLimiter(name string, workers, queue int) *Limiter {
-	if workers < 1 {
-		workers = 1
-	}
-	if queue < 0 {
-		queue = 0
-	}
-	return &Limiter{name: name, slots: make(chan struct{}, workers), queue: make(chan struct{}, workers+queue)}
+type costSample struct {
+	cost    float64
+	elapsed time.Duration
 }
 
-// Ticket is a job admitted to a Limiter's queue.
+// LimiterConfig configures a Limiter.
+type LimiterConfig struct {
+	Workers   int           // jobs running at once (default 1)
+	MaxWait   time.Duration // admit while the estimated wait is under this (default 60 s)
+	MaxQueued int           // jobs waiting at most (default 32 per worker)
+	MaxBatch  int           // jobs in one batch (default 1: no batching)
+	// Prior is the seconds of work per unit of cost assumed until jobs have been timed.
+	Prior float64
+}
+
+// NewLimiter returns a limiter for the engine called name.
+func NewLimiter(name string, c LimiterConfig) *Limiter {
+	if c.Workers < 1 {
+		c.Workers = 1
+	}
+	if c.MaxWait <= 0 {
+		c.MaxWait = time.Minute
+	}
+	if c.MaxQueued <= 0 {
+		c.MaxQueued = 32 * c.Workers
+	}
+	if c.MaxBatch < 1 {
+		c.MaxBatch = 1
+	}
+	if c.Prior <= 0 {
+		c.Prior = 0.05
+	}
+	return &Limiter{name: name, workers: c.Workers, maxWait: c.MaxWait, maxQueued: c.MaxQueued, maxBatch: c.MaxBatch, prior: c.Prior}
+}
+
+// Ticket is a job admitted to a Limiter.
 type Ticket struct {
-	l       *Limiter
-	running bool
-	start   time.Time
-	done    bool
+	l     *Limiter
+	cost  float64
+	state ticketState
+	start time.Time
+	ready chan struct{} // closed when the job may run (or was taken into a batch)
+
+	// Batch, when set before Wait, lets the job join others with the same BatchKey into one
+	// run. The ticket that starts leads: Group returns the others it took along.
+	Batch    any
+	BatchKey string
+	group    []*Ticket
+	leader   *Ticket
 }
 
-// Admit takes a place in the queue, or fails at once with ErrBusy when it is full. The
-// ticket must be ended with Done. Admitting before reading a request body bounds the number
-// of bodies held in memory as well as the jobs waiting.
-func (l *Limiter) Admit() (*Ticket, error) {
-	select {
-	case l.queue <- struct{}{}:
-	default:
+type ticketState int
+
+const (
+	waiting ticketState = iota
+	running
+	batched // taken into another ticket's batch
+	done
+)
+
+// Admit takes a place in the queue for a job of the given cost, or fails at once with
+// ErrBusy. The ticket must be ended with Done.
+func (l *Limiter) Admit(cost float64) (*Ticket, error) {
+	return l.admit(cost, nil, "")
+}
+
+// AdmitBatch is Admit for a job that may run in a batch with others of the same key.
+func (l *Limiter) AdmitBatch(cost float64, batch any, key string) (*Ticket, error) {
+	return l.admit(cost, batch, key)
+}
+
+func (l *Limiter) admit(cost float64, batch any, key string) (*Ticket, error) {
+	cost = max(cost, 0)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.roomLocked() {
 		l.rejected.Add(1)
 		return nil, ErrBusy
 	}
-	l.waiting.Add(1)
-	return &Ticket{l: l}, nil
+	t := &Ticket{l: l, cost: cost, ready: make(chan struct{}), Batch: batch, BatchKey: key}
+	l.queue = append(l.queue, t)
+	l.waitingN.Add(1)
+	l.dispatchLocked()
+	return t, nil
 }
 
-// Wait blocks until a slot is free (or ctx ends).
-func (t *Ticket) Wait(ctx context.Context) error {
-	if t.running || t.done {
-		return nil
+// roomLocked says whether one more job may wait: a worker is free, or fewer than MaxQueued
+// wait and the work ahead keeps a newcomer's wait under MaxWait.
+func (l *Limiter) roomLocked() bool {
+	if len(l.running) < l.workers && len(l.queue) == 0 {
+		return true
 	}
-	select {
-	case t.l.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if len(l.queue) >= l.maxQueued {
+		return false
 	}
-	t.l.waiting.Add(-1)
-	t.l.running.Add(1)
-	t.running, t.start = true, time.Now()
-	return nil
+	return l.workAheadLocked(time.Now()) <= l.maxWait.Seconds()*float64(l.workers)
 }
 
-// Done frees the ticket's place (and slot). It is safe to call more than once.
-func (t *Ticket) Done() {
-	if t.done {
-		return
+// workAheadLocked is the estimated work, in seconds, before a newcomer starts: what the
+// running jobs have left plus the waiting jobs.
+func (l *Limiter) workAheadLocked(now time.Time) float64 {
+	rate := l.rateLocked()
+	w := 0.0
+	for _, t := range l.running {
+		w += t.remaining(rate, now)
 	}
-	t.done = true
-	l := t.l
-	if t.running {
-		d := int64(time.Since(t.start))
-		old := l.avg.Load()
-		if old == 0 {
-			l.avg.Store(d)
-		} else {
-			l.avg.Store(old + (d-old)/8)
+	for _, t := range l.queue {
+		w += t.cost * rate
+	}
+	return w
+}
+
+// remaining estimates what a running job (and its batch) has left; one that overran its
+// estimate is given a tenth of it more.
+func (t *Ticket) remaining(rate float64, now time.Time) float64 {
+	est := t.groupCost() * rate
+	return max(est-now.Sub(t.start).Seconds(), est/10)
+}
+
+func (t *Ticket) groupCost() float64 {
+	c := t.cost
+	for _, g := range t.group {
+		c += g.cost
+	}
+	return c
+}
+
+// rateLocked is the seconds of work per unit of cost, from the jobs last run (their total
+// time over their total cost, so a few long jobs weigh as much as they cost and no more).
+func (l *Limiter) rateLocked() float64 {
+	var c float64
+	var d time.Duration
+	for i := 0; i < l.histN; i++ {
+		c += l.hist[i].cost
+		d += l.hist[i].elapsed
+	}
+	if c <= 0 {
+		return l.prior
+	}
+	return d.Seconds() / c
+}
+
+// dispatchLocked starts waiting jobs while workers are free, taking batches along.
+func (l *Limiter) dispatchLocked() {
+	for len(l.running) < l.workers && len(l.queue) > 0 {
+		t := l.queue[0]
+		l.queue = l.queue[1:]
+		t.state, t.start = running, time.Now()
+		l.waitingN.Add(-1)
+		if t.Batch != nil && l.maxBatch > 1 {
+			for i := 0; i < len(l.queue) && len(t.group) < l.maxBatch-1; {
+				o := l.queue[i]
+				if o.Batch == nil || o.BatchKey != t.BatchKey {
+					i++
+					continue
+				}
+				l.queue = slices.Delete(l.queue, i, i+1)
+				o.state, o.leader, o.start = batched, t, t.start
+				l.waitingN.Add(-1)
+				t.group = append(t.group, o)
+				close(o.ready)
+			}
 		}
-		l.running.Add(-1)
-		<-l.slots
-	} else {
-		l.waiting.Add(-1)
+		l.running = append(l.running, t)
+		l.runningN.Add(1)
+		close(t.ready)
 	}
-	<-l.queue
+}
+
+// Wait blocks until the job may run (or ctx ends, which gives up its place). A ticket taken
+// into another's batch returns at once with Leader set: its leader runs it.
+func (t *Ticket) Wait(ctx context.Context) error {
+	select {
+	case <-t.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	l := t.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.state != waiting {
+		return nil // started meanwhile: the caller sees ctx ended and calls Done
+	}
+	if i := slices.Index(l.queue, t); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+		l.waitingN.Add(-1)
+	}
+	t.state = done
+	return ctx.Err()
+}
+
+// Group returns the tickets this one took along in its batch.
+func (t *Ticket) Group() []*Ticket { return t.group }
+
+// Leader returns the ticket whose batch runs this one, or nil.
+func (t *Ticket) Leader() *Ticket { return t.leader }
+
+// Done ends the job and frees its place (and worker). It is safe to call more than once.
+func (t *Ticket) Done() {
+	l := t.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch t.state {
+	case done, batched:
+		t.state = done
+		return
+	case waiting:
+		if i := slices.Index(l.queue, t); i >= 0 {
+			l.queue = slices.Delete(l.queue, i, i+1)
+			l.waitingN.Add(-1)
+		}
+	case running:
+		l.hist[l.histI] = costSample{cost: t.groupCost(), elapsed: time.Since(t.start)}
+		l.histI = (l.histI + 1) % len(l.hist)
+		l.histN = min(l.histN+1, len(l.hist))
+		if i := slices.Index(l.running, t); i >= 0 {
+			l.running = slices.Delete(l.running, i, i+1)
+			l.runningN.Add(-1)
+		}
+	}
+	t.state = done
+	l.dispatchLocked()
 }
 
 // Acquire is Admit then Wait. On success release must be called once.
-func (l *Limiter) Acquire(ctx context.Context) (release func(), err error) {
-	t, err := l.Admit()
+func (l *Limiter) Acquire(ctx context.Context, cost float64) (release func(), err error) {
+	t, err := l.Admit(cost)
 	if err != nil {
 		return nil, err
 	}
 	if err := t.Wait(ctx); err != nil {
-		t.Done()
 		return nil, err
 	}
 	return t.Done, nil
 }
 
-// RetryAfter estimates when a slot frees up: the queue's length times the mean job time
-// divided by the workers, at least one second.
+// RetryAfter estimates when the queue, as it stands now, will have room again: the jobs
+// waiting are laid out on the workers in order (running ones with what they have left), and
+// the first moment a newcomer would be admitted is the answer; at least one second.
 func (l *Limiter) RetryAfter() time.Duration {
-	d := time.Duration(l.avg.Load()) * time.Duration(cap(l.queue)) / time.Duration(cap(l.slots))
-	if d < time.Second {
-		d = time.Second
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	rate := l.rateLocked()
+	free := make([]float64, l.workers) // when each worker frees up, seconds from now
+	for i, t := range l.running {
+		if i < len(free) {
+			free[i] = t.remaining(rate, now)
+		}
 	}
-	if d > time.Minute {
-		d = time.Minute
+	budget := l.maxWait.Seconds() * float64(l.workers)
+	queued := 0.0
+	for _, t := range l.queue {
+		queued += t.cost * rate
 	}
-	return d
+	var at float64
+	fits := func(at float64, left int, queued float64) bool {
+		ahead := queued
+		for _, f := range free {
+			ahead += max(0, f-at)
+		}
+		return left < l.maxQueued && ahead <= budget
+	}
+	for i, t := range l.queue {
+		k := 0
+		for j := range free {
+			if free[j] < free[k] {
+				k = j
+			}
+		}
+		at = free[k]
+		free[k] += t.cost * rate
+		queued -= t.cost * rate
+		if fits(at, len(l.queue)-i-1, queued) {
+			return retrySeconds(at)
+		}
+	}
+	// everything has started: wait until what runs drains under the budget
+	for !fits(at, 0, 0) && at < 3600 {
+		at += 0.25
+	}
+	return retrySeconds(at)
+}
+
+func retrySeconds(s float64) time.Duration {
+	d := time.Duration(s * float64(time.Second))
+	return min(max(d, time.Second), 10*time.Minute)
+}
+
+// WorkSeconds is the estimated work queued and running, in seconds.
+func (l *Limiter) WorkSeconds() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.workAheadLocked(time.Now())
 }
 
 // Waiting is the number of jobs queued now.
-func (l *Limiter) Waiting() int64 { return l.waiting.Load() }
+func (l *Limiter) Waiting() int64 { return l.waitingN.Load() }
 
-// Running is the number of jobs running now.
-func (l *Limiter) Running() int64 { return l.running.Load() }
+// Running is the number of jobs (batches count once) running now.
+func (l *Limiter) Running() int64 { return l.runningN.Load() }
 
 // Rejected counts jobs refused because the queue was full.
 func (l *Limiter) Rejected() int64 { return l.rejected.Load() }
 
-// Workers is the number of slots.
-func (l *Limiter) Workers() int { return cap(l.slots) }
+// Workers is the number of jobs that run at once.
+func (l *Limiter) Workers() int { return l.workers }
 
 // QueueCap is the number of jobs that may wait.
-func (l *Limiter) QueueCap() int { return cap(l.queue) - cap(l.slots) }
+func (l *Limiter) QueueCap() int { return l.maxQueued }
+
+// MaxWait is the longest estimated wait a job is admitted to.
+func (l *Limiter) MaxWait() time.Duration { return l.maxWait }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 
-	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
@@ -105,13 +105,12 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 
 	// voice activity for realtime sessions: Silero when its model is installed
 	if p := vad.DefaultModel(); fileExists(p) && gpu.Init() == nil {
-		e.NewVAD = func() (app.VAD, error) {
-			d, err := vad.New(vad.Config{Model: p})
-			if err != nil {
-				return nil, err
-			}
-			return app.SileroVAD{D: d}, nil
+		newVAD, closeVAD, err := SileroVADs(p, runtime.GOMAXPROCS(0))
+		if err != nil {
+			return nil, fmt.Errorf("voice activity detection: %w", err)
 		}
+		e.NewVAD = newVAD
+		l.closers = append(l.closers, closeVAD)
 	} else {
 		l.Notes = append(l.Notes, "realtime: energy voice activity detector (Silero VAD model not installed)")
 	}

@@ -182,6 +182,11 @@ func (m *Metrics) limiterGauges(ls ...*Limiter) {
 		for _, l := range ls {
 			fmt.Fprintf(w, "parley_engine_busy{engine=\"%s\"} %d\n", l.name, l.Running())
 		}
+		fmt.Fprintln(w, "# HELP parley_queue_work_seconds Estimated work queued and running on an engine, in seconds.")
+		fmt.Fprintln(w, "# TYPE parley_queue_work_seconds gauge")
+		for _, l := range ls {
+			fmt.Fprintf(w, "parley_queue_work_seconds{engine=\"%s\"} %s\n", l.name, num(l.WorkSeconds()))
+		}
 		fmt.Fprintln(w, "# HELP parley_rejected_total Jobs refused with 429 because the queue was full.")
 		fmt.Fprintln(w, "# TYPE parley_rejected_total counter")
 		for _, l := range ls {

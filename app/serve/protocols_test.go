@@ -284,6 +284,7 @@ func TestLoad(t *testing.T) {
 		o.Config.MaxConcurrentASR = 2
 		o.Config.MaxConcurrentTTS = 2
 		o.QueueLen = 8
+		o.MaxConnsPerClient = 1024 // this test is about the queues (TestConnectionCaps: the sockets)
 	})
 	runtime.GC()
 	var ms0 runtime.MemStats
@@ -324,7 +325,10 @@ func TestLoad(t *testing.T) {
 			if resp.Header.Get("Retry-After") == "" {
 				t.Errorf("%s: 429 without Retry-After", kind)
 			}
-			apiErr(t, b)
+			_, _, _, code := apiErr(t, b)
+			mu.Lock()
+			counts[kind+" "+code]++
+			mu.Unlock()
 		default:
 			t.Errorf("%s: status %d: %s", kind, resp.StatusCode, b)
 		}

@@ -9,11 +9,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/serve/realtime"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
@@ -24,9 +27,9 @@ import (
 // MaxRealtimeSessions bounds concurrent realtime sessions.
 const MaxRealtimeSessions = 32
 
-// maxRealtimeMessage bounds one WebSocket message (an append of 3 MiB of PCM, 65 s at 24 kHz,
-// in base64).
-const maxRealtimeMessage = 4<<20 + 4096
+// maxRealtimeMessage bounds one WebSocket message: an append of realtime.MaxAppendBytes of
+// PCM in base64, and its JSON.
+const maxRealtimeMessage = realtime.MaxAppendBytes*4/3 + 4096
 
 // maxRealtimeBuffer bounds a session's uncommitted audio in seconds.
 const maxRealtimeBuffer = 300
@@ -136,7 +139,8 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		Transcriber:      rtASR{s},
 		Brain:            br,
 		Voice:            rtVoice{s},
-		NewVAD:           s.eng.NewVAD,
+		NewVAD:           s.newVAD,
+		Budget:           s.audioMem,
 		NewChunker:       func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
 		Model:            r.URL.Query().Get("model"),
 		Log:              s.log,
@@ -214,19 +218,11 @@ type rtASR struct{ s *Server }
 
 func (a rtASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
 	s := a.s
-	var t app.Transcript
-	e := s.job(ctx, s.asrLim, func(ctx context.Context) *APIError {
-		res, err := s.eng.ASR.TranscribeWith(ctx, pcm, s.eng.ASR.Options())
-		if err != nil {
-			return &APIError{Status: 500, Message: err.Error()}
-		}
-		t = app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}
-		return nil
-	})
+	res, e := s.recognize(ctx, asrInput{samples: pcm}, s.eng.ASR.Options())
 	if e != nil {
-		return t, errors.New(e.Message)
+		return app.Transcript{}, errors.New(e.Message)
 	}
-	return t, nil
+	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
 }
 
 type rtVoice struct{ s *Server }
@@ -240,7 +236,7 @@ func (v rtVoice) Synthesize(ctx context.Context, text, voice string, fn func([]f
 			return e
 		}
 	}
-	e := s.job(ctx, s.ttsLim, func(ctx context.Context) *APIError {
+	e := s.job(ctx, s.ttsLim, float64(utf8.RuneCountInString(text)), func(ctx context.Context) *APIError {
 		st, err := s.eng.TTS.Synthesize(ctx, req)
 		if err != nil {
 			if errors.Is(err, tts.ErrEmpty) {
@@ -269,4 +265,54 @@ func (v rtVoice) Synthesize(ctx context.Context, text, voice string, fn func([]f
 		return fmt.Errorf("%s", e.Message)
 	}
 	return nil
+}
+
+// newVAD makes a session's voice activity detector, its calls gated by vadCalls (nil: the
+// session's energy detector).
+func (s *Server) newVAD() (app.VAD, error) {
+	if s.eng.NewVAD == nil {
+		return &app.EnergyVAD{}, nil
+	}
+	v, err := s.eng.NewVAD()
+	if err != nil {
+		return nil, err
+	}
+	return gatedVAD{v, s.vadCalls}, nil
+}
+
+// gatedVAD runs a detector's calls under a semaphore.
+type gatedVAD struct {
+	app.VAD
+	sem chan struct{}
+}
+
+func (g gatedVAD) Process(p []float32) ([]app.VADEvent, error) {
+	g.sem <- struct{}{}
+	defer func() { <-g.sem }()
+	return g.VAD.Process(p)
+}
+
+func (g gatedVAD) Close() error {
+	if c, ok := g.VAD.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// SileroVADs returns a factory of realtime sessions' Silero detectors over one shared pool
+// of at most size models, and the pool's Close. A Silero session in ONNX Runtime costs about
+// 12 MB that the C allocator keeps once closed: one per realtime session left ~400 MB
+// behind after 32 sessions; pooled, the server holds size of them at most.
+func SileroVADs(model string, size int) (newVAD func() (app.VAD, error), closePool func() error, err error) {
+	pool, err := vad.NewPool(model, 16000, gpu.Options{}, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func() (app.VAD, error) {
+		d, err := vad.NewPooled(vad.Config{}, pool)
+		if err != nil {
+			return nil, err
+		}
+		return app.SileroVAD{D: d}, nil
+	}, pool.Close, nil
 }

@@ -20,6 +20,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"time"
@@ -75,8 +79,33 @@ type Options struct {
 	Engines Engines
 	Log     *slog.Logger
 	Version string
-	// QueueLen is how many jobs may wait per engine beyond those running; 0: 4 per worker.
+	// QueueLen is how many jobs may wait per engine beyond those running (it bounds the
+	// memory waiting jobs hold); 0: 32 per worker.
 	QueueLen int
+	// MaxQueueWait admits a job while the work queued ahead of it (its estimated time, from
+	// the jobs' audio seconds or characters and the measured speed) keeps it waiting less
+	// than this; 0: 60 s.
+	MaxQueueWait time.Duration
+	// MinUploadRate is the rate floor for request bodies, in bytes a second on average once
+	// UploadGrace has passed (0: 16 kB/s; negative: none). A slower body is cut with 408.
+	MinUploadRate float64
+	UploadGrace   time.Duration // 0: 10 s
+	// MaxUploads and MaxUploadsPerClient bound the audio uploads being received and decoded
+	// at once, in all and per client address; 0: 64 and 16.
+	MaxUploads, MaxUploadsPerClient int
+	// MaxConns and MaxConnsPerClient bound open HTTP connections, in all and per client
+	// address (beyond: an immediate 429); 0: 1024 and 128. Wyoming has its own (64, 16).
+	MaxConns, MaxConnsPerClient int
+	// TempDir holds uploads spooled to disk; "": the system's temporary directory.
+	TempDir string
+	// MaxAudioMemory bounds, in bytes, the audio that realtime sessions and Wyoming
+	// connections buffer at once, all together; 0: 128 MiB.
+	MaxAudioMemory int64
+	// MemoryLimit is the Go runtime's soft memory limit while serving, in bytes above what
+	// the process holds when Serve starts (the engines' models): the collector works harder
+	// near it instead of letting garbage double the heap. 0: 256 MiB; negative: none. The
+	// GOMEMLIMIT environment variable, when set, wins.
+	MemoryLimit int64
 	// JobTimeout bounds one transcription or synthesis; 0: 5 minutes.
 	JobTimeout time.Duration
 	// UploadTimeout bounds reading a request body; 0: 2 minutes.
@@ -105,6 +134,15 @@ type Server struct {
 	llmLim  *Limiter
 	metrics *Metrics
 	mux     *http.ServeMux
+	// uploads bounds request bodies being received; decoders bounds uploads decoding at once.
+	uploads  *uploadGate
+	decoders chan struct{}
+	// audioMem bounds the audio realtime sessions and Wyoming connections buffer.
+	audioMem *memBudget
+	// vadCalls bounds the voice activity detector calls running at once: each is a cgo call
+	// that pins an OS thread, and the Go runtime never gives threads back, so 32 sessions
+	// calling at once would leave 32 threads behind for good.
+	vadCalls chan struct{}
 
 	// sessions are realtime WebSocket sessions, cancelled at shutdown.
 	mu       sync.Mutex
@@ -180,17 +218,56 @@ func New(o Options) (*Server, error) {
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = 30 * time.Second
 	}
+	if o.MaxQueueWait <= 0 {
+		o.MaxQueueWait = time.Minute
+	}
+	if o.MinUploadRate == 0 {
+		o.MinUploadRate = 16000
+	}
+	if o.MinUploadRate < 0 {
+		o.MinUploadRate = 0
+	}
+	if o.UploadGrace <= 0 {
+		o.UploadGrace = 10 * time.Second
+	}
+	if o.MaxUploads <= 0 {
+		o.MaxUploads = 64
+	}
+	if o.MaxUploadsPerClient <= 0 {
+		o.MaxUploadsPerClient = 16
+	}
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = 256 << 20
+	}
+	if o.MaxAudioMemory <= 0 {
+		o.MaxAudioMemory = 128 << 20
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 1024
+	}
+	if o.MaxConnsPerClient <= 0 {
+		o.MaxConnsPerClient = 128
+	}
 	q := func(workers int) int {
 		if o.QueueLen > 0 {
 			return o.QueueLen
 		}
-		return 4 * workers
+		return 32 * workers
+	}
+	asrBatch := 1
+	if _, ok := o.Engines.ASR.(batchTranscriber); ok {
+		asrBatch = 8
 	}
 	s := &Server{
 		o: o, log: o.Log, eng: o.Engines, metrics: newMetrics(), sessions: map[*session]struct{}{},
-		asrLim: NewLimiter("asr", c.MaxConcurrentASR, q(c.MaxConcurrentASR)),
-		ttsLim: NewLimiter("tts", c.MaxConcurrentTTS, q(c.MaxConcurrentTTS)),
-		llmLim: NewLimiter("llm", 4, q(4)),
+		// costs: seconds of audio (plus a second for the call), characters, requests
+		asrLim:   NewLimiter("asr", LimiterConfig{Workers: c.MaxConcurrentASR, MaxQueued: q(c.MaxConcurrentASR), MaxWait: o.MaxQueueWait, MaxBatch: asrBatch, Prior: 0.05}),
+		ttsLim:   NewLimiter("tts", LimiterConfig{Workers: c.MaxConcurrentTTS, MaxQueued: q(c.MaxConcurrentTTS), MaxWait: o.MaxQueueWait, Prior: 0.01}),
+		llmLim:   NewLimiter("llm", LimiterConfig{Workers: 4, MaxQueued: q(4), MaxWait: o.MaxQueueWait, Prior: 2}),
+		uploads:  newUploadGate(o.MaxUploads, o.MaxUploadsPerClient),
+		decoders: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))),
+		audioMem: newMemBudget(o.MaxAudioMemory),
+		vadCalls: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
 	if s.eng.Skills == nil {
 		// Headless, a timer would run out with nothing to ring it: the skills say so.
@@ -241,13 +318,14 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /health", s.health)
 	m.Handle("GET /metrics", s.auth(http.HandlerFunc(s.metricsPage)))
 	m.Handle("POST /v1/audio/transcriptions", s.api(s.transcriptions))
+	m.Handle("POST /v1/audio/translations", s.api(s.translations))
 	m.Handle("POST /v1/audio/speech", s.api(s.speech))
 	m.Handle("POST /v1/chat/completions", s.api(s.chat))
 	m.Handle("GET /v1/models", s.api(s.models))
 	m.Handle("GET /v1/models/{id}", s.api(s.model))
 	m.Handle("GET /v1/realtime", s.auth(http.HandlerFunc(s.realtime)))
 	// Known paths with the wrong method: 405 in OpenAI's shape (the mux's own is plain text).
-	for path, method := range map[string]string{"/v1/audio/transcriptions": "POST", "/v1/audio/speech": "POST",
+	for path, method := range map[string]string{"/v1/audio/transcriptions": "POST", "/v1/audio/translations": "POST", "/v1/audio/speech": "POST",
 		"/v1/chat/completions": "POST", "/v1/models": "GET", "/v1/realtime": "GET", "/health": "GET", "/metrics": "GET"} {
 		m.Handle(path, s.api(func(w http.ResponseWriter, r *http.Request) *APIError {
 			w.Header().Set("Allow", method)
@@ -257,7 +335,7 @@ func (s *Server) routes() {
 	}
 	m.Handle("/", s.api(func(w http.ResponseWriter, r *http.Request) *APIError {
 		return &APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: str("unknown_url"),
-			Message: fmt.Sprintf("Unknown request URL: %s %s. Parley serves /v1/audio/transcriptions, /v1/audio/speech, /v1/chat/completions, /v1/models, /v1/realtime, /health and /metrics.", r.Method, r.URL.Path)}
+			Message: fmt.Sprintf("Unknown request URL: %s %s. Parley serves /v1/audio/transcriptions, /v1/audio/translations, /v1/audio/speech, /v1/chat/completions, /v1/models, /v1/realtime, /health and /metrics.", r.Method, r.URL.Path)}
 	}))
 	s.mux = m
 }
@@ -378,6 +456,14 @@ func (s *Server) modelGauges(w io.Writer) {
 	s.mu.Unlock()
 	fmt.Fprintln(w, "# TYPE parley_realtime_sessions gauge")
 	fmt.Fprintf(w, "parley_realtime_sessions %d\n", n)
+	fmt.Fprintln(w, "# HELP parley_audio_buffer_bytes Audio buffered by realtime sessions and Wyoming connections.")
+	fmt.Fprintln(w, "# TYPE parley_audio_buffer_bytes gauge")
+	fmt.Fprintf(w, "parley_audio_buffer_bytes %d\n", s.audioMem.Used())
+	fmt.Fprintln(w, "# TYPE parley_audio_buffer_limit_bytes gauge")
+	fmt.Fprintf(w, "parley_audio_buffer_limit_bytes %d\n", s.o.MaxAudioMemory)
+	fmt.Fprintln(w, "# HELP parley_uploads_receiving Audio uploads being received or decoded.")
+	fmt.Fprintln(w, "# TYPE parley_uploads_receiving gauge")
+	fmt.Fprintf(w, "parley_uploads_receiving %d\n", s.uploads.active())
 }
 
 func (s *Server) metricsPage(w http.ResponseWriter, r *http.Request) {
@@ -418,6 +504,10 @@ func (s *Server) Run(ctx context.Context) error {
 // Serve serves on the given listeners until ctx ends, then stops accepting, lets work in
 // flight finish (up to DrainTimeout), cancels what is left and returns.
 func (s *Server) Serve(ctx context.Context, ls Listeners) error {
+	if s.o.MemoryLimit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		prev := debug.SetMemoryLimit(goMemory() + s.o.MemoryLimit)
+		defer debug.SetMemoryLimit(prev)
+	}
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -437,9 +527,9 @@ func (s *Server) Serve(ctx context.Context, ls Listeners) error {
 			defer run.Done()
 			var err error
 			if s.o.TLSCertFile != "" && s.o.TLSKeyFile != "" {
-				err = hs.ServeTLS(ls.HTTP, s.o.TLSCertFile, s.o.TLSKeyFile)
+				err = hs.ServeTLS(newCapListener(ls.HTTP, s.o.MaxConns, s.o.MaxConnsPerClient, nil), s.o.TLSCertFile, s.o.TLSKeyFile)
 			} else {
-				err = hs.Serve(ls.HTTP)
+				err = hs.Serve(newCapListener(ls.HTTP, s.o.MaxConns, s.o.MaxConnsPerClient, refuseHTTP))
 			}
 			if err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
@@ -500,9 +590,9 @@ func (s *Server) Serve(ctx context.Context, ls Listeners) error {
 	return err
 }
 
-// job runs f under the engine's limiter with the job timeout.
-func (s *Server) job(ctx context.Context, l *Limiter, f func(ctx context.Context) *APIError) *APIError {
-	release, err := l.Acquire(ctx)
+// job runs f under the engine's limiter, its place sized by cost, with the job timeout.
+func (s *Server) job(ctx context.Context, l *Limiter, cost float64, f func(ctx context.Context) *APIError) *APIError {
+	release, err := l.Acquire(ctx, cost)
 	if errors.Is(err, ErrBusy) {
 		return busy(l.name, l.RetryAfter())
 	}
@@ -513,4 +603,14 @@ func (s *Server) job(ctx context.Context, l *Limiter, f func(ctx context.Context
 	ctx, cancel := context.WithTimeout(ctx, s.o.JobTimeout)
 	defer cancel()
 	return f(ctx)
+}
+
+// goMemory is the memory the Go runtime holds now (heap, stacks, its own structures).
+func goMemory() int64 {
+	m := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(m[0].Value.Uint64())
 }

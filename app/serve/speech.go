@@ -70,16 +70,17 @@ type speechRequest struct {
 }
 
 // decodeJSON reads a bounded JSON body into v, mapping problems to OpenAI errors.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) *APIError {
-	r.Body = http.MaxBytesReader(w, r.Body, maxJSONBody)
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(time.Minute))
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) *APIError {
+	fr := newFloorReader(w, r.Body, s.o.UploadGrace, s.o.MinUploadRate, time.Minute)
+	r.Body = http.MaxBytesReader(w, io.NopCloser(fr), maxJSONBody)
 	dec := json.NewDecoder(r.Body)
 	if err := dec.Decode(v); err != nil {
 		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		var te *json.UnmarshalTypeError
 		switch {
+		case errors.Is(err, errSlowUpload):
+			return &APIError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: str("upload_too_slow"), Message: "the request body arrived too slowly"}
 		case errors.As(err, &mbe):
 			return tooLarge("the request body is larger than %d bytes", maxJSONBody)
 		case errors.As(err, &te):
@@ -93,7 +94,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) *APIError {
 		w.Header().Set("Connection", "close")
 		return invalidCode("", "invalid_json", "We could not parse the JSON body of your request: trailing data after the JSON object.")
 	}
-	rc.SetReadDeadline(time.Time{})
+	fr.done()
 	return nil
 }
 
@@ -102,7 +103,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) *APIError {
 		return unavailable("no speech synthesis engine is loaded")
 	}
 	var in speechRequest
-	if e := decodeJSON(w, r, &in); e != nil {
+	if e := s.decodeJSON(w, r, &in); e != nil {
 		return e
 	}
 	req, format, e := s.speechTTSRequest(&in)
@@ -110,7 +111,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) *APIError {
 		return e
 	}
 	sse := in.StreamFormat == "sse"
-	return s.job(r.Context(), s.ttsLim, func(ctx context.Context) *APIError {
+	return s.job(r.Context(), s.ttsLim, float64(utf8.RuneCountInString(req.Text)), func(ctx context.Context) *APIError {
 		return s.streamSpeech(ctx, w, req, format, sse)
 	})
 }

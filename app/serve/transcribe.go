@@ -10,13 +10,11 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/parley-voice/parley/asr"
-	"github.com/parley-voice/parley/audio"
 )
 
 // transcriptionModels are the model names a transcription request may give: OpenAI's (so
@@ -33,7 +31,7 @@ const maxParts = 64
 
 // transcribeForm is a parsed transcription request.
 type transcribeForm struct {
-	File        []byte
+	File        *spool
 	Filename    string
 	Model       string
 	Language    string
@@ -48,10 +46,15 @@ type transcribeForm struct {
 var errUpload = errors.New("bad upload")
 
 // parseTranscribeForm reads a multipart transcription request with bounded memory: fields up
-// to maxFieldBytes, the file up to maxFile bytes (errTooLarge beyond).
-func parseTranscribeForm(mr *multipart.Reader, maxFile int64) (*transcribeForm, error) {
+// to maxFieldBytes, the file up to maxFile bytes (errTooLarge beyond) into a spool (memory up
+// to uploadMemMax, then a temporary file in tmpDir). On success the caller closes form.File.
+func parseTranscribeForm(mr *multipart.Reader, maxFile int64, tmpDir string) (_ *transcribeForm, err error) {
 	f := &transcribeForm{}
-	hasFile := false
+	defer func() {
+		if err != nil && f.File != nil {
+			f.File.Close()
+		}
+	}()
 	for n := 0; ; n++ {
 		if n >= maxParts {
 			return nil, fmt.Errorf("%w: more than %d form fields", errUpload, maxParts)
@@ -61,18 +64,17 @@ func parseTranscribeForm(mr *multipart.Reader, maxFile int64) (*transcribeForm, 
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: malformed multipart body: %v", errUpload, err)
+			return nil, uploadErr(err)
 		}
 		name := p.FormName()
 		if name == "file" {
-			if hasFile {
+			if f.File != nil {
 				p.Close()
 				return nil, fmt.Errorf("%w: more than one file", errUpload)
 			}
-			hasFile = true
 			f.Filename = p.FileName()
-			var buf bytes.Buffer
-			n, err := io.Copy(&buf, io.LimitReader(p, maxFile+1))
+			f.File = newSpool(uploadMemMax, tmpDir)
+			n, err := io.Copy(f.File, io.LimitReader(p, maxFile+1))
 			p.Close()
 			if err != nil {
 				return nil, uploadErr(err)
@@ -80,7 +82,6 @@ func parseTranscribeForm(mr *multipart.Reader, maxFile int64) (*transcribeForm, 
 			if n > maxFile {
 				return nil, errTooLarge
 			}
-			f.File = buf.Bytes()
 			continue
 		}
 		b, err := io.ReadAll(io.LimitReader(p, maxFieldBytes+1))
@@ -109,88 +110,143 @@ func parseTranscribeForm(mr *multipart.Reader, maxFile int64) (*transcribeForm, 
 			f.Stream = v == "true" || v == "1"
 		}
 	}
-	if !hasFile {
+	if f.File == nil {
 		return nil, fmt.Errorf("%w: no file", errUpload)
 	}
 	return f, nil
 }
 
+// uploadMemMax is how much of an upload stays in memory before it goes to a temporary file.
+const uploadMemMax = 1 << 20
+
 var errTooLarge = errors.New("too large")
 
 func uploadErr(err error) error {
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	switch {
+	case errors.As(err, &mbe):
 		return errTooLarge
+	case errors.Is(err, errSlowUpload):
+		return errSlowUpload
+	}
+	if strings.Contains(err.Error(), "spooling the upload") {
+		return err // the server's disk, not the client
 	}
 	return fmt.Errorf("%w: reading the upload: %v", errUpload, err)
 }
 
 func (s *Server) transcriptions(w http.ResponseWriter, r *http.Request) *APIError {
+	return s.audioRequest(w, r, false)
+}
+
+// audioRequest serves a transcription (or, with translate, a translation). The upload is read
+// in full (under a rate floor and a deadline, with bounded memory) and decoded before the
+// job takes its place in the recogniser's queue, so slow clients hold no place others need,
+// and the place is sized by the audio's real duration at 16 kHz.
+func (s *Server) audioRequest(w http.ResponseWriter, r *http.Request, translate bool) *APIError {
 	if s.eng.ASR == nil {
 		return unavailable("no speech recognition model is loaded; install one with `parley models pull sensevoice-small-int8`")
 	}
+	if translate && !s.canTranslate() {
+		w.Header().Set("Connection", "close")
+		return &APIError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: str("model"), Code: str("translation_not_supported"),
+			Message: "SenseVoice transcribes but cannot translate, and no LLM backend is configured to translate with (set llm.url, or run Ollama): use /v1/audio/transcriptions"}
+	}
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "multipart/form-data" {
-		return invalid("", "Invalid Content-Type header (%q): expected multipart/form-data with a `file` field", r.Header.Get("Content-Type"))
+		return invalidCode("", "invalid_content_type", "Invalid Content-Type header (%q): expected multipart/form-data with a `file` field", r.Header.Get("Content-Type"))
 	}
-	// Take a place in the queue before reading the body: bodies held in memory are bounded
-	// by the queue.
-	ticket, err := s.asrLim.Admit()
-	if err != nil {
-		return busy("asr", s.asrLim.RetryAfter())
+	leave, ok := s.uploads.enter(clientHost(r.RemoteAddr))
+	if !ok {
+		w.Header().Set("Connection", "close")
+		e := busy("upload", 2*time.Second)
+		e.Message = "too many uploads are being received (from this client or in all); retry after 2 s"
+		return e
 	}
-	defer ticket.Done()
+	defer leave()
 
 	maxFile := int64(s.o.Config.MaxUploadMB) << 20
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(s.o.UploadTimeout))
-	r.Body = http.MaxBytesReader(w, r.Body, maxFile+1<<20)
+	fr := newFloorReader(w, r.Body, s.o.UploadGrace, s.o.MinUploadRate, s.o.UploadTimeout)
+	r.Body = http.MaxBytesReader(w, io.NopCloser(fr), maxFile+1<<20)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		w.Header().Set("Connection", "close")
-		return invalid("file", "malformed multipart body: %v", err)
+		return invalidCode("file", "invalid_multipart", "malformed multipart body: %v", err)
 	}
-	form, err := parseTranscribeForm(mr, maxFile)
+	form, err := parseTranscribeForm(mr, maxFile, s.o.TempDir)
 	if err != nil {
 		// What is left of the body is not worth reading: close the connection after the answer.
 		w.Header().Set("Connection", "close")
 	} else {
-		rc.SetReadDeadline(time.Time{})
+		fr.done()
+		defer form.File.Close()
 	}
 	switch {
 	case errors.Is(err, errTooLarge):
 		return tooLarge("the upload is larger than %d MB (serve.max_upload_mb)", s.o.Config.MaxUploadMB)
+	case errors.Is(err, errSlowUpload):
+		return &APIError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: str("upload_too_slow"),
+			Message: fmt.Sprintf("the upload arrived too slowly (under %.0f KB/s after %v, or not within %v)", s.o.MinUploadRate/1000, s.o.UploadGrace, s.o.UploadTimeout)}
 	case errors.Is(err, errUpload) && strings.Contains(err.Error(), "no file"):
 		return missingParam("file", "you must provide a `file` field with the audio")
+	case errors.Is(err, errUpload):
+		return invalidCode("file", "invalid_multipart", "%v", err)
 	case err != nil:
-		return invalid("file", "%v", err)
+		return internal("%v", err)
 	}
 	opts, format, gran, apiErr := s.transcribeOptions(form)
 	if apiErr != nil {
 		return apiErr
 	}
-	if len(form.File) == 0 {
-		return invalid("file", "the audio file is empty")
+	if form.File.Len() == 0 {
+		return invalidCode("file", "empty_file", "the audio file is empty")
 	}
-	if err := ticket.Wait(r.Context()); err != nil {
-		return gone("client went away while queued")
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.o.JobTimeout)
-	defer cancel()
-	// Audio is decoded only once a worker is free, so only running jobs hold decoded audio;
-	// a recognizer that streams (asr.Recognizer) holds at most one 30 s window of it.
-	res, apiErr := s.recognize(ctx, form.File, opts)
-	ticket.Done()
+	dec, apiErr := s.decode(r.Context(), form.File)
+	form.File.Close() // the upload is decoded: its spool goes now, not after the job
 	if apiErr != nil {
-		if r.Context().Err() != nil {
-			return gone("client went away")
-		}
 		return apiErr
+	}
+	defer dec.Close()
+	leave() // decoded: the upload's place is free, the job's queue place is next
+	res, apiErr := s.recognize(r.Context(), asrInput{dec: dec}, opts)
+	if apiErr != nil {
+		return apiErr
+	}
+	if translate {
+		if apiErr := s.translate(r.Context(), res); apiErr != nil {
+			return apiErr
+		}
 	}
 	if form.Stream && form.Model != "whisper-1" && (format == "json" || format == "text") {
 		return writeTranscriptionStream(w, res)
 	}
 	return writeTranscription(w, res, format, gran)
+}
+
+// decode decodes an upload under the decoder semaphore, mapping failures to 400s.
+func (s *Server) decode(ctx context.Context, up *spool) (*decoded, *APIError) {
+	select {
+	case s.decoders <- struct{}{}:
+	case <-ctx.Done():
+		return nil, gone("client went away")
+	}
+	defer func() { <-s.decoders }()
+	dec, err := decodeUpload(ctx, up, s.o.Config.MaxAudioSeconds, s.o.TempDir)
+	switch {
+	case err == nil:
+		if dec.samples == 0 {
+			dec.Close()
+			return nil, invalidCode("file", "empty_audio", "the audio file holds no samples")
+		}
+		return dec, nil
+	case errors.Is(err, errTooLong):
+		return nil, invalidCode("file", "audio_too_long", "the audio is longer than %d s (serve.max_audio_seconds)", s.o.Config.MaxAudioSeconds)
+	case errors.Is(err, errBadAudio):
+		return nil, invalidCode("file", "invalid_audio", "could not read the audio: %s", strings.TrimPrefix(err.Error(), errBadAudio.Error()+": "))
+	case ctx.Err() != nil:
+		return nil, gone("client went away")
+	}
+	return nil, internal("decoding the upload: %v", err)
 }
 
 // writeTranscriptionStream answers stream=true as OpenAI's gpt-4o-transcribe models do:
@@ -257,158 +313,6 @@ func (s *Server) transcribeOptions(f *transcribeForm) (asr.Options, string, []st
 		}
 	}
 	return o, format, f.Granularity, nil
-}
-
-// streamTranscriber is a recognizer that reads a stream with bounded memory
-// (*asr.Recognizer is one).
-type streamTranscriber interface {
-	TranscribeStream(ctx context.Context, src asr.Source, o asr.Options, onSegment func(asr.Segment) error) (*asr.Result, error)
-}
-
-// errTooLong and errBadAudio mark source failures that are the upload's fault.
-var (
-	errTooLong  = errors.New("audio too long")
-	errBadAudio = errors.New("bad audio")
-)
-
-// recognize decodes an upload and transcribes it: WAV (any layout) directly, anything else
-// through ffmpeg; what the file is called does not matter, only what it holds.
-func (s *Server) recognize(ctx context.Context, data []byte, o asr.Options) (*asr.Result, *APIError) {
-	src, wait, err := openUpload(ctx, data)
-	if err != nil {
-		return nil, invalid("file", "could not read the audio: %v", err)
-	}
-	lim := &limitSource{src: src, max: int64(s.o.Config.MaxAudioSeconds) * asr.SampleRate}
-	var res *asr.Result
-	if st, ok := s.eng.ASR.(streamTranscriber); ok {
-		res, err = st.TranscribeStream(ctx, lim, o, nil)
-	} else {
-		var b *audio.Buffer
-		if b, err = audio.ReadAll(ctx, lim, 0); err == nil && len(b.Data) > 0 {
-			res, err = s.eng.ASR.TranscribeWith(ctx, b.Data, o)
-		}
-	}
-	if werr := wait(); werr != nil && !errors.Is(err, errTooLong) {
-		return nil, invalid("file", "could not read the audio: %v", werr)
-	}
-	switch {
-	case errors.Is(err, errTooLong):
-		return nil, invalid("file", "the audio is longer than %d s (serve.max_audio_seconds)", s.o.Config.MaxAudioSeconds)
-	case errors.Is(err, errBadAudio):
-		return nil, invalid("file", "could not read the audio: %v", err)
-	case err == nil && lim.n == 0:
-		return nil, invalid("file", "the audio file holds no samples")
-	case errors.Is(err, asr.ErrInput):
-		return nil, invalid("file", "%v", err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return nil, timedOut("transcription took longer than the server's job timeout")
-	case errors.Is(err, context.Canceled):
-		return nil, gone("client went away")
-	case err != nil:
-		return nil, internal("transcription failed: %v", err)
-	}
-	return res, nil
-}
-
-// limitSource counts samples and fails with errTooLong past max; read errors of the
-// decoder become errBadAudio.
-type limitSource struct {
-	src audio.Source
-	n   int64
-	max int64
-}
-
-func (l *limitSource) Format() audio.Format { return audio.Mono16k }
-
-func (l *limitSource) Read(ctx context.Context, p []float32) (int, error) {
-	n, err := l.src.Read(ctx, p)
-	l.n += int64(n)
-	if l.n > l.max {
-		return n, errTooLong
-	}
-	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
-		err = fmt.Errorf("%w: %v", errBadAudio, err)
-	}
-	return n, err
-}
-
-func isWAV(h []byte) bool {
-	return len(h) >= 12 && (bytes.Equal(h[:4], []byte("RIFF")) || bytes.Equal(h[:4], []byte("RF64"))) && bytes.Equal(h[8:12], []byte("WAVE"))
-}
-
-// openUpload returns the upload as a 16 kHz mono source, and a wait function that reports
-// whether the decoder (ffmpeg) failed; wait must be called.
-func openUpload(ctx context.Context, data []byte) (audio.Source, func() error, error) {
-	if isWAV(data) {
-		wr, err := audio.NewWAVReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, nil, err
-		}
-		src, err := audio.Convert(wr, audio.Mono16k, audio.QualityHigh)
-		if err != nil {
-			return nil, nil, err
-		}
-		return src, func() error { return nil }, nil
-	}
-	return ffmpegSource(ctx, data)
-}
-
-// ffmpegSource decodes any other container/codec with ffmpeg (when installed).
-func ffmpegSource(ctx context.Context, data []byte) (audio.Source, func() error, error) {
-	bin, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		return nil, nil, fmt.Errorf("not a WAV file, and ffmpeg (needed for other formats) is not installed on the server")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	cmd := exec.CommandContext(ctx, bin, "-nostdin", "-hide_banner", "-loglevel", "error",
-		"-i", "pipe:0", "-vn", "-f", "s16le", "-acodec", "pcm_s16le", "-ac", "1", "-ar", "16000", "pipe:1")
-	cmd.Stdin = bytes.NewReader(data)
-	stderr := &limitedBuffer{}
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return nil, nil, fmt.Errorf("ffmpeg: %w", err)
-	}
-	pr, err := audio.NewPCMReader(out, audio.Mono16k, audio.S16)
-	if err != nil {
-		cancel()
-		cmd.Wait()
-		return nil, nil, err
-	}
-	wait := func() error {
-		cancel() // a reader that stopped early (too long) must not leave ffmpeg running
-		werr := cmd.Wait()
-		if werr == nil {
-			return nil
-		}
-		msg := strings.TrimSpace(stderr.String())
-		if i := strings.LastIndexByte(msg, '\n'); i >= 0 {
-			msg = msg[i+1:]
-		}
-		if msg == "" {
-			if ctx.Err() != nil {
-				return nil // we stopped it
-			}
-			msg = werr.Error()
-		}
-		return fmt.Errorf("not audio that WAV or ffmpeg can decode (%s)", strings.TrimPrefix(msg, "pipe:0: "))
-	}
-	return pr, wait, nil
-}
-
-// limitedBuffer keeps the first 4 KiB written to it.
-type limitedBuffer struct{ bytes.Buffer }
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := 4096 - l.Len(); room > 0 {
-		l.Buffer.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }
 
 func writeTranscription(w http.ResponseWriter, res *asr.Result, format string, gran []string) *APIError {

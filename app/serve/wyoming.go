@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
@@ -19,12 +20,18 @@ var parleyAttribution = wyoming.Attribution{Name: "Parley", URL: "https://github
 // newWyoming returns the Wyoming service for ASR (asrSide) or TTS.
 func (s *Server) newWyoming(asrSide bool) *wyoming.Server {
 	ws := &wyoming.Server{
-		Log:             s.log.With("wyoming", map[bool]string{true: "asr", false: "tts"}[asrSide]),
-		MaxAudioSeconds: min(s.o.Config.MaxAudioSeconds, 300), // voice commands; bounds memory per connection
-		MaxConns:        64,
-		WriteTimeout:    s.o.WriteTimeout,
-		ErrorCode:       wyomingCode,
-		Info:            s.wyomingInfo(asrSide),
+		Log:               s.log.With("wyoming", map[bool]string{true: "asr", false: "tts"}[asrSide]),
+		MaxAudioSeconds:   min(s.o.Config.MaxAudioSeconds, 300), // voice commands; bounds memory per connection
+		MaxConns:          64,
+		MaxConnsPerClient: 16,
+		MinRate:           MinSampleRate,
+		Budget:            s.audioMem,
+		// Home Assistant sends small chunks; a 1 MiB payload is 32 s of 16 kHz audio, and
+		// what a payload costs is multiplied by every connection at once
+		Limits:       wyoming.Limits{MaxPayload: 1 << 20},
+		WriteTimeout: s.o.WriteTimeout,
+		ErrorCode:    wyomingCode,
+		Info:         s.wyomingInfo(asrSide),
 	}
 	ws.Count = func(typ string) {
 		s.metrics.Counter(fmt.Sprintf("parley_wyoming_events_total{type=%q}", label(typ))).Add(1)
@@ -146,15 +153,7 @@ func (a wyASR) Transcribe(ctx context.Context, pcm []float32, language string, o
 		}
 		o.Language = l
 	}
-	var res *asr.Result
-	e := s.job(ctx, s.asrLim, func(ctx context.Context) *APIError {
-		var err error
-		res, err = s.eng.ASR.TranscribeWith(ctx, pcm, o)
-		if err != nil {
-			return &APIError{Type: "error", Message: err.Error()}
-		}
-		return nil
-	})
+	res, e := s.recognize(ctx, asrInput{samples: pcm}, o)
 	if e != nil {
 		if e.Status == 429 {
 			return wyoming.Transcript{}, fmt.Errorf("%w: %s", ErrBusy, e.Message)
@@ -201,7 +200,7 @@ func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emi
 	if _, err := req.Validate(); err != nil {
 		return err
 	}
-	e := s.job(ctx, s.ttsLim, func(ctx context.Context) *APIError {
+	e := s.job(ctx, s.ttsLim, float64(utf8.RuneCountInString(req.Text)), func(ctx context.Context) *APIError {
 		st, err := s.eng.TTS.Synthesize(ctx, req)
 		if err != nil {
 			return ttsError(err)

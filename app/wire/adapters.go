@@ -271,6 +271,13 @@ func (p *Player) Stop() {
 type Echo struct {
 	src audio.Source
 
+	// paused: nobody listens (the microphone is closed), so the reference is not read (its
+	// reading and resampling cost more than the playback stream itself); on resuming, what
+	// queued meanwhile is dropped
+	gate   sync.Mutex
+	paused bool
+	resume chan struct{}
+
 	mu      sync.Mutex
 	ring    []float32 // 16 kHz echo from the playback stream's first frame
 	n       int64
@@ -294,10 +301,57 @@ func NewEcho(play speaker) (*Echo, error) {
 	return &Echo{src: src, ring: make([]float32, echoRing)}, nil
 }
 
+// SetActive pauses (false) or resumes (true) reading the reference; the assistant's Mic
+// calls it as it closes and opens.
+func (e *Echo) SetActive(on bool) {
+	e.gate.Lock()
+	defer e.gate.Unlock()
+	if on == !e.paused {
+		return
+	}
+	e.paused = !on
+	if on {
+		close(e.resume)
+	} else {
+		e.resume = make(chan struct{})
+	}
+}
+
+// waitActive blocks while the reading is paused; it reports whether it was (the queue is
+// stale then), and false, false when ctx ended.
+func (e *Echo) waitActive(ctx context.Context) (ok, waited bool) {
+	for {
+		e.gate.Lock()
+		paused, resume := e.paused, e.resume
+		e.gate.Unlock()
+		if !paused {
+			return true, waited
+		}
+		waited = true
+		select {
+		case <-resume:
+		case <-ctx.Done():
+			return false, waited
+		}
+	}
+}
+
 // Run reads the echo reference steadily until ctx ends.
 func (e *Echo) Run(ctx context.Context) error {
 	buf := make([]float32, 1024)
 	for {
+		ok, waited := e.waitActive(ctx)
+		if !ok {
+			return nil
+		}
+		if waited { // drop what queued while paused: a read shorter than buf reached the end
+			for i := 0; i < 1000; i++ {
+				n, err := e.src.Read(ctx, buf)
+				if err != nil || n < len(buf) {
+					break
+				}
+			}
+		}
 		n, err := e.src.Read(ctx, buf)
 		e.mu.Lock()
 		for _, v := range buf[:n] {
@@ -382,6 +436,14 @@ func (h *History) Conversation() int64 {
 	return h.conv
 }
 
+// SetConversation makes the next turns part of stored conversation id (0: a new one, created
+// on the next turn).
+func (h *History) SetConversation(id int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.conv = id
+}
+
 // AddTurns implements app.History.
 func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 	h.mu.Lock()
@@ -423,7 +485,22 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 	if len(turns) == 0 {
 		return nil
 	}
-	if err := h.S.AddTurns(ctx, turns...); err != nil {
+	err := h.S.AddTurns(ctx, turns...)
+	if errors.Is(err, store.ErrNotFound) {
+		// the conversation was deleted (History → Delete) while it went on: the turns start
+		// a new one rather than being lost
+		c, cerr := h.S.CreateConversation(ctx, "")
+		if cerr != nil {
+			err = errors.Join(err, cerr)
+		} else {
+			h.conv = c.ID
+			for _, t := range turns {
+				t.ConversationID = c.ID
+			}
+			err = h.S.AddTurns(ctx, turns...)
+		}
+	}
+	if err != nil {
 		for _, p := range written { // not referenced: nobody else would delete them
 			os.Remove(p)
 		}

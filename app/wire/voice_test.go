@@ -34,6 +34,7 @@ func TestVoiceFromConfig(t *testing.T) {
 	cases := []struct {
 		name    string
 		tts     config.TTS
+		set     []string // keys set explicitly, "section.key=value", after tts
 		wantErr string
 		check   func(t *testing.T, x *Voice)
 	}{
@@ -47,7 +48,7 @@ func TestVoiceFromConfig(t *testing.T) {
 				t.Errorf("request %+v", x.Req)
 			}
 		}},
-		{name: "config wins over the saved voice's defaults", tts: config.TTS{Voice: "narrator", Speed: 0.8, Seed: 7}, check: func(t *testing.T, x *Voice) {
+		{name: "config wins over the saved voice's defaults", tts: config.TTS{Voice: "narrator"}, set: []string{"tts.speed=0.8", "tts.seed=7"}, check: func(t *testing.T, x *Voice) {
 			if x.Req.Seed != 7 || x.Req.Speed != 0.8 {
 				t.Errorf("request %+v", x.Req)
 			}
@@ -68,6 +69,12 @@ func TestVoiceFromConfig(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.TTS = c.tts
+			for _, kv := range c.set {
+				k, v, _ := strings.Cut(kv, "=")
+				if err := cfg.Set(k, v); err != nil {
+					t.Fatal(err)
+				}
+			}
 			x, err := voice(cfg, lib, nil)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {

@@ -50,6 +50,16 @@ type Options struct {
 	Stream func(dir device.Direction, sc *device.StreamConfig)
 	// Loop overrides the loop options derived from the configuration when non-nil.
 	Loop func(*app.Options)
+	// Resume continues an earlier assistant's conversation (the desktop app rebuilds the
+	// assistant when the mode or the settings change): the same stored conversation, and the
+	// brain remembers what was said.
+	Resume *Resume
+}
+
+// Resume is where an assistant's conversation stands, for the next assistant to continue.
+type Resume struct {
+	Conversation int64         // the store's conversation; 0 = none yet
+	Messages     []llm.Message // what the brain remembers
 }
 
 // Assistant is a built assistant and everything it opened.
@@ -59,10 +69,33 @@ type Assistant struct {
 	History *History     // nil without a store
 	Brain   *brain.Brain // the conversation as the brain keeps it
 	// Mic and Speaker are the audio devices (nil without audio); Health tells how they fare.
-	Mic     *device.ResilientCapture
-	Speaker *device.ResilientPlayback
+	Mic     *Mic
+	Speaker *Speaker
 
 	closers []func() error
+}
+
+// Resume returns where the conversation stands, for Options.Resume.
+func (a *Assistant) Resume() Resume {
+	var r Resume
+	if a.History != nil {
+		r.Conversation = a.History.Conversation()
+	}
+	if a.Brain != nil {
+		r.Messages = a.Brain.History()
+	}
+	return r
+}
+
+// NewConversation starts a new conversation: the brain forgets, and the next turn opens a
+// new stored conversation. Call it between turns (after Cancel).
+func (a *Assistant) NewConversation() {
+	if a.Brain != nil {
+		a.Brain.Reset()
+	}
+	if a.History != nil {
+		a.History.SetConversation(0)
+	}
 }
 
 // Close stops the loop and releases every engine and device.
@@ -120,6 +153,7 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	if cfg.Assistant.EchoMaxDelayMs > 0 {
 		lo.EchoMaxDelay = time.Duration(cfg.Assistant.EchoMaxDelayMs) * time.Millisecond
 	}
+	lo.MicOnDemand = true // push-to-talk closes the microphone at rest (see Mic)
 	if o.Loop != nil {
 		o.Loop(&lo)
 	}
@@ -161,6 +195,9 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 		return fail(err)
 	}
 	a.Brain = b
+	if o.Resume != nil {
+		b.Restore(o.Resume.Messages)
+	}
 	var vo *Voice // set below; the brain's voice controls go to it
 	p.Brain = Brain{B: b, Skills: sk, Action: func(act skills.Action) {
 		if vo != nil && !vo.Apply(act) {
@@ -232,23 +269,19 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 		// both reopen a lost device (USB unplugged, PulseAudio restarted): the turn in flight
 		// ends with the loss explained, and the next one works
 		rec := device.Recovery{}
-		play, err := host.OpenResilientPlayback(device.PlaybackConfig{StreamConfig: osc, Format: audio.Format{SampleRate: rate, Channels: 1}}, rec)
+		pcfg := device.PlaybackConfig{StreamConfig: osc, Format: audio.Format{SampleRate: rate, Channels: 1}}
+		first, err := host.OpenResilientPlayback(pcfg, rec)
 		if err != nil {
 			return fail(fmt.Errorf("speaker: %w", err))
 		}
+		play := newSpeaker(first, func() (*device.ResilientPlayback, error) { return host.OpenResilientPlayback(pcfg, rec) }, log)
 		a.closers = append(a.closers, play.Close)
 		p.Speaker = &Player{P: play}
-		capt, err := host.OpenResilientCapture(device.CaptureConfig{StreamConfig: isc, Format: audio.Mono16k}, rec)
-		if err != nil {
-			return fail(fmt.Errorf("microphone: %w", err))
-		}
-		a.closers = append(a.closers, capt.Close)
-		p.Ear = capt
-		a.Mic, a.Speaker = capt, play
 		echo, err := NewEcho(play)
 		if err != nil {
 			return fail(err)
 		}
+		var gated func(bool)
 		if echo != nil {
 			ectx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
@@ -256,6 +289,29 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 			a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
 			p.Echo = echo
 		}
+		// push-to-talk at rest: the speaker and the echo reference rest with the microphone
+		gated = func(open bool) {
+			if open {
+				play.setOpen(true)
+			}
+			if echo != nil {
+				echo.SetActive(open)
+			}
+			if !open {
+				play.setOpen(false)
+			}
+		}
+		ccfg := device.CaptureConfig{StreamConfig: isc, Format: audio.Mono16k}
+		capt, err := host.OpenResilientCapture(ccfg, rec)
+		if err != nil {
+			return fail(fmt.Errorf("microphone: %w", err))
+		}
+		// push-to-talk closes the stream at rest (app.Options.MicOnDemand), and the echo
+		// reference's reading with it
+		mic := newMic(capt, func() (*device.ResilientCapture, error) { return host.OpenResilientCapture(ccfg, rec) }, gated, log)
+		a.closers = append(a.closers, mic.Close)
+		p.Ear = mic
+		a.Mic, a.Speaker = mic, play
 		gopt := gpu.Options{Provider: "cpu", IntraOpThreads: 1}
 		if d, err := vad.New(vad.Config{GPU: gopt}); err == nil && !o.EnergyVAD {
 			a.closers = append(a.closers, d.Close)
@@ -305,6 +361,9 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	}
 	if db != nil {
 		a.History = &History{S: db, Voice: cfg.TTS.Voice}
+		if o.Resume != nil {
+			a.History.SetConversation(o.Resume.Conversation)
+		}
 		if cfg.Store.SaveAudio {
 			// beside the database file; a database without one (in memory) keeps no audio
 			// rather than writing into whatever the working directory is
@@ -417,10 +476,9 @@ func voice(cfg *config.Config, lib *voices.Library, log *slog.Logger) (*Voice, e
 	}
 	if saved != nil {
 		// the saved voice's own defaults win over config's defaults, not over values set
-		d := config.Default().TTS
-		set := engines.Explicit{Seed: c.Seed != 0, Speed: c.Speed != 0 && c.Speed != d.Speed,
-			Temperature: c.Temperature != 0 && c.Temperature != d.Temperature,
-			TopP:        c.TopP != 0 && c.TopP != d.TopP, TopK: c.TopK != 0 && c.TopK != d.TopK, Language: req.Language != ""}
+		set := engines.Explicit{Seed: c.Seed != 0, Speed: cfg.IsSet("tts.speed"),
+			Temperature: cfg.IsSet("tts.temperature"), TopP: cfg.IsSet("tts.top_p"), TopK: cfg.IsSet("tts.top_k"),
+			Language: req.Language != ""}
 		if req, err = engines.ApplyVoice(req, saved, c.Engine, set); err != nil {
 			e.Close()
 			return nil, fmt.Errorf("tts.voice: %w", err)

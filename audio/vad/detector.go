@@ -112,6 +112,8 @@ type Detector struct {
 	cfg   Config
 	m     *Model
 	owned bool
+	pool  *ModelPool  // when set, m is borrowed for each Accept
+	st    streamState // the stream's Model state between borrows (pooled)
 	rate  int
 	win   int
 
@@ -170,9 +172,13 @@ func NewWithModel(cfg Config, m *Model) (*Detector, error) {
 }
 
 func newDetector(cfg Config, m *Model) *Detector {
+	return newDetectorWin(cfg, m, nil, m.Window())
+}
+
+func newDetectorWin(cfg Config, m *Model, pool *ModelPool, win int) *Detector {
 	r := int64(cfg.SampleRate)
 	ms := func(d time.Duration) int64 { return int64(d) * r / int64(time.Second) }
-	d := &Detector{cfg: cfg, m: m, rate: cfg.SampleRate, win: m.Window(),
+	d := &Detector{cfg: cfg, m: m, pool: pool, rate: cfg.SampleRate, win: win,
 		minSpeech: ms(cfg.MinSpeech), minSilence: ms(cfg.MinSilence), preRoll: ms(cfg.PreRoll),
 		hang: ms(cfg.HangOver), maxSpeech: ms(cfg.MaxSpeech)}
 	d.candGap = d.minSilence / 2
@@ -192,7 +198,11 @@ func (d *Detector) Format() audio.Format { return audio.Format{SampleRate: d.rat
 
 // Reset starts a new stream (positions restart at 0).
 func (d *Detector) Reset() {
-	d.m.Reset()
+	if d.pool != nil {
+		d.st.state, d.st.ctx = d.st.state[:0], d.st.ctx[:0]
+	} else {
+		d.m.Reset()
+	}
 	d.pending = d.pending[:0]
 	d.hist = d.hist[:0]
 	d.pos, d.histStart, d.lastEnd = 0, 0, 0
@@ -211,6 +221,19 @@ func (d *Detector) Position() int64 { return d.pos + int64(len(d.pending)) }
 
 // Accept feeds mono samples at the detector's rate and returns the events they decide.
 func (d *Detector) Accept(ctx context.Context, samples []float32) ([]Event, error) {
+	if d.pool != nil && len(d.pending)+len(samples) >= d.win {
+		m, err := d.pool.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m.loadStream(&d.st)
+		d.m = m
+		defer func() {
+			m.saveStream(&d.st)
+			d.m = nil
+			d.pool.put(m)
+		}()
+	}
 	var evs []Event
 	for len(samples) > 0 {
 		if err := ctx.Err(); err != nil {

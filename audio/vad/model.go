@@ -18,6 +18,7 @@ import (
 var (
 	ErrBadModel = errors.New("vad: bad model")
 	ErrRate     = errors.New("vad: unsupported sample rate")
+	ErrClosed   = errors.New("vad: model pool closed")
 )
 
 // DefaultModel is the Silero VAD v5 file under the models directory.

@@ -419,3 +419,67 @@ func TestModelLoadedOnce(t *testing.T) {
 		t.Errorf("loaded %d sessions, want 1", n)
 	}
 }
+
+// Detectors over a pool of one Model, fed two different streams interleaved in odd chunks,
+// find exactly what detectors with a Model each find: each carries its stream's state.
+func TestPooledDetectorsMatchOwned(t *testing.T) {
+	path := gputest.RequireModel(t, "silero-vad-v5/silero_vad.onnx")
+	c := makeConversation(t)
+	a, _ := noisy(t, c, "white", 20)
+	b, _ := noisy(t, c, "babble", 15)
+	b = b[len(b)/3:] // a different stream, starting elsewhere
+	pool, err := NewPool(path, rate, gpu.Options{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ctx := context.Background()
+	run := func(d *Detector, x []float32, i, n int) ([]Event, int) {
+		j := min(i+n, len(x))
+		e, err := d.Accept(ctx, x[i:j])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, j
+	}
+	var want [2][]Event
+	for k, x := range [][]float32{a, b} {
+		d := openDetector(t, Config{})
+		for i, n := 0, 1; i < len(x); n = n*7%1000 + 1 {
+			var e []Event
+			e, i = run(d, x, i, n)
+			want[k] = append(want[k], e...)
+		}
+	}
+	var got [2][]Event
+	ds := [2]*Detector{}
+	for k := range ds {
+		if ds[k], err = NewPooled(Config{}, pool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pos := [2]int{}
+	for n := 1; pos[0] < len(a) || pos[1] < len(b); n = n*7%1000 + 1 {
+		for k, x := range [][]float32{a, b} {
+			if pos[k] < len(x) {
+				var e []Event
+				e, pos[k] = run(ds[k], x, pos[k], n)
+				got[k] = append(got[k], e...)
+			}
+		}
+	}
+	for k := range got {
+		if len(got[k]) != len(want[k]) || len(want[k]) == 0 {
+			t.Fatalf("stream %d: pooled %d events, owned %d", k, len(got[k]), len(want[k]))
+		}
+		for i := range got[k] {
+			g, w := got[k][i], want[k][i]
+			if g.Type != w.Type || g.Start != w.Start || g.End != w.End || g.At != w.At {
+				t.Errorf("stream %d event %d: pooled %+v, owned %+v", k, i, g, w)
+			}
+		}
+	}
+	if pool.Open() != 1 {
+		t.Errorf("%d models opened for a pool of 1", pool.Open())
+	}
+}

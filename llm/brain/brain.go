@@ -138,6 +138,16 @@ func (b *Brain) Reset() {
 	b.conv.Reset()
 }
 
+// Restore replaces the conversation with messages (user, assistant and tool messages, oldest
+// first), such as History returned from an earlier Brain: a rebuilt assistant goes on where
+// the last one stopped.
+func (b *Brain) Restore(messages []llm.Message) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.conv.Reset()
+	b.conv.Add(messages...)
+}
+
 // Interrupted records that the last answer was cut off after spoken (barge-in): only what
 // was heard stays in the history.
 func (b *Brain) Interrupted(spoken string) {

@@ -3,7 +3,9 @@ package chattts
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -14,6 +16,7 @@ import (
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/espeak"
 )
 
 // officialDir is the official-size random export the benchmarks run on (never committed):
@@ -58,6 +61,7 @@ func benchDecode(b *testing.B, dir string, threads int) {
 	step := tm.Total / time.Duration(max(1, b.N*benchFrames))
 	over := float64(tm.Total-tm.ORT) / float64(tm.Total)
 	b.ReportMetric(float64(step.Microseconds())/1000, "ms/frame")
+	b.ReportMetric(1e6/float64(max(1, step.Microseconds())), "frames/s")
 	b.ReportMetric(100*over, "%outside-ORT")
 	steps := float64(b.N * (benchFrames + 1))
 	b.ReportMetric(float64(tm.Total-tm.ORT)/steps/1000, "µs-outside/step")
@@ -236,5 +240,68 @@ func BenchmarkStreamingJoins(b *testing.B) {
 			b.ReportMetric(rel, "maxdiff/rms")
 			b.ReportMetric(st.Seconds()/one.Seconds(), "decode-cost-x")
 		})
+	}
+}
+
+// demoDir is Parley's demo voice in the source tree (train/chattts; assets/demo/chattts);
+// PARLEY_CHATTTS_DEMO points the benchmark at another export.
+func demoDir() string {
+	if d := os.Getenv("PARLEY_CHATTTS_DEMO"); d != "" {
+		return d
+	}
+	return "../../assets/demo/chattts"
+}
+
+// BenchmarkDemoVoice: Parley's demo voice on one CPU core, a 10-word sentence, streamed: time
+// to the first chunk and the real-time factor (targets: ≤ 300 ms, ≤ 0.5), with espeak-ng's on
+// the same sentence in the same run as the baseline.
+func BenchmarkDemoVoice(b *testing.B) {
+	dir := demoDir()
+	if _, err := os.Stat(dir + "/config.json"); err != nil {
+		b.Skipf("no demo voice in %s yet", dir)
+	}
+	gputest.RequireORT(b)
+	e, err := New(Config{Dir: dir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	req := tts.Request{Text: "It is a quarter past ten and the kitchen light is on.", Seed: 1}
+	var first, total time.Duration
+	var samples int
+	for b.Loop() {
+		t0 := time.Now()
+		st, err := e.Synthesize(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		samples = 0
+		for {
+			c, err := st.Next(context.Background())
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				b.Fatal(err)
+			}
+			if samples == 0 {
+				first = time.Since(t0)
+			}
+			samples += len(c.Samples)
+		}
+		total = time.Since(t0)
+	}
+	audioSec := float64(samples) / float64(e.SampleRate())
+	b.ReportMetric(float64(first.Milliseconds()), "ms-first-audio")
+	b.ReportMetric(total.Seconds()/audioSec, "RTF")
+	es, err := espeak.New(espeak.Config{})
+	if err != nil {
+		return
+	}
+	t0 := time.Now()
+	if st, err := es.Synthesize(context.Background(), req); err == nil {
+		if buf, err := tts.ReadAll(context.Background(), st); err == nil {
+			b.ReportMetric(time.Since(t0).Seconds()/buf.Duration().Seconds(), "espeak-RTF")
+		}
 	}
 }

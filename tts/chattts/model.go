@@ -130,11 +130,8 @@ func ReadModelConfig(dir string) (*ModelConfig, error) {
 	if len(b) > 16<<20 {
 		return nil, fmt.Errorf("%w: %s is %d bytes", ErrModel, path, len(b))
 	}
-	var c ModelConfig
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrModel, path, err)
-	}
-	if err := c.check(path); err != nil {
+	c, err := ParseModelConfig(path, b)
+	if err != nil {
 		return nil, err
 	}
 	var missing []string
@@ -153,6 +150,18 @@ func ReadModelConfig(dir string) (*ModelConfig, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: %s is missing %s", ErrModel, dir, strings.Join(missing, ", "))
+	}
+	return c, nil
+}
+
+// ParseModelConfig parses and checks config.json content (name is used in errors).
+func ParseModelConfig(name string, b []byte) (*ModelConfig, error) {
+	var c ModelConfig
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrModel, name, err)
+	}
+	if err := c.check(name); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

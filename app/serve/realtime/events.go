@@ -101,9 +101,11 @@ type ClientEvent struct {
 	PCM []byte `json:"-"`
 }
 
-// MaxAppendBytes bounds the decoded audio of one append: 3 MiB, 65 s at 24 kHz (OpenAI
-// allows 15 MiB of base64; clients send 20–100 ms per append).
-const MaxAppendBytes = 3 << 20
+// MaxAppendBytes bounds the decoded audio of one append: 768 KiB, 16 s at 24 kHz. OpenAI
+// allows 15 MiB of base64, but clients send 20–100 ms per append, and what one message may
+// make the server hold (the message, its PCM, floats, resampled floats) is multiplied by
+// every session at once.
+const MaxAppendBytes = 768 << 10
 
 // DecodeClientEvent parses one client message. Unknown types are returned as they are (the
 // session answers them with an error event); malformed JSON, a missing type and bad audio

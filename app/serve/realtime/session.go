@@ -61,11 +61,21 @@ type Config struct {
 	// turn_detection.interrupt_response = false turns it off too.
 	BargeIn    app.BargeIn
 	BargeInMin time.Duration
+	// Budget, if set, bounds the memory input audio buffers hold across sessions: a buffer
+	// grows only by reserving from it (else the client gets input_audio_buffer_full), and
+	// gives it back when the audio is transcribed, cleared or the session ends.
+	Budget Budget
 	// OnLatency, if set, is told each turn's hops from the end of the user's speech (server
 	// VAD turns): "transcript", "first_audio".
 	OnLatency func(hop string, d time.Duration)
 	Model     string
 	Log       *slog.Logger
+}
+
+// Budget is memory shared by many sessions' buffers, in bytes.
+type Budget interface {
+	Reserve(n int64) bool
+	Release(n int64)
 }
 
 // ErrTooManyBadEvents ends a session that keeps sending malformed events.
@@ -98,6 +108,7 @@ type session struct {
 	vadBase      int64
 	in           *audio.Resampler
 	buf          []float32
+	reserved     int64 // bytes of the budget buf holds (its capacity)
 	bufStart     int64 // absolute index of buf[0]
 	total        int64 // samples appended so far (16 kHz)
 	inSpeech     bool
@@ -176,6 +187,7 @@ func Run(ctx context.Context, conn Conn, cfg Config) error {
 		cancel() // stops the job in flight, whatever it is
 		close(s.jobs)
 		wg.Wait()
+		s.setBuf(nil)
 	}()
 	s.send(map[string]any{"type": "session.created", "session": s.sessionObject()})
 	bad := 0
@@ -284,7 +296,8 @@ func (s *session) handle(e *ClientEvent) {
 	case InputAudioCommit:
 		s.commit(e)
 	case InputAudioClear:
-		s.buf, s.bufStart, s.inSpeech = nil, s.total, false
+		s.setBuf(nil)
+		s.bufStart, s.inSpeech = s.total, false
 		s.vad.Reset()
 		s.vadBase = s.total
 		s.send(map[string]any{"type": "input_audio_buffer.cleared"})
@@ -366,6 +379,11 @@ func (s *session) appendAudio(e *ClientEvent) {
 			fmt.Sprintf("the input audio buffer holds more than %d s: commit or clear it", s.cfg.MaxBufferSeconds), e.EventID)
 		return
 	}
+	if !s.grow(len(y)) {
+		s.sendErrorFor("invalid_request_error", "input_audio_buffer_full", "",
+			"the server's memory for buffered audio is full (too many sessions hold long uncommitted audio): commit or clear the buffer, or retry later", e.EventID)
+		return
+	}
 	s.buf = append(s.buf, y...)
 	s.total += int64(len(y))
 	if s.td == nil {
@@ -425,7 +443,7 @@ func (s *session) appendAudio(e *ClientEvent) {
 	}
 	if !s.inSpeech && len(s.buf) > 2*asrRate {
 		drop := len(s.buf) - asrRate
-		s.buf = append(s.buf[:0], s.buf[drop:]...)
+		s.keep(drop, len(s.buf))
 		s.bufStart += int64(drop)
 	}
 }
@@ -437,15 +455,14 @@ func (s *session) endUtterance(end int64) {
 	to := int(end - s.bufStart)
 	from = max(0, min(from, len(s.buf)))
 	to = max(from, min(to, len(s.buf)))
-	pcm := append([]float32(nil), s.buf[from:to]...)
-	s.buf = append(s.buf[:0], s.buf[to:]...)
+	pcm, held := s.take(from, to)
 	s.bufStart += int64(to)
 	item := s.speechItem
 	s.send(map[string]any{"type": "input_audio_buffer.speech_stopped", "audio_end_ms": s.ms(end), "item_id": item})
 	s.committed(item)
 	respond := s.td == nil || s.td.CreateResponse == nil || *s.td.CreateResponse
 	s.speechEnd = time.Now()
-	s.enqueueTranscription(pcm, item, respond)
+	s.enqueueTranscription(pcm, held, item, respond)
 }
 
 func (s *session) latency(hop string, since time.Time) {
@@ -474,18 +491,18 @@ func (s *session) commit(e *ClientEvent) {
 			fmt.Sprintf("Error committing input audio buffer: buffer too small. Expected at least 100ms of audio, but buffer only has %.2fms of audio.", float64(len(pcm))*1000/asrRate), e.EventID)
 		return
 	}
-	pcm = append([]float32(nil), pcm...)
 	item := s.speechItem
 	if !s.inSpeech || item == "" {
 		item = newID("item_")
 	}
 	s.inSpeech = false
-	s.bufStart += int64(len(s.buf))
-	s.buf = s.buf[:0]
+	n := len(s.buf)
+	pcm, held := s.take(max(0, from), n)
+	s.bufStart += int64(n)
 	s.committed(item)
 	// Manual turns wait for response.create; under server VAD a commit answers at once.
 	respond := s.td != nil && (s.td.CreateResponse == nil || *s.td.CreateResponse)
-	s.enqueueTranscription(pcm, item, respond)
+	s.enqueueTranscription(pcm, held, item, respond)
 }
 
 // truncate records that the client played only audio_end_ms of an answer (its user spoke
@@ -571,11 +588,22 @@ func (s *session) enqueue(job func(ctx context.Context)) bool {
 	}
 }
 
-func (s *session) enqueueTranscription(pcm []float32, item string, respond bool) {
+// enqueueTranscription queues an utterance's transcription; held is the budget its audio
+// holds, given back once it is transcribed (or dropped).
+func (s *session) enqueueTranscription(pcm []float32, held int64, item string, respond bool) {
 	gen := s.respGen.Load()
 	ended := s.speechEnd
 	s.speechEnd = time.Time{}
-	s.enqueue(func(ctx context.Context) {
+	release := func() {
+		if s.cfg.Budget != nil {
+			s.cfg.Budget.Release(held)
+		}
+	}
+	ok := s.enqueue(func(ctx context.Context) {
+		defer release()
+		if ctx.Err() != nil {
+			return
+		}
 		t, err := s.cfg.Transcriber.Transcribe(ctx, pcm)
 		s.latency("transcript", ended)
 		if err != nil {
@@ -594,12 +622,15 @@ func (s *session) enqueueTranscription(pcm []float32, item string, respond bool)
 			s.respondFrom(ctx, t, ended)
 		}
 	})
+	if !ok {
+		release()
+	}
 }
 
 func (s *session) enqueueResponse() {
 	gen := s.respGen.Load()
 	s.enqueue(func(ctx context.Context) {
-		if s.respGen.Load() != gen {
+		if ctx.Err() != nil || s.respGen.Load() != gen {
 			return
 		}
 		s.respondFrom(ctx, app.Transcript{}, time.Time{})
@@ -627,12 +658,64 @@ func (s *session) stopResponse(reason string) {
 }
 
 func (s *session) worker() {
+	// Every job is called, even after the session ended: each gives back what it holds
+	// (they return at once on a done context).
 	for job := range s.jobs {
-		if s.ctx.Err() != nil {
-			continue
-		}
 		job(s.ctx)
 	}
+}
+
+// grow makes room for n more samples in buf, reserving the memory from the budget; false
+// when the budget has no room. Growth is by a quarter (at least 5 s), not doubling, so a
+// long buffer holds little slack.
+func (s *session) grow(n int) bool {
+	need := len(s.buf) + n
+	if need <= cap(s.buf) {
+		return true
+	}
+	c := max(need, cap(s.buf)+cap(s.buf)/4, cap(s.buf)+5*asrRate)
+	delta := int64(c-cap(s.buf)) * 4
+	if s.cfg.Budget != nil && !s.cfg.Budget.Reserve(delta) {
+		return false
+	}
+	nb := make([]float32, len(s.buf), c)
+	copy(nb, s.buf)
+	s.buf = nb
+	s.reserved += delta
+	return true
+}
+
+// setBuf replaces buf (with a fresh, unreserved slice, or nil), giving back what the old one held.
+func (s *session) setBuf(b []float32) {
+	if s.cfg.Budget != nil {
+		s.cfg.Budget.Release(s.reserved)
+	}
+	s.buf, s.reserved = b, 0
+}
+
+// keep keeps buf[from:to], in a small fresh buffer when the old one is much larger.
+func (s *session) keep(from, to int) {
+	if cap(s.buf) <= 10*asrRate {
+		s.buf = append(s.buf[:0], s.buf[from:to]...)
+		return
+	}
+	rest := s.buf[from:to]
+	s.setBuf(nil)
+	if s.grow(len(rest)) {
+		s.buf = append(s.buf, rest...)
+	}
+}
+
+// take hands buf[from:to] to a transcription with the budget the buffer holds (given back
+// when it is done), and keeps what follows to in a fresh buffer.
+func (s *session) take(from, to int) (pcm []float32, held int64) {
+	pcm, held = s.buf[from:to], s.reserved
+	rest := s.buf[to:]
+	s.buf, s.reserved = nil, 0
+	if len(rest) > 0 && s.grow(len(rest)) {
+		s.buf = append(s.buf, rest...)
+	}
+	return pcm, held
 }
 
 // respond answers the pending user text: response.created, audio and transcript deltas

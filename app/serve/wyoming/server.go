@@ -127,6 +127,12 @@ type Synthesizer interface {
 	Synthesize(ctx context.Context, text string, v Voice, emit func(pcm []float32, rate int) error) error
 }
 
+// Budget is memory shared by many connections' buffers, in bytes.
+type Budget interface {
+	Reserve(n int64) bool
+	Release(n int64)
+}
+
 // Server answers Wyoming connections: ASR when ASR is set, TTS when TTS is set.
 type Server struct {
 	ASR  Transcriber
@@ -145,10 +151,18 @@ type Server struct {
 	ErrorCode func(error) string
 	// Count, if set, is told of each event type handled (for metrics).
 	Count func(typ string)
+	// Budget, if set, bounds the memory utterances buffer across connections: audio grows
+	// only by reserving from it (else the client gets a "busy" error event).
+	Budget Budget
+	// MaxConnsPerClient bounds one client address's connections; default 16.
+	MaxConnsPerClient int
+	// MinRate is the lowest audio rate accepted; default 4000 Hz.
+	MinRate int
 
 	mu       sync.Mutex
 	lns      []net.Listener
 	conns    map[net.Conn]*conn
+	byHost   map[string]int
 	wg       sync.WaitGroup
 	draining atomic.Bool
 }
@@ -162,6 +176,12 @@ func (s *Server) defaults() {
 	}
 	if s.MaxConns <= 0 {
 		s.MaxConns = 256
+	}
+	if s.MaxConnsPerClient <= 0 {
+		s.MaxConnsPerClient = 16
+	}
+	if s.MinRate <= 0 {
+		s.MinRate = 4000
 	}
 	if s.IdleTimeout <= 0 {
 		s.IdleTimeout = 5 * time.Minute
@@ -185,6 +205,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.lns = append(s.lns, ln)
 	if s.conns == nil {
 		s.conns = map[net.Conn]*conn{}
+		s.byHost = map[string]int{}
 	}
 	s.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
@@ -202,8 +223,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return err
 		}
+		host := c.RemoteAddr().String()
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
 		s.mu.Lock()
-		if len(s.conns) >= s.MaxConns {
+		if len(s.conns) >= s.MaxConns || s.byHost[host] >= s.MaxConnsPerClient {
 			s.mu.Unlock()
 			c.SetWriteDeadline(time.Now().Add(time.Second))
 			WriteEvent(c, NewEvent(TypeError, map[string]string{"text": "too many connections", "code": "busy"}))
@@ -212,13 +237,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		cn := &conn{s: s, c: c, ctx: ctx}
 		s.conns[c] = cn
+		s.byHost[host]++
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go func() {
 			defer s.wg.Done()
 			defer func() {
+				cn.dropAudio()
 				s.mu.Lock()
 				delete(s.conns, c)
+				if s.byHost[host]--; s.byHost[host] <= 0 {
+					delete(s.byHost, host)
+				}
 				s.mu.Unlock()
 				c.Close()
 			}()
@@ -274,6 +304,7 @@ type conn struct {
 	format    AudioFormat
 	resampler *audio.Resampler
 	pcm       []float32
+	reserved  int64 // bytes of the budget pcm holds
 	tmp       []float32
 
 	// TTS streaming
@@ -405,10 +436,12 @@ func (cn *conn) asrEvent(e *Event) error {
 		}
 		cn.inAudio = false
 		if cn.resampler != nil {
-			cn.pcm = cn.resampler.Flush(cn.pcm)
+			if cn.grow(4096) {
+				cn.pcm = cn.resampler.Flush(cn.pcm)
+			}
 		}
 		pcm := cn.pcm
-		cn.pcm = nil
+		defer cn.dropAudio() // once transcribed, the utterance's memory goes back
 		if len(pcm) == 0 {
 			return cn.sendError("no audio was sent between audio-start and audio-stop", "bad-audio")
 		}
@@ -418,8 +451,9 @@ func (cn *conn) asrEvent(e *Event) error {
 }
 
 func (cn *conn) startAudio(f AudioFormat) error {
-	if f.Rate < 1000 || f.Rate > 384000 {
-		return fmt.Errorf("audio rate %d Hz is not supported", f.Rate)
+	if f.Rate < cn.s.MinRate || f.Rate > 384000 {
+		// below the floor a few bytes would claim minutes of audio once resampled
+		return fmt.Errorf("audio rate %d Hz is not supported (%d–384000 Hz)", f.Rate, cn.s.MinRate)
 	}
 	if f.Channels < 1 || f.Channels > 8 {
 		return fmt.Errorf("audio channels %d is not supported", f.Channels)
@@ -429,7 +463,8 @@ func (cn *conn) startAudio(f AudioFormat) error {
 	default:
 		return fmt.Errorf("audio width %d bytes is not supported (1, 2 or 4)", f.Width)
 	}
-	cn.format, cn.inAudio, cn.pcm = f, true, cn.pcm[:0]
+	cn.dropAudio()
+	cn.format, cn.inAudio = f, true
 	cn.resampler = nil
 	if f.Rate != 16000 {
 		r, err := audio.NewResampler(f.Rate, 16000, 1, audio.QualityHigh)
@@ -449,25 +484,64 @@ func (cn *conn) addAudio(b []byte) error {
 		return cn.sendError(fmt.Sprintf("audio-chunk payload of %d bytes is not whole frames of %d bytes", len(b), frame), "bad-audio")
 	}
 	sf := map[int]audio.SampleFormat{1: audio.U8, 2: audio.S16, 4: audio.S32}[f.Width]
-	n := len(b) / f.Width
-	if cap(cn.tmp) < n {
-		cn.tmp = make([]float32, n)
-	}
-	x := cn.tmp[:n]
-	audio.DecodePCM(x, b, sf)
-	if f.Channels > 1 {
-		x = audio.DownMix(x[:0:0], x, f.Channels)
-	}
-	if cn.resampler != nil {
-		cn.pcm = cn.resampler.Process(cn.pcm, x)
-	} else {
-		cn.pcm = append(cn.pcm, x...)
-	}
-	if len(cn.pcm) > cn.s.MaxAudioSeconds*16000 {
-		cn.inAudio, cn.pcm = false, nil
-		return cn.sendError(fmt.Sprintf("audio longer than %d s", cn.s.MaxAudioSeconds), "too-long")
+	// in blocks, so a large payload needs no large scratch buffer
+	const blockFrames = 8192
+	for len(b) > 0 {
+		blk := b[:min(len(b), blockFrames*frame)]
+		b = b[len(blk):]
+		n := len(blk) / f.Width
+		if cap(cn.tmp) < n {
+			cn.tmp = make([]float32, n)
+		}
+		x := cn.tmp[:n]
+		audio.DecodePCM(x, blk, sf)
+		if f.Channels > 1 {
+			x = audio.DownMix(x[:0], x, f.Channels)
+		}
+		if len(cn.pcm)+len(x)*16000/f.Rate > cn.s.MaxAudioSeconds*16000 {
+			cn.inAudio = false
+			cn.dropAudio()
+			return cn.sendError(fmt.Sprintf("audio longer than %d s", cn.s.MaxAudioSeconds), "too-long")
+		}
+		if !cn.grow(len(x)*16000/f.Rate + 256) {
+			cn.inAudio = false
+			cn.dropAudio()
+			return cn.sendError("the server's memory for buffered audio is full; retry shortly", "busy")
+		}
+		if cn.resampler != nil {
+			cn.pcm = cn.resampler.Process(cn.pcm, x)
+		} else {
+			cn.pcm = append(cn.pcm, x...)
+		}
 	}
 	return nil
+}
+
+// grow makes room for n more samples in pcm, reserving the memory from the budget. Growth
+// is by a quarter (at least 5 s), not doubling, so a long utterance holds little slack.
+func (cn *conn) grow(n int) bool {
+	need := len(cn.pcm) + n
+	if need <= cap(cn.pcm) {
+		return true
+	}
+	c := max(need, cap(cn.pcm)+cap(cn.pcm)/4, cap(cn.pcm)+5*16000)
+	delta := int64(c-cap(cn.pcm)) * 4
+	if cn.s.Budget != nil && !cn.s.Budget.Reserve(delta) {
+		return false
+	}
+	p := make([]float32, len(cn.pcm), c)
+	copy(p, cn.pcm)
+	cn.pcm = p
+	cn.reserved += delta
+	return true
+}
+
+// dropAudio lets go of the buffered utterance and what it held of the budget.
+func (cn *conn) dropAudio() {
+	if cn.s.Budget != nil {
+		cn.s.Budget.Release(cn.reserved)
+	}
+	cn.pcm, cn.reserved = nil, 0
 }
 
 func (cn *conn) transcribe(pcm []float32) error {

@@ -1,0 +1,166 @@
+package gui
+
+import (
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
+)
+
+// pumped counts the events that reach the UI goroutine through the real subscription pump.
+func pumped(u *UI) (levels *int, all *int) {
+	var l, a int
+	u.OnEvent = func(e app.Event) {
+		a++
+		if e.Kind == app.EvLevel {
+			l++
+		}
+	}
+	return &l, &a
+}
+
+// settle sends a marker event after what was sent and waits until it arrives, so everything
+// before it has been through the pump.
+func settle(t *testing.T, u *UI, f *fakeAssistant, all *int) {
+	t.Helper()
+	before := *all
+	f.ch <- app.Event{Kind: app.EvEchoRejected}
+	waitFor(t, u, "the pump", func() bool { return *all > before })
+}
+
+// TestPushToTalkAtRestShowsNoLevels: in push-to-talk at rest the capture levels never reach
+// the UI goroutine (no repaint for them) and the meter stays at zero; Talk shows them (after
+// "Opening mic…" until the first one); on another panel they stop again.
+func TestPushToTalkAtRestShowsNoLevels(t *testing.T) {
+	u, _ := newTestUI(t, Services{Config: config.Default()})
+	f := newFakeAssistant()
+	u.Attach(f, nil)
+	levels, all := pumped(u)
+	for range 20 {
+		f.ch <- app.Event{Kind: app.EvLevel, Level: -20}
+	}
+	f.ch <- app.Event{Kind: app.EvSpeechStart}
+	settle(t, u, f, all)
+	if *levels != 0 || u.talk.meter.frac != 0 {
+		t.Errorf("at rest: %d level events reached the UI, meter at %v", *levels, u.talk.meter.frac)
+	}
+	if u.talk.wave.recording || u.talk.vad.FillColor == themeColor(colVADOn) {
+		t.Error("speech heard in push-to-talk at rest shows as the user's")
+	}
+
+	test.Tap(u.talk.mic)
+	u.Handle(app.Event{Kind: app.EvState, State: app.Listening})
+	if got := u.talk.state.Text; got != "Opening mic…" {
+		t.Errorf("Talk before the microphone delivers: status %q", got)
+	}
+	f.ch <- app.Event{Kind: app.EvLevel, Level: -30}
+	settle(t, u, f, all)
+	if *levels == 0 || u.talk.meter.frac != 0.5 {
+		t.Errorf("while talking: %d levels, meter %v, want 0.5", *levels, u.talk.meter.frac)
+	}
+	if got := u.talk.state.Text; got != "Listening…" {
+		t.Errorf("status %q once the microphone delivers", got)
+	}
+
+	u.tabs.SelectIndex(3) // Settings: the meter is not on screen
+	if u.talk.meter.frac != 0 {
+		t.Error("the meter kept its level off screen")
+	}
+	n := *levels
+	for range 10 {
+		f.ch <- app.Event{Kind: app.EvLevel, Level: -10}
+	}
+	settle(t, u, f, all)
+	if *levels != n {
+		t.Errorf("%d levels reached the UI while another panel was shown", *levels-n)
+	}
+	u.tabs.SelectIndex(0)
+	f.ch <- app.Event{Kind: app.EvLevel, Level: -10}
+	settle(t, u, f, all)
+	if *levels != n+1 {
+		t.Error("levels did not come back with the conversation")
+	}
+}
+
+// TestMeterRepaintsOnlyOnChange: a level that does not move the bar by a step does not
+// refresh it.
+func TestMeterRepaintsOnlyOnChange(t *testing.T) {
+	test.NewTempApp(t).Settings().SetTheme(newTheme())
+	m := newLevelMeter()
+	m.setLevel(-30)
+	f := m.frac
+	m.setLevel(-30.4)
+	if m.frac != f {
+		t.Errorf("-30.4 dBFS moved the meter from %v to %v", f, m.frac)
+	}
+	m.setLevel(-25)
+	if m.frac == f {
+		t.Error("-25 dBFS did not move the meter")
+	}
+}
+
+// TestBubblesSurviveRebuild: a rebuilt assistant numbers its turns from 1 again; its answers
+// get new bubbles and never overwrite the earlier ones.
+func TestBubblesSurviveRebuild(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	exchange := func(f *fakeAssistant, q, a string) {
+		tr := app.Transcript{Text: q}
+		f.ch <- app.Event{Kind: app.EvTranscript, Turn: 1, Transcript: &tr}
+		f.ch <- app.Event{Kind: app.EvDelta, Turn: 1, Text: a}
+		f.ch <- app.Event{Kind: app.EvTurnDone, Turn: 1, Exchange: &app.Exchange{Turn: 1, Transcript: tr, Answer: a, FullAnswer: a}}
+	}
+	f1 := newFakeAssistant()
+	u.Attach(f1, nil)
+	exchange(f1, "two plus two", "That's 4.")
+	waitFor(t, u, "the first answer", func() bool { return u.conv.count() == 2 })
+	first := u.conv.parleyAt(1)
+
+	u.Detach("Restarting…") // Settings → Save, or a mode switch
+	f2 := newFakeAssistant()
+	u.Attach(f2, nil)
+	exchange(f2, "ten times three", "That's 30.")
+	waitFor(t, u, "the second answer", func() bool { return u.conv.count() == 4 })
+	if first.raw != "That's 4." {
+		t.Errorf("the first answer now reads %q", first.raw)
+	}
+	var shown []string
+	for _, m := range []map[turnKey]*bubble{u.conv.users, u.conv.parley} {
+		for _, b := range m {
+			shown = append(shown, b.raw)
+		}
+	}
+	got := map[string]bool{}
+	for _, s := range shown {
+		got[s] = true
+	}
+	for _, w := range []string{"two plus two", "That's 4.", "ten times three", "That's 30."} {
+		if !got[w] {
+			t.Errorf("%q is not shown (bubbles: %q)", w, shown)
+		}
+	}
+}
+
+// TestNewConversation clears the view and asks the assistant to start over.
+func TestNewConversation(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	u, _ := newTestUI(t, Services{NewConversation: func() error { asked <- struct{}{}; return nil }})
+	f := newFakeAssistant()
+	u.Attach(f, nil)
+	u.Handle(app.Event{Kind: app.EvDelta, Turn: 1, Text: "Hello."})
+	test.Tap(u.newConv)
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the assistant was not asked to start a new conversation")
+	}
+	if u.conv.count() != 0 || u.conv.empty.Visible() == false {
+		t.Errorf("%d bubbles after New conversation, empty state shown %v", u.conv.count(), u.conv.empty.Visible())
+	}
+	u.Handle(app.Event{Kind: app.EvDelta, Turn: 2, Text: "Fresh."})
+	if u.conv.count() != 1 {
+		t.Errorf("%d bubbles, want the new answer's", u.conv.count())
+	}
+}

@@ -1,0 +1,226 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/device"
+)
+
+// Speaker is the assistant's playback device, closed while nothing can play: a push-to-talk
+// assistant at rest (the Mic's gate). An open output stream plays silence and costs a
+// couple of percent of a core; opening one takes milliseconds, done when Talk is pressed or
+// an exchange starts, well before its first audio. It keeps the playback device's
+// behaviour (a lost device is reopened) and one echo reference across its streams.
+type Speaker struct {
+	open func() (*device.ResilientPlayback, error)
+	in   audio.Format
+	echo audio.Format // the echo reference's format; zero: none
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	cur     *device.ResilientPlayback // nil while closed
+	closed  bool
+	changed chan struct{} // closed (and replaced) when cur or closed change
+	linger  *time.Timer   // a pending close
+}
+
+// speakerLinger is how long the stream stays open after the gate closes: the device plays
+// out its last buffers, and a quick follow-up does not reopen it.
+const speakerLinger = 3 * time.Second
+
+func newSpeaker(first *device.ResilientPlayback, open func() (*device.ResilientPlayback, error), log *slog.Logger) *Speaker {
+	s := &Speaker{open: open, in: first.Format(), log: log, cur: first, changed: make(chan struct{})}
+	if first.EchoRef() != nil {
+		s.echo = first.DeviceFormat()
+	}
+	return s
+}
+
+// setOpen opens the stream at once, or closes it after speakerLinger.
+func (s *Speaker) setOpen(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.linger != nil {
+		s.linger.Stop()
+		s.linger = nil
+	}
+	if !on {
+		if s.cur != nil {
+			s.linger = time.AfterFunc(speakerLinger, s.closeNow)
+		}
+		return
+	}
+	if s.cur == nil {
+		if _, err := s.openLocked(); err != nil {
+			s.log.Warn("speaker did not open", "err", err) // Write tries again and reports it
+		}
+	}
+}
+
+func (s *Speaker) closeNow() {
+	s.mu.Lock()
+	cur := s.cur
+	s.cur = nil
+	s.linger = nil
+	s.bump()
+	s.mu.Unlock()
+	if cur != nil {
+		cur.Close()
+	}
+}
+
+func (s *Speaker) bump() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Speaker) openLocked() (*device.ResilientPlayback, error) {
+	c, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	s.cur = c
+	s.bump()
+	return c, nil
+}
+
+// acquire returns the open stream, opening it if a write came while closed.
+func (s *Speaker) acquire() (*device.ResilientPlayback, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, device.ErrClosed
+	}
+	if s.cur != nil {
+		return s.cur, nil
+	}
+	return s.openLocked()
+}
+
+// Write writes to the open stream (see device.ResilientPlayback.Write).
+func (s *Speaker) Write(ctx context.Context, pcm []float32) (int, error) {
+	cur, err := s.acquire()
+	if err != nil {
+		return 0, err
+	}
+	return cur.Write(ctx, pcm)
+}
+
+// Format is the format Write accepts.
+func (s *Speaker) Format() audio.Format { return s.in }
+
+// Queued is the audio waiting to be played (0 while closed).
+func (s *Speaker) Queued() time.Duration {
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	if cur == nil {
+		return 0
+	}
+	return cur.Queued()
+}
+
+// Stop drops everything queued.
+func (s *Speaker) Stop() {
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	if cur != nil {
+		cur.Stop()
+	}
+}
+
+// IsOpen says whether the device stream is open now.
+func (s *Speaker) IsOpen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur != nil
+}
+
+// Health is the open stream's recovery record (zero while closed).
+func (s *Speaker) Health() device.Health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return device.Health{}
+	}
+	return s.cur.Health()
+}
+
+// EchoRef is what the speaker played, stream after stream (nil without an echo reference).
+// While it is closed nothing is played and a Read waits.
+func (s *Speaker) EchoRef() audio.Source {
+	if s.echo.SampleRate == 0 {
+		return nil
+	}
+	return &speakerEcho{s: s}
+}
+
+// Close closes the stream for good.
+func (s *Speaker) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	if s.linger != nil {
+		s.linger.Stop()
+	}
+	cur := s.cur
+	s.cur = nil
+	s.bump()
+	s.mu.Unlock()
+	if cur != nil {
+		return cur.Close()
+	}
+	return nil
+}
+
+type speakerEcho struct {
+	s   *Speaker
+	cur *device.ResilientPlayback // the stream src belongs to
+	src audio.Source
+}
+
+func (e *speakerEcho) Format() audio.Format { return e.s.echo }
+
+func (e *speakerEcho) Read(ctx context.Context, dst []float32) (int, error) {
+	for {
+		if e.src == nil {
+			s := e.s
+			s.mu.Lock()
+			cur, closed, changed := s.cur, s.closed, s.changed
+			s.mu.Unlock()
+			switch {
+			case closed:
+				return 0, io.EOF
+			case cur == nil || cur == e.cur:
+				select {
+				case <-changed:
+					continue
+				case <-ctx.Done():
+					return 0, ctx.Err()
+				}
+			}
+			e.cur, e.src = cur, cur.EchoRef()
+			if e.src == nil {
+				return 0, io.EOF
+			}
+		}
+		n, err := e.src.Read(ctx, dst)
+		if n > 0 || err == nil || ctx.Err() != nil || !errors.Is(err, io.EOF) {
+			return n, err
+		}
+		e.src = nil // this stream was closed and its echo drained: on to the next
+	}
+}
