@@ -10,7 +10,7 @@ export LANG ?= C.UTF-8
 export PARLEY_TAGS := $(TAGS)
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py load demo-asr test-models package clean
+.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py load demo-asr test-models package clean demo-tts
 
 all: build
 
@@ -62,6 +62,10 @@ test-models:
 
 demo-asr:
 	$(MAKE) -C train demo-asr
+
+# The embedded demo voice (assets/demo/chattts; about two hours on 2 free cores).
+demo-tts: build
+	$(MAKE) -C train demo-tts
 
 # Linux tarball of the desktop app with a .desktop entry (dist/).
 package: setup

@@ -154,7 +154,8 @@ class DemoModel(ChatTTS):
         self.stage = stage
         train = {"vocos": ["vocos"], "dvae": ["dvae"], "gpt": ["gpt", "embed", "decoder", "speakers"]}[stage]
         for name, p in self.named_parameters():
-            p.requires_grad = name.split(".", 1)[0] in train
+            # the text head serves the refine pass, which the demo voice does not train
+            p.requires_grad = name.split(".", 1)[0] in train and not name.startswith("embed.head_text.")
         for i, layer in enumerate(self.gpt.layers):
             layer.self_attn.keep_attn = stage == "gpt" and i in self.ga_layers
 
@@ -214,12 +215,12 @@ class DemoModel(ChatTTS):
         pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
         h, _ = self.gpt(emb, am, pos)
         # code targets: positions S-1 .. S-1+T predict frames 0..T-1 and the EOS frame
-        tgt, tmask = b["targets"], b["target_mask"]  # (B,L,4) (B,L) aligned with positions
-        logits = self.embed.logits_code(h)  # (B,L,4,A)
-        ce = F.cross_entropy(logits.reshape(-1, g.num_audio_tokens), tgt.reshape(-1), reduction="none")
-        ce = (ce.view(tgt.shape) * tmask[..., None]).sum() / (tmask.sum() * g.num_vq)
+        sel = b["target_mask"] > 0  # (B,L): the positions that predict a frame
+        tgt = b["targets"][sel]  # (N,4)
+        logits = self.embed.logits_code(h[sel])  # (N,4,A)
+        ce = F.cross_entropy(logits.reshape(-1, g.num_audio_tokens), tgt.reshape(-1))
         with torch.no_grad():
-            acc = ((logits.argmax(-1) == tgt).float() * tmask[..., None]).sum() / (tmask.sum() * g.num_vq)
+            acc = (logits.argmax(-1) == tgt).float().mean()
         # decoder on the hidden states that produced frames 0..T-1
         hid = torch.gather(h, 1, b["hid_idx"].unsqueeze(-1).expand(-1, -1, g.hidden)) * b["hid_mask"][..., None]
         mel_hat = self.decoder.decode(hid.transpose(1, 2))
