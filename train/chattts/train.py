@@ -13,8 +13,9 @@ Stages (each trains its part; the others are frozen and carried along in the che
   dvae   log-mel -> GFSQ codes -> log-mel autoencoder (straight-through rounding).
   gpt    [Stts][spk_emb][speed_N] phonemes [Ptts] + code frames: cross-entropy on the 4 code heads
          (EOS frame = 625 everywhere), the Decoder on the hidden states -> log-mel L1, a per-speaker
-         vector table injected at [spk_emb], and a guided-attention loss (audio queries -> text keys
-         near the diagonal) on two heads, which makes a small model align within minutes.
+         vector table injected at [spk_emb], and a guided-attention loss on two heads of two layers
+         (1 - the attention mass an audio query puts on a Gaussian band of phonemes around the
+         diagonal), which makes a small model align quickly.
 Every flag of TrainConfig is available (``--help``); ``--resume auto`` continues a stopped run.
 """
 from __future__ import annotations
@@ -226,14 +227,17 @@ class DemoModel(ChatTTS):
         mel_hat = self.decoder.decode(hid.transpose(1, 2))
         mm = b["mel_mask"][:, None, :]
         l_mel = ((mel_hat - b["mel"]).abs() * mm).sum() / (mm.sum() * mel_hat.shape[1])
-        # guided attention: audio queries should look at text keys near the diagonal
+        # guided attention: two heads of two layers should put their attention on the phonemes
+        # near the diagonal (reward sum_j att * G, G a Gaussian band over the text keys)
         l_ga = torch.zeros(())
-        rows = b["ga_w"].gt(0).any(-1).sum() * 2 + 1e-6  # audio queries x 2 heads
+        rows = b["ga_w"].gt(0).any(-1)  # (B,L) audio queries
+        n_rows = rows.sum() * 2 + 1e-6
         for li in self.ga_layers:
             if not self.gpt.layers[li].self_attn.keep_attn:
                 continue
             att = self.gpt.layers[li].self_attn.last_attn[:, :2]  # (B,2,L,L)
-            l_ga = l_ga + (att * b["ga_w"][:, None]).sum() / rows
+            hit = (att * b["ga_w"][:, None]).sum(-1)  # (B,2,L)
+            l_ga = l_ga + ((1 - hit) * rows[:, None]).sum() / n_rows
         l_ga = l_ga / len(self.ga_layers)
         loss = ce + self.mel_weight * l_mel + self.ga_weight * l_ga
         n = ids.shape[0]
@@ -387,8 +391,7 @@ def collate_gpt(items, eos: int = 625, nvq: int = 4, sigma: float = 0.2):
         if nt > 0 and t > 0:
             qi = (torch.arange(t, dtype=torch.float32) + 0.5) / t
             kj = (torch.arange(nt, dtype=torch.float32) + 0.5) / nt
-            w = 1 - torch.exp(-((qi[:, None] - kj[None, :]) ** 2) / (2 * sigma ** 2))
-            ga[b, s - 1:s - 1 + t, 3:3 + nt] = w
+            ga[b, s - 1:s - 1 + t, 3:3 + nt] = torch.exp(-((qi[:, None] - kj[None, :]) ** 2) / (2 * sigma ** 2))
     return {"ids": ids, "text_mask": tm, "attn": am, "targets": tgt, "target_mask": tmask, "hid_idx": hid_idx,
             "hid_mask": hid_mask, "mel": mel, "mel_mask": mel_mask, "ga_w": ga,
             "speaker": torch.tensor([x["speaker"] for x in items]), "spk_emb_id": items[0]["spk_emb_id"]}

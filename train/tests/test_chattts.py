@@ -401,10 +401,11 @@ class DemoPipelineTest(unittest.TestCase):
         self.assertEqual(b["hid_idx"][1, :2].tolist(), [4, 5])
         self.assertEqual(b["text_mask"][1].tolist(), [1, 1, 1, 1, 1, 0, 0, 0, 0])
         self.assertEqual(b["mel_mask"][1].sum().item(), 4)
-        # guided attention: only audio queries x phoneme keys carry weight, zero on the diagonal ends
+        # guided attention: only audio queries x phoneme keys carry weight, most near the diagonal
         w = b["ga_w"][0]
         self.assertTrue(torch.all(w[:5] == 0) and torch.all(w[:, :3] == 0) and torch.all(w[:, 5:] == 0))
-        self.assertLess(w[5, 3].item(), w[5, 4].item())
+        self.assertGreater(w[5, 3].item(), w[5, 4].item())
+        self.assertGreater(w[7, 4].item(), w[7, 3].item())
 
     def test_stage_losses_backpropagate(self):
         from train.chattts.train import DemoModel, collate_dvae, collate_gpt
