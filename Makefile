@@ -10,7 +10,7 @@ export LANG ?= C.UTF-8
 export PARLEY_TAGS := $(TAGS)
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py load demo-asr test-models package clean demo-tts
+.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py load demo-asr test-models package test-package clean demo-tts
 
 all: build
 
@@ -67,9 +67,16 @@ demo-asr:
 demo-tts: build
 	$(MAKE) -C train demo-tts
 
-# Linux tarball of the desktop app with a .desktop entry (dist/).
+# The desktop app as a Debian package and a tarball (dist/): binary, private ONNX Runtime,
+# desktop entry, icon, man page, licences; Depends: derived from what the binary links.
 package: setup
 	build/package.sh
+
+# Install the .deb into a fresh Debian 12 root (debootstrap) and use it there, first run
+# included (needs root, the Debian archive and the npm registry; see build/test-package.sh).
+test-package: setup
+	build/package.sh deb
+	build/test-package.sh
 
 clean:
 	rm -rf bin dist
