@@ -35,25 +35,32 @@ func signalGroup(cmd *exec.Cmd, kill bool) {
 // processStart is the kernel's start time of pid (clock ticks since boot; 0 when unknown), so
 // a recycled pid is not taken for the job's process.
 func processStart(pid int) uint64 {
+	_, start := procStat(pid)
+	return start
+}
+
+// procStat reads a process's state letter and start time from /proc (0, 0 when unreadable).
+func procStat(pid int) (state byte, start uint64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')') // the command name may hold spaces and parentheses
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(s[i+1:])
-	// after the name: state(3) ppid(4) … starttime is field 22, i.e. f[19]
-	if len(f) < 20 {
-		return 0
+	// after the name: state is field 3 (f[0]), starttime field 22 (f[19])
+	if len(f) < 20 || len(f[0]) == 0 {
+		return 0, 0
 	}
 	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
+	return f[0][0], v
 }
 
-// processAlive says whether pid runs and is the process that started at start (0 = any).
+// processAlive says whether pid runs (a zombie does not) and is the process that started at
+// start (0 = any).
 func processAlive(pid int, start uint64) bool {
 	if pid <= 0 {
 		return false
@@ -62,9 +69,9 @@ func processAlive(pid int, start uint64) bool {
 	if err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	if start == 0 {
-		return true
+	state, now := procStat(pid)
+	if state == 'Z' || state == 'X' {
+		return false
 	}
-	now := processStart(pid)
-	return now == 0 || now == start
+	return start == 0 || now == 0 || now == start
 }
