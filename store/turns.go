@@ -219,7 +219,9 @@ func (s *Store) RenameConversation(ctx context.Context, id int64, title string) 
 }
 
 // DeleteConversation removes a conversation, its turns and their saved audio files. It returns
-// the number of turns deleted.
+// the number of turns deleted. Deleted means gone: the rows are overwritten (secure_delete),
+// the full-text index is rebuilt without them, and the WAL is checkpointed and truncated, so
+// the words are nowhere in the database's files (see forget).
 func (s *Store) DeleteConversation(ctx context.Context, id int64) (int, error) {
 	var n int
 	err := s.write(ctx, fmt.Sprintf("delete conversation %d", id), func(tx *sql.Tx) error {
@@ -232,8 +234,30 @@ func (s *Store) DeleteConversation(ctx context.Context, id int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := s.forget(ctx); err != nil {
+		return n, err
+	}
 	_, _, err = s.sweepAudioTrash(ctx)
 	return n, err
+}
+
+// forget removes what deleted rows leave behind. secure_delete zeroes the rows themselves;
+// FTS5 only marks deleted entries, keeping the old index segments (with the words) until a
+// merge, so the index is merged into one segment; the WAL still holds the old page images
+// until it is checkpointed into the database and truncated. A reader holding an old snapshot
+// can keep the WAL from being reset; the next delete or Close finishes the job.
+func (s *Store) forget(ctx context.Context) error {
+	if err := s.write(ctx, "merge the search index", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO turns_fts(turns_fts) VALUES ('optimize')`)
+		return err
+	}); err != nil {
+		return err
+	}
+	var busy, logPages, done int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil {
+		return s.wrap("checkpoint", err)
+	}
+	return nil
 }
 
 func mustAffect(res sql.Result, err error, what string, id int64) error {

@@ -41,14 +41,20 @@ const (
 	KindClone     = "clone"     // reserved for voice cloning
 )
 
+// AnyDim is EngineDim's answer for engines whose embedding size depends on the installed
+// model (ChatTTS: 768 for the official model, the GPT's hidden size for others); the engine
+// checks the size when it synthesizes.
+const AnyDim = -1
+
 // EngineDim is the embedding size an engine takes (per row, for Kokoro; 0 for engines that
-// take none); ok is false for engines the library does not know.
+// take none; AnyDim when it depends on the model); ok is false for engines the library does
+// not know.
 func EngineDim(engine string) (dim int, ok bool) {
 	switch engine {
 	case "kokoro":
 		return 256, true
 	case "chattts":
-		return 768, true
+		return AnyDim, true
 	case "espeak":
 		return 0, true
 	}
@@ -146,7 +152,7 @@ func (v *Voice) Validate() error {
 		if err := v.Embedding.normalize(); err != nil {
 			return bad("%v", err)
 		}
-		if v.Embedding.Dim != dim {
+		if dim != AnyDim && v.Embedding.Dim != dim {
 			return bad("embedding of dimension %d, engine %s needs %d", v.Embedding.Dim, v.Engine, dim)
 		}
 	case KindMix:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/voices"
 )
 
 func TestSayCLI(t *testing.T) {
@@ -111,6 +112,10 @@ func TestSayChatTTS(t *testing.T) {
 	if b, err := audio.ReadWAVFile(out); err != nil || b.SampleRate != 24000 || b.Duration() <= 0 {
 		t.Fatalf("wav: %v %v", b, err)
 	}
+	spk16, err := voices.EncodeChatTTSSpeaker([]float32{1, -1, 0.5, 2, 0, 0.25, -0.5, 1, 1, 1, -2, 0.1, 0.2, 0.3, 0.4, 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
 	code, stdout, _ := runCLI(t, "say", "--engine", "chattts", "--model", model, "--capabilities")
 	if code != 0 || !strings.Contains(stdout, `"laugh": "native"`) || !strings.Contains(stdout, `"top_k": "native"`) {
 		t.Errorf("capabilities: %d %s", code, stdout)
@@ -124,6 +129,9 @@ func TestSayChatTTS(t *testing.T) {
 		{[]string{"voices", "mix", "cm", "--engine", "chattts", "c1=0.5", "c2=0.5"}, "seed:11=0.5"},
 		{[]string{"say", "--voice", "c1", "--model", model, "-o", filepath.Join(dir, "c1.wav"), "hello"}, ""},
 		{[]string{"say", "--voice", "cm", "--model", model, "-o", filepath.Join(dir, "cm.wav"), "hello"}, ""},
+		// a ChatTTS speaker string of the model's own size (16 for the tiny export)
+		{[]string{"voices", "create", "cs", "--engine", "chattts", "--speaker", spk16}, "created cs"},
+		{[]string{"say", "--voice", "cs", "--model", model, "-o", filepath.Join(dir, "cs.wav"), "hello"}, ""},
 	} {
 		if code, o, e := runCLI(t, s.args...); code != 0 || !strings.Contains(o+e, s.want) {
 			t.Errorf("%v: exit %d %q %q", s.args, code, o, e)

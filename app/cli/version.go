@@ -33,8 +33,12 @@ func init() {
 		name:  "version",
 		usage: "version  print the version, revision, Go toolchain and key dependencies",
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("%w: parley version takes no arguments", errUsage)
+			fs := newFlags(env, "version", "")
+			if err := fs.parse(args); err != nil {
+				return err
+			}
+			if fs.NArg() > 0 {
+				return usageError("version", "version takes no arguments")
 			}
 			bi, ok := debug.ReadBuildInfo()
 			if !ok {

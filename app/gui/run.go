@@ -273,6 +273,8 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	notes = append(notes, a.Notes...)
+	missing := r.firstRunMissing(bctx)
+	notes = withoutPulls(notes, missing)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -297,6 +299,7 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 			notes = append(notes, "Text only: no microphone or speaker is in use, so Parley answers in writing.")
 		}
 		r.ui.Attach(a.Assistant, notes)
+		r.ui.offerFirstRun(missing, func() { go r.rebuild(ctx, r.current()) })
 		if r.o.Ready != nil {
 			r.o.Ready(r.ui, r.ui.win)
 		}
@@ -317,6 +320,36 @@ func (r *runner) newConversation() error {
 	a.Cancel()
 	a.NewConversation()
 	return nil
+}
+
+// firstRunMissing lists the essential models that are not installed (a packaged install's
+// first run), for the first-run offer.
+func (r *runner) firstRunMissing(ctx context.Context) []assets.ModelStatus {
+	m := r.ui.svc.Models
+	if m == nil {
+		return nil
+	}
+	list, err := m.List(ctx)
+	if err != nil {
+		r.log.Warn("listing models for the first-run check", "err", err)
+		return nil
+	}
+	return wire.MissingOf(list)
+}
+
+// withoutPulls drops the notes that suggest pulling a model the first-run offer fetches.
+func withoutPulls(notes []string, missing []assets.ModelStatus) []string {
+	var out []string
+next:
+	for _, n := range notes {
+		for _, m := range missing {
+			if strings.Contains(n, "models pull "+m.ID) {
+				continue next
+			}
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func (r *runner) close() {

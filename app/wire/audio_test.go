@@ -60,6 +60,12 @@ func TestHistorySavesAudio(t *testing.T) {
 			t.Errorf("turn %d audio path %q", i, p)
 			continue
 		}
+		// private: the file 0600, its directories 0700
+		for f, perm := range map[string]os.FileMode{p: 0o600, filepath.Dir(p): 0o700, filepath.Join(dir, "audio"): 0o700} {
+			if st, err := os.Stat(f); err != nil || st.Mode().Perm() != perm {
+				t.Errorf("%s: %v, want mode %o", f, err, perm)
+			}
+		}
 		b, err := audio.ReadWAVFile(p)
 		if err != nil {
 			t.Fatal(err)

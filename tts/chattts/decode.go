@@ -120,6 +120,11 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	if maxNew < 1 {
 		return nil, fmt.Errorf("%w: a prompt of %d positions leaves no room in %d", ErrRun, nPrompt, g.MaxPositions)
 	}
+	ctx, release, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	eos := e.mc.EOSCode
 	if o.mode == modeText {
 		eos = e.mc.EOSText
@@ -152,28 +157,11 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer outHid.Destroy()
-	opts, err := ort.NewRunOptions()
+	opts, done, err := runOptions(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+		return nil, err
 	}
-	// A cancel terminates the running step. The AfterFunc may still be running when decode
-	// returns (stop does not wait for it), so it and Destroy take turns under a lock.
-	var optsMu sync.Mutex
-	destroyed := false
-	stop := context.AfterFunc(ctx, func() {
-		optsMu.Lock()
-		defer optsMu.Unlock()
-		if !destroyed {
-			opts.Terminate()
-		}
-	})
-	defer func() {
-		stop()
-		optsMu.Lock()
-		destroyed = true
-		opts.Destroy()
-		optsMu.Unlock()
-	}()
+	defer done()
 
 	// per-call inputs; ids/mask/positions sized for the prefill, reused (first element) by steps
 	S := nPrompt
@@ -336,4 +324,30 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		o.timing.Total += time.Since(start)
 	}
 	return res, nil
+}
+
+// runOptions returns ONNX Runtime run options that a cancel of ctx terminates (the running call
+// returns early), and the func that releases them. The AfterFunc may still be running when
+// the caller is done (its stop does not wait), so it and Destroy take turns under a lock.
+func runOptions(ctx context.Context) (*ort.RunOptions, func(), error) {
+	opts, err := ort.NewRunOptions()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	var mu sync.Mutex
+	destroyed := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !destroyed {
+			opts.Terminate()
+		}
+	})
+	return opts, func() {
+		stop()
+		mu.Lock()
+		destroyed = true
+		opts.Destroy()
+		mu.Unlock()
+	}, nil
 }

@@ -71,9 +71,13 @@ type Engine struct {
 	tok    *Tokenizer
 	stat   SpkStat
 	log    *slog.Logger
+	mu     sync.Mutex // orders closed against busy.Add
 	kvMu   sync.Mutex
 	kvFree []*kvBuffer // KV cache backing stores kept for the next decode
 	closed chan struct{}
+	busy   sync.WaitGroup // model calls in flight; Close waits for them after cancelling them
+	stop   context.CancelFunc
+	life   context.Context // cancelled by Close: model calls in flight stop
 	once   sync.Once
 }
 
@@ -116,6 +120,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	e := &Engine{cfg: cfg, mc: mc, files: map[string]string{}, log: cfg.Log, closed: make(chan struct{})}
+	e.life, e.stop = context.WithCancel(context.Background())
 	for k, f := range mc.Files {
 		e.files[k] = filepath.Join(cfg.Dir, f)
 	}
@@ -165,11 +170,16 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// Close releases the sessions; safe to call more than once.
+// Close stops every stream still synthesizing, waits for them to let go of the sessions and
+// releases the sessions; safe to call more than once.
 func (e *Engine) Close() error {
 	var errs []error
 	e.once.Do(func() {
+		e.mu.Lock()
 		close(e.closed)
+		e.mu.Unlock()
+		e.stop()
+		e.busy.Wait()
 		for _, s := range []*gpu.Session{e.gpt, e.dec, e.voc} {
 			if s != nil {
 				errs = append(errs, s.Close())
@@ -177,6 +187,26 @@ func (e *Engine) Close() error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// acquire registers a model call (a decode or a vocode) and returns its context, cancelled by
+// ctx or by Close; release with the returned func. Calls after Close get tts.ErrClosed.
+func (e *Engine) acquire(ctx context.Context) (context.Context, func(), error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	select {
+	case <-e.closed:
+		return nil, nil, tts.ErrClosed
+	default:
+	}
+	e.busy.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(e.life, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		e.busy.Done()
+	}, nil
 }
 
 // Model is the export's config.json.
@@ -445,6 +475,11 @@ func (e *Engine) refine(ctx context.Context, text []int, prompt string, s *Sampl
 // vocode turns frames×hidden GPT states into audio: decoder → mel → Vocos → magnitude and
 // phase → ISTFT. It returns Hop·(2·frames−1) samples (mel_frames_per_code = 2).
 func (e *Engine) vocode(ctx context.Context, hiddens []float32, frames int, ist *ISTFT) ([]float32, error) {
+	ctx, release, err := e.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -462,7 +497,15 @@ func (e *Engine) vocode(ctx context.Context, hiddens []float32, frames int, ist 
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer tMel.Destroy()
-	if err := e.dec.Run([]ort.Value{in}, []ort.Value{tMel}); err != nil {
+	opts, done, err := runOptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if err := e.dec.RunWithOptions([]ort.Value{in}, []ort.Value{tMel}, opts); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrRun, e.files["decoder"], err)
 	}
 	mag := make([]float32, bins*F)
@@ -477,7 +520,10 @@ func (e *Engine) vocode(ctx context.Context, hiddens []float32, frames int, ist 
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer tPh.Destroy()
-	if err := e.voc.Run([]ort.Value{tMel}, []ort.Value{tMag, tPh}); err != nil {
+	if err := e.voc.RunWithOptions([]ort.Value{tMel}, []ort.Value{tMag, tPh}, opts); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrRun, e.files["vocos"], err)
 	}
 	return ist.Run(mag, ph, F)

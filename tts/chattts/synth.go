@@ -36,11 +36,6 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 // SynthesizeWithSample is Synthesize with a speaker sample prepended to every code pass (nil:
 // none).
 func (e *Engine) SynthesizeWithSample(ctx context.Context, req tts.Request, smp *SpeakerSample) (tts.Stream, error) {
-	select {
-	case <-e.closed:
-		return nil, tts.ErrClosed
-	default:
-	}
 	req, err := req.Validate()
 	if err != nil {
 		return nil, err
@@ -78,6 +73,11 @@ func (e *Engine) SynthesizeWithSample(ctx context.Context, req tts.Request, smp 
 		refSampler = NewSampler(e.refineParams(req), rng)
 	}
 	rate := e.mc.Audio.SampleRate
+	select {
+	case <-e.closed:
+		return nil, tts.ErrClosed
+	default:
+	}
 	s := tts.NewStreamWarn(ctx, warn, func(ctx context.Context, emit func(tts.Chunk) error, warnf func(string)) error {
 		ist, err := NewISTFT(e.mc.Audio.NFFT, e.mc.Audio.Hop)
 		if err != nil {

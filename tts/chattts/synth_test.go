@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
 )
@@ -257,4 +259,41 @@ func TestMixAndCapabilities(t *testing.T) {
 	if c.SampleRate != 24000 || c.Engine != "chattts" {
 		t.Errorf("%+v", c)
 	}
+}
+
+// TestCloseDuringStream: closing the engine while a stream synthesizes, its reader idle, stops
+// the stream (an error, not a crash) and returns once no model call uses the sessions.
+func TestCloseDuringStream(t *testing.T) {
+	gputest.RequireORT(t)
+	e, err := New(Config{Dir: tinyDir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, MaxNewTokens: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.Synthesize(context.Background(), tts.Request{Text: strings.Repeat("hello world what time is it. ", 40), Temperature: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the producer fills the stream's buffer and waits for a reader
+	done := make(chan error, 1)
+	go func() { done <- e.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return while a stream was running")
+	}
+	for {
+		if _, err := s.Next(context.Background()); err != nil {
+			if errors.Is(err, io.EOF) {
+				t.Fatal("the stream ran to its end after Close")
+			}
+			break
+		}
+	}
+	s.Close()
 }

@@ -1,6 +1,10 @@
 package chattts
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +154,56 @@ func TestFrontTextEspeakIPA(t *testing.T) {
 	e.mc.Frontend.Type = "wordpiece"
 	if got, _ := e.frontText("hello, world"); got != "hello, world" {
 		t.Fatalf("wordpiece front-end changed the text: %q", got)
+	}
+}
+
+// TestDemoFrontendReference: the demo voice's reference (train/chattts/export.py: texts, their
+// espeak-ipa phonemes and ids, made with espeak-ng on the exporting machine) against the Go
+// front-end and tokenizer. Skips until the demo voice is in assets/demo/chattts.
+func TestDemoFrontendReference(t *testing.T) {
+	dir := demoDir()
+	var ref struct {
+		Frontend []struct {
+			Text     string `json:"text"`
+			Phonemes string `json:"phonemes"`
+			IDs      []int  `json:"ids"`
+		} `json:"frontend"`
+	}
+	var raw []byte
+	for _, f := range []string{"_reference.json", "reference.json"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+			raw = b
+			break
+		}
+	}
+	if raw == nil {
+		t.Skipf("no demo voice reference in %s yet", dir)
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := ReadModelConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := LoadTokenizer(filepath.Join(dir, mc.Files["tokenizer"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{mc: mc, tok: tok}
+	if len(ref.Frontend) == 0 {
+		t.Fatal("the demo reference has no frontend cases")
+	}
+	for _, c := range ref.Frontend {
+		got, err := e.frontText(c.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.Phonemes { // both sides run Debian 12's espeak-ng
+			t.Errorf("%q: phonemes here %q, at export %q", c.Text, got, c.Phonemes)
+		}
+		if ids := tok.Encode(c.Phonemes); !slices.Equal(ids, c.IDs) {
+			t.Errorf("%q: ids %v, reference %v", c.Phonemes, ids, c.IDs)
+		}
 	}
 }
