@@ -154,7 +154,7 @@ func newVoicePanel(u *UI) *voicePanel {
 		heading("Preview text"),
 		tokens,
 		p.text,
-		container.NewHBox(p.preview, p.save, p.use),
+		container.NewHBox(p.preview, p.save, p.use, cloneClipButton(u)),
 		p.status,
 	)
 	right := container.NewVBox(heading("What this engine does with each control"), p.caps)

@@ -27,12 +27,13 @@ type slicePage struct {
 	onlyBad  *widget.Check
 	clips    []clone.Clip
 	all      []clone.Clip
+	origins  map[string]string // source id → what the person calls it
 	list     *widget.List
 	box      fyne.CanvasObject
 }
 
 func newSlicePage(w *wizard) *slicePage {
-	p := &slicePage{w: w}
+	p := &slicePage{w: w, origins: map[string]string{}}
 	p.run = widget.NewButtonWithIcon("Cut into clips", theme.ContentCutIcon(), func() { p.slice() })
 	p.run.Importance = widget.HighImportance
 	p.bar = newJobBar()
@@ -80,6 +81,10 @@ func (p *slicePage) refresh() {
 	}
 	p.problems.set(fmt.Sprintf("%d recording%s gave no clips:", len(silent), plural(len(silent))), silent)
 	p.all = append(p.all[:0], d.Clips...)
+	clear(p.origins)
+	for _, src := range d.Sources {
+		p.origins[src.ID] = sourceName(src)
+	}
 	if s.Clips == 0 {
 		p.summary.SetText("")
 	} else {
@@ -87,6 +92,18 @@ func (p *slicePage) refresh() {
 			minutes(usableSeconds(p.all)/60), rejectedCount(s), reasons(s)))
 	}
 	p.filter()
+}
+
+// sourceName is how a recording is named for people: its file, or the start of its prompt.
+func sourceName(s clone.Source) string {
+	if s.Text != "" {
+		r := []rune(s.Text)
+		if len(r) > 24 {
+			return "“" + strings.TrimSpace(string(r[:22])) + "…”"
+		}
+		return "“" + s.Text + "”"
+	}
+	return filepath.Base(s.Origin)
 }
 
 // usableSeconds is the length of the clips not set aside or dropped.
@@ -162,7 +179,7 @@ func (p *slicePage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	left := row.Objects[1].(*fyne.Container)
 	play := left.Objects[0].(*widget.Button)
 	id := left.Objects[1].(*widget.Label)
-	id.SetText(fmt.Sprintf("%s  %.1f s  SNR %.0f dB  speech %.0f dBFS", c.ID, c.Seconds, c.SNR, c.SpeechDB))
+	id.SetText(fmt.Sprintf("%s · %s · %.1f s · SNR %.0f dB · speech %.0f dBFS", c.ID, p.origins[c.Source], c.Seconds, c.SNR, c.SpeechDB))
 	if c.Rejected != "" {
 		state.SetText("set aside: " + c.Rejected)
 		state.Importance = widget.WarningImportance
@@ -177,18 +194,18 @@ func (p *slicePage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 // labelPage is step 3: the recogniser (SenseVoice) transcribes every usable clip and says its
 // language.
 type labelPage struct {
-	w       *wizard
-	run     *widget.Button
-	force   *widget.Check
-	bar     *jobBar
-	model   *note
-	msg     *note
+	w     *wizard
+	run   *widget.Button
+	force *widget.Check
+	bar   *jobBar
+	model *note
+	msg   *note
 	// recogniser is what the label step will use, found once (without loading it)
 	recogniser string
-	summary *widget.Label
-	clips   []clone.Clip
-	list    *widget.List
-	box     fyne.CanvasObject
+	summary    *widget.Label
+	clips      []clone.Clip
+	list       *widget.List
+	box        fyne.CanvasObject
 }
 
 func newLabelPage(w *wizard) *labelPage {

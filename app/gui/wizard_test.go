@@ -478,3 +478,57 @@ func TestWizardBadInput(t *testing.T) {
 		t.Errorf("the recognition goal's footer: %q", w.proof.total.Text)
 	}
 }
+
+// TestCloneFromClip: a picked clip is checked and transcribed (editable), a long file or a
+// silent one is refused with the reason, and creating the voice says why it cannot yet.
+func TestCloneFromClip(t *testing.T) {
+	requireWizardModels(t)
+	svc := newTestCloning(t)
+	u, _ := newTestUI(t, Services{Clone: svc})
+	c := u.showCloneFromClip()
+	if c == nil {
+		t.Fatal("no dialog")
+	}
+	dir := t.TempDir()
+	clip := filepath.Join(dir, "me.wav")
+	writeTestWAV(t, clip, append(append(make([]float32, 4000), speech(t, "en-us", "hello there, this is my voice, and I like to talk about the weather")...), make([]float32, 4000)...))
+	c.load(clip)
+	waitFor(t, u, "the transcript", func() bool { return c.lang.Text != "" })
+	if c.pcm == nil || c.text.Text == "" || c.lang.Text != "English" || c.play.Disabled() {
+		t.Errorf("clip %v s, transcript %q, language %q; status %q", float64(len(c.pcm))/16000, c.text.Text, c.lang.Text, c.status.Text)
+	}
+	c.text.SetText("hello there, this is my voice")
+	c.name.SetText("me")
+	if !c.create.Disabled() || !strings.Contains(c.why.Text, "not in this build") {
+		t.Errorf("create: disabled=%v, %q", c.create.Disabled(), c.why.Text)
+	}
+	c.text.SetText("")
+	if !strings.Contains(c.why.Text, "transcript is empty") {
+		t.Errorf("empty transcript: %q", c.why.Text)
+	}
+
+	long := filepath.Join(dir, "podcast.wav")
+	writeTestWAV(t, long, make([]float32, 40*16000))
+	c.load(long)
+	waitFor(t, u, "the long file refused", func() bool { return strings.Contains(c.status.Text, "longer than 30 seconds") })
+	if c.pcm != nil {
+		t.Error("a refused file is kept as the clip")
+	}
+	quiet := filepath.Join(dir, "silence.wav")
+	writeTestWAV(t, quiet, make([]float32, 5*16000))
+	c.load(quiet)
+	waitFor(t, u, "the silent file refused", func() bool { return strings.Contains(c.status.Text, "heard almost nothing") })
+	short := filepath.Join(dir, "short.wav")
+	writeTestWAV(t, short, speech(t, "en-us", "hi there"))
+	c.load(short)
+	waitFor(t, u, "the short file refused", func() bool { return strings.Contains(c.status.Text, "at least 3 seconds") })
+
+	// a recorded clip stops by itself after 10 s
+	svc.hear(append(speech(t, "en-us", "one two three four five six seven eight nine ten"), make([]float32, 12*16000)...))
+	test.Tap(c.record)
+	test.Tap(c.record)
+	waitFor(t, u, "the recording transcribed", func() bool { return c.lang.Text != "" })
+	if got := float64(len(c.pcm)) / 16000; got > clipMaxSeconds+0.01 {
+		t.Errorf("the recorded clip is %.1f s, want at most %.0f", got, clipMaxSeconds)
+	}
+}
