@@ -34,6 +34,7 @@ type conversation struct {
 	parley map[turnKey]*bubble
 	voice  string // the voice shown on Parley's bubbles
 	logo   image.Image
+	acts   bubbleActions
 }
 
 // turnKey names one exchange of one assistant.
@@ -105,7 +106,8 @@ func (c *conversation) userTurn(turn int64, tr app.Transcript) {
 	k := turnKey{c.gen, turn}
 	b := c.users[k]
 	if b == nil {
-		b = newBubble(true, c.logo)
+		b = newBubble(true, c.logo, &c.acts)
+		b.setTime(time.Now())
 		c.users[k] = b
 		c.add(b)
 	}
@@ -119,8 +121,9 @@ func (c *conversation) parleyBubble(turn int64) *bubble {
 	k := turnKey{c.gen, turn}
 	b := c.parley[k]
 	if b == nil {
-		b = newBubble(false, c.logo)
+		b = newBubble(false, c.logo, &c.acts)
 		b.setHeader("Parley" + voiceSuffix(c.voice))
+		b.setTime(time.Now())
 		c.parley[k] = b
 		c.add(b)
 	}
@@ -171,6 +174,16 @@ func (c *conversation) done(ex *app.Exchange) {
 	c.scrollDown()
 }
 
+// setAudio offers replay on the bubbles of a finished turn whose audio was kept.
+func (c *conversation) setAudio(turn int64, user, parley string) {
+	if b := c.userAt(turn); b != nil && user != "" {
+		b.setAudio(user)
+	}
+	if b := c.parleyAt(turn); b != nil && parley != "" {
+		b.setAudio(parley)
+	}
+}
+
 // count is the number of bubbles shown (for tests).
 func (c *conversation) count() int { return len(c.list.Objects) }
 
@@ -185,12 +198,24 @@ type bubble struct {
 	badges  *fyne.Container
 	marks   *fyne.Container
 	latency *fyne.Container
+	meta    *fyne.Container // time, copy, replay
+	at      *canvas.Text
+	copyB   *widget.Button
+	replayB *widget.Button
+	audio   string // the turn's kept audio (store.save_audio); "" = none
 	raw     string
 	errText string
+	acts    *bubbleActions
 }
 
-func newBubble(user bool, logo image.Image) *bubble {
-	b := &bubble{user: user}
+// bubbleActions are what a bubble's buttons do (the conversation's, shared by its bubbles).
+type bubbleActions struct {
+	copy   func(text string)
+	replay func(path string)
+}
+
+func newBubble(user bool, logo image.Image, acts *bubbleActions) *bubble {
+	b := &bubble{user: user, acts: acts}
 	b.bg = newThemedRect(colParleyBubble, 14)
 	b.text = widget.NewRichText()
 	b.text.Wrapping = fyne.TextWrapWord
@@ -201,16 +226,36 @@ func newBubble(user bool, logo image.Image) *bubble {
 	b.header.TextSize = theme.CaptionTextSize()
 	b.header.TextStyle.Bold = true
 	inner := container.New(layout.NewCustomPaddedVBoxLayout(0))
+	b.at = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
+	b.at.TextSize = theme.CaptionTextSize()
+	b.copyB = widget.NewButtonWithIcon("", theme.ContentCopyIcon(), func() {
+		if b.acts != nil && b.acts.copy != nil {
+			b.acts.copy(strings.TrimSpace(b.raw))
+		}
+	})
+	b.replayB = widget.NewButtonWithIcon("", theme.MediaPlayIcon(), func() {
+		if b.acts != nil && b.acts.replay != nil && b.audio != "" {
+			b.acts.replay(b.audio)
+		}
+	})
+	for _, bt := range []*widget.Button{b.copyB, b.replayB} {
+		bt.Importance = widget.LowImportance
+	}
+	b.replayB.Hide()
+	b.meta = container.NewHBox(container.NewCenter(b.at), layout.NewSpacer(), b.replayB, b.copyB)
 	if user {
 		b.bg.setColor(colUserBubble)
 		b.badges.Hide()
+		b.at.Color = themeColor(colUserText)
 		inner.Add(b.text)
 		inner.Add(b.badges)
+		inner.Add(b.meta)
 	} else {
 		inner.Add(container.New(&insetLayout{h: theme.InnerPadding(), v: 0}, b.header))
 		inner.Add(b.text)
 		inner.Add(b.marks)
 		inner.Add(b.latency)
+		inner.Add(b.meta)
 	}
 	b.marks.Hide()
 	b.latency.Hide()
@@ -228,6 +273,29 @@ func newBubble(user bool, logo image.Image) *bubble {
 }
 
 func (b *bubble) setHeader(s string) { b.header.Text = s; b.header.Refresh() }
+
+// setTime shows when the turn was said: the time of day, with the date if not today.
+func (b *bubble) setTime(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	f := "15:04"
+	if y, m, d := t.Date(); y != time.Now().Year() || m != time.Now().Month() || d != time.Now().Day() {
+		f = "2 Jan 2006 15:04"
+	}
+	b.at.Text = t.Local().Format(f)
+	b.at.Refresh()
+}
+
+// setAudio offers replay of the turn's kept audio.
+func (b *bubble) setAudio(path string) {
+	b.audio = path
+	if path != "" {
+		b.replayB.Show()
+	} else {
+		b.replayB.Hide()
+	}
+}
 
 func (b *bubble) appendText(s string) { b.setText(b.raw + s) }
 
@@ -295,7 +363,7 @@ func (b *bubble) naturalWidth() float32 {
 		}
 	}
 	w += 4 * theme.InnerPadding()
-	for _, o := range []fyne.CanvasObject{b.header, b.badges, b.marks, b.latency} {
+	for _, o := range []fyne.CanvasObject{b.header, b.badges, b.marks, b.latency, b.meta} {
 		if o.Visible() {
 			if mw := o.MinSize().Width + 2*theme.InnerPadding(); mw > w {
 				w = mw

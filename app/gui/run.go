@@ -23,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/voices"
@@ -124,6 +125,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	} else {
 		log.Warn("voice library unavailable", "err", err)
 	}
+	vs.speaker = r.playAside
 	svc.Voices = vs
 	// one store for the History panel and every assistant the app builds (one pool, and one
 	// place that closes it, after the assistant)
@@ -152,6 +154,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		return nil
 	}
 	svc.NewConversation = r.newConversation
+	svc.TurnAudio = func(turn int64) (string, string) {
+		r.mu.Lock()
+		a := r.a
+		r.mu.Unlock()
+		if a == nil || a.History == nil {
+			return "", ""
+		}
+		return a.History.AudioOf(turn)
+	}
 
 	u := New(fa, w, svc)
 	r.ui = u
@@ -304,6 +315,28 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 		}
 	})
 	return nil
+}
+
+// playAside is how a voice preview plays while an assistant with a speaker runs: on its
+// speaker, after it has fallen quiet (nil without one).
+func (r *runner) playAside() func(ctx context.Context, b *audio.Buffer) error {
+	r.mu.Lock()
+	a := r.a
+	r.mu.Unlock()
+	if a == nil || a.Speaker == nil {
+		return nil
+	}
+	return func(ctx context.Context, b *audio.Buffer) error {
+		if s := a.State(); s == app.Thinking || s == app.Speaking || s == app.Transcribing {
+			a.Cancel()
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if s := a.State(); s == app.Idle || s == app.Listening {
+					break
+				}
+			}
+		}
+		return a.PlayAside(ctx, b)
+	}
 }
 
 // newConversation starts a new conversation: the running assistant stops what it is doing
