@@ -35,6 +35,7 @@ type conversation struct {
 	voice  string // the voice shown on Parley's bubbles
 	logo   image.Image
 	acts   bubbleActions
+	live   *bubble // the utterance being heard (partial transcripts)
 }
 
 // turnKey names one exchange of one assistant.
@@ -74,6 +75,7 @@ func (c *conversation) setTextOnly(on bool) {
 
 // clear empties the view (a new conversation).
 func (c *conversation) clear() {
+	c.live = nil
 	c.list.RemoveAll()
 	clear(c.users)
 	clear(c.parley)
@@ -97,12 +99,39 @@ func (c *conversation) scrollDown() {
 	c.scroll.ScrollToBottom()
 }
 
+// partial shows what the recogniser makes of the utterance so far, in a provisional bubble
+// of the user's that the final transcript replaces.
+func (c *conversation) partial(text string) {
+	if c.live == nil {
+		c.live = newBubble(true, c.logo, &c.acts)
+		c.live.meta.Hide()
+		c.add(c.live)
+	}
+	c.live.setText(text + " …")
+	c.scrollDown()
+}
+
+// endPartial removes the provisional bubble.
+func (c *conversation) endPartial() {
+	if c.live == nil {
+		return
+	}
+	c.list.Remove(c.live.row)
+	c.live = nil
+	if len(c.list.Objects) == 0 {
+		c.scroll.Hide()
+		c.empty.Show()
+	}
+	c.scrollDown()
+}
+
 // userAt and parleyAt are the bubbles of the current assistant's turn (nil if none).
 func (c *conversation) userAt(turn int64) *bubble   { return c.users[turnKey{c.gen, turn}] }
 func (c *conversation) parleyAt(turn int64) *bubble { return c.parley[turnKey{c.gen, turn}] }
 
 // userTurn shows (or updates) the user's bubble of a turn.
 func (c *conversation) userTurn(turn int64, tr app.Transcript) {
+	c.endPartial()
 	k := turnKey{c.gen, turn}
 	b := c.users[k]
 	if b == nil {

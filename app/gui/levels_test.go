@@ -164,3 +164,27 @@ func TestNewConversation(t *testing.T) {
 		t.Errorf("%d bubbles, want the new answer's", u.conv.count())
 	}
 }
+
+// TestLiveTranscript: partial transcripts show in a provisional bubble while the user
+// speaks; the final transcript takes its place; a dropped utterance takes it away.
+func TestLiveTranscript(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	u.Attach(newFakeAssistant(), nil)
+	u.Handle(app.Event{Kind: app.EvState, State: app.Listening})
+	u.Handle(app.Event{Kind: app.EvPartial, Text: "what time"})
+	u.Handle(app.Event{Kind: app.EvPartial, Text: "what time is it"})
+	if u.conv.count() != 1 || u.conv.live == nil || u.conv.live.raw != "what time is it …" {
+		t.Fatalf("%d bubbles, live %v", u.conv.count(), u.conv.live)
+	}
+	tr := app.Transcript{Text: "What time is it?"}
+	u.Handle(app.Event{Kind: app.EvTranscript, Turn: 1, Transcript: &tr})
+	if u.conv.count() != 1 || u.conv.live != nil || u.conv.userAt(1).raw != "What time is it?" {
+		t.Errorf("after the transcript: %d bubbles, live %v", u.conv.count(), u.conv.live)
+	}
+	u.Handle(app.Event{Kind: app.EvState, State: app.Listening})
+	u.Handle(app.Event{Kind: app.EvPartial, Text: "never mind"})
+	u.Handle(app.Event{Kind: app.EvState, State: app.Idle}) // cancelled
+	if u.conv.count() != 1 || u.conv.live != nil {
+		t.Errorf("a dropped utterance left %d bubbles", u.conv.count())
+	}
+}

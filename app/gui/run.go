@@ -219,6 +219,10 @@ func showAndRun(w fyne.Window, log *slog.Logger) (err error) {
 	return nil
 }
 
+// partialEvery is how often the utterance being heard is transcribed for the live
+// transcript (each pass takes a SenseVoice-Small call on the utterance so far).
+const partialEvery = 800 * time.Millisecond
+
 // runner owns the running assistant and rebuilds it when the mode or the settings change.
 type runner struct {
 	mu        sync.Mutex
@@ -262,6 +266,7 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	resume := r.resume
 	r.mu.Unlock()
 	wo := wire.Options{Log: r.log, StorePath: r.storePath, Store: r.db, NoAudio: r.o.NoAudio, Resume: resume}
+	wo.Loop = func(lo *app.Options) { lo.Partials = partialEvery } // a live transcript while the user speaks
 	if r.o.Wire != nil {
 		r.o.Wire(&wo)
 	}

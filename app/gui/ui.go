@@ -242,6 +242,8 @@ func (u *UI) Handle(e app.Event) {
 		}
 	case app.EvWake:
 		u.talk.state.SetText("Wake word heard")
+	case app.EvPartial:
+		u.conv.partial(e.Text)
 	case app.EvTranscript:
 		if e.Transcript != nil {
 			u.conv.userTurn(e.Turn, *e.Transcript)
@@ -287,6 +289,9 @@ func (u *UI) setState(s app.State) {
 	if s != app.Listening {
 		u.talk.setVAD(false)
 		u.talk.wave.stop()
+	}
+	if s == app.Idle || s == app.Speaking || s == app.Thinking {
+		u.conv.endPartial() // the utterance was dropped (or its transcript is in)
 	}
 	u.talk.setState(s, u.muted)
 	u.updateLevels()
