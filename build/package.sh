@@ -68,17 +68,8 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$DIST"
 
 # --- the binary ---------------------------------------------------------------------------
-# Go stamps the VCS revision into the build info in a git checkout; in a git worktree (whose
-# .git is a file) it cannot, so the script stamps the same facts (app/cli.vcsStamp).
-stamp=
-if git rev-parse --git-dir >/dev/null 2>&1; then
-	dirty=false
-	[[ -z $(git status --porcelain 2>/dev/null) ]] || dirty=true
-	stamp="$(git rev-parse HEAD) $(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ) $dirty"
-fi
 say "building parley $version ($goarch)…"
-$GO build -buildvcs=auto -tags "$TAGS" \
-	-ldflags "-s -w -X 'github.com/parley-voice/parley/app/cli.vcsStamp=$stamp'" -o "$tmp/parley" . ||
+$GO build -buildvcs=auto -tags "$TAGS" -ldflags "-s -w $(build/vcs-stamp.sh)" -o "$tmp/parley" . ||
 	die "go build failed"
 got=$("$tmp/parley" --version)
 [[ $got == "parley $version"* ]] || die "the binary says '$got', FyneApp.toml says $version"
@@ -370,12 +361,13 @@ recommends() {
 }
 
 build_deb() {
-	local root="$tmp/deb" deps recs size out
+	local root="$tmp/deb" deps recs size out built
 	stage "$root" /usr
+	built=$("$tmp/parley" --version | sed 's/^parley [^ ]* *//; s/[()]//g')
 	gzip -9n >"$root/usr/share/doc/parley/changelog.gz" <<EOF
 parley ($version) unstable; urgency=medium
 
-  * Parley $version ${stamp:+(revision ${stamp%% *})}.
+  * Parley $version${built:+, built from revision $built}.
 
  -- Parley developers <parley@users.noreply.github.com>  $(date -uR -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)")
 EOF
