@@ -59,14 +59,14 @@ type Manager struct {
 
 // NewManager returns a manager for reg (DefaultRegistry when nil).
 func NewManager(reg *Registry, opts Options) (*Manager, error) {
-	if reg == nil {
-		var err error
-		if reg, err = DefaultRegistry(); err != nil {
-			return nil, err
-		}
-	}
 	if opts.Dir == "" {
 		opts.Dir = ModelsDir()
+	}
+	if reg == nil {
+		var err error
+		if reg, err = loadRegistry(OverridePath(), opts.Dir); err != nil {
+			return nil, err
+		}
 	}
 	if opts.CacheDir == "" {
 		opts.CacheDir = CacheDir()
@@ -264,6 +264,9 @@ func (m *Manager) pull(ctx context.Context, model *Model) error {
 		}
 		errs = append(errs, err)
 	}
+	if err := m.offlineError(model, failed, errs); err != nil {
+		return err
+	}
 	if len(errs) > 0 {
 		err := errors.Join(errs...)
 		if unreachable(err) {
@@ -332,7 +335,11 @@ func (m *Manager) fetchFile(ctx context.Context, model *Model, f File, dest stri
 		if err == nil {
 			return res, nil
 		}
-		m.opts.Log.Warn("source failed", "model", model.ID, "file", f.Path, "source", src.describe(m.opts.Getenv), "err", err)
+		log := m.opts.Log.Warn
+		if unreachable(err) {
+			log = m.opts.Log.Debug // the pull's error says it once, with what to do
+		}
+		log("source failed", "model", model.ID, "file", f.Path, "source", src.describe(m.opts.Getenv), "err", err)
 		if fatal(ctx, err) {
 			return res, err
 		}
@@ -360,6 +367,11 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("removing %s: %w", model.ID, err)
+		}
+		if model.Origin == "local" {
+			if _, err := m.removeLocal(model.ID); err != nil {
+				return fmt.Errorf("removing %s from %s: %w", model.ID, LocalManifest, err)
+			}
 		}
 		return nil
 	})

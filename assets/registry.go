@@ -24,7 +24,9 @@ import (
 //     become `npm:` sources of the model with the same id;
 //  3. an override file, $XDG_CONFIG_HOME/parley/models.toml (OverridePath), in the same format
 //     as manifest.toml: an entry with a known id replaces the built-in entry wholesale, a new
-//     id adds a model.
+//     id adds a model;
+//  4. the models installed from disk that no entry describes (LocalManifest in the models
+//     directory), under their own names.
 
 // Kinds of model.
 const (
@@ -150,7 +152,11 @@ func OverridePath() string {
 // LoadRegistry builds the registry from the embedded manifest, bundled.tsv and, when it exists,
 // the override file at overridePath ("" means none). A malformed override is an error naming
 // the file and line.
-func LoadRegistry(overridePath string) (*Registry, error) {
+func LoadRegistry(overridePath string) (*Registry, error) { return loadRegistry(overridePath, "") }
+
+// loadRegistry is LoadRegistry plus the models installed from disk listed in the local
+// manifest of modelsDir ("" means none).
+func loadRegistry(overridePath, modelsDir string) (*Registry, error) {
 	models, err := ParseManifest("manifest.toml (built in)", builtinManifest)
 	if err != nil {
 		return nil, err
@@ -189,11 +195,17 @@ func LoadRegistry(overridePath string) (*Registry, error) {
 			}
 		}
 	}
+	if modelsDir != "" {
+		if models, err = withLocal(models, modelsDir); err != nil {
+			return nil, err
+		}
+	}
 	return newRegistry(models, builtinEmbed())
 }
 
-// DefaultRegistry is LoadRegistry(OverridePath()).
-func DefaultRegistry() (*Registry, error) { return LoadRegistry(OverridePath()) }
+// DefaultRegistry is LoadRegistry(OverridePath()) with the models installed from disk in
+// ModelsDir (LocalManifest).
+func DefaultRegistry() (*Registry, error) { return loadRegistry(OverridePath(), ModelsDir()) }
 
 func newRegistry(models []*Model, es embedSource) (*Registry, error) {
 	r := &Registry{byID: map[string]*Model{}, embed: es}

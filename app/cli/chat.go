@@ -3,11 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/llm/ollama"
 	"github.com/parley-voice/parley/llm/skills"
+	"github.com/parley-voice/parley/store"
 )
 
 func init() {
@@ -42,14 +43,14 @@ type chatFlags struct {
 	timeout    time.Duration
 	pull       string
 	noTools    bool
+	noHistory  bool
 	// The spoken loop's own flags, forwarded to chatVoice so they need no "--".
 	voiceArgs []string
 }
 
 func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	var f chatFlags
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "chat", "")
 	fs.BoolVar(&f.voice, "voice", false, "run the spoken loop on the default audio devices instead of the text REPL")
 	fs.StringVar(&f.backend, "backend", "", "auto | openai | ollama | builtin | skills (default llm.backend)")
 	fs.StringVar(&f.url, "url", "", "LLM server base URL (default llm.url, $PARLEY_LLM_URL; empty: discover local servers)")
@@ -58,7 +59,7 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	fs.BoolVar(&f.tools, "tools", false, "show tool calls and their results")
 	fs.BoolVar(&f.localFirst, "local-first", true, "answer time, timers, maths, conversions and controls with the offline skills even when a model is configured")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "answer cap in tokens (default llm.max_tokens)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock cap per answer (default 90s)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock cap per answer, the first one counted from the start (finding the server included); an answer cut by it makes chat exit 1 (default 90s, not an error)")
 	fs.BoolVar(&f.noTools, "no-tools", false, "offer the model no tools (for small models that get confused by them)")
 	fs.StringVar(&f.pull, "pull", "", "first ask the Ollama server to fetch this model (with progress), then chat with it")
 	forward := func(name, usage string, boolean bool) {
@@ -76,13 +77,15 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	}
 	forward("mode", "push-to-talk | hands-free | wake-word", false)
 	forward("asr-model", "speech recognition model directory or id", false)
-	forward("no-history", "do not record the conversation", true)
+	fs.BoolFunc("no-history", "do not record the conversation in the history (`parley history`)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		f.noHistory = on
+		f.voiceArgs = append(f.voiceArgs, "-no-history="+v) // the spoken loop records too
+		return err
+	})
 	forward("v", "also print states, barge-ins and rejected echoes", true)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, err
-		}
-		return nil, nil, fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(args); err != nil {
+		return nil, nil, err
 	}
 	if f.maxTokens < 0 || f.timeout < 0 {
 		return nil, nil, fmt.Errorf("%w: --max-tokens and --timeout must not be negative", errUsage)
@@ -91,6 +94,7 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 }
 
 func runChat(ctx context.Context, env *cliEnv, args []string) error {
+	start := time.Now()
 	f, rest, err := parseChatFlags(env, args)
 	if err != nil {
 		return err
@@ -125,11 +129,20 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q (chat reads messages from standard input)", errUsage, rest)
 	}
 
-	choice, err := discover.Select(ctx, discover.Options{
+	// With --timeout, finding the server counts against the first answer's time.
+	dctx, dcancel := ctx, context.CancelFunc(func() {})
+	if f.timeout > 0 {
+		dctx, dcancel = context.WithDeadline(ctx, start.Add(f.timeout))
+	}
+	choice, err := discover.Select(dctx, discover.Options{
 		Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: env.Log,
 		Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads,
 	})
+	dcancel()
 	if err != nil {
+		if f.timeout > 0 && time.Since(start) >= f.timeout {
+			return fmt.Errorf("no answer within --timeout %s: %w", f.timeout, err)
+		}
 		return err
 	}
 	if choice.Warning != "" {
@@ -196,14 +209,94 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 		sk.Watch(wctx, time.Second, announce)
 	}()
 	defer func() { cancel(); <-watched }()
-	err = brain.REPL(ctx, b, env.Stdin, out, brain.REPLOptions{
+	hist := openChatHistory(env, f.noHistory)
+	defer hist.close()
+	timedOut := 0
+	opts := brain.REPLOptions{
 		Prompt: interactive, ShowReasoning: f.think, ShowTools: f.tools, Errors: env.Stderr,
-	})
+		OnTurn: func(text string, res brain.Result, err error) {
+			if res.FinishReason == llm.FinishTimeout {
+				timedOut++
+			}
+			hist.record(ctx, text, res, err)
+		},
+	}
+	if f.timeout > 0 {
+		opts.FirstDeadline = start.Add(f.timeout)
+	}
+	err = brain.REPL(ctx, b, env.Stdin, out, opts)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(env.Stdout)
 		return nil // Ctrl-C: a normal way to leave
 	}
+	if err == nil && timedOut > 0 {
+		return fmt.Errorf("%d answer(s) cut short by --timeout %s", timedOut, f.timeout)
+	}
 	return err
+}
+
+// chatHistory records a text chat in the history database, as the desktop app records its
+// typed turns: one conversation per run, created with the first answer. A database that
+// cannot be opened or written is reported once and the chat goes on.
+type chatHistory struct {
+	s      *store.Store
+	conv   int64
+	warn   io.Writer
+	warned bool
+}
+
+func openChatHistory(env *cliEnv, off bool) *chatHistory {
+	h := &chatHistory{warn: env.Stderr}
+	if off {
+		return h
+	}
+	s, err := store.Open(historyDBPath(env, ""))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "parley chat: warning: history off: %v\n", err)
+		return h
+	}
+	h.s = s
+	return h
+}
+
+func (h *chatHistory) record(ctx context.Context, text string, res brain.Result, err error) {
+	if h.s == nil {
+		return
+	}
+	end := time.Now()
+	begin := end.Add(-res.Elapsed)
+	user := &store.Turn{Role: store.RoleUser, Text: text, Start: begin, End: begin}
+	reply := &store.Turn{Role: store.RoleAssistant, Text: res.Text, Start: begin, End: end}
+	if res.FirstToken > 0 {
+		reply.Latency.FirstToken = begin.Add(res.FirstToken)
+	}
+	switch {
+	case err != nil:
+		reply.Error = err.Error()
+	case res.FinishReason == llm.FinishTimeout:
+		reply.Error = "the answer reached its time cap"
+	}
+	werr := func() error {
+		if h.conv == 0 {
+			c, err := h.s.CreateConversation(ctx, "")
+			if err != nil {
+				return err
+			}
+			h.conv = c.ID
+		}
+		user.ConversationID, reply.ConversationID = h.conv, h.conv
+		return h.s.AddTurns(ctx, user, reply)
+	}()
+	if werr != nil && !h.warned {
+		h.warned = true
+		fmt.Fprintf(h.warn, "parley chat: warning: not recorded in the history: %v\n", werr)
+	}
+}
+
+func (h *chatHistory) close() {
+	if h.s != nil {
+		h.s.Close()
+	}
 }
 
 // pullModel asks Ollama to fetch model, printing a line per stage and every 10%.

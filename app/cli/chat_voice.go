@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/parley-voice/parley/app"
@@ -14,17 +12,13 @@ import (
 // devices, printing the transcript, the answer and the latency line of each turn. chat.go
 // calls it with the arguments left after its own flags when --voice is given.
 func chatVoice(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("chat --voice", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "chat --voice", "")
 	mode := fs.String("mode", "", "push-to-talk | hands-free | wake-word (default: hands-free, or assistant.mode when set to wake-word)")
 	asrModel := fs.String("asr-model", "", "speech recognition model directory or id (default asr.model, else the best installed)")
 	noHistory := fs.Bool("no-history", false, "do not record the conversation")
 	verbose := fs.Bool("v", false, "also print states, barge-ins and rejected echoes")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())

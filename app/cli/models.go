@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/app/config"
@@ -24,12 +25,18 @@ func init() {
 	})
 }
 
-const modelsUsage = `usage:
+const modelsUsage = `usage: parley models COMMAND [flags] [args]
+
   parley models list [-json] [-verify]     every known model: installed, missing, partial, corrupt, in use
   parley models pull NAME…                 download, verify and install (resumes interrupted pulls)
   parley models verify [-json] [NAME…]     hash every file (default: all models on disk)
   parley models rm NAME…                   remove installed models (and partial downloads)
-  parley models import [-model NAME] SRC   install from a directory or .tar.gz/.tar.bz2/.zip (offline)
+  parley models import [-model ID] [-name NAME] SRC
+                                           install from a directory or .tar.gz/.tar.bz2/.zip (offline):
+                                           a registry model's files, or a directory of a layout Parley
+                                           runs (SenseVoice, Kokoro, ChatTTS, Silero, openWakeWord,
+                                           onnx-community LLM, CAM++) as a local model NAME (default:
+                                           the directory's name) with the hashes recorded at import
   parley models path NAME                  print the directory of an installed model
 
 Progress goes to stderr: a bar on a terminal, JSON lines otherwise.
@@ -37,37 +44,62 @@ Downloads honour HTTPS_PROXY/HTTP_PROXY/NO_PROXY, HF_ENDPOINT (a Hugging Face mi
 MODELSCOPE_ENDPOINT and NPM_CONFIG_REGISTRY. Models live in $PARLEY_MODELS (default
 ~/.local/share/parley/models); the registry can be extended in ` + "$XDG_CONFIG_HOME/parley/models.toml."
 
+// modelsVerbs are the verbs of `parley models` with their usage lines (for -h).
+var modelsVerbs = map[string]string{
+	"list":   "usage: parley models list [-json] [-verify]\n\nEvery known model: installed, missing, partial, corrupt, in use.",
+	"pull":   "usage: parley models pull NAME…\n\nDownload, verify and install (resumes interrupted pulls). Without network it says which\nfiles to fetch elsewhere for `parley models import`.",
+	"verify": "usage: parley models verify [-json] [NAME…]\n\nHash every file (default: all models on disk).",
+	"rm":     "usage: parley models rm NAME…\n\nRemove installed models (and partial downloads).",
+	"import": "usage: parley models import [-model ID] [-name NAME] DIR|ARCHIVE\n\nInstall without network: a registry model's files from a directory or .tar.gz/.tar.bz2/.zip,\nor a directory of a layout Parley runs (SenseVoice sherpa-onnx/FunASR, Kokoro, ChatTTS,\nSilero VAD, openWakeWord, onnx-community LLM, CAM++) as a local model with its own hashes.",
+	"path":   "usage: parley models path NAME\n\nPrint the directory of an installed model.",
+}
+
 func runModels(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprintln(env.Stdout, modelsUsage)
-		if len(args) == 0 {
-			return fmt.Errorf("%w: parley models list|pull|verify|rm|import|path", errUsage)
-		}
+	if helpRequested(env, args, modelsUsage) {
 		return nil
 	}
+	if len(args) == 0 {
+		fmt.Fprintln(env.Stderr, modelsUsage)
+		return usageError("models", "which command? list, pull, verify, rm, import or path")
+	}
 	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("models "+sub, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	asJSON := fs.Bool("json", false, "print JSON")
-	full := fs.Bool("verify", false, "list: hash every file instead of the cheap size check")
-	only := fs.String("model", "", "import: the model to import (default: every complete model found)")
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if sub == "ls" {
+		sub = "list"
+	}
+	if sub == "remove" {
+		sub = "rm"
+	}
+	help, ok := modelsVerbs[sub]
+	if !ok {
+		return usageError("models", "unknown models command %q%s (want list, pull, verify, rm, import or path)", sub, suggestFrom(sub, modelsVerbs))
+	}
+	fs := newFlags(env, "models "+sub, help)
+	asJSON, full, only, localAs := new(bool), new(bool), new(string), new(string)
+	switch sub {
+	case "list":
+		fs.BoolVar(asJSON, "json", false, "print JSON")
+		fs.BoolVar(full, "verify", false, "hash every file instead of the cheap size check")
+	case "verify":
+		fs.BoolVar(asJSON, "json", false, "print JSON")
+	case "import":
+		fs.StringVar(only, "model", "", "the registry model to import (default: every complete model found)")
+		fs.StringVar(localAs, "name", "", "the name of a model no registry entry describes (default: the directory's name)")
+	}
+	if err := fs.parse(rest); err != nil {
+		return err
 	}
 	names := fs.Args()
 
+	progress := assets.NewProgressPrinter(env.Stderr, assets.IsTerminal(env.Stderr))
 	mgr, err := assets.NewManager(nil, assets.Options{
 		Log:      env.Log,
-		Progress: assets.NewProgressPrinter(env.Stderr, assets.IsTerminal(env.Stderr)),
+		Progress: quietProbes(progress),
 	})
 	if err != nil {
 		return err
 	}
 	switch sub {
-	case "list", "ls":
+	case "list":
 		check := assets.CheckSize
 		if *full {
 			check = assets.CheckHash
@@ -83,7 +115,7 @@ func runModels(ctx context.Context, env *cliEnv, args []string) error {
 		return nil
 	case "pull":
 		if len(names) == 0 {
-			return fmt.Errorf("%w: parley models pull NAME…", errUsage)
+			return usageError("models pull", "which model? (`parley models list` shows them)")
 		}
 		var errs []error
 		for _, n := range names {
@@ -135,9 +167,9 @@ func runModels(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("%d of %d models failed verification; `parley models pull NAME` repairs them", bad, len(names))
 		}
 		return nil
-	case "rm", "remove":
+	case "rm":
 		if len(names) == 0 {
-			return fmt.Errorf("%w: parley models rm NAME…", errUsage)
+			return usageError("models rm", "which model?")
 		}
 		var errs []error
 		for _, n := range names {
@@ -150,21 +182,12 @@ func runModels(ctx context.Context, env *cliEnv, args []string) error {
 		return errors.Join(errs...)
 	case "import":
 		if len(names) != 1 {
-			return fmt.Errorf("%w: parley models import [-model NAME] DIR|ARCHIVE", errUsage)
+			return usageError("models import", "give one DIR or ARCHIVE")
 		}
-		var ids []string
-		if *only != "" {
-			ids = []string{*only}
-		}
-		got, err := mgr.Import(ctx, names[0], ids...)
-		for _, id := range got {
-			dir, _ := mgr.ModelDir(id)
-			fmt.Fprintf(env.Stdout, "%s: imported into %s\n", id, dir)
-		}
-		return err
+		return modelsImport(ctx, env, mgr, names[0], *only, *localAs)
 	case "path":
 		if len(names) != 1 {
-			return fmt.Errorf("%w: parley models path NAME", errUsage)
+			return usageError("models path", "give one NAME")
 		}
 		dir, err := mgr.Path(ctx, names[0])
 		if err != nil {
@@ -173,7 +196,84 @@ func runModels(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintln(env.Stdout, dir)
 		return nil
 	}
-	return fmt.Errorf("%w: unknown models subcommand %q (want list, pull, verify, rm, import or path)", errUsage, sub)
+	return nil
+}
+
+func suggestFrom(name string, m map[string]string) string {
+	var names []string
+	for k := range m {
+		names = append(names, k)
+	}
+	if s := assets.Suggest(name, names); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
+// quietProbes holds back a file's "probe" event until something else happens to that file, so
+// a pull that reaches no host prints nothing but its one-line error.
+func quietProbes(print func(assets.Event)) func(assets.Event) {
+	var mu sync.Mutex
+	held := map[string]assets.Event{}
+	return func(ev assets.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		key := ev.Model + "\x00" + ev.File
+		if ev.Phase == "probe" {
+			held[key] = ev
+			return
+		}
+		if h, ok := held[key]; ok {
+			delete(held, key)
+			print(h)
+		}
+		print(ev)
+	}
+}
+
+// modelsImport installs from a directory or archive: the registry's models it holds, else
+// (a directory, no -model) a model of a layout Parley runs, under a name of its own.
+func modelsImport(ctx context.Context, env *cliEnv, mgr *assets.Manager, src, only, name string) error {
+	var ids []string
+	if only != "" {
+		ids = []string{only}
+	}
+	var got []string
+	var err error
+	if name == "" {
+		got, err = mgr.Import(ctx, src, ids...)
+		for _, id := range got {
+			dir, _ := mgr.ModelDir(id)
+			fmt.Fprintf(env.Stdout, "%s: imported into %s\n", id, dir)
+		}
+		st, serr := os.Stat(src)
+		if len(got) > 0 || only != "" || serr != nil || !st.IsDir() ||
+			!errors.Is(err, assets.ErrNothingToImport) && !errors.Is(err, assets.ErrChecksum) && !errors.Is(err, assets.ErrWrongSize) {
+			return err
+		}
+	}
+	// Not a registry model (or not the registry's copy of one): a layout Parley can run?
+	layout, lerr := detectLayout(src)
+	if lerr != nil {
+		if err != nil {
+			return fmt.Errorf("%w; and %v", err, lerr)
+		}
+		return lerr
+	}
+	if name == "" {
+		name = localName(src)
+		if _, known := mgr.Registry().Lookup(name); known == nil {
+			name += "-local" // the registry's own entry keeps its name
+		}
+	}
+	dir, err := mgr.InstallLocal(ctx, src, assets.LocalModel{ID: name, Kind: layout.kind,
+		Description: layout.format + ", imported from " + src, Files: layout.files})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "%s: %s model (%s) imported into %s; use it by name (e.g. --model %s)\n",
+		name, layout.kind, layout.format, dir, name)
+	return nil
 }
 
 // modelsInUse names the models the configuration would load: the configured (or best

@@ -50,8 +50,8 @@ licence = "MIT"
 		{[]string{"models", "path", "tiny-asr"}, 0, filepath.Join(models, "tiny-asr") + "\n", ""},
 		{[]string{"models", "rm", "tiny-asr"}, 0, "tiny-asr: removed", ""},
 		{[]string{"models", "rm", "tiny-asr"}, 1, "", "not installed"},
-		{[]string{"models", "frobnicate"}, 2, "", "unknown models subcommand"},
-		{[]string{"models"}, 2, "parley models list", ""},
+		{[]string{"models", "frobnicate"}, 2, "", "unknown models command"},
+		{[]string{"models"}, 2, "", "parley models list"},
 	}
 	for _, s := range steps {
 		code, out, errOut := runCLI(t, s.args...)

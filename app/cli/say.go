@@ -37,9 +37,7 @@ with -o. TEXT may hold inline controls:
 Controls an engine cannot honour are reported on standard error, never read aloud.
 --voice takes a library voice (parley voices list) or an engine preset (espeak: en-us+f3;
 kokoro: af_heart; chattts: seed:N, none, or a ChatTTS speaker string). --engine auto (the
-default) is ChatTTS when a ChatTTS export is installed, else espeak-ng.
-
-Flags:`
+default) is ChatTTS when a ChatTTS export is installed, else espeak-ng.`
 
 // sayFlags are the synthesis flags shared by say and voices preview.
 type sayFlags struct {
@@ -108,23 +106,15 @@ func (f *sayFlags) request(fs *flag.FlagSet, env *cliEnv, text string) (tts.Engi
 }
 
 func runSay(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("say", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "say", sayUsage)
 	var sf sayFlags
-	sf.register(fs, env)
+	sf.register(fs.FlagSet, env)
 	out := fs.String("o", "", "write audio to this file (.wav, .pcm = s16le, .f32) or - for WAV on stdout; default: play")
 	format := fs.String("format", "", "output format for -o: wav | pcm | f32 (default from the file name)")
 	rate := fs.Int("rate", 0, "output sample rate in Hz (default: the engine's; the device's when playing)")
 	caps := fs.Bool("capabilities", false, "print the engine's capabilities (native/emulated/ignored per control) as JSON and exit")
 	verbose := fs.Bool("v", false, "print time to first audio and real-time factor")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, sayUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	text := strings.Join(fs.Args(), " ")
@@ -139,10 +129,9 @@ func runSay(ctx context.Context, env *cliEnv, args []string) error {
 		text = "x"
 	}
 	if strings.TrimSpace(text) == "" {
-		fs.Usage()
-		return fmt.Errorf("no text (give TEXT or - for standard input)")
+		return usageError("say", "no text (give TEXT or - for standard input)")
 	}
-	eng, req, set, err := sf.request(fs, env, text)
+	eng, req, set, err := sf.request(fs.FlagSet, env, text)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"time"
 
 	"github.com/parley-voice/parley/app"
@@ -32,25 +29,18 @@ Runs Parley headless as a speech server:
   Wyoming (Home Assistant) on serve.wyoming_asr_addr (10300) and serve.wyoming_tts_addr (10200);
   set either to "off" to disable it.
 Listening beyond loopback needs serve.api_key (clients send Authorization: Bearer KEY) or
-serve.allow_unauthenticated = true. Settings: "parley config keys" lists the serve.* keys.
-
-Flags:`
+serve.allow_unauthenticated = true. Settings: "parley config keys" lists the serve.* keys.`
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "serve", serveUsage)
 	addr := fs.String("addr", "", "HTTP listen address (overrides serve.addr)")
 	cert := fs.String("tls-cert", "", "PEM certificate file: serve HTTPS and wss:// (with -tls-key)")
 	key := fs.String("tls-key", "", "PEM private key file for -tls-cert")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, serveUsage)
-		fs.PrintDefaults()
+	if err := fs.parse(args); err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if fs.NArg() > 0 {
+		return usageError("serve", "unexpected arguments %q", fs.Args())
 	}
 	cfg := env.Config.Serve
 	if *addr != "" {

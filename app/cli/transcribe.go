@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,15 +29,12 @@ Transcribes each FILE ("-" is standard input) with SenseVoice. WAV files of any 
 decoded with ffmpeg when it is installed. Long recordings are cut at pauses and streamed.
 
 Formats: text (default), json ({"text": …}), verbose_json (OpenAI's shape plus lang,
-emotion, event and word timings), srt, vtt (one FILE only).
-
-Flags:`
+emotion, event and word timings), srt, vtt (one FILE only).`
 
 var transcribeFormats = []string{"text", "json", "verbose_json", "srt", "vtt"}
 
 func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("transcribe", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "transcribe", transcribeUsage)
 	lang, itn, model := "auto", true, ""
 	if env.Config != nil {
 		lang, itn, model = env.Config.ASR.Language, env.Config.ASR.ITN, env.Config.ASR.Model
@@ -49,20 +45,12 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	format := fs.String("format", "text", "output: "+strings.Join(transcribeFormats, " | "))
 	noUnk := fs.Bool("no-emo-unknown", false, "never report the EMO_UNKNOWN emotion; pick the likeliest real one")
 	int8 := fs.Bool("int8", false, "prefer the int8 model file when the model directory has both")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, transcribeUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(args); err != nil {
+		return err
 	}
 	files := fs.Args()
 	if len(files) == 0 {
-		fs.Usage()
-		return fmt.Errorf("%w: no input files (give FILE… or - for standard input)", errUsage)
+		return usageError("transcribe", "no input files (give FILE… or - for standard input)")
 	}
 	if !contains(transcribeFormats, *format) {
 		return fmt.Errorf("%w: --format %q: want one of %s", errUsage, *format, strings.Join(transcribeFormats, ", "))

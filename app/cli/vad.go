@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"time"
 
@@ -41,8 +40,7 @@ type vadSegment struct {
 }
 
 func runVAD(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("vad", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "vad", "")
 	var cfg vad.Config
 	var thr, neg float64
 	fs.StringVar(&cfg.Model, "model", "", "Silero VAD v5 model file (default: the models directory's silero-vad-v5)")
@@ -58,8 +56,8 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 	fs.DurationVar(&cfg.MaxSpeech, "max-speech", 30*time.Second, "cut utterances at this length")
 	listen := fs.Bool("listen", false, "listen on the input device and print events as JSON lines")
 	dev := fs.String("device", "", "input device for --listen (name or index; default from config)")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(args); err != nil {
+		return err
 	}
 	cfg.Threshold, cfg.NegThresh, cfg.OnsetThresh = float32(thr), float32(neg), float32(onset)
 	if *listen {

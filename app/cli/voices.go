@@ -48,12 +48,12 @@ The voice library lives in %s (one JSON file per voice).
 
 func runVoices(ctx context.Context, env *cliEnv, args []string) error {
 	usage := func() { fmt.Fprintf(env.Stderr, voicesUsage, voices.DefaultDir()) }
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage()
-		if len(args) == 0 {
-			return errors.New("voices: missing command")
-		}
+	if helpRequested(env, args, fmt.Sprintf(voicesUsage, voices.DefaultDir())) {
 		return nil
+	}
+	if len(args) == 0 {
+		usage()
+		return usageError("voices", "missing command")
 	}
 	if args[0] == "compare" {
 		return voicesCompare(ctx, env, args[1:])
@@ -93,19 +93,11 @@ func runVoices(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // voiceArgs parses flags that may come before or after positional arguments.
-func voiceArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+func voiceArgs(fs *cmdFlags, args []string) ([]string, error) {
+	if err := fs.parse(args); err != nil {
+		return nil, err
 	}
+	return fs.Args(), nil
 }
 
 func voicesList(env *cliEnv, lib *voices.Library) error {
@@ -144,8 +136,7 @@ func detail(v *voices.Voice) string {
 }
 
 func voicesShow(env *cliEnv, lib *voices.Library, args []string) error {
-	fs := flag.NewFlagSet("voices show", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "voices show", "")
 	speaker := fs.Bool("speaker", false, "print the embedding as a speaker string")
 	chattts := fs.Bool("chattts", false, "with --speaker: in ChatTTS's format (what its infer() takes as spk_emb)")
 	pos, err := voiceArgs(fs, args)
@@ -207,8 +198,7 @@ func (d defaultFlags) apply(v *voices.Voice) {
 }
 
 func voicesCreate(env *cliEnv, lib *voices.Library, args []string) error {
-	fs := flag.NewFlagSet("voices create", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "voices create", "")
 	engine := fs.String("engine", "espeak", "engine the voice is for: espeak | kokoro | chattts")
 	preset := fs.String("preset", "", "engine preset (espeak: en-us+f3; kokoro: af_heart)")
 	seed := fs.String("seed", "", "voice seed")
@@ -216,7 +206,7 @@ func voicesCreate(env *cliEnv, lib *voices.Library, args []string) error {
 	speaker := fs.String("speaker", "", "embedding as a speaker string (Parley spk1:… or a ChatTTS speaker string)")
 	freeze := fs.String("freeze-seed", "", "kokoro: store the style this audio seed gives, as an embedding")
 	model := fs.String("model", "", "kokoro model directory for --freeze-seed (default: installed)")
-	d := addDefaultFlags(fs)
+	d := addDefaultFlags(fs.FlagSet)
 	pos, err := voiceArgs(fs, args)
 	if err != nil {
 		return err
@@ -339,10 +329,9 @@ func findKokoroDir() string {
 }
 
 func voicesMix(env *cliEnv, lib *voices.Library, args []string) error {
-	fs := flag.NewFlagSet("voices mix", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "voices mix", "")
 	engine := fs.String("engine", "kokoro", "engine the mix is for")
-	d := addDefaultFlags(fs)
+	d := addDefaultFlags(fs.FlagSet)
 	pos, err := voiceArgs(fs, args)
 	if err != nil {
 		return err
@@ -375,8 +364,7 @@ func voicesMix(env *cliEnv, lib *voices.Library, args []string) error {
 }
 
 func voicesExport(env *cliEnv, lib *voices.Library, args []string) error {
-	fs := flag.NewFlagSet("voices export", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "voices export", "")
 	out := fs.String("o", "", "output file (default: standard output)")
 	pos, err := voiceArgs(fs, args)
 	if err != nil {
@@ -401,8 +389,7 @@ func voicesExport(env *cliEnv, lib *voices.Library, args []string) error {
 }
 
 func voicesImport(env *cliEnv, lib *voices.Library, args []string) error {
-	fs := flag.NewFlagSet("voices import", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "voices import", "")
 	name := fs.String("name", "", "save under this name")
 	force := fs.Bool("force", false, "replace an existing voice")
 	pos, err := voiceArgs(fs, args)
@@ -430,8 +417,7 @@ func voicesImport(env *cliEnv, lib *voices.Library, args []string) error {
 }
 
 func voicesPreview(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("voices preview", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "voices preview", "")
 	text := fs.String("text", "", "text to speak (default: the preview sentence)")
 	out := fs.String("o", "", "write to this WAV file instead of playing")
 	pos, err := voiceArgs(fs, args)

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/parley-voice/parley/assets"
@@ -20,23 +18,14 @@ const maxCompareSeconds = 600
 // cosine of their speaker embeddings (the model of kind "speaker": CAM++ when installed,
 // else Parley's demo encoder).
 func voicesCompare(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("voices compare", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "voices compare", "usage: parley voices compare A B [--model M] [--json]\n\nHow alike the voices of two recordings are (cosine similarity of speaker embeddings,\n1 = same direction). Files are WAV, or any format ffmpeg reads.")
 	model := fs.String("model", "", "speaker encoder: a model id (campplus, speaker-demo) or directory")
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: parley voices compare A B [--model M] [--json]\n\nHow alike the voices of two recordings are (cosine similarity of speaker embeddings,\n1 = same direction). Files are WAV, or any format ffmpeg reads.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(args); err != nil {
+		return err
 	}
 	if fs.NArg() != 2 {
-		fs.Usage()
-		return fmt.Errorf("%w: compare takes two files", errUsage)
+		return usageError("voices compare", "compare takes two files")
 	}
 	mgr, err := assets.NewManager(nil, assets.Options{})
 	if err != nil {

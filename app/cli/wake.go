@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"strings"
@@ -29,8 +28,7 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, strings.Split(v, ",")...); return nil }
 
 func runWake(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("wake", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs := newFlags(env, "wake", "")
 	var models multiFlag
 	fs.Var(&models, "model", "wake model name or file (repeatable; default from config assistant.wake_word, else hey_jarvis)")
 	var cfg wake.Config
@@ -42,8 +40,8 @@ func runWake(ctx context.Context, env *cliEnv, args []string) error {
 	dev := fs.String("device", "", "input device (name or index; default from config)")
 	list := fs.Bool("list", false, "list the wake models available and exit")
 	scores := fs.Bool("scores", false, "with a file: also print every step's scores")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := fs.parse(args); err != nil {
+		return err
 	}
 	if *list {
 		names, err := wake.Available(cfg.Dir)

@@ -57,6 +57,8 @@ class LlamaAttention(nn.Module):
         self.k_proj = nn.Linear(c.hidden, c.hidden, bias=False)
         self.v_proj = nn.Linear(c.hidden, c.hidden, bias=False)
         self.o_proj = nn.Linear(c.hidden, c.hidden, bias=False)
+        self.keep_attn = False
+        self.last_attn = None
 
     def forward(self, x, cos, sin, bias, past_k, past_v):
         b, s, _ = x.shape
@@ -70,6 +72,8 @@ class LlamaAttention(nn.Module):
             v = torch.cat([past_v, v], dim=2)
         att = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim) + bias
         att = torch.softmax(att, dim=-1)
+        if self.keep_attn:  # training only: the guided-attention loss reads it
+            self.last_attn = att
         y = torch.matmul(att, v).transpose(1, 2).reshape(b, s, self.heads * self.head_dim)
         return self.o_proj(y), k, v
 

@@ -360,3 +360,78 @@ class ExportTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DemoPipelineTest(unittest.TestCase):
+    """The demo voice's corpus front-end, batching and stage losses, on a few synthetic items."""
+
+    def test_phonemize_keeps_controls_and_marks(self):
+        from train.chattts import corpus
+
+        calls = []
+
+        def fake(text, voice="en-us"):
+            calls.append(text)
+            return "<" + text.replace(" ", "_") + ">"
+
+        orig = corpus.espeak_ipa
+        corpus.espeak_ipa = fake
+        try:
+            got = corpus.phonemize("hello there, how are you? [uv_break]fine [laugh]")
+        finally:
+            corpus.espeak_ipa = orig
+        self.assertEqual(got, "<hello_there> , <how_are_you> ? [uv_break] <fine> [laugh]")
+        self.assertEqual(calls, ["hello there", "how are you", "fine"])
+        self.assertEqual(corpus.split_controls("a[break_3]b"), [("a", False), ("[break_3]", True), ("b", False)])
+
+    def test_gpt_batch_alignment(self):
+        from train.chattts.train import collate_gpt
+
+        items = [{"prompt": torch.tensor([1, 2, 3, 10, 11, 4]), "codes": torch.arange(12).view(3, 4),
+                  "mel": torch.ones(100, 6), "speaker": 0, "spk_emb_id": 2},
+                 {"prompt": torch.tensor([1, 2, 3, 10, 4]), "codes": torch.arange(8).view(2, 4) + 100,
+                  "mel": torch.ones(100, 4), "speaker": 1, "spk_emb_id": 2}]
+        b = collate_gpt(items)
+        # [Ptts] (position 5) predicts frame 0; the last frame predicts EOS; frames are inputs
+        self.assertEqual(b["targets"][0, 5].tolist(), [0, 1, 2, 3])
+        self.assertEqual(b["targets"][0, 8].tolist(), [625] * 4)
+        self.assertEqual(b["ids"][0, 6].tolist(), [0, 1, 2, 3])
+        self.assertEqual(b["target_mask"][0].tolist(), [0, 0, 0, 0, 0, 1, 1, 1, 1])
+        self.assertEqual(b["target_mask"][1].tolist(), [0, 0, 0, 0, 1, 1, 1, 0, 0])
+        self.assertEqual(b["hid_idx"][1, :2].tolist(), [4, 5])
+        self.assertEqual(b["text_mask"][1].tolist(), [1, 1, 1, 1, 1, 0, 0, 0, 0])
+        self.assertEqual(b["mel_mask"][1].sum().item(), 4)
+        # guided attention: only audio queries x phoneme keys carry weight, most near the diagonal
+        w = b["ga_w"][0]
+        self.assertTrue(torch.all(w[:5] == 0) and torch.all(w[:, :3] == 0) and torch.all(w[:, 5:] == 0))
+        self.assertGreater(w[5, 3].item(), w[5, 4].item())
+        self.assertGreater(w[7, 4].item(), w[7, 3].item())
+
+    def test_stage_losses_backpropagate(self):
+        from train.chattts.train import DemoModel, collate_dvae, collate_gpt
+
+        torch.manual_seed(0)
+        tok = WordPieceTokenizer(tiny_tokenizer_spec())
+        m = DemoModel(config_for("tiny", num_text_tokens=tok.size), 3)
+        for stage in ("vocos", "dvae", "gpt"):
+            m.set_stage(stage)
+            if stage == "vocos":
+                audio = torch.randn(2, 256 * 9) * 0.1
+                spec = torch.stft(torch.nn.functional.pad(audio, (0, 256)), 1024, 256, window=torch.hann_window(1024),
+                                  return_complex=True)[:, :, :10]
+                b = {"mel": torch.randn(2, 100, 10), "spec": spec, "audio": audio}
+            elif stage == "dvae":
+                b = collate_dvae([torch.randn(100, 12), torch.randn(100, 8)])
+            else:
+                p = tok.encode("[Stts][spk_emb][speed_5]hello world[Ptts]")
+                b = collate_gpt([{"prompt": torch.tensor(p), "codes": torch.randint(0, 625, (5, 4)),
+                                  "mel": torch.randn(100, 10), "speaker": 2, "spk_emb_id": tok.token_id("[spk_emb]")}])
+            loss, st = m(b)
+            m.zero_grad()
+            loss.backward()
+            trained = [n for n, p in m.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0]
+            want = {"vocos": ("vocos",), "dvae": ("dvae",), "gpt": ("gpt", "embed", "decoder", "speakers")}[stage]
+            self.assertTrue(trained and all(n.split(".")[0] in want for n in trained), (stage, trained[:5]))
+            self.assertTrue(math.isfinite(loss.item()))
+            if stage == "gpt":
+                self.assertGreater(st["ga"], 0)

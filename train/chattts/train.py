@@ -1,0 +1,609 @@
+"""Train Parley's ChatTTS-architecture demo voice with Parley's trainer (DDP, exact resume).
+
+    python3 -m train.chattts.train prepare --corpus C --out F          # features, coef, tokenizer
+    python3 -m train.launch --nproc 2 -m train.chattts.train vocos --feats F --out R/vocos ...
+    python3 -m train.launch --nproc 2 -m train.chattts.train dvae  --feats F --out R/dvae --init R/vocos/ckpt-*.pt
+    python3 -m train.chattts.train codes --feats F --checkpoint R/dvae/ckpt-*.pt    # DVAE codes of the corpus
+    python3 -m train.launch --nproc 2 -m train.chattts.train gpt   --feats F --out R/gpt  --init R/dvae/ckpt-*.pt
+
+Stages (each trains its part; the others are frozen and carried along in the checkpoint):
+  vocos  log-mel -> STFT magnitude/phase: log-magnitude L1, anti-wrapped phase losses (instantaneous
+         phase, group delay, instantaneous frequency; magnitude-weighted), multi-resolution STFT and
+         mel L1 on the ISTFT waveform (no GAN: a CPU budget).
+  dvae   log-mel -> GFSQ codes -> log-mel autoencoder (straight-through rounding).
+  gpt    [Stts][spk_emb][speed_N] phonemes [Ptts] + code frames: cross-entropy on the 4 code heads
+         (EOS frame = 625 everywhere), the Decoder on the hidden states -> log-mel L1, a per-speaker
+         vector table injected at [spk_emb], and a guided-attention loss on two heads of two layers
+         (1 - the attention mass an audio query puts on a Gaussian band of phonemes around the
+         diagonal), which makes a small model align quickly.
+Every flag of TrainConfig is available (``--help``); ``--resume auto`` continues a stopped run.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+from typing import Dict, List, Optional
+
+import numpy as np
+import soundfile as sf
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .. import dist as pdist
+from ..trainer import CheckpointError, Task, TrainConfig, Trainer
+from .config import ChatTTSConfig, config_for
+from .model import ChatTTS, apply_speaker, istft, mel_features
+from .tokenizer import WordPieceTokenizer, build_spec
+
+STAGES = ("vocos", "dvae", "gpt")
+SPLITS = ("train", "val", "test", "test-seen", "adapt")
+HOP = 256
+FRONTEND = {"type": "espeak-ipa", "voice": "en-us", "marks": ",.;:!?"}
+
+
+# ------------------------------------------------------------------------------ features
+
+
+def prepare(corpus: str, out: str) -> None:
+    """Log-mel and audio of every split into memory-mappable arrays, the mel coef and the
+    IPA tokenizer."""
+    os.makedirs(out, exist_ok=True)
+    spec = mel_features()
+    chars: Dict[str, int] = {}
+    frames_sum = None
+    for split in SPLITS:
+        path = os.path.join(corpus, f"{split}.jsonl")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        audios, mels, index = [], [], []
+        a0 = m0 = 0
+        for r in rows:
+            x, sr = sf.read(os.path.join(corpus, r["source"]), dtype="int16")
+            if sr != 24000:
+                raise ValueError(f"{r['source']}: {sr} Hz, want 24000")
+            mel = torch.log(torch.clip(spec(torch.from_numpy(x.astype(np.float32) / 32768.0)), min=1e-5)).t()
+            audios.append(x)
+            mels.append(mel.numpy().astype(np.float16))
+            index.append({**r, "a0": a0, "a1": a0 + len(x), "m0": m0, "m1": m0 + mel.shape[0]})
+            a0 += len(x)
+            m0 += mel.shape[0]
+            if split == "train":
+                s = mel.double().pow(2).sum(0)
+                frames_sum = s if frames_sum is None else frames_sum + s
+            for w in r["phonemes"].split():
+                if w.startswith("["):
+                    continue
+                for c in w:
+                    chars[c] = chars.get(c, 0) + 1
+        np.save(os.path.join(out, f"{split}.audio.npy"), np.concatenate(audios))
+        np.save(os.path.join(out, f"{split}.mel.npy"), np.concatenate(mels))
+        with open(os.path.join(out, f"{split}.index.json"), "w", encoding="utf-8") as f:
+            json.dump(index, f, ensure_ascii=False)
+        print(json.dumps({"split": split, "utterances": len(rows), "frames": m0}), flush=True)
+    n = sum(1 for _ in open(os.path.join(corpus, "train.jsonl")))
+    total_frames = np.load(os.path.join(out, "train.mel.npy"), mmap_mode="r").shape[0]
+    rms = torch.sqrt(frames_sum / total_frames).float()
+    pieces = sorted(chars)
+    spec_json = build_spec(pieces + ["##" + c for c in pieces], lowercase=False, strip_accents=False)
+    with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(spec_json, f, ensure_ascii=False)
+    with open(os.path.join(out, "coef.json"), "w") as f:
+        json.dump({"coef": rms.tolist(), "utterances": n}, f)
+    print(json.dumps({"ipa_symbols": len(pieces), "vocab": WordPieceTokenizer(spec_json).size}), flush=True)
+
+
+class Feats:
+    def __init__(self, d: str, split: str):
+        with open(os.path.join(d, f"{split}.index.json"), encoding="utf-8") as f:
+            self.index = json.load(f)
+        self.audio = np.load(os.path.join(d, f"{split}.audio.npy"), mmap_mode="r")
+        self.mel = np.load(os.path.join(d, f"{split}.mel.npy"), mmap_mode="r")
+        cp = os.path.join(d, f"{split}.codes.npy")
+        self.codes = np.load(cp, mmap_mode="r") if os.path.exists(cp) else None
+        cip = os.path.join(d, f"{split}.codes.json")
+        self.code_off = json.load(open(cip)) if os.path.exists(cip) else None
+
+    def __len__(self):
+        return len(self.index)
+
+    def get_mel(self, i) -> np.ndarray:  # (F, 100)
+        r = self.index[i]
+        return np.asarray(self.mel[r["m0"]:r["m1"]], dtype=np.float32)
+
+    def get_audio(self, i) -> np.ndarray:
+        r = self.index[i]
+        return np.asarray(self.audio[r["a0"]:r["a1"]], dtype=np.float32) / 32768.0
+
+    def get_codes(self, i) -> np.ndarray:  # (T, 4)
+        a, b = self.code_off[i]
+        return np.asarray(self.codes[a:b], dtype=np.int64)
+
+
+def load_tokenizer(d: str) -> dict:
+    with open(os.path.join(d, "tokenizer.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def demo_config(tok: WordPieceTokenizer, size: str = "demo") -> ChatTTSConfig:
+    return config_for(size, num_text_tokens=tok.size)
+
+
+# ------------------------------------------------------------------------------ model
+
+
+class DemoModel(ChatTTS):
+    """ChatTTS plus the training-only speaker table; forward(batch) -> (loss, stats) for the
+    current stage (so DDP sees a plain module call)."""
+
+    def __init__(self, cfg: ChatTTSConfig, n_speakers: int):
+        super().__init__(cfg, layer_scale_init=0.1)
+        self.speakers = nn.Embedding(n_speakers, cfg.gpt.hidden)
+        nn.init.normal_(self.speakers.weight, std=1.0)
+        self.stage = "gpt"
+        self.ga_layers = [min(1, cfg.gpt.layers - 1), min(2, cfg.gpt.layers - 1)]
+        self.ga_weight = 1.0
+        self.mel_weight = 1.0
+
+    def set_stage(self, stage: str) -> None:
+        self.stage = stage
+        train = {"vocos": ["vocos"], "dvae": ["dvae"], "gpt": ["gpt", "embed", "decoder", "speakers"]}[stage]
+        for name, p in self.named_parameters():
+            # the text head serves the refine pass, which the demo voice does not train
+            p.requires_grad = name.split(".", 1)[0] in train and not name.startswith("embed.head_text.")
+        for i, layer in enumerate(self.gpt.layers):
+            layer.self_attn.keep_attn = stage == "gpt" and i in self.ga_layers
+
+    def spk_stat(self) -> torch.Tensor:
+        w = self.speakers.weight.detach().float()
+        return torch.cat([w.std(0), w.mean(0)])
+
+    def forward(self, batch):
+        return getattr(self, "loss_" + self.stage)(batch)
+
+    # -- vocos
+    def loss_vocos(self, b):
+        mel, audio, spec = b["mel"], b["audio"], b["spec"]  # (B,100,n) (B,(n-1)*256) complex (B,513,n)
+        mag, ph = self.vocos.mag_phase(mel)
+        tmag = spec.abs()
+        l_mag = (torch.log(mag + 1e-5) - torch.log(tmag + 1e-5)).abs().mean()
+        w = tmag / (tmag.mean(dim=(1, 2), keepdim=True) + 1e-7)
+        w = w.clamp(max=10.0)
+        tph = torch.angle(spec)
+
+        def aw(x):
+            return (x - 2 * math.pi * torch.round(x / (2 * math.pi))).abs()
+
+        l_ip = (aw(ph - tph) * w).mean()
+        l_gd = (aw(torch.diff(ph, dim=1) - torch.diff(tph, dim=1)) * w[:, 1:]).mean()
+        l_iaf = (aw(torch.diff(ph, dim=2) - torch.diff(tph, dim=2)) * w[:, :, 1:]).mean()
+        wav = istft(mag, ph, self.vocos.head.istft.window, self.cfg.n_fft, self.cfg.hop)
+        l_mr = mr_stft_loss(wav, audio)
+        l_mel = (self.vocos.features(wav) - self.vocos.features(audio)).abs().mean()
+        loss = l_mag + 0.3 * (l_ip + l_gd + l_iaf) + l_mr + l_mel
+        n = mel.shape[0]
+        return loss, {"loss_sum": float(loss.detach()) * n, "samples": n, "utts": n, "tokens": float(mel.shape[0] * mel.shape[2]),
+                      "mag": float(l_mag) * n, "phase": float(l_ip + l_gd + l_iaf) * n, "mrstft": float(l_mr) * n,
+                      "mel": float(l_mel) * n}
+
+    # -- dvae
+    def loss_dvae(self, b):
+        mel, mask = b["mel"], b["mask"]  # (B,100,F) even F, (B,F)
+        feats, _ = self.dvae.encode(mel, straight_through=True)
+        rec = self.dvae.decode(feats)
+        f = min(rec.shape[2], mel.shape[2])
+        m = mask[:, None, :f]
+        err = (rec[..., :f] - mel[..., :f]) * m
+        l1 = err.abs().sum() / (m.sum() * mel.shape[1])
+        l2 = err.pow(2).sum() / (m.sum() * mel.shape[1])
+        loss = l1 + l2
+        n = mel.shape[0]
+        return loss, {"loss_sum": float(loss.detach()) * n, "samples": n, "utts": n, "tokens": float(mask.sum()),
+                      "mel_l1": float(l1) * n}
+
+    # -- gpt + decoder
+    def loss_gpt(self, b):
+        ids, tm, am, spk_i = b["ids"], b["text_mask"], b["attn"], b["speaker"]
+        g = self.cfg.gpt
+        spk = self.speakers(spk_i)
+        emb = apply_speaker(self.embed(ids, tm), ids, tm, spk, b["spk_emb_id"])
+        pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
+        h, _ = self.gpt(emb, am, pos)
+        # code targets: positions S-1 .. S-1+T predict frames 0..T-1 and the EOS frame
+        sel = b["target_mask"] > 0  # (B,L): the positions that predict a frame
+        tgt = b["targets"][sel]  # (N,4)
+        logits = self.embed.logits_code(h[sel])  # (N,4,A)
+        ce = F.cross_entropy(logits.reshape(-1, g.num_audio_tokens), tgt.reshape(-1))
+        with torch.no_grad():
+            acc = (logits.argmax(-1) == tgt).float().mean()
+        # decoder on the hidden states that produced frames 0..T-1
+        hid = torch.gather(h, 1, b["hid_idx"].unsqueeze(-1).expand(-1, -1, g.hidden)) * b["hid_mask"][..., None]
+        mel_hat = self.decoder.decode(hid.transpose(1, 2))
+        mm = b["mel_mask"][:, None, :]
+        l_mel = ((mel_hat - b["mel"]).abs() * mm).sum() / (mm.sum() * mel_hat.shape[1])
+        # guided attention: two heads of two layers should put their attention on the phonemes
+        # near the diagonal (reward sum_j att * G, G a Gaussian band over the text keys)
+        l_ga = torch.zeros(())
+        rows = b["ga_w"].gt(0).any(-1)  # (B,L) audio queries
+        n_rows = rows.sum() * 2 + 1e-6
+        for li in self.ga_layers:
+            if not self.gpt.layers[li].self_attn.keep_attn:
+                continue
+            att = self.gpt.layers[li].self_attn.last_attn[:, :2]  # (B,2,L,L)
+            hit = (att * b["ga_w"][:, None]).sum(-1)  # (B,2,L)
+            l_ga = l_ga + ((1 - hit) * rows[:, None]).sum() / n_rows
+        l_ga = l_ga / len(self.ga_layers)
+        loss = ce + self.mel_weight * l_mel + self.ga_weight * l_ga
+        n = ids.shape[0]
+        return loss, {"loss_sum": float(loss.detach()) * n, "samples": n, "utts": n, "tokens": float(am.sum()),
+                      "ce": float(ce) * n, "acc": float(acc) * n, "mel_l1": float(l_mel) * n, "ga": float(l_ga) * n}
+
+
+def mr_stft_loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    n = min(x.shape[-1], y.shape[-1])
+    x, y = x[..., :n], y[..., :n]
+    total = 0.0
+    for fft, hop in ((512, 128), (1024, 256), (2048, 512)):
+        w = torch.hann_window(fft, device=x.device)
+        X = torch.stft(x, fft, hop, window=w, return_complex=True).abs()
+        Y = torch.stft(y, fft, hop, window=w, return_complex=True).abs()
+        sc = torch.norm(Y - X) / (torch.norm(Y) + 1e-7)
+        lm = (torch.log(X + 1e-5) - torch.log(Y + 1e-5)).abs().mean()
+        total = total + sc + lm
+    return total / 3
+
+
+# ------------------------------------------------------------------------------ data
+
+
+class VocosData(torch.utils.data.Dataset):
+    def __init__(self, feats: Feats, frames: int, seed: int):
+        self.f, self.n, self.seed, self.epoch = feats, frames, seed, 0
+        self.window = torch.hann_window(1024)
+
+    def set_epoch(self, e):
+        self.epoch = e
+
+    def lengths(self):
+        return [self.n] * len(self.f)
+
+    def __len__(self):
+        return len(self.f)
+
+    def __getitem__(self, i):
+        mel = self.f.get_mel(i)
+        audio = torch.from_numpy(self.f.get_audio(i))
+        spec = torch.stft(audio, 1024, HOP, window=self.window, center=True, pad_mode="reflect", return_complex=True)
+        n = self.n
+        total = mel.shape[0]
+        rng = np.random.default_rng([self.seed, self.epoch, i])
+        a = int(rng.integers(0, max(1, total - n + 1)))
+        m = torch.from_numpy(mel[a:a + n]).t()
+        s = spec[:, a:a + n]
+        wav = audio[a * HOP:(a + n - 1) * HOP]
+        if m.shape[1] < n:  # a short utterance: pad with silence frames
+            pad = n - m.shape[1]
+            m = F.pad(m, (0, pad), value=math.log(1e-5))
+            s = F.pad(s, (0, pad))
+            wav = F.pad(wav, (0, (n - 1) * HOP - wav.shape[0]))
+        return {"mel": m, "spec": s, "audio": wav}
+
+
+def collate_vocos(items):
+    return {"mel": torch.stack([x["mel"] for x in items]), "spec": torch.stack([x["spec"] for x in items]),
+            "audio": torch.stack([x["audio"] for x in items])}
+
+
+class DVAEData(torch.utils.data.Dataset):
+    def __init__(self, feats: Feats, max_frames: int, seed: int):
+        self.f, self.max, self.seed, self.epoch = feats, max_frames, seed, 0
+
+    def set_epoch(self, e):
+        self.epoch = e
+
+    def lengths(self):
+        return [min(self.max, r["m1"] - r["m0"]) for r in self.f.index]
+
+    def __len__(self):
+        return len(self.f)
+
+    def __getitem__(self, i):
+        mel = self.f.get_mel(i)
+        rng = np.random.default_rng([self.seed, self.epoch, i])
+        if mel.shape[0] > self.max:
+            a = int(rng.integers(0, (mel.shape[0] - self.max) // 2 + 1)) * 2
+            mel = mel[a:a + self.max]
+        return torch.from_numpy(mel[: mel.shape[0] // 2 * 2]).t()
+
+
+def collate_dvae(items):
+    n = max(x.shape[1] for x in items)
+    mel = torch.full((len(items), items[0].shape[0], n), math.log(1e-5))
+    mask = torch.zeros(len(items), n)
+    for i, x in enumerate(items):
+        mel[i, :, :x.shape[1]] = x
+        mask[i, :x.shape[1]] = 1
+    return {"mel": mel, "mask": mask}
+
+
+class GPTData(torch.utils.data.Dataset):
+    def __init__(self, feats: Feats, tok: WordPieceTokenizer):
+        if feats.codes is None:
+            raise ValueError("no DVAE codes for this split: run `train.chattts.train codes` first")
+        self.f, self.tok = feats, tok
+        self.prompts = [tok.encode(f"[Stts][spk_emb][speed_{r['speed']}]{r['phonemes']}[Ptts]") for r in feats.index]
+        self.spk_id = tok.token_id("[spk_emb]")
+        unk = tok.token_id("[UNK]")
+        self.unknown = sum(p.count(unk) for p in self.prompts)
+
+    def set_epoch(self, e):
+        pass
+
+    def lengths(self):
+        return [len(p) + (b - a) + 1 for p, (a, b) in zip(self.prompts, self.f.code_off)]
+
+    def __len__(self):
+        return len(self.f)
+
+    def __getitem__(self, i):
+        codes = torch.from_numpy(self.f.get_codes(i))
+        mel = torch.from_numpy(self.f.get_mel(i)[: 2 * codes.shape[0]]).t()
+        return {"prompt": torch.tensor(self.prompts[i]), "codes": codes, "mel": mel,
+                "speaker": self.f.index[i]["speaker_index"], "spk_emb_id": self.spk_id}
+
+
+def collate_gpt(items, eos: int = 625, nvq: int = 4, sigma: float = 0.2):
+    B = len(items)
+    L = max(len(x["prompt"]) + x["codes"].shape[0] for x in items)
+    T = max(x["codes"].shape[0] for x in items)
+    ids = torch.zeros(B, L, nvq, dtype=torch.long)
+    tm = torch.zeros(B, L, dtype=torch.bool)
+    am = torch.zeros(B, L, dtype=torch.long)
+    tgt = torch.zeros(B, L, nvq, dtype=torch.long)
+    tmask = torch.zeros(B, L)
+    hid_idx = torch.zeros(B, T, dtype=torch.long)
+    hid_mask = torch.zeros(B, T)
+    mel = torch.zeros(B, 100, 2 * T)
+    mel_mask = torch.zeros(B, 2 * T)
+    ga = torch.zeros(B, L, L)
+    for b, x in enumerate(items):
+        p, c = x["prompt"], x["codes"]
+        s, t = len(p), c.shape[0]
+        ids[b, :s] = p.view(-1, 1)
+        ids[b, s:s + t] = c
+        tm[b, :s] = True
+        am[b, :s + t] = 1
+        tgt[b, s - 1:s - 1 + t] = c
+        tgt[b, s - 1 + t] = eos
+        tmask[b, s - 1:s + t] = 1
+        hid_idx[b, :t] = torch.arange(s - 1, s - 1 + t)
+        hid_mask[b, :t] = 1
+        mel[b, :, :x["mel"].shape[1]] = x["mel"]
+        mel_mask[b, :x["mel"].shape[1]] = 1
+        # text keys 3..s-2 (the phonemes), audio queries s-1..s-2+t
+        nt = s - 4
+        if nt > 0 and t > 0:
+            qi = (torch.arange(t, dtype=torch.float32) + 0.5) / t
+            kj = (torch.arange(nt, dtype=torch.float32) + 0.5) / nt
+            ga[b, s - 1:s - 1 + t, 3:3 + nt] = torch.exp(-((qi[:, None] - kj[None, :]) ** 2) / (2 * sigma ** 2))
+    return {"ids": ids, "text_mask": tm, "attn": am, "targets": tgt, "target_mask": tmask, "hid_idx": hid_idx,
+            "hid_mask": hid_mask, "mel": mel, "mel_mask": mel_mask, "ga_w": ga,
+            "speaker": torch.tensor([x["speaker"] for x in items]), "spk_emb_id": items[0]["spk_emb_id"]}
+
+
+# ------------------------------------------------------------------------------ task
+
+
+class DemoTask(Task):
+    def __init__(self, stage: str, feats_dir: str, tok_spec: dict, model: DemoModel, cfg: TrainConfig, a):
+        self.stage, self.dir, self.spec, self.model, self.cfg, self.a = stage, feats_dir, tok_spec, model, cfg, a
+        self.tok = WordPieceTokenizer(tok_spec)
+        self.train_feats = Feats(feats_dir, "train")
+        self._ds = None
+
+    def train_part(self, part, epoch):
+        if self._ds is None:
+            if self.stage == "vocos":
+                self._ds = VocosData(self.train_feats, self.a.crop_frames, self.cfg.seed)
+            elif self.stage == "dvae":
+                self._ds = DVAEData(self.train_feats, self.a.crop_frames, self.cfg.seed)
+            else:
+                self._ds = GPTData(self.train_feats, self.tok)
+                if self._ds.unknown and _is_main():
+                    print(f"warning: {self._ds.unknown} [UNK] tokens in the training prompts", file=sys.stderr)
+        self._ds.set_epoch(epoch)
+        return self._ds
+
+    def collate(self, items):
+        return {"vocos": collate_vocos, "dvae": collate_dvae, "gpt": collate_gpt}[self.stage](items)
+
+    def loss(self, model, batch):
+        loss, st = model(batch)
+        return loss, st
+
+    def batch_weight(self, batch) -> float:
+        return float(batch["speaker"].shape[0] if "speaker" in batch else batch["mel"].shape[0])
+
+    def validate(self, model, info):
+        if self.stage != "gpt" or not os.path.exists(os.path.join(self.dir, "val.codes.npy")):
+            return {}
+        ds = GPTData(Feats(self.dir, "val"), self.tok)
+        idx = list(range(info.rank, len(ds), info.world_size))
+        sums = {"ce": 0.0, "acc": 0.0, "mel_l1": 0.0, "n": 0.0}
+        m = model.module if hasattr(model, "module") else model
+        for s in range(0, len(idx), 8):
+            b = collate_gpt([ds[i] for i in idx[s:s + 8]])
+            _, st = m.loss_gpt(b)
+            for k in ("ce", "acc", "mel_l1"):
+                sums[k] += st[k]
+            sums["n"] += b["ids"].shape[0]
+        return sums
+
+    def summarize_val(self, s):
+        n = max(1.0, s["n"])
+        return {"ce": s["ce"] / n, "acc": s["acc"] / n, "mel_l1": s["mel_l1"] / n, "utts": int(s["n"])}
+
+    def checkpoint_extra(self) -> dict:
+        m = self.model
+        return {"config": m.cfg.to_dict(), "tokenizer": self.spec, "spk_stat": m.spk_stat(), "frontend": FRONTEND,
+                "refine": False, "size": "demo", "stage": self.stage, "speakers": self.a.speaker_names,
+                "code_defaults": dict(temperature=0.3, top_p=0.7, top_k=20, repetition_penalty=1.05,
+                                      repetition_window=16, max_new_tokens=2048, min_new_tokens=0, prompt="[speed_5]")}
+
+
+def _is_main() -> bool:
+    import torch.distributed as dist
+
+    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+
+
+# ------------------------------------------------------------------------------ codes
+
+
+@torch.no_grad()
+def encode_codes(feats_dir: str, checkpoint: str) -> None:
+    ck = torch.load(checkpoint, map_location="cpu")
+    cfg = ChatTTSConfig.from_dict(ck["config"])
+    m = ChatTTS(cfg)
+    m.dvae.load_state_dict({k[5:]: v for k, v in ck["model"].items() if k.startswith("dvae.")})
+    m.eval()
+    for split in SPLITS:
+        if not os.path.exists(os.path.join(feats_dir, f"{split}.index.json")):
+            continue
+        f = Feats(feats_dir, split)
+        out, off, a = [], [], 0
+        use = np.zeros(625, np.int64)
+        for i in range(len(f)):
+            mel = torch.from_numpy(f.get_mel(i)).t().unsqueeze(0)
+            _, c = m.dvae.encode(mel)
+            c = c[0].t().numpy().astype(np.int16)  # (T,4)
+            out.append(c)
+            off.append([a, a + len(c)])
+            a += len(c)
+            np.add.at(use, c.reshape(-1).astype(np.int64), 1)
+        np.save(os.path.join(feats_dir, f"{split}.codes.npy"), np.concatenate(out))
+        with open(os.path.join(feats_dir, f"{split}.codes.json"), "w") as fh:
+            json.dump(off, fh)
+        p = use / use.sum()
+        ppl = float(np.exp(-(p[p > 0] * np.log(p[p > 0])).sum()))
+        print(json.dumps({"split": split, "frames": a, "codes_used": int((use > 0).sum()), "perplexity": round(ppl, 1)}),
+              flush=True)
+
+
+# ------------------------------------------------------------------------------ main
+
+
+def merge(checkpoint: str, vocos: Optional[str], out: str) -> None:
+    """The final model: the gpt stage's checkpoint with the vocos stage's Vocos (the two
+    stages train in parallel), without optimizer state."""
+    ck = torch.load(checkpoint, map_location="cpu")
+    model = dict(ck["model"])
+    if vocos:
+        v = torch.load(vocos, map_location="cpu")["model"]
+        for k in model:
+            if k.startswith("vocos."):
+                model[k] = v[k]
+    keep = {k: ck[k] for k in ("config", "tokenizer", "spk_stat", "frontend", "refine", "size", "speakers",
+                               "code_defaults") if k in ck}
+    keep["model"] = model
+    keep["sources"] = {"gpt": os.path.basename(checkpoint), "vocos": os.path.basename(vocos) if vocos else None}
+    tmp = out + ".partial"
+    torch.save(keep, tmp)
+    os.replace(tmp, out)
+    print(json.dumps({"merged": out, **keep["sources"]}))
+
+
+def add_train_flags(ap: argparse.ArgumentParser) -> None:
+    d = TrainConfig()
+    for name, val in d.to_dict().items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(val, bool):
+            ap.add_argument(flag, action="store_true", default=val)
+        elif isinstance(val, list):
+            ap.add_argument(flag, type=float, nargs="+", default=val)
+        else:
+            ap.add_argument(flag, type=type(val), default=val)
+
+
+def build_model(feats_dir: str, tok: WordPieceTokenizer, size: str) -> DemoModel:
+    with open(os.path.join(feats_dir, "coef.json")) as f:
+        coef = torch.tensor(json.load(f)["coef"]).view(1, -1, 1)
+    with open(os.path.join(feats_dir, "train.index.json"), encoding="utf-8") as f:
+        n_spk = 1 + max(r["speaker_index"] for r in json.load(f))
+    m = DemoModel(demo_config(tok, size), n_spk)
+    m.decoder.coef.copy_(coef)
+    m.dvae.coef.copy_(coef)
+    return m
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m train.chattts.train", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("stage", choices=("prepare", "codes", "merge") + STAGES)
+    ap.add_argument("--corpus", help="prepare: the corpus dir from train.chattts.corpus")
+    ap.add_argument("--feats", required=True, help="the features dir (prepare writes it)")
+    ap.add_argument("--checkpoint", help="codes: the DVAE-stage checkpoint; merge: the gpt-stage one")
+    ap.add_argument("--vocos", help="merge: the vocos-stage checkpoint")
+    ap.add_argument("--init", help="start from this checkpoint's weights (the previous stage)")
+    ap.add_argument("--size", default="demo", choices=["demo", "tiny"])
+    ap.add_argument("--crop-frames", type=int, default=64, help="vocos/dvae: mel frames per example")
+    ap.add_argument("--ga-weight", type=float, default=1.0, help="gpt: guided-attention loss weight")
+    ap.add_argument("--stop-at-step", type=int, default=0)
+    ap.add_argument("--out", dest="out_dir", default="train/out/chattts/run")
+    ap.add_argument("--epochs", dest="max_epochs", type=int, default=10)
+    ap.add_argument("--warmup", dest="warmup_steps", type=int, default=0)
+    add_train_flags(ap)
+    a = ap.parse_args(argv)
+    if a.stage == "prepare":
+        if not a.corpus:
+            raise SystemExit("prepare needs --corpus")
+        prepare(a.corpus, a.feats)
+        return 0
+    if a.stage == "codes":
+        if not a.checkpoint:
+            raise SystemExit("codes needs --checkpoint")
+        encode_codes(a.feats, a.checkpoint)
+        return 0
+    if a.stage == "merge":
+        if not a.checkpoint:
+            raise SystemExit("merge needs --checkpoint (and --vocos)")
+        merge(a.checkpoint, a.vocos, a.out_dir)
+        return 0
+    cfg = TrainConfig(**{k: getattr(a, k) for k in TrainConfig().to_dict()})
+    torch.set_num_threads(int(os.environ.get("PARLEY_TORCH_THREADS", "1")))
+    info = pdist.init(cfg.device)
+    try:
+        spec = load_tokenizer(a.feats)
+        tok = WordPieceTokenizer(spec)
+        torch.manual_seed(cfg.seed)
+        model = build_model(a.feats, tok, a.size)
+        with open(os.path.join(a.feats, "train.index.json"), encoding="utf-8") as f:
+            idx = json.load(f)
+        names = {}
+        for r in idx:
+            names[r["speaker_index"]] = r["speaker"]
+        a.speaker_names = [names.get(i, "") for i in range(model.speakers.num_embeddings)]
+        if a.init:
+            ck = torch.load(a.init, map_location="cpu")
+            model.load_state_dict(ck["model"])
+        model.ga_weight = a.ga_weight
+        model.set_stage(a.stage)
+        task = DemoTask(a.stage, a.feats, spec, model, cfg, a)
+        Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)
+    finally:
+        pdist.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (CheckpointError, ValueError, FileNotFoundError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
