@@ -47,6 +47,7 @@ const (
 	EvSpeechEnd        EventKind = "speech_end"        // the VAD's endpoint
 	EvWake             EventKind = "wake"              // the wake word
 	EvEchoRejected     EventKind = "echo_rejected"     // a capture was Parley's own voice
+	EvPartial          EventKind = "partial"           // Text: what the recogniser makes of the utterance so far (Options.Partials)
 	EvTranscript       EventKind = "transcript"        // Transcript
 	EvDelta            EventKind = "delta"             // Text: a piece of the answer
 	EvSentenceStarted  EventKind = "sentence_started"  // Sentence, Text: playback began

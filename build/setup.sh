@@ -147,7 +147,9 @@ step_peers() {
 
 step_build() {
   mkdir -p "$here/bin"
-  (cd "$here" && go build -tags "${PARLEY_TAGS:-libsqlite3}" -o bin/parley .) || die "go build failed"
+  # -buildvcs=auto (over a GOFLAGS=-buildvcs=false) and the stamp: `parley version` names the revision
+  (cd "$here" && go build -buildvcs=auto -tags "${PARLEY_TAGS:-libsqlite3}" -ldflags "$("$here/build/vcs-stamp.sh")" -o bin/parley .) ||
+    die "go build failed"
   say "built $here/bin/parley"
 }
 

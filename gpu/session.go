@@ -7,9 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
+
+// releaseDelay is how long after a model load the memory its loading freed goes back to the
+// kernel.
+const releaseDelay = 3 * time.Second
 
 // ErrBadModel is wrapped by every model validation error.
 var ErrBadModel = errors.New("bad model")
@@ -220,8 +225,9 @@ func OpenInfo(info *ModelInfo, inputs, outputs []string, opts Options) (*Session
 	if err != nil {
 		return nil, err
 	}
-	// In the background: a one-shot command is already running the model meanwhile.
-	go releaseFreed()
+	// Later and in the background: a one-shot command (a short transcription) is done by
+	// then and pays nothing; a long-running process gets the memory back.
+	time.AfterFunc(releaseDelay, releaseFreed)
 	return &Session{DynamicAdvancedSession: sess, Info: info, Provider: plan.Use.String()}, nil
 }
 

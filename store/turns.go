@@ -100,6 +100,9 @@ type Conversation struct {
 	Created time.Time
 	Updated time.Time
 	Turns   int // number of turns (filled by Conversations and Conversation)
+	// Exchanges is the number of the user's turns (what people count: two questions and
+	// their answers are two exchanges, four turns).
+	Exchanges int
 }
 
 // ListOptions page through lists, newest first.
@@ -162,12 +165,13 @@ func cleanTitle(t string) string {
 }
 
 const convCols = `c.id, c.title, c.created_at, c.updated_at,
-	(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id)`
+	(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id),
+	(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id AND t.role = 'user')`
 
 func scanConv(sc interface{ Scan(...any) error }) (Conversation, error) {
 	var c Conversation
 	var cr, up int64
-	err := sc.Scan(&c.ID, &c.Title, &cr, &up, &c.Turns)
+	err := sc.Scan(&c.ID, &c.Title, &cr, &up, &c.Turns, &c.Exchanges)
 	c.Created, c.Updated = fromMS(cr), fromMS(up)
 	return c, err
 }

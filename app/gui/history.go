@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -28,10 +30,13 @@ type historyPanel struct {
 	status  *widget.Label
 	content fyne.CanvasObject
 	open    int64
+	last    []store.Conversation // the list shown
+	poll    *time.Ticker
+	every   time.Duration
 }
 
 func newHistoryPanel(u *UI) *historyPanel {
-	p := &historyPanel{u: u}
+	p := &historyPanel{u: u, every: 5 * time.Second}
 	p.search = widget.NewEntry()
 	p.search.SetPlaceHolder("Search every conversation…")
 	p.search.OnSubmitted = func(string) { p.refresh() }
@@ -59,6 +64,49 @@ func newHistoryPanel(u *UI) *historyPanel {
 	return p
 }
 
+// shown starts (true) or stops watching the store while the panel is on screen: turns
+// added meanwhile (here, or by another Parley) show without a click.
+func (p *historyPanel) shown(on bool) {
+	if p.poll != nil {
+		p.poll.Stop()
+		p.poll = nil
+	}
+	if !on || p.u.svc.History == nil {
+		return
+	}
+	t := time.NewTicker(p.every)
+	p.poll = t
+	go func() {
+		for range t.C {
+			p.u.do(func() {
+				if p.poll == t {
+					p.check()
+				}
+			})
+		}
+	}()
+}
+
+// check lists the conversations again when the list (not a search) is shown, and updates
+// it only if something changed.
+func (p *historyPanel) check() {
+	h := p.u.svc.History
+	if h == nil || strings.TrimSpace(p.search.Text) != "" {
+		return
+	}
+	go func() {
+		convs, err := h.Conversations(context.Background(), 100)
+		if err != nil {
+			return
+		}
+		p.u.do(func() {
+			if !slices.Equal(convs, p.last) {
+				p.showConversations(convs, nil)
+			}
+		})
+	}()
+}
+
 // refresh lists recent conversations, or the search's hits.
 func (p *historyPanel) refresh() {
 	h := p.u.svc.History
@@ -81,21 +129,36 @@ func (p *historyPanel) refresh() {
 
 func (p *historyPanel) showConversations(cs []store.Conversation, err error) {
 	p.results.RemoveAll()
+	p.last = cs
 	if err != nil {
 		p.status.SetText(err.Error())
 		return
 	}
 	p.status.SetText(fmt.Sprintf("%d conversations", len(cs)))
+	if len(cs) == 0 {
+		p.placeholder("No conversations yet. What you say to Parley, and its answers, are kept here.")
+	} else if p.open == 0 {
+		p.placeholder("Pick a conversation on the left to read it here, export it or delete it.")
+	}
 	for _, c := range cs {
 		id, title := c.ID, c.Title
 		if title == "" {
 			title = "Conversation " + c.Created.Format("2 Jan 15:04")
 		}
-		b := widget.NewButton(fmt.Sprintf("%s  ·  %d turns  ·  %s", title, c.Turns, c.Updated.Format("2 Jan 15:04")), func() { p.openConv(id, title) })
+		b := widget.NewButton(fmt.Sprintf("%s  ·  %s  ·  %s", title, exchanges(c.Exchanges), c.Updated.Format("2 Jan 15:04")), func() { p.openConv(id, title) })
 		b.Alignment = widget.ButtonAlignLeading
 		b.Importance = widget.LowImportance
 		p.results.Add(b)
 	}
+}
+
+// placeholder fills the empty reading pane with what to do.
+func (p *historyPanel) placeholder(msg string) {
+	p.view.RemoveAll()
+	l := widget.NewLabel(msg)
+	l.Wrapping = fyne.TextWrapWord
+	l.Importance = widget.LowImportance
+	p.view.Add(l)
 }
 
 func (p *historyPanel) showHits(hits []store.Hit, err error) {
@@ -131,8 +194,14 @@ func (p *historyPanel) openConv(id int64, title string) {
 			}
 			c := newConversation()
 			for _, t := range turns {
-				b := newBubble(t.Role == store.RoleUser, c.logo)
+				b := newBubble(t.Role == store.RoleUser, c.logo, &p.u.conv.acts)
 				b.setText(t.Text)
+				at := t.Start
+				if at.IsZero() {
+					at = t.Created
+				}
+				b.setTime(at)
+				b.setAudio(t.AudioPath)
 				if t.Role == store.RoleUser {
 					b.setBadges(tagBadges(appTranscript(t)))
 				} else {
@@ -183,12 +252,12 @@ func (p *historyPanel) exportDialog() {
 		}()
 	}, p.u.win)
 	d.SetFileName(fmt.Sprintf("parley-conversation-%d.md", id))
-	d.Show()
+	p.u.showDialog(d)
 }
 
 func (p *historyPanel) confirmDelete() {
 	id := p.open
-	dialog.ShowConfirm("Delete conversation", "Delete this conversation and its saved audio?", func(ok bool) {
+	p.u.showDialog(dialog.NewConfirm("Delete conversation", "Delete this conversation and its saved audio?", func(ok bool) {
 		if !ok {
 			return
 		}
@@ -201,13 +270,21 @@ func (p *historyPanel) confirmDelete() {
 				}
 				p.open = 0
 				p.title.SetText("")
-				p.view.RemoveAll()
+				p.placeholder("Deleted.")
 				p.export.Disable()
 				p.del.Disable()
 				p.refresh()
 			})
 		}()
-	}, p.u.win)
+	}, p.u.win))
+}
+
+// exchanges counts what people count: a question and its answer are one exchange.
+func exchanges(n int) string {
+	if n == 1 {
+		return "1 exchange"
+	}
+	return fmt.Sprintf("%d exchanges", n)
 }
 
 func appTranscript(t store.Turn) app.Transcript {

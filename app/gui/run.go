@@ -23,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/voices"
@@ -124,6 +125,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	} else {
 		log.Warn("voice library unavailable", "err", err)
 	}
+	vs.speaker = r.playAside
 	svc.Voices = vs
 	svc.Clone = newCloneService(cfg, log)
 	// one store for the History panel and every assistant the app builds (one pool, and one
@@ -153,6 +155,15 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		return nil
 	}
 	svc.NewConversation = r.newConversation
+	svc.TurnAudio = func(turn int64) (string, string) {
+		r.mu.Lock()
+		a := r.a
+		r.mu.Unlock()
+		if a == nil || a.History == nil {
+			return "", ""
+		}
+		return a.History.AudioOf(turn)
+	}
 
 	u := New(fa, w, svc)
 	r.ui = u
@@ -209,6 +220,10 @@ func showAndRun(w fyne.Window, log *slog.Logger) (err error) {
 	return nil
 }
 
+// partialEvery is how often the utterance being heard is transcribed for the live
+// transcript (each pass takes a SenseVoice-Small call on the utterance so far).
+const partialEvery = 800 * time.Millisecond
+
 // runner owns the running assistant and rebuilds it when the mode or the settings change.
 type runner struct {
 	mu        sync.Mutex
@@ -252,6 +267,7 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	resume := r.resume
 	r.mu.Unlock()
 	wo := wire.Options{Log: r.log, StorePath: r.storePath, Store: r.db, NoAudio: r.o.NoAudio, Resume: resume}
+	wo.Loop = func(lo *app.Options) { lo.Partials = partialEvery } // a live transcript while the user speaks
 	if r.o.Wire != nil {
 		r.o.Wire(&wo)
 	}
@@ -305,6 +321,28 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 		}
 	})
 	return nil
+}
+
+// playAside is how a voice preview plays while an assistant with a speaker runs: on its
+// speaker, after it has fallen quiet (nil without one).
+func (r *runner) playAside() func(ctx context.Context, b *audio.Buffer) error {
+	r.mu.Lock()
+	a := r.a
+	r.mu.Unlock()
+	if a == nil || a.Speaker == nil {
+		return nil
+	}
+	return func(ctx context.Context, b *audio.Buffer) error {
+		if s := a.State(); s == app.Thinking || s == app.Speaking || s == app.Transcribing {
+			a.Cancel()
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if s := a.State(); s == app.Idle || s == app.Listening {
+					break
+				}
+			}
+		}
+		return a.PlayAside(ctx, b)
+	}
 }
 
 // newConversation starts a new conversation: the running assistant stops what it is doing

@@ -1,17 +1,22 @@
 package gui
 
 import (
+	"context"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/audio"
 )
 
 // UI is the app's window content and the state behind it. Its methods run on the Fyne
@@ -45,6 +50,7 @@ type UI struct {
 	content  fyne.CanvasObject
 
 	spaceDown bool
+	dlg       dialog.Dialog // the dialog shown (Escape closes it)
 	// levels tells the event pump whether capture levels are wanted: only while Parley
 	// listens and the conversation is on screen. Other levels are dropped before they reach
 	// the UI goroutine, so an idle window is never repainted for them.
@@ -54,12 +60,23 @@ type UI struct {
 	do func(fn func())
 	// OnEvent, when set, sees every event after the UI handled it (tests, benchmarks).
 	OnEvent func(app.Event)
+	// openURL opens a link or folder with the desktop; clipboard sets the clipboard (tests
+	// replace both).
+	openURL   func(*url.URL) error
+	clipboard func(string)
 }
 
 // New builds the UI for a window. Call Attach when the assistant is ready.
 func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u := &UI{app: a, win: w, svc: svc, do: fyne.Do}
+	u.openURL = a.OpenURL
+	u.clipboard = func(s string) {
+		if w != nil {
+			w.Clipboard().SetContent(s)
+		}
+	}
 	u.conv = newConversation()
+	u.conv.acts = bubbleActions{copy: func(s string) { u.clipboard(s) }, replay: u.replay}
 	u.talk = newTalkBar(u)
 	u.banners = container.NewVBox()
 	if svc.Config != nil {
@@ -90,6 +107,8 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u.tabs.SetTabLocation(container.TabLocationLeading)
 	u.tabs.OnSelected = func(t *container.TabItem) {
 		u.updateLevels()
+		u.models.shown(t.Text == "Models")
+		u.history.shown(t.Text == "History")
 		switch t.Text {
 		case "Models":
 			u.models.refresh()
@@ -228,6 +247,8 @@ func (u *UI) Handle(e app.Event) {
 		}
 	case app.EvWake:
 		u.talk.state.SetText("Wake word heard")
+	case app.EvPartial:
+		u.conv.partial(e.Text)
 	case app.EvTranscript:
 		if e.Transcript != nil {
 			u.conv.userTurn(e.Turn, *e.Transcript)
@@ -249,6 +270,13 @@ func (u *UI) Handle(e app.Event) {
 			break
 		}
 		u.conv.done(e.Exchange)
+		if u.tabs.Selected() != nil && u.tabs.Selected().Text == "History" {
+			u.history.check()
+		}
+		if fn := u.svc.TurnAudio; fn != nil && e.Exchange != nil {
+			user, parley := fn(e.Turn) // the turn was recorded before it ended
+			u.conv.setAudio(e.Turn, user, parley)
+		}
 	}
 	if u.OnEvent != nil {
 		u.OnEvent(e)
@@ -266,6 +294,9 @@ func (u *UI) setState(s app.State) {
 	if s != app.Listening {
 		u.talk.setVAD(false)
 		u.talk.wave.stop()
+	}
+	if s == app.Idle || s == app.Speaking || s == app.Thinking {
+		u.conv.endPartial() // the utterance was dropped (or its transcript is in)
 	}
 	u.talk.setState(s, u.muted)
 	u.updateLevels()
@@ -428,7 +459,7 @@ func (u *UI) installKeys() {
 	}
 	c.SetOnTypedKey(func(ev *fyne.KeyEvent) {
 		if ev.Name == fyne.KeyEscape {
-			u.stopTalking()
+			u.escape()
 		}
 	})
 	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
@@ -571,6 +602,25 @@ func friendlyError(msg string) string {
 		msg = strings.ToUpper(msg[:1]) + msg[1:]
 	}
 	return msg
+}
+
+// replay plays a turn's kept audio file.
+func (u *UI) replay(path string) {
+	v := u.svc.Voices
+	if v == nil {
+		return
+	}
+	go func() {
+		b, err := audio.ReadWAVFile(path)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			err = v.Play(ctx, b)
+			cancel()
+		}
+		if err != nil {
+			u.do(func() { u.banner("Could not replay: "+err.Error(), nil, "", nil) })
+		}
+	}()
 }
 
 // setListening shows whether a push-to-talk utterance is open.

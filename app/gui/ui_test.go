@@ -17,6 +17,7 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
@@ -493,7 +494,13 @@ func TestHistorySearchAndOpen(t *testing.T) {
 	}
 }
 
-type fakeVoices struct{ saved []*voices.Voice }
+type fakeVoices struct {
+	mu     sync.Mutex
+	saved  []*voices.Voice
+	synths []tts.Request
+	plays  int
+	caps   map[string]tts.Capabilities
+}
 
 func (f *fakeVoices) List() ([]*voices.Voice, error) {
 	s := int64(1234)
@@ -503,10 +510,30 @@ func (f *fakeVoices) List() ([]*voices.Voice, error) {
 	return []*voices.Voice{v}, nil
 }
 func (f *fakeVoices) Save(v *voices.Voice) error { f.saved = append(f.saved, v); return nil }
-func (f *fakeVoices) Capabilities(string) (tts.Capabilities, error) {
+func (f *fakeVoices) Engines() []string          { return []string{"auto", "espeak", "kokoro", "chattts"} }
+func (f *fakeVoices) Capabilities(engine string) (tts.Capabilities, error) {
+	if c, ok := f.caps[engine]; ok {
+		return c, nil
+	}
 	return tts.Capabilities{Engine: "espeak", Controls: map[tts.Control]tts.Support{tts.CtlSeed: tts.Emulated, tts.CtlSpeed: tts.Native}}, nil
 }
-func (f *fakeVoices) Preview(context.Context, string, tts.Request) error { return nil }
+func (f *fakeVoices) Synthesize(_ context.Context, _ string, r tts.Request) (*audio.Buffer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.synths = append(f.synths, r)
+	return &audio.Buffer{Format: audio.Format{SampleRate: 24000, Channels: 1}, Data: make([]float32, 36000)}, nil
+}
+func (f *fakeVoices) Play(context.Context, *audio.Buffer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.plays++
+	return nil
+}
+func (f *fakeVoices) counts() (synths, plays int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.synths), f.plays
+}
 
 func TestVoicePanelLibraryCapabilitiesSave(t *testing.T) {
 	fv := &fakeVoices{}
@@ -515,13 +542,15 @@ func TestVoicePanelLibraryCapabilitiesSave(t *testing.T) {
 	p.refresh()
 	waitFor(t, u, "capabilities", func() bool { return len(p.caps.Objects) > 0 })
 	got := map[string]string{}
-	for i := 0; i+1 < len(p.caps.Objects); i += 2 {
-		got[p.caps.Objects[i].(*widget.Label).Text] = p.caps.Objects[i+1].(*widget.Label).Text
+	for _, row := range p.caps.Objects {
+		if t := texts(row); len(t) == 2 {
+			got[t[1]] = t[0]
+		}
 	}
 	if got["Speed"] != "native" || got["Seed"] != "emulated" || got["Temperature"] != "ignored" {
 		t.Errorf("capabilities shown %v", got)
 	}
-	p.picker.SetSelected("warm")
+	p.picker.SetSelected("warm (saved)")
 	if r := p.Request(); r.Seed != 1234 || r.Speed != 0.9 || r.Voice != "warm" {
 		t.Errorf("picking a voice gave %+v", r)
 	}

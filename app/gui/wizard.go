@@ -72,7 +72,7 @@ type wizard struct {
 	next     *widget.Button
 	pageBox  *fyne.Container
 	empty    fyne.CanvasObject
-	note     *note // a message about the dataset as a whole
+	note     *notice // a message about the dataset as a whole
 	content  fyne.CanvasObject
 
 	collect *collectPage
@@ -86,7 +86,7 @@ func newWizard(u *UI) *wizard {
 	w := &wizard{u: u, svc: u.svc.Clone, goal: goalVoice}
 	w.picker = widget.NewSelect(nil, func(name string) { w.openNamed(name) })
 	w.picker.PlaceHolder = "(no dataset)"
-	w.newBtn = widget.NewButtonWithIcon("New dataset…", theme.ContentAddIcon(), func() { w.newDialog(w.goal) })
+	w.newBtn = widget.NewButtonWithIcon("New…", theme.ContentAddIcon(), func() { w.newDialog(w.goal) })
 	w.goalSel = widget.NewSelect([]string{goalLabels[goalVoice], goalLabels[goalRecognition]}, func(s string) {
 		for g, l := range goalLabels {
 			if l == s && g != w.goal {
@@ -95,7 +95,7 @@ func newWizard(u *UI) *wizard {
 		}
 	})
 	w.goalSel.SetSelected(goalLabels[w.goal])
-	w.note = newNote()
+	w.note = newNotice()
 	w.note.Importance = widget.WarningImportance
 
 	steps := container.NewVBox()
@@ -126,9 +126,12 @@ func newWizard(u *UI) *wizard {
 		"or its speech recognition, so it understands you better. A few minutes of clear speech is enough to start; " +
 		"everything stays on this computer.")
 	intro.Wrapping = fyne.TextWrapWord
-	w.empty = container.NewVBox(heading("Fine-tune"), intro, container.NewHBox(start, improve))
+	w.empty = container.NewVBox(heading("Fine-tune"), intro, container.NewHBox(start), container.NewHBox(improve))
 
-	header := container.NewBorder(nil, nil, widget.NewLabel("Dataset"), container.NewHBox(w.newBtn, container.New(&fixedWidth{w: 270}, w.goalSel)), w.picker)
+	// the goal's select is as wide as its longest choice when there is room, and shrinks
+	// (truncating) on a narrow window
+	header := container.NewBorder(nil, nil, widget.NewLabel("Dataset"), w.newBtn,
+		container.NewGridWithColumns(2, w.picker, w.goalSel))
 	nav := container.NewBorder(nil, nil, w.back, w.next)
 	left := container.NewVBox(steps)
 	body := container.NewBorder(nil, nav, nil, nil, w.pageBox)
@@ -624,11 +627,11 @@ func (p *problemList) set(title string, problems []clone.Problem) {
 	p.box.Show()
 }
 
-// note is a wrapped message that takes no room while it is empty.
-type note struct{ widget.Label }
+// notice is a wrapped message that takes no room while it is empty.
+type notice struct{ widget.Label }
 
-func newNote() *note {
-	n := &note{}
+func newNotice() *notice {
+	n := &notice{}
 	n.Wrapping = fyne.TextWrapWord
 	n.ExtendBaseWidget(n)
 	n.Hide()
@@ -636,7 +639,7 @@ func newNote() *note {
 }
 
 // SetText shows the message, or hides the note for "".
-func (n *note) SetText(s string) {
+func (n *notice) SetText(s string) {
 	n.Label.SetText(s)
 	if s == "" {
 		n.Hide()
@@ -645,7 +648,9 @@ func (n *note) SetText(s string) {
 	}
 }
 
-// pageFrame is a step's page: title, what the step does, and its body.
+// pageFrame is a step's page: title, what the step does, its controls (top) and a list
+// (body) that takes the rest of the height. The head scrolls when it would need more than
+// maxHead, so a long message never makes the window taller.
 func pageFrame(title, intro string, top fyne.CanvasObject, body fyne.CanvasObject) fyne.CanvasObject {
 	l := widget.NewLabel(intro)
 	l.Wrapping = fyne.TextWrapWord
@@ -654,9 +659,34 @@ func pageFrame(title, intro string, top fyne.CanvasObject, body fyne.CanvasObjec
 		head.Add(top)
 	}
 	if body == nil {
-		return container.NewVBox(head)
+		return container.NewVScroll(head)
 	}
-	return container.NewBorder(head, nil, nil, nil, body)
+	return container.NewBorder(upTo(maxHead, head), nil, nil, nil, body)
+}
+
+// maxHead is the most height a page's head takes before it scrolls.
+const maxHead = 420
+
+// upTo shows o at its own height up to max, scrolling beyond.
+func upTo(max float32, o fyne.CanvasObject) fyne.CanvasObject {
+	return container.New(&cappedHeight{max: max, content: o}, container.NewVScroll(o))
+}
+
+type cappedHeight struct {
+	max     float32
+	content fyne.CanvasObject
+}
+
+func (l *cappedHeight) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(size)
+	}
+}
+
+func (l *cappedHeight) MinSize([]fyne.CanvasObject) fyne.Size {
+	m := l.content.MinSize()
+	return fyne.NewSize(m.Width, min(m.Height, l.max))
 }
 
 // minutes formats a duration in minutes for people.

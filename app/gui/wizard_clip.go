@@ -44,12 +44,12 @@ type clipCloner struct {
 	play   *widget.Button
 	meter  *levelMeter
 	clock  *widget.Label
-	status *note
+	status *notice
 	text   *widget.Entry
 	lang   *widget.Label
 	name   *widget.Entry
 	create *widget.Button
-	why    *note
+	why    *notice
 	box    fyne.CanvasObject
 
 	recording context.CancelFunc
@@ -67,7 +67,7 @@ func newClipCloner(u *UI) *clipCloner {
 	c.play.Disable()
 	c.meter = newLevelMeter()
 	c.clock = widget.NewLabel("0:00")
-	c.status = newNote()
+	c.status = newNotice()
 	c.text = widget.NewMultiLineEntry()
 	c.text.Wrapping = fyne.TextWrapWord
 	c.text.SetPlaceHolder("what the clip says (filled in by the recogniser; correct it if needed)")
@@ -81,7 +81,7 @@ func newClipCloner(u *UI) *clipCloner {
 	c.create = widget.NewButtonWithIcon("Create voice", theme.ContentAddIcon(), nil)
 	c.create.Importance = widget.HighImportance
 	c.create.Disable()
-	c.why = newNote()
+	c.why = newNotice()
 	c.why.Importance = widget.WarningImportance
 	intro := widget.NewLabel(fmt.Sprintf("Record %.0f–%.0f seconds of one person speaking clearly, or choose a recording. "+
 		"Parley writes down what it says; the voice copies how it sounds.", clipMinSeconds, clipMaxSeconds))

@@ -41,13 +41,13 @@ type collectPage struct {
 	playTake *widget.Button
 	prev     *widget.Button
 	skip     *widget.Button
-	status   *note
+	status   *notice
 
 	addFiles  *widget.Button
 	addFolder *widget.Button
 	bar       *jobBar
 	problems  *problemList
-	importMsg *note
+	importMsg *notice
 
 	sources []clone.Source // what the list shows (a copy, read while no job runs)
 	clips   map[string]int // clips per source
@@ -80,7 +80,7 @@ func newCollectPage(w *wizard) *collectPage {
 	p.prev = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), func() { p.move(-1) })
 	p.skip = widget.NewButtonWithIcon("Next sentence", theme.NavigateNextIcon(), func() { p.move(1) })
 	p.skip.IconPlacement = widget.ButtonIconTrailingText
-	p.status = newNote()
+	p.status = newNotice()
 
 	card := newThemedRect(theme.ColorNameInputBackground, 8)
 	sentenceCard := container.NewStack(card, container.NewPadded(container.NewPadded(p.sentence)))
@@ -97,7 +97,7 @@ func newCollectPage(w *wizard) *collectPage {
 	p.addFolder = widget.NewButtonWithIcon("Add a folder…", theme.FolderOpenIcon(), func() { p.folderDialog() })
 	p.bar = newJobBar()
 	p.problems = newProblemList()
-	p.importMsg = newNote()
+	p.importMsg = newNotice()
 	hint := widget.NewLabel("Recordings you already have: one long recording or many short ones, WAV or any format ffmpeg reads. " +
 		"You can also drop files on the window.")
 	hint.Wrapping = fyne.TextWrapWord
@@ -106,13 +106,13 @@ func newCollectPage(w *wizard) *collectPage {
 	p.list = widget.NewList(func() int { return len(p.sources) }, p.newRow, p.updateRow)
 	p.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 
-	cols := container.NewGridWithColumns(2,
+	// side by side on a wide window, one above the other on a narrow one
+	cols := container.New(&columns{wide: 740, split: 0.55},
 		container.NewVBox(heading("Read sentences aloud"), recordBox),
 		container.NewVBox(heading("Import recordings"), importBox))
-	top := container.NewVBox(cols, widget.NewSeparator(), p.summary)
 	p.box = pageFrame("1  Collect", "Speak in your normal voice, in a quiet room, about a hand's width further from the microphone than feels natural. "+
-		"Read each sentence the way you would say it to a friend; a take can be redone any time.", nil,
-		container.NewBorder(top, nil, nil, nil, p.list))
+		"Read each sentence the way you would say it to a friend; a take can be redone any time.",
+		cols, container.NewBorder(container.NewVBox(widget.NewSeparator(), p.summary), nil, nil, nil, p.list))
 	if w.u.win != nil {
 		w.u.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { p.dropped(uris) })
 	}

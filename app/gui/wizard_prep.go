@@ -22,7 +22,7 @@ type slicePage struct {
 	run      *widget.Button
 	bar      *jobBar
 	problems *problemList
-	msg      *note
+	msg      *notice
 	summary  *widget.Label
 	onlyBad  *widget.Check
 	clips    []clone.Clip
@@ -38,7 +38,7 @@ func newSlicePage(w *wizard) *slicePage {
 	p.run.Importance = widget.HighImportance
 	p.bar = newJobBar()
 	p.problems = newProblemList()
-	p.msg = newNote()
+	p.msg = newNotice()
 	p.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.summary.Wrapping = fyne.TextWrapWord
 	p.onlyBad = widget.NewCheck("Show only the clips set aside", func(bool) { p.filter() })
@@ -164,9 +164,10 @@ func (p *slicePage) newRow() fyne.CanvasObject {
 	play := widget.NewButtonWithIcon("", theme.MediaPlayIcon(), nil)
 	play.Importance = widget.LowImportance
 	id := widget.NewLabel("")
+	id.Truncation = fyne.TextTruncateEllipsis
 	state := widget.NewLabel("")
 	state.Truncation = fyne.TextTruncateEllipsis
-	return container.NewBorder(nil, nil, container.NewHBox(play, id), nil, state)
+	return container.NewBorder(nil, nil, play, nil, container.NewGridWithColumns(2, id, state))
 }
 
 func (p *slicePage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
@@ -175,10 +176,10 @@ func (p *slicePage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	}
 	c := p.clips[i]
 	row := o.(*fyne.Container)
-	state := row.Objects[0].(*widget.Label)
-	left := row.Objects[1].(*fyne.Container)
-	play := left.Objects[0].(*widget.Button)
-	id := left.Objects[1].(*widget.Label)
+	cols := row.Objects[0].(*fyne.Container)
+	play := row.Objects[1].(*widget.Button)
+	id := cols.Objects[0].(*widget.Label)
+	state := cols.Objects[1].(*widget.Label)
 	id.SetText(fmt.Sprintf("%s · %s · %.1f s · SNR %.0f dB · speech %.0f dBFS", c.ID, p.origins[c.Source], c.Seconds, c.SNR, c.SpeechDB))
 	if c.Rejected != "" {
 		state.SetText("set aside: " + c.Rejected)
@@ -198,8 +199,8 @@ type labelPage struct {
 	run   *widget.Button
 	force *widget.Check
 	bar   *jobBar
-	model *note
-	msg   *note
+	model *notice
+	msg   *notice
 	// recogniser is what the label step will use, found once (without loading it)
 	recogniser string
 	summary    *widget.Label
@@ -218,12 +219,12 @@ func newLabelPage(w *wizard) *labelPage {
 		}
 	})
 	p.bar = newJobBar()
-	p.model = newNote()
-	p.msg = newNote()
+	p.model = newNotice()
+	p.msg = newNotice()
 	p.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.summary.Wrapping = fyne.TextWrapWord
 	p.list = widget.NewList(func() int { return len(p.clips) }, p.newRow, p.updateRow)
-	top := container.NewVBox(container.NewHBox(p.run, p.force), p.bar.box, p.model, p.msg, p.summary)
+	top := container.NewVBox(container.NewHBox(p.run), p.force, p.bar.box, p.model, p.msg, p.summary)
 	p.box = pageFrame("3  Label", "The speech recogniser (SenseVoice) writes down what each clip says and in which language. "+
 		"Clips whose language differs from the rest, with nothing recognised, or with sounds other than speech are flagged for the next step.",
 		top, p.list)

@@ -28,7 +28,7 @@ type proofPage struct {
 	entries []*commitEntry
 	total   *widget.Label
 	gauge   *widget.ProgressBar
-	msg     *note
+	msg     *notice
 	box     fyne.CanvasObject
 }
 
@@ -45,7 +45,7 @@ func newProofPage(w *wizard) *proofPage {
 	p.total = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.total.Wrapping = fyne.TextWrapWord
 	p.gauge = widget.NewProgressBar()
-	p.msg = newNote()
+	p.msg = newNotice()
 	top := container.NewVBox(container.NewHBox(widget.NewLabel("Show"), container.New(&fixedWidth{w: 280}, p.show)), p.msg)
 	bottom := container.NewVBox(widget.NewSeparator(), p.total, p.gauge)
 	p.box = pageFrame("4  Proofread", "Listen to the clips and correct what the recogniser got wrong: the text must say exactly what is spoken. "+

@@ -89,7 +89,7 @@ func speech(t testing.TB, voice, text string) []float32 {
 	return pcm
 }
 
-func writeTestWAV(t testing.TB, path string, pcm []float32) {
+func writeWizardWAV(t testing.TB, path string, pcm []float32) {
 	t.Helper()
 	if err := audio.WriteWAVFile(path, &audio.Buffer{Format: audio.Mono16k, Data: pcm}, audio.S16); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func shown(o fyne.CanvasObject) string {
 			if v.Visible() {
 				b.WriteString(v.Text + "\n")
 			}
-		case *note:
+		case *notice:
 			if v.Visible() {
 				b.WriteString(v.Text + "\n")
 			}
@@ -195,12 +195,12 @@ func TestWizardStepsOneToFour(t *testing.T) {
 
 	// 1 Collect: import a folder and a broken file
 	in := t.TempDir()
-	writeTestWAV(t, filepath.Join(in, "reading.wav"), longRecording(t, "en-us",
+	writeWizardWAV(t, filepath.Join(in, "reading.wav"), longRecording(t, "en-us",
 		"the quick brown fox jumps over the lazy dog near the river bank",
 		"please remind me to buy bread and milk on the way home tonight",
 		"she sells sea shells by the sea shore every summer morning",
 		"what time does the last train to the city leave this evening"))
-	writeTestWAV(t, filepath.Join(in, "silence.wav"), make([]float32, 3*16000))
+	writeWizardWAV(t, filepath.Join(in, "silence.wav"), make([]float32, 3*16000))
 	os.WriteFile(filepath.Join(in, "notes.txt"), []byte("not audio"), 0o644)
 	broken := filepath.Join(t.TempDir(), "broken.wav")
 	os.WriteFile(broken, []byte("RIFF\x10\x00\x00\x00WAVEjunkjunkjunk"), 0o644)
@@ -491,7 +491,7 @@ func TestCloneFromClip(t *testing.T) {
 	}
 	dir := t.TempDir()
 	clip := filepath.Join(dir, "me.wav")
-	writeTestWAV(t, clip, append(append(make([]float32, 4000), speech(t, "en-us", "hello there, this is my voice, and I like to talk about the weather")...), make([]float32, 4000)...))
+	writeWizardWAV(t, clip, append(append(make([]float32, 4000), speech(t, "en-us", "hello there, this is my voice, and I like to talk about the weather")...), make([]float32, 4000)...))
 	c.load(clip)
 	waitFor(t, u, "the transcript", func() bool { return c.lang.Text != "" })
 	if c.pcm == nil || c.text.Text == "" || c.lang.Text != "English" || c.play.Disabled() {
@@ -508,18 +508,18 @@ func TestCloneFromClip(t *testing.T) {
 	}
 
 	long := filepath.Join(dir, "podcast.wav")
-	writeTestWAV(t, long, make([]float32, 40*16000))
+	writeWizardWAV(t, long, make([]float32, 40*16000))
 	c.load(long)
 	waitFor(t, u, "the long file refused", func() bool { return strings.Contains(c.status.Text, "longer than 30 seconds") })
 	if c.pcm != nil {
 		t.Error("a refused file is kept as the clip")
 	}
 	quiet := filepath.Join(dir, "silence.wav")
-	writeTestWAV(t, quiet, make([]float32, 5*16000))
+	writeWizardWAV(t, quiet, make([]float32, 5*16000))
 	c.load(quiet)
 	waitFor(t, u, "the silent file refused", func() bool { return strings.Contains(c.status.Text, "heard almost nothing") })
 	short := filepath.Join(dir, "short.wav")
-	writeTestWAV(t, short, speech(t, "en-us", "hi there"))
+	writeWizardWAV(t, short, speech(t, "en-us", "hi there"))
 	c.load(short)
 	waitFor(t, u, "the short file refused", func() bool { return strings.Contains(c.status.Text, "at least 3 seconds") })
 
@@ -530,5 +530,36 @@ func TestCloneFromClip(t *testing.T) {
 	waitFor(t, u, "the recording transcribed", func() bool { return c.lang.Text != "" })
 	if got := float64(len(c.pcm)) / 16000; got > clipMaxSeconds+0.01 {
 		t.Errorf("the recorded clip is %.1f s, want at most %.0f", got, clipMaxSeconds)
+	}
+}
+
+// TestWizardFitsNarrowWindows: every step's page fits the narrow window the other panels fit.
+func TestWizardFitsNarrowWindows(t *testing.T) {
+	requireWizardModels(t)
+	svc := newTestCloning(t)
+	u, _ := newTestUI(t, Services{Clone: svc})
+	w := u.wizard
+	check := func(what string) {
+		t.Helper()
+		if got := u.Content().MinSize().Width; got > 700 {
+			t.Errorf("%s: the window needs %.0f px, want ≤ 700 (the wizard needs %.0f)", what, got, w.content.MinSize().Width)
+		}
+	}
+	check("no dataset")
+	if err := w.create("Narrow one with a long name", goalRecognition); err != nil {
+		t.Fatal(err)
+	}
+	svc.hear(append(make([]float32, 8000), speech(t, "en-us", "the clouds are low and grey over the harbour this morning")...))
+	test.Tap(w.collect.record)
+	test.Tap(w.collect.record)
+	waitIdle(t, u)
+	for i := range numSteps {
+		w.step = -1
+		w.show(i)
+		if i == stepSlice {
+			test.Tap(w.slice.run)
+			waitIdle(t, u)
+		}
+		check(stepNames[i])
 	}
 }

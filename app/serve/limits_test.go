@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/tts"
 )
 
 // The limiter admits by work: many cheap jobs fit where a few expensive ones do not, and a
@@ -358,5 +360,78 @@ func TestTranslations(t *testing.T) {
 	r.Body.Close()
 	if !strings.Contains(strings.Join(m.Capabilities, ","), "translation") {
 		t.Errorf("whisper-1 capabilities %v", m.Capabilities)
+	}
+}
+
+// stepTTS speaks one 0.5 s tone per sentence, waiting on next before each after the first.
+type stepTTS struct {
+	fakeTTS
+	next chan struct{}
+}
+
+func (f *stepTTS) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	rate := 24000
+	return tts.NewStream(ctx, nil, func(ctx context.Context, emit func(tts.Chunk) error) error {
+		for i, s := range strings.Split(req.Text, ".") {
+			if strings.TrimSpace(s) == "" {
+				continue
+			}
+			if i > 0 {
+				select {
+				case <-f.next:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			x := make([]float32, rate/2)
+			for j := range x {
+				x[j] = float32(0.3 * math.Sin(2*math.Pi*440*float64(j)/float64(rate)))
+			}
+			if err := emit(tts.Chunk{Samples: x, SampleRate: rate, Sentence: i, Text: s}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}), nil
+}
+
+// Encoded formats stream: the first sentence's mp3/opus/aac reaches the client while the
+// second is still being synthesised, as plain audio and as SSE deltas.
+func TestSpeechEncodedFormatsStream(t *testing.T) {
+	if !encodable()["mp3"] {
+		t.Skip("ffmpeg with libmp3lame not installed")
+	}
+	eng := &stepTTS{next: make(chan struct{})}
+	_, base := testServer(t, Engines{TTS: eng}, nil)
+	for _, tc := range []struct{ format, stream string }{{"mp3", "audio"}, {"opus", "audio"}, {"aac", "audio"}, {"opus", "sse"}} {
+		body := fmt.Sprintf(`{"model":"tts-1","input":"One. Two.","voice":"alloy","response_format":%q,"stream_format":%q}`, tc.format, tc.stream)
+		client := &http.Client{Timeout: 30 * time.Second}
+		resp, err := client.Post(base+"/v1/audio/speech", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan int, 1)
+		go func() {
+			b := make([]byte, 1)
+			n, _ := io.ReadFull(resp.Body, b)
+			got <- n
+		}()
+		select {
+		case n := <-got:
+			if n != 1 {
+				t.Errorf("%s/%s: no first byte", tc.format, tc.stream)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s/%s: nothing arrived before the second sentence was synthesised", tc.format, tc.stream)
+		}
+		eng.next <- struct{}{}
+		rest, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(rest) < 100 {
+			t.Errorf("%s/%s: %d, %d bytes", tc.format, tc.stream, resp.StatusCode, len(rest))
+		}
+		if tc.stream == "sse" && !strings.Contains(string(rest), "speech.audio.done") {
+			t.Errorf("sse stream lacks speech.audio.done")
+		}
 	}
 }

@@ -281,6 +281,9 @@ func New(o Options) (*Server, error) {
 		s.eng.LLM = skillsBackend{s.eng.Skills}
 		s.eng.LLMModel = skillsModel
 	}
+	if s.eng.ASR != nil && s.eng.ASRModel == "" {
+		s.eng.ASRModel = "sensevoice"
+	}
 	if len(s.eng.ASRLanguages) == 0 {
 		s.eng.ASRLanguages = []string{"zh", "en", "yue", "ja", "ko"}
 	}

@@ -425,8 +425,17 @@ type History struct {
 	Voice    string
 	AudioDir string // absolute; "" = no audio saved
 
-	mu   sync.Mutex
-	conv int64
+	mu    sync.Mutex
+	conv  int64
+	audio map[int64][2]string // this assistant's turn → the user's and its own audio file
+}
+
+// AudioOf returns the audio files kept for an exchange of this assistant ("" = none).
+func (h *History) AudioOf(turn int64) (user, assistant string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.audio[turn]
+	return p[0], p[1]
 }
 
 // Conversation is the store's id of the conversation (0 before the first turn).
@@ -456,6 +465,7 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 		h.conv = c.ID
 	}
 	turns := make([]*store.Turn, 0, len(recs))
+	var turnOf []int64 // the exchange of each stored turn
 	var audioErrs []error
 	var written []string
 	for _, r := range recs {
@@ -481,6 +491,7 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 			}
 		}
 		turns = append(turns, t)
+		turnOf = append(turnOf, r.Turn)
 	}
 	if len(turns) == 0 {
 		return nil
@@ -505,6 +516,21 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 			os.Remove(p)
 		}
 		return err
+	}
+	for i, t := range turns {
+		if t.AudioPath == "" {
+			continue
+		}
+		if h.audio == nil {
+			h.audio = map[int64][2]string{}
+		}
+		p := h.audio[turnOf[i]]
+		if t.Role == store.RoleUser {
+			p[0] = t.AudioPath
+		} else {
+			p[1] = t.AudioPath
+		}
+		h.audio[turnOf[i]] = p
 	}
 	if len(audioErrs) > 0 {
 		return fmt.Errorf("%w: %w", app.ErrAudioNotSaved, errors.Join(audioErrs...))

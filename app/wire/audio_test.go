@@ -51,6 +51,9 @@ func TestHistorySavesAudio(t *testing.T) {
 	if err != nil || len(turns) != 2 {
 		t.Fatalf("turns %+v, %v", turns, err)
 	}
+	if u, a := h.AudioOf(1); u != turns[0].AudioPath || a != turns[1].AudioPath || u == "" {
+		t.Errorf("AudioOf(1) = %q, %q; want the stored paths", u, a)
+	}
 	for i, want := range []struct {
 		rate int
 		pcm  []float32
