@@ -94,6 +94,11 @@ func TestRealtimeOverWebSocket(t *testing.T) {
 	if m := read(); m["type"] != "session.created" {
 		t.Fatalf("first event %v", m)
 	}
+	// a voice the engine does not have fails at session.update, not at the first answer
+	write(map[string]any{"type": "session.update", "session": map[string]any{"voice": "klingon"}})
+	if m := read(); m["type"] != "error" || m["error"].(map[string]any)["param"] != "session.voice" {
+		t.Fatalf("unknown voice: %v", m)
+	}
 	write(map[string]any{"type": "session.update", "session": map[string]any{"turn_detection": nil, "voice": "v1"}})
 	if m := read(); m["type"] != "session.updated" {
 		t.Fatalf("update: %v", m)
