@@ -79,7 +79,9 @@ type wizard struct {
 	slice   *slicePage
 	label   *labelPage
 	proof   *proofPage
-	later   [3]*laterPage // train, evaluate, install
+	train   *trainPage
+	eval    *evalPage
+	install *installPage
 }
 
 func newWizard(u *UI) *wizard {
@@ -113,9 +115,9 @@ func newWizard(u *UI) *wizard {
 	w.slice = newSlicePage(w)
 	w.label = newLabelPage(w)
 	w.proof = newProofPage(w)
-	for i := range w.later {
-		w.later[i] = newLaterPage(w, stepTrain+i)
-	}
+	w.train = newTrainPage(w)
+	w.eval = newEvalPage(w)
+	w.install = newInstallPage(w)
 	w.pageBox = container.NewStack()
 
 	start := widget.NewButtonWithIcon(goalLabels[goalVoice]+"…", theme.MediaRecordIcon(), func() { w.newDialog(goalVoice) })
@@ -317,8 +319,12 @@ func (w *wizard) stepState(i int) (done bool, locked string) {
 			return false, why
 		}
 		return s.Usable > 0 && unheard(w.d) == 0, ""
-	case stepTrain, stepEval, stepInstall:
-		return w.later[i-stepTrain].state()
+	case stepTrain:
+		return w.train.state()
+	case stepEval:
+		return w.eval.state()
+	case stepInstall:
+		return w.install.state()
 	}
 	return false, ""
 }
@@ -378,8 +384,12 @@ func (w *wizard) page(i int) wizPage {
 		return w.label
 	case stepProof:
 		return w.proof
+	case stepTrain:
+		return w.train
+	case stepEval:
+		return w.eval
 	}
-	return w.later[i-stepTrain]
+	return w.install
 }
 
 // wizPage is one step's page.
