@@ -884,4 +884,3 @@ func (p *installPage) useIt() {
 		})
 	}()
 }
-
