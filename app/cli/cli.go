@@ -167,7 +167,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "parley %s: %v\n", name, err)
+		// "parley serve: serve: …" says the command twice: packages name themselves
+		fmt.Fprintf(stderr, "parley %s: %s\n", name, strings.TrimPrefix(err.Error(), name+": "))
 		if errors.Is(err, errUsage) {
 			return 2
 		}

@@ -227,17 +227,6 @@ func rejectedText(s clone.Summary) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// recogniserEar adapts the recogniser to the label step.
-type recogniserEar struct{ r *asr.Recognizer }
-
-func (e recogniserEar) Transcribe(ctx context.Context, pcm []float32) (clone.Heard, error) {
-	res, err := e.r.Transcribe(ctx, pcm)
-	if err != nil {
-		return clone.Heard{}, err
-	}
-	return clone.Heard{Text: res.Text, Lang: res.Lang, Event: res.Event}, nil
-}
-
 func finetuneLabel(ctx context.Context, env *cliEnv, d *clone.Dataset, model string, force bool) error {
 	rec, m, err := env.factory().Recognizer(ctx, model, asr.Config{})
 	if errors.Is(err, factory.ErrNoASR) {
@@ -250,7 +239,7 @@ func finetuneLabel(ctx context.Context, env *cliEnv, d *clone.Dataset, model str
 	if m.Demo {
 		env.Log.Warn("the installed recogniser is demo-grade: expect to correct many transcripts (`parley models pull " + factory.RealASR + "` gets the real one)")
 	}
-	if err := d.Label(ctx, recogniserEar{rec}, clone.LabelOptions{Force: force}); err != nil {
+	if err := d.Label(ctx, factory.CloneTranscriber(rec), clone.LabelOptions{Force: force}); err != nil {
 		return err
 	}
 	s := d.Summary()

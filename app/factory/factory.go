@@ -23,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
 	"github.com/parley-voice/parley/voices"
+	"github.com/parley-voice/parley/voices/clone"
 	"github.com/parley-voice/parley/voices/speaker"
 )
 
@@ -253,3 +254,16 @@ func (f *Factory) StorePath(path string) string {
 
 // Store opens the history database (see StorePath).
 func (f *Factory) Store(path string) (*store.Store, error) { return store.Open(f.StorePath(path)) }
+
+// CloneTranscriber adapts a recogniser to the label step of a fine-tune dataset.
+func CloneTranscriber(r *asr.Recognizer) clone.Transcriber { return cloneEar{r} }
+
+type cloneEar struct{ r *asr.Recognizer }
+
+func (e cloneEar) Transcribe(ctx context.Context, pcm []float32) (clone.Heard, error) {
+	res, err := e.r.Transcribe(ctx, pcm)
+	if err != nil {
+		return clone.Heard{}, err
+	}
+	return clone.Heard{Text: res.Text, Lang: res.Lang, Event: res.Event}, nil
+}

@@ -123,6 +123,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	vs.speaker = r.playAside
 	svc.Voices = vs
+	svc.Clone = newCloneService(cfg, log)
 	// one store for the History panel and every assistant the app builds (one pool, and one
 	// place that closes it, after the assistant)
 	db, err := fac.Store(storePath)

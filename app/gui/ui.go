@@ -45,6 +45,7 @@ type UI struct {
 	models   *modelsPanel
 	settings *settingsPanel
 	history  *historyPanel
+	wizard   *wizard
 	banners  *fyne.Container
 	newConv  *widget.Button
 	convTab  *fyne.Container
@@ -92,6 +93,7 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u.models = newModelsPanel(u)
 	u.settings = newSettingsPanel(u)
 	u.history = newHistoryPanel(u)
+	u.wizard = newWizard(u)
 
 	u.newConv = widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), func() { u.newConversation() })
 	u.newConv.Importance = widget.LowImportance
@@ -103,6 +105,7 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 		container.NewTabItemWithIcon(tabModels, theme.DownloadIcon(), u.models.content),
 		container.NewTabItemWithIcon(tabSettings, theme.SettingsIcon(), u.settings.content),
 		container.NewTabItemWithIcon(tabHistory, theme.HistoryIcon(), u.history.content),
+		container.NewTabItemWithIcon(wizardTab, theme.MediaRecordIcon(), u.wizard.content),
 	)
 	u.tabs.SetTabLocation(container.TabLocationLeading)
 	u.tabs.OnSelected = func(t *container.TabItem) {
@@ -116,6 +119,8 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 			u.history.refresh()
 		case tabVoice:
 			u.voice.refresh()
+		case wizardTab:
+			u.wizard.shown()
 		}
 	}
 	u.content = u.tabs
@@ -469,9 +474,9 @@ func (u *UI) installKeys() {
 		u.showTab(tabConversation)
 		c.Focus(u.talk.entry)
 	})
-	// Alt+1…5 switch between the panels, by their place in the list (the one place a panel is
+	// Alt+1…6 switch between the panels, by their place in the list (the one place a panel is
 	// reached by number).
-	for i, k := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5} {
+	for i, k := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5, fyne.Key6} {
 		c.AddShortcut(&desktop.CustomShortcut{KeyName: k, Modifier: fyne.KeyModifierAlt}, func(fyne.Shortcut) {
 			u.tabs.SelectIndex(i)
 		})

@@ -193,6 +193,7 @@ func newVoicePanel(u *UI) *voicePanel {
 		p.text,
 		container.NewGridWithColumns(3, p.preview, p.replay, p.saveWAV),
 		container.NewGridWithColumns(2, p.save, p.use),
+		cloneClipButton(u),
 		p.status,
 	)
 	p.capsTitle = widget.NewLabelWithStyle("What the engine does", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})

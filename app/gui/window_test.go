@@ -50,6 +50,8 @@ func TestMain(m *testing.M) {
 			os.Exit(sigtermHelper(dir))
 		case "idle":
 			os.Exit(idleHelper(dir))
+		case "wizard":
+			os.Exit(wizardHelper(dir))
 		}
 		os.Exit(windowHelper(dir))
 	}

@@ -435,3 +435,12 @@ func TestSpeechEncodedFormatsStream(t *testing.T) {
 		}
 	}
 }
+
+func TestBCP47(t *testing.T) {
+	for in, want := range map[string]string{"en-gb": "en-GB", "en_us": "en-US", "cmn-latn-pinyin": "cmn-Latn-pinyin", "fr": "fr",
+		"es-419": "es-419", "vi-vn-x-south": "vi-VN-x-south", "pt-BR": "pt-BR", "EN": "en"} {
+		if got := bcp47(in); got != want {
+			t.Errorf("bcp47(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -94,6 +94,11 @@ func TestRealtimeOverWebSocket(t *testing.T) {
 	if m := read(); m["type"] != "session.created" {
 		t.Fatalf("first event %v", m)
 	}
+	// a voice the engine does not have fails at session.update, not at the first answer
+	write(map[string]any{"type": "session.update", "session": map[string]any{"voice": "klingon"}})
+	if m := read(); m["type"] != "error" || m["error"].(map[string]any)["param"] != "session.voice" {
+		t.Fatalf("unknown voice: %v", m)
+	}
 	write(map[string]any{"type": "session.update", "session": map[string]any{"turn_detection": nil, "voice": "v1"}})
 	if m := read(); m["type"] != "session.updated" {
 		t.Fatalf("update: %v", m)
@@ -232,12 +237,29 @@ func TestWyomingThroughServer(t *testing.T) {
 	if len(info.TTS) != 1 || len(info.TTS[0].Voices) == 0 || len(info.TTS[0].Voices[0].Languages) == 0 || !info.TTS[0].SupportsSynthesizeStreaming {
 		t.Errorf("TTS info %+v", info)
 	}
-	hasSpeakers := false
+	// the engine's presets are the voices; OpenAI's names are never voices or languages
+	var names []string
 	for _, v := range info.TTS[0].Voices {
-		hasSpeakers = hasSpeakers || len(v.Speakers) > 0
+		names = append(names, v.Name)
+		if !v.Installed || v.Description == "" || v.Attribution.Name == "" || len(v.Languages) == 0 {
+			t.Errorf("voice lacks Home Assistant's fields: %+v", v)
+		}
 	}
-	if !hasSpeakers {
-		t.Error("no voice lists speakers")
+	if strings.Join(names, " ") != "af_alloy bm_fable v1" {
+		t.Errorf("voices %v, want the engine's presets", names)
+	}
+	// a message for the other service gets an error event, not silence
+	c.Write(wyoming.NewEvent(wyoming.TypeSynthesize, map[string]any{"text": "hello"}))
+	if e, err := c.Read(5 * time.Second); err != nil || e.Type != wyoming.TypeError {
+		t.Errorf("synthesize on the ASR port: %v %v", e, err)
+	}
+	tc.Write(wyoming.NewEvent(wyoming.TypeTranscribe, nil))
+	if e, err := tc.Read(5 * time.Second); err != nil || e.Type != wyoming.TypeError {
+		t.Errorf("transcribe on the TTS port: %v %v", e, err)
+	}
+	tc.Write(wyoming.NewEvent(wyoming.TypeAudioStart, f))
+	if e, err := tc.Read(5 * time.Second); err != nil || e.Type != wyoming.TypeError {
+		t.Errorf("audio-start on the TTS port: %v %v", e, err)
 	}
 	tc.Write(wyoming.NewEvent(wyoming.TypeSynthesize, map[string]any{"text": "One two three.", "voice": map[string]string{"name": "v1", "speaker": "onyx"}}))
 	var pcm []byte
@@ -271,7 +293,7 @@ func TestWyomingThroughServer(t *testing.T) {
 	resp, _ := http.Get(base + "/metrics")
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(b), `parley_wyoming_events_total{type="synthesize"} 2`) {
+	if !strings.Contains(string(b), `parley_wyoming_events_total{type="synthesize"} 3`) {
 		t.Errorf("metrics lack Wyoming counts:\n%s", b)
 	}
 }

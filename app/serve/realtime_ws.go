@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -135,10 +136,15 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := realtime.Config{
-		Transcriber:      rtASR{s},
-		Brain:            br,
-		Voice:            rtVoice{s},
-		NewVAD:           s.newVAD,
+		Transcriber: rtASR{s},
+		Brain:       br,
+		Voice:       rtVoice{s},
+		NewVAD:      s.newVAD,
+		CheckVoice: func(name string) error {
+			vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			return s.checkVoice(vctx, name)
+		},
 		Budget:           s.audioMem,
 		NewChunker:       func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
 		Model:            r.URL.Query().Get("model"),
@@ -310,4 +316,36 @@ func SileroVADs(pool *vad.ModelPool) (newVAD func() (app.VAD, error)) {
 		}
 		return app.SileroVAD{D: d}, nil
 	}
+}
+
+// checkVoice says whether the voice engine speaks with the named voice: OpenAI's names and
+// the library's voices for this engine are known; any other name is tried on the engine (a
+// one-letter synthesis, stopped at once), so engine presets and their variants
+// ("en-gb+f2") pass and unknown names fail before any answer needs them.
+func (s *Server) checkVoice(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, ok := OpenAIVoices[strings.ToLower(name)]; ok {
+		return nil
+	}
+	req, e := s.applyVoice(tts.Request{Text: "a"}, name, engines.Explicit{})
+	if e != nil {
+		return errors.New(e.Message)
+	}
+	if req.Voice == "" || slices.Contains(s.eng.TTS.Capabilities().Voices, req.Voice) {
+		return nil // a library voice, or a preset the engine lists
+	}
+	e = s.job(ctx, s.ttsLim, 1, func(ctx context.Context) *APIError {
+		st, err := s.eng.TTS.Synthesize(ctx, req)
+		if err != nil {
+			return ttsError(err)
+		}
+		st.Close()
+		return nil
+	})
+	if e != nil && e.Code != nil && *e.Code == "invalid_voice" {
+		return fmt.Errorf("%s (OpenAI's voices: %s)", e.Message, strings.Join(sortedKeys(OpenAIVoices), ", "))
+	}
+	return nil // busy or failing engines are not the voice's fault: the answer will say
 }

@@ -499,9 +499,9 @@ func (e *Engine) vocode(ctx context.Context, hiddens []float32, frames int, ist 
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer tMel.Destroy()
-	opts, done, err := runOptions(ctx)
+	opts, done, err := gpu.RunOptions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer done()
 	if err := e.dec.RunWithOptions([]ort.Value{in}, []ort.Value{tMel}, opts); err != nil {
