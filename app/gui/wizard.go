@@ -66,6 +66,7 @@ type wizard struct {
 
 	picker   *widget.Select
 	newBtn   *widget.Button
+	delBtn   *widget.Button
 	goalSel  *widget.Select
 	stepBtns [numSteps]*widget.Button
 	back     *widget.Button
@@ -89,6 +90,7 @@ func newWizard(u *UI) *wizard {
 	w.picker = widget.NewSelect(nil, func(name string) { w.openNamed(name) })
 	w.picker.PlaceHolder = "(no dataset)"
 	w.newBtn = widget.NewButtonWithIcon("New…", theme.ContentAddIcon(), func() { w.newDialog(w.goal) })
+	w.delBtn = widget.NewButtonWithIcon("", theme.DeleteIcon(), func() { w.confirmDelete() })
 	w.goalSel = widget.NewSelect([]string{goalLabels[goalVoice], goalLabels[goalRecognition]}, func(s string) {
 		for g, l := range goalLabels {
 			if l == s && g != w.goal {
@@ -132,7 +134,7 @@ func newWizard(u *UI) *wizard {
 
 	// the goal's select is as wide as its longest choice when there is room, and shrinks
 	// (truncating) on a narrow window
-	header := container.NewBorder(nil, nil, widget.NewLabel("Dataset"), w.newBtn,
+	header := container.NewBorder(nil, nil, widget.NewLabel("Dataset"), container.NewHBox(w.newBtn, w.delBtn),
 		container.NewGridWithColumns(2, w.picker, w.goalSel))
 	nav := container.NewBorder(nil, nil, w.back, w.next)
 	left := container.NewVBox(steps)
@@ -280,6 +282,47 @@ func (w *wizard) create(name, goal string) error {
 }
 
 var errBusy = errors.New("a step is still running")
+
+func (w *wizard) confirmDelete() {
+	if w.d == nil || w.busy != nil {
+		return
+	}
+	s := w.d.Summary()
+	dialog.ShowConfirm("Delete dataset", fmt.Sprintf("Delete the dataset %s: its %d recordings, %d clips and their transcripts? This cannot be undone.",
+		w.d.Name, s.Sources, s.Clips), func(ok bool) {
+		if ok {
+			w.deleteDataset()
+		}
+	}, w.u.win)
+}
+
+// deleteDataset removes the open dataset from disk (a training job's own files stay with the job).
+func (w *wizard) deleteDataset() error {
+	if w.d == nil || w.busy != nil {
+		return errBusy
+	}
+	if w.train.run && w.train.runKey == w.train.keyNow() {
+		w.setNote("This dataset is training: cancel the job first (step 5).")
+		return errBusy
+	}
+	w.proof.commit()
+	w.stopPlaying()
+	dir := w.d.Dir()
+	if _, err := clone.Open(dir); err != nil { // never remove a folder that is not a dataset
+		w.setNote("Could not delete: " + err.Error())
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		w.setNote("Could not delete the dataset: " + err.Error())
+		return err
+	}
+	w.u.app.Preferences().RemoveValue("wizard.dataset")
+	w.d = nil
+	w.picker.ClearSelected()
+	w.loadList()
+	w.refresh()
+	return nil
+}
 
 // setNote shows (or hides, for "") a message about the dataset as a whole.
 func (w *wizard) setNote(msg string) { w.note.SetText(msg) }
@@ -482,10 +525,15 @@ func (w *wizard) setStepsEnabled(on bool) {
 		w.picker.Enable()
 		w.newBtn.Enable()
 		w.goalSel.Enable()
+		w.delBtn.Enable()
 	} else if w.svc != nil && w.busy != nil {
 		w.picker.Disable()
 		w.newBtn.Disable()
 		w.goalSel.Disable()
+		w.delBtn.Disable()
+	}
+	if w.d == nil {
+		w.delBtn.Disable()
 	}
 }
 

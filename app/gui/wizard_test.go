@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -353,8 +354,9 @@ func TestWizardStepsOneToFour(t *testing.T) {
 func TestWizardGuidedRecording(t *testing.T) {
 	requireWizardModels(t)
 	svc := newTestCloning(t)
-	u, _ := newTestUI(t, Services{Clone: svc})
+	u, win := newTestUI(t, Services{Clone: svc})
 	w := u.wizard
+	u.tabs.SelectIndex(5)
 	if err := w.create("Rec", goalVoice); err != nil {
 		t.Fatal(err)
 	}
@@ -390,10 +392,16 @@ func TestWizardGuidedRecording(t *testing.T) {
 	if !strings.Contains(p.status.Text, "only 0.5 s") {
 		t.Errorf("a short take: %q", p.status.Text)
 	}
-	// a good take, then a retake
+	// a good take (Ctrl+R starts and stops it), then a retake
 	svc.hear(speech(t, "en-us", prompt))
-	test.Tap(p.record)
-	test.Tap(p.record)
+	ctrl := func(k fyne.KeyName) {
+		win.Canvas().(interface{ TypedShortcut(fyne.Shortcut) }).TypedShortcut(&desktop.CustomShortcut{KeyName: k, Modifier: fyne.KeyModifierShortcutDefault})
+	}
+	ctrl(fyne.KeyR)
+	if p.recording == nil {
+		t.Fatal("Ctrl+R does not start a take")
+	}
+	ctrl(fyne.KeyR)
 	waitIdle(t, u)
 	if !strings.HasPrefix(p.status.Text, "Saved the take") || len(w.d.Sources) != 1 || w.d.Sources[0].Text != prompt {
 		t.Fatalf("a good take: %q, sources %+v", p.status.Text, w.d.Sources)
@@ -410,7 +418,7 @@ func TestWizardGuidedRecording(t *testing.T) {
 	if len(w.d.Sources) != 1 || w.d.Sources[0].ID == first {
 		t.Errorf("the retake did not replace the take: %+v", w.d.Sources)
 	}
-	test.Tap(p.skip)
+	ctrl(fyne.KeyRight)
 	if p.sentence.Text != clone.Prompts("en")[1] || p.record.Text != "Record" {
 		t.Errorf("next sentence %q, button %q", p.sentence.Text, p.record.Text)
 	}
@@ -419,6 +427,17 @@ func TestWizardGuidedRecording(t *testing.T) {
 	w.openNamed("Rec")
 	if p.sentence.Text != clone.Prompts("en")[1] {
 		t.Errorf("reopened at %q", p.sentence.Text)
+	}
+	// deleting the dataset removes its folder and returns to the start
+	dir := w.d.Dir()
+	if err := w.deleteDataset(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || w.d != nil || len(w.picker.Options) != 0 {
+		t.Errorf("after delete: %v, options %v", err, w.picker.Options)
+	}
+	if !strings.Contains(shown(w.content), "Teach Parley your voice") {
+		t.Error("the start page is not shown after deleting the dataset")
 	}
 }
 
