@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -63,6 +64,7 @@ type wizard struct {
 	// nothing on the UI goroutine reads or changes it.
 	busy    context.CancelFunc
 	playing context.CancelFunc // the clip being played
+	heldMic bool               // the wizard muted the assistant while it records
 
 	picker   *widget.Select
 	newBtn   *widget.Button
@@ -174,6 +176,33 @@ func (w *wizard) shown() {
 		}
 	}
 	w.refresh()
+}
+
+// tabChanged is told which tab the window shows now.
+func (w *wizard) tabChanged(tab string) {
+	if tab != wizardTab {
+		w.releaseMic()
+	}
+}
+
+// holdMic stops the assistant listening while the wizard records: hands-free (or waiting
+// for the wake word) it would hear the sentences read for the wizard, answer them, and its
+// answers would end up in the takes. The assistant listens again when the person leaves
+// the recording page.
+func (w *wizard) holdMic() {
+	u := w.u
+	if w.heldMic || u.muted || u.mode == app.PushToTalk {
+		return
+	}
+	w.heldMic = true
+	u.setMuted(true)
+}
+
+func (w *wizard) releaseMic() {
+	if w.heldMic {
+		w.heldMic = false
+		w.u.setMuted(false)
+	}
 }
 
 // prefs keys are per dataset name.
@@ -410,6 +439,9 @@ func (w *wizard) show(i int) {
 	}
 	if w.step == stepProof && i != stepProof {
 		w.proof.commit()
+	}
+	if i != stepCollect {
+		w.releaseMic()
 	}
 	w.stopPlaying()
 	w.step = i

@@ -276,6 +276,7 @@ func (p *collectPage) toggleRecord() {
 		return
 	}
 	w.stopPlaying()
+	w.holdMic()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.recording = cancel
 	w.busy = cancel

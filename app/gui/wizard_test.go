@@ -18,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices/clone"
@@ -580,5 +581,47 @@ func TestWizardFitsNarrowWindows(t *testing.T) {
 			waitIdle(t, u)
 		}
 		check(stepNames[i])
+	}
+}
+
+// TestWizardHoldsTheMicrophone: a hands-free assistant stops listening while the wizard
+// records (it would answer the sentences read for the wizard) and listens again when the
+// person leaves the recording page.
+func TestWizardHoldsTheMicrophone(t *testing.T) {
+	requireWizardModels(t)
+	svc := newTestCloning(t)
+	var modes []app.Mode
+	u, _ := newTestUI(t, Services{Clone: svc, SetMode: func(m app.Mode) error { modes = append(modes, m); return nil }})
+	u.mode = app.HandsFree
+	u.Attach(newFakeAssistant(), nil)
+	w := u.wizard
+	u.tabs.SelectIndex(5)
+	if err := w.create("Mic", goalVoice); err != nil {
+		t.Fatal(err)
+	}
+	svc.hear(speech(t, "en-us", w.collect.prompts[0]))
+	test.Tap(w.collect.record)
+	test.Tap(w.collect.record)
+	waitIdle(t, u)
+	waitFor(t, u, "the assistant muted", func() bool { return len(modes) == 1 })
+	if !u.muted || modes[0] != app.PushToTalk {
+		t.Errorf("while recording: muted=%v, modes %v", u.muted, modes)
+	}
+	test.Tap(w.collect.record) // a second take does not switch again
+	test.Tap(w.collect.record)
+	waitIdle(t, u)
+	w.show(stepSlice)
+	waitFor(t, u, "the assistant listening again", func() bool { return len(modes) == 2 })
+	if u.muted || modes[1] != app.HandsFree {
+		t.Errorf("after leaving the page: muted=%v, modes %v", u.muted, modes)
+	}
+	// a push-to-talk assistant is left alone
+	w.show(stepCollect)
+	u.mode = app.PushToTalk
+	test.Tap(w.collect.record)
+	test.Tap(w.collect.record)
+	waitIdle(t, u)
+	if u.muted || len(modes) != 2 {
+		t.Errorf("push-to-talk: muted=%v, modes %v", u.muted, modes)
 	}
 }
