@@ -109,6 +109,7 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	)
 	u.tabs.SetTabLocation(container.TabLocationLeading)
 	u.tabs.OnSelected = func(t *container.TabItem) {
+		u.wizard.tabChanged(t.Text)
 		u.updateLevels()
 		u.models.shown(t.Text == tabModels)
 		u.history.shown(t.Text == tabHistory)

@@ -458,7 +458,9 @@ func (p *trainPage) event(ev tune.Event) {
 		p.mu.Lock()
 		p.pending = false
 		p.mu.Unlock()
-		if p.w.step == stepTrain && p.running() && p.w.busy == nil {
+		u := p.w.u
+		onScreen := u.tabs == nil || (u.tabs.Selected() != nil && u.tabs.Selected().Text == wizardTab)
+		if p.w.step == stepTrain && p.running() && p.w.busy == nil && onScreen {
 			p.refresh()
 		}
 	})

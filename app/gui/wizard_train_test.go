@@ -164,6 +164,7 @@ func (f *fakeTraining) ticks(n int) {
 func labelledDataset(t *testing.T, u *UI, name, goal string) {
 	t.Helper()
 	w := u.wizard
+	u.tabs.SelectIndex(5)
 	if err := w.create(name, goal); err != nil {
 		t.Fatal(err)
 	}
