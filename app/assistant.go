@@ -508,7 +508,7 @@ func (a *Assistant) handle(m any) {
 			a.setState(Idle)
 		}
 	case msgEarError:
-		a.publish(Event{Kind: EvError, Turn: a.turnID.Load(), Err: "microphone: " + m.err.Error()})
+		a.publish(Event{Kind: EvError, Turn: a.turnID.Load(), Err: &StageError{"microphone", PartAudio, m.err}})
 		a.log.Error("microphone", "err", m.err)
 		a.pendBarge, a.overStart = false, -1 // the speech they belonged to is gone
 		if a.pttStart >= 0 || a.utterStart >= 0 {

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
@@ -134,10 +133,8 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 	if f.timeout > 0 {
 		dctx, dcancel = context.WithDeadline(ctx, start.Add(f.timeout))
 	}
-	choice, err := discover.Select(dctx, discover.Options{
-		Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: env.Log,
-		Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads,
-	})
+	fac := factory.New(&cfg, env.Log)
+	choice, err := fac.SelectLLM(dctx)
 	dcancel()
 	if err != nil {
 		if f.timeout > 0 && time.Since(start) >= f.timeout {
@@ -157,24 +154,16 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	var timers skills.TimerStore
-	ft, err := skills.OpenFileTimers(filepath.Join(assets.DataDir(), "timers.json"))
-	if err != nil {
-		// Keep the file as it is (never overwrite what we cannot read) and chat anyway.
-		fmt.Fprintf(env.Stderr, "parley chat: warning: %v; timers will not be saved this session\n", err)
-		timers = &skills.MemTimers{}
-	} else {
-		timers = ft
-	}
-	sk, err := skills.New(skills.Options{Timers: timers, Logger: env.Log, Language: replyLanguage(cfg.Assistant.Language)})
-	if err != nil {
+	sk, err := fac.Skills(assets.DataDir())
+	if sk == nil {
 		return err
 	}
-	b, err := brain.New(brain.Config{
-		Backend: choice.Backend, Model: choice.Model, Skills: sk, LocalFirst: f.localFirst, NoTools: f.noTools,
-		Persona:   llm.Persona{Prompt: cfg.LLM.Persona, Spoken: true},
-		MaxTokens: cfg.LLM.MaxTokens, MaxDuration: f.timeout, Logger: env.Log,
-	})
+	if err != nil {
+		// The file is kept as it is (never overwrite what we cannot read); chat anyway.
+		fmt.Fprintf(env.Stderr, "parley chat: warning: %v; timers will not be saved this session\n", err)
+	}
+	b, err := fac.Brain(factory.Brain{Choice: choice, Skills: sk, LocalFirst: f.localFirst, NoTools: f.noTools,
+		Spoken: true, Timeout: f.timeout})
 	if err != nil {
 		return err
 	}
@@ -317,15 +306,6 @@ func pullModel(ctx context.Context, c *ollama.Client, model string, w io.Writer)
 		return fmt.Errorf("pull %s: %w", model, err)
 	}
 	return nil
-}
-
-// replyLanguage maps assistant.language onto the skills' default reply language.
-func replyLanguage(lang string) string {
-	switch strings.ToLower(lang) {
-	case "zh", "yue":
-		return "zh"
-	}
-	return "en"
 }
 
 func chatIsTerminal(r io.Reader) bool {

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/vad"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -199,8 +199,7 @@ func printProblems(w io.Writer, problems []clone.Problem) {
 }
 
 func finetuneSlice(ctx context.Context, env *cliEnv, d *clone.Dataset) error {
-	cfg := vad.Config{GPU: gpu.Options{Provider: gpu.ProviderCPU, IntraOpThreads: 1}}
-	det, err := vad.New(cfg)
+	det, err := env.factory().VAD(vad.Config{})
 	if err != nil {
 		return fmt.Errorf("voice activity detection: %w", err)
 	}
@@ -228,42 +227,19 @@ func rejectedText(s clone.Summary) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// recogniserEar adapts the recogniser to the label step.
-type recogniserEar struct{ r *asr.Recognizer }
-
-func (e recogniserEar) Transcribe(ctx context.Context, pcm []float32) (clone.Heard, error) {
-	res, err := e.r.Transcribe(ctx, pcm)
-	if err != nil {
-		return clone.Heard{}, err
-	}
-	return clone.Heard{Text: res.Text, Lang: res.Lang, Event: res.Event}, nil
-}
-
 func finetuneLabel(ctx context.Context, env *cliEnv, d *clone.Dataset, model string, force bool) error {
-	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
-	if err != nil {
-		return err
+	rec, m, err := env.factory().Recognizer(ctx, model, asr.Config{})
+	if errors.Is(err, factory.ErrNoASR) {
+		return fmt.Errorf("%w (or give --model DIR)", err)
 	}
-	dir, id, err := mgr.Resolve(ctx, assets.KindASR, model)
-	if errors.Is(err, assets.ErrNotInstalled) {
-		return fmt.Errorf("no speech recognition model is installed; run `parley models pull sensevoice-small-int8` (or give --model DIR)")
-	}
-	if err != nil {
-		return err
-	}
-	cfg := asr.Config{Logger: env.Log}
-	if env.Config != nil {
-		cfg.Provider, cfg.Threads = env.Config.Runtime.Provider, env.Config.Runtime.IntraOpThreads
-	}
-	rec, err := asr.New(dir, cfg)
 	if err != nil {
 		return err
 	}
 	defer rec.Close()
-	if m, err := mgr.Registry().Lookup(id); err == nil && m.Demo {
-		env.Log.Warn("the installed recogniser is demo-grade: expect to correct many transcripts (`parley models pull sensevoice-small-int8` gets the real one)")
+	if m.Demo {
+		env.Log.Warn("the installed recogniser is demo-grade: expect to correct many transcripts (`parley models pull " + factory.RealASR + "` gets the real one)")
 	}
-	if err := d.Label(ctx, recogniserEar{rec}, clone.LabelOptions{Force: force}); err != nil {
+	if err := d.Label(ctx, factory.CloneTranscriber(rec), clone.LabelOptions{Force: force}); err != nil {
 		return err
 	}
 	s := d.Summary()

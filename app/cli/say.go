@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
-	"github.com/parley-voice/parley/voices"
 )
 
 func init() {
@@ -73,22 +73,15 @@ func (f *sayFlags) request(fs *flag.FlagSet, env *cliEnv, text string) (tts.Engi
 	if f.seed != 0 {
 		req.Seed, req.HasSeed = f.seed, true
 	}
-	var v *voices.Voice
-	if f.voice != "" && voices.ValidName(f.voice) == nil {
-		if lib, err := voices.Open(voices.DefaultDir()); err == nil {
-			got, err := lib.Get(f.voice)
-			switch {
-			case err == nil:
-				v = got
-				if !set["engine"] {
-					f.engine = v.Engine // a library voice brings its engine
-				}
-			case !errors.Is(err, voices.ErrNotFound):
-				return nil, req, set, err
-			}
-		}
+	fac := env.factory()
+	v, err := fac.LibraryVoice(f.voice)
+	if err != nil {
+		return nil, req, set, err
 	}
-	eng, err := engines.Open(engines.Options{Engine: f.engine, ModelDir: f.model, Log: env.Log})
+	if v != nil && !set["engine"] {
+		f.engine = v.Engine // a library voice brings its engine
+	}
+	eng, err := fac.Voice(factory.Voice{Engine: f.engine, Model: f.model})
 	if err != nil {
 		return nil, req, set, err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/voices"
 )
@@ -162,5 +163,29 @@ func TestChatTTSBecomesDefault(t *testing.T) {
 	}
 	if code, o, _ := runCLI(t, "models", "list"); code != 0 || !strings.Contains(o, "chattts") || !strings.Contains(o, "in use") {
 		t.Errorf("models list: %s", o)
+	}
+}
+
+// `say --provider cuda` on a machine without a usable GPU runs on the CPU and says why, as
+// transcribe does: the provider reaches the voice's sessions (and `voices preview`'s, which
+// opens the voice the same way), whose fallback is logged with its reason.
+func TestSayProviderFallback(t *testing.T) {
+	gputest.RequireORT(t)
+	if r, err := gpu.DiscoverGPUs(); err == nil && len(r.Devices) > 0 {
+		t.Skip("this machine has a GPU: the fallback is not taken")
+	}
+	dir := isolate(t)
+	model := "../../testdata/chattts/tiny"
+	for _, args := range [][]string{
+		{"--provider", "cuda", "say", "--engine", "chattts", "--model", model, "--seed", "3", "-o", filepath.Join(dir, "c.wav"), "hello"},
+		{"--provider", "cuda", "transcribe", "--model", tinyASR, filepath.Join("..", "..", "testdata", "speech", "test-000004.wav")},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if !strings.Contains(errOut, "execution provider unavailable, using CPU") || !strings.Contains(errOut, "wanted=cuda:0") || !strings.Contains(errOut, "reason=") {
+			t.Errorf("%v: the fallback is not reported:\n%s", args[2], errOut)
+		}
 	}
 }

@@ -116,6 +116,8 @@ type Services struct {
 	LogDir string
 	// Clone backs the fine-tune wizard (wizard*.go): datasets, slicing, labelling, recording.
 	Clone Cloning
+	// Training runs the wizard's fine-tune jobs (steps 5–7); nil where this build has none.
+	Training Training
 	// Diagnostics reports the runtime, devices and models as JSON (Settings → Copy
 	// diagnostics: what a bug report needs).
 	Diagnostics func(ctx context.Context) ([]byte, error)

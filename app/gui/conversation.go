@@ -172,9 +172,9 @@ func (c *conversation) delta(turn int64, text string) {
 	c.scrollDown()
 }
 
-func (c *conversation) failed(turn int64, msg string) {
+func (c *conversation) failed(turn int64, n app.Note) {
 	b := c.parleyBubble(turn)
-	b.setError(msg)
+	b.setError(n)
 	c.scrollDown()
 }
 
@@ -185,7 +185,7 @@ func (c *conversation) done(ex *app.Exchange) {
 	if c.userAt(ex.Turn) == nil && ex.Transcript.Text != "" {
 		c.userTurn(ex.Turn, ex.Transcript)
 	}
-	if ex.FullAnswer == "" && ex.Answer == "" && ex.Err == "" {
+	if ex.FullAnswer == "" && ex.Answer == "" && ex.Err == nil {
 		return
 	}
 	b := c.parleyBubble(ex.Turn)
@@ -196,8 +196,8 @@ func (c *conversation) done(ex *app.Exchange) {
 	case ex.FullAnswer != "":
 		b.setText(ex.FullAnswer)
 	}
-	if ex.Err != "" && b.errText == "" {
-		b.setError(ex.Err)
+	if ex.Err != nil && b.errText == "" {
+		b.setError(app.NoteOf(ex.Err))
 	}
 	b.setLatency(ex)
 	c.scrollDown()
@@ -362,9 +362,9 @@ func (b *bubble) setInterrupted(full string) {
 	b.marks.Show()
 }
 
-func (b *bubble) setError(msg string) {
-	b.errText = msg
-	l := widget.NewLabel(friendlyError(msg))
+func (b *bubble) setError(n app.Note) {
+	b.errText = n.Message
+	l := widget.NewLabel(friendlyError(n))
 	l.Wrapping = fyne.TextWrapWord
 	l.Importance = widget.DangerImportance
 	l.SizeName = theme.SizeNameCaptionText

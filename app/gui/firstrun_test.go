@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 
+	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/assets"
 )
 
@@ -86,9 +87,10 @@ func TestFirstRunNothingMissing(t *testing.T) {
 	if f := u.offerFirstRun(nil, nil); f != nil || len(u.banners.Objects) != 0 {
 		t.Error("an offer with nothing to fetch")
 	}
-	notes := []string{"voice activity: Silero VAD is not installed, so an energy detector listens; `parley models pull silero-vad-v5` fetches it", "brain: offline skills only"}
+	notes := []app.Note{{Part: app.PartVAD, Kind: app.NoteMissing, Model: "silero-vad-v5", Message: "voice activity: Silero VAD is not installed"},
+		{Part: app.PartBrain, Kind: app.NoteFallback, Message: "brain: offline skills only"}}
 	got := withoutPulls(notes, []assets.ModelStatus{{ID: "silero-vad-v5"}})
-	if len(got) != 1 || got[0] != notes[1] {
-		t.Errorf("withoutPulls kept %q", got)
+	if len(got) != 1 || got[0].Message != notes[1].Message {
+		t.Errorf("withoutPulls kept %+v", got)
 	}
 }

@@ -200,7 +200,7 @@ func (p *historyPanel) openConv(id int64, title string) {
 						b.setInterrupted(t.Text)
 					}
 					if t.Error != "" {
-						b.setError(t.Error)
+						b.setError(app.Note{Kind: app.NoteFailed, Message: t.Error})
 					}
 				}
 				c.list.Add(b.row)

@@ -79,7 +79,7 @@ func TestTextOnlyHint(t *testing.T) {
 // TestSettingsFieldsAligned: the fields of every Settings section start at one x.
 func TestSettingsFieldsAligned(t *testing.T) {
 	u, w := newTestUI(t, Services{Config: config.Default()})
-	u.tabs.SelectIndex(3)
+	u.showTab(tabSettings)
 	w.Content().Refresh()
 	d := fyne.CurrentApp().Driver()
 	x := float32(-1)

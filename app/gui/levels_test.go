@@ -65,7 +65,7 @@ func TestPushToTalkAtRestShowsNoLevels(t *testing.T) {
 		t.Errorf("status %q once the microphone delivers", got)
 	}
 
-	u.tabs.SelectIndex(3) // Settings: the meter is not on screen
+	u.showTab(tabSettings) // Settings: the meter is not on screen
 	if u.talk.meter.frac != 0 {
 		t.Error("the meter kept its level off screen")
 	}
@@ -77,7 +77,7 @@ func TestPushToTalkAtRestShowsNoLevels(t *testing.T) {
 	if *levels != n {
 		t.Errorf("%d levels reached the UI while another panel was shown", *levels-n)
 	}
-	u.tabs.SelectIndex(0)
+	u.showTab(tabConversation)
 	f.ch <- app.Event{Kind: app.EvLevel, Level: -10}
 	settle(t, u, f, all)
 	if *levels != n+1 {

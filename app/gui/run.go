@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,13 +21,13 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/store"
-	"github.com/parley-voice/parley/voices"
 )
 
 // AppID is the desktop app's identifier (FyneApp.toml, preferences, the .desktop file).
@@ -98,13 +99,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	w := fa.NewWindow("Parley")
 	w.SetIcon(appIcon())
 
-	storePath := o.StorePath
-	if storePath == "" {
-		storePath = cfg.Store.Path
-	}
-	if storePath == "" {
-		storePath = filepath.Join(assets.DataDir(), "parley.db")
-	}
+	fac := factory.New(cfg, log)
+	storePath := fac.StorePath(o.StorePath)
 	r := &runner{cfg: cfg, o: o, log: log, storePath: storePath}
 	svc := Services{
 		Devices:     deviceService{log: log},
@@ -120,7 +116,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Warn("model manager unavailable", "err", err)
 	}
 	vs := &voiceService{cfg: cfg, log: log}
-	if lib, err := voices.Open(voices.DefaultDir()); err == nil {
+	if lib, err := fac.Voices(); err == nil {
 		vs.lib = lib
 	} else {
 		log.Warn("voice library unavailable", "err", err)
@@ -130,7 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	svc.Clone = newCloneService(cfg, log)
 	// one store for the History panel and every assistant the app builds (one pool, and one
 	// place that closes it, after the assistant)
-	db, err := store.Open(storePath)
+	db, err := fac.Store(storePath)
 	if err == nil {
 		r.db = db
 		svc.History = historyService{db}
@@ -274,17 +270,18 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	bctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	a, err := wire.Build(bctx, cfg, wo)
-	var notes []string
+	var notes []app.Note
 	if err != nil && !wo.NoAudio && ctx.Err() == nil {
 		r.log.Warn("assistant with audio failed; text only", "err", err)
-		notes = append(notes, "audio unavailable ("+err.Error()+"): Parley answers typed messages in text. Check the microphone and speaker in Settings.")
+		notes = append(notes, app.Note{Part: app.PartAudio, Kind: app.NoteUnavailable, Err: err,
+			Message: "audio unavailable (" + err.Error() + "): Parley answers typed messages in text. Check the microphone and speaker in Settings."})
 		wo.NoAudio = true
 		a, err = wire.Build(bctx, cfg, wo)
 	}
 	if err != nil {
 		r.ui.do(func() {
 			r.ui.Detach("Not running")
-			r.ui.showFix(fmt.Sprintf("Parley could not start: %v", err))
+			r.ui.showFix(app.Note{Part: app.PartOf(err), Kind: app.NoteFailed, Err: err, Message: "Parley could not start: " + err.Error()})
 		})
 		return err
 	}
@@ -312,7 +309,8 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 			r.ui.conv.voice = ""
 		}
 		if r.o.NoAudio { // asked for; a failure to open the devices has its own note
-			notes = append(notes, "Text only: no microphone or speaker is in use, so Parley answers in writing.")
+			notes = append(notes, app.Note{Part: app.PartAudio, Kind: app.NoteInfo,
+				Message: "Text only: no microphone or speaker is in use, so Parley answers in writing."})
 		}
 		r.ui.Attach(a.Assistant, notes)
 		r.ui.offerFirstRun(missing, func() { go r.rebuild(ctx, r.current()) })
@@ -375,17 +373,13 @@ func (r *runner) firstRunMissing(ctx context.Context) []assets.ModelStatus {
 	return wire.MissingOf(list)
 }
 
-// withoutPulls drops the notes that suggest pulling a model the first-run offer fetches.
-func withoutPulls(notes []string, missing []assets.ModelStatus) []string {
-	var out []string
-next:
+// withoutPulls drops the notes whose fix is a model the first-run offer fetches.
+func withoutPulls(notes []app.Note, missing []assets.ModelStatus) []app.Note {
+	var out []app.Note
 	for _, n := range notes {
-		for _, m := range missing {
-			if strings.Contains(n, "models pull "+m.ID) {
-				continue next
-			}
+		if n.Model == "" || !slices.ContainsFunc(missing, func(m assets.ModelStatus) bool { return m.ID == n.Model }) {
+			out = append(out, n)
 		}
-		out = append(out, n)
 	}
 	return out
 }

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm/builtin"
 	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/store"
@@ -102,19 +102,13 @@ func (s *voiceService) Save(v *voices.Voice) error {
 }
 
 func (s *voiceService) engine(name string) (tts.Engine, error) {
-	if name == "" || name == "auto" {
-		name = engines.Default("")
-	}
+	name = factory.EngineName(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.open[name]; e != nil {
 		return e, nil
 	}
-	o := engines.Options{Engine: name, Log: s.log}
-	if s.cfg != nil {
-		o.GPU = gpu.Options{Provider: s.cfg.Runtime.Provider, IntraOpThreads: s.cfg.Runtime.IntraOpThreads}
-	}
-	e, err := engines.Open(o)
+	e, err := factory.New(s.cfg, s.log).Voice(factory.Voice{Engine: name})
 	if err != nil {
 		return nil, err
 	}

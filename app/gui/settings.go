@@ -144,7 +144,7 @@ func (p *settingsPanel) load(c *config.Config) {
 	p.model.SetText(c.LLM.Model)
 	p.persona.SetText(c.LLM.Persona)
 	p.bargeIn.SetSelected(or(c.Assistant.BargeIn, "on"))
-	p.wakeWord.SetSelected(or(c.Assistant.WakeWord, "hey_jarvis"))
+	p.wakeWord.SetSelected(or(c.Assistant.WakeWord, config.Default().Assistant.WakeWord))
 	p.retention.SetText(strconv.Itoa(c.Store.RetentionDays))
 	p.saveAudio.SetChecked(c.Store.SaveAudio)
 	if d := p.u.svc.Devices; d != nil && !p.loaded {

@@ -139,7 +139,7 @@ func TestModelsFollowChangesUnderneath(t *testing.T) {
 	u, _ := newTestUI(t, Services{Models: sh, Config: config.Default()})
 	p := u.models
 	p.every = 20 * time.Millisecond
-	u.tabs.SelectIndex(2)
+	u.showTab(tabModels)
 	waitFor(t, u, "the list", func() bool { return p.rows[firstASR] != nil })
 	if r := p.rows[firstASR]; !strings.Contains(r.state.Text, "partial") {
 		t.Fatalf("state %q", r.state.Text)
@@ -149,7 +149,7 @@ func TestModelsFollowChangesUnderneath(t *testing.T) {
 	if !strings.Contains(strings.Join(texts(p.start), " "), "is installed") {
 		t.Error("Start here still offers the download")
 	}
-	u.tabs.SelectIndex(0)
+	u.showTab(tabConversation)
 	n := sh.calls()
 	time.Sleep(150 * time.Millisecond)
 	drain(u)
@@ -197,7 +197,7 @@ func TestHistoryFollowsNewConversations(t *testing.T) {
 	u, _ := newTestUI(t, Services{History: h})
 	p := u.history
 	p.every = 20 * time.Millisecond
-	u.tabs.SelectIndex(4)
+	u.showTab(tabHistory)
 	waitFor(t, u, "the list", func() bool { return len(p.results.Objects) == 1 })
 	h.mu.Lock()
 	h.convs = append([]store.Conversation{{ID: 2, Title: "second", Exchanges: 3}}, h.convs...)

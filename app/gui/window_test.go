@@ -260,7 +260,7 @@ func windowHelper(dir string) int {
 					time.Sleep(700 * time.Millisecond)
 					fyne.Do(func() {
 						result = capture(w, filepath.Join(dir, "screenshot.png"))
-						u.tabs.SelectIndex(1) // the voice panel, with its engine's report
+						u.showTab(tabVoice) // the voice panel, with its engine's report
 					})
 					time.Sleep(1500 * time.Millisecond)
 					fyne.Do(func() {

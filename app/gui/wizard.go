@@ -15,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -63,9 +64,11 @@ type wizard struct {
 	// nothing on the UI goroutine reads or changes it.
 	busy    context.CancelFunc
 	playing context.CancelFunc // the clip being played
+	heldMic bool               // the wizard muted the assistant while it records
 
 	picker   *widget.Select
 	newBtn   *widget.Button
+	delBtn   *widget.Button
 	goalSel  *widget.Select
 	stepBtns [numSteps]*widget.Button
 	back     *widget.Button
@@ -79,7 +82,9 @@ type wizard struct {
 	slice   *slicePage
 	label   *labelPage
 	proof   *proofPage
-	later   [3]*laterPage // train, evaluate, install
+	train   *trainPage
+	eval    *evalPage
+	install *installPage
 }
 
 func newWizard(u *UI) *wizard {
@@ -87,6 +92,7 @@ func newWizard(u *UI) *wizard {
 	w.picker = widget.NewSelect(nil, func(name string) { w.openNamed(name) })
 	w.picker.PlaceHolder = "(no dataset)"
 	w.newBtn = widget.NewButtonWithIcon("New…", theme.ContentAddIcon(), func() { w.newDialog(w.goal) })
+	w.delBtn = widget.NewButtonWithIcon("", theme.DeleteIcon(), func() { w.confirmDelete() })
 	w.goalSel = widget.NewSelect([]string{goalLabels[goalVoice], goalLabels[goalRecognition]}, func(s string) {
 		for g, l := range goalLabels {
 			if l == s && g != w.goal {
@@ -113,9 +119,9 @@ func newWizard(u *UI) *wizard {
 	w.slice = newSlicePage(w)
 	w.label = newLabelPage(w)
 	w.proof = newProofPage(w)
-	for i := range w.later {
-		w.later[i] = newLaterPage(w, stepTrain+i)
-	}
+	w.train = newTrainPage(w)
+	w.eval = newEvalPage(w)
+	w.install = newInstallPage(w)
 	w.pageBox = container.NewStack()
 
 	start := widget.NewButtonWithIcon(goalLabels[goalVoice]+"…", theme.MediaRecordIcon(), func() { w.newDialog(goalVoice) })
@@ -130,7 +136,7 @@ func newWizard(u *UI) *wizard {
 
 	// the goal's select is as wide as its longest choice when there is room, and shrinks
 	// (truncating) on a narrow window
-	header := container.NewBorder(nil, nil, widget.NewLabel("Dataset"), w.newBtn,
+	header := container.NewBorder(nil, nil, widget.NewLabel("Dataset"), container.NewHBox(w.newBtn, w.delBtn),
 		container.NewGridWithColumns(2, w.picker, w.goalSel))
 	nav := container.NewBorder(nil, nil, w.back, w.next)
 	left := container.NewVBox(steps)
@@ -170,6 +176,33 @@ func (w *wizard) shown() {
 		}
 	}
 	w.refresh()
+}
+
+// tabChanged is told which tab the window shows now.
+func (w *wizard) tabChanged(tab string) {
+	if tab != wizardTab {
+		w.releaseMic()
+	}
+}
+
+// holdMic stops the assistant listening while the wizard records: hands-free (or waiting
+// for the wake word) it would hear the sentences read for the wizard, answer them, and its
+// answers would end up in the takes. The assistant listens again when the person leaves
+// the recording page.
+func (w *wizard) holdMic() {
+	u := w.u
+	if w.heldMic || u.muted || u.mode == app.PushToTalk {
+		return
+	}
+	w.heldMic = true
+	u.setMuted(true)
+}
+
+func (w *wizard) releaseMic() {
+	if w.heldMic {
+		w.heldMic = false
+		w.u.setMuted(false)
+	}
 }
 
 // prefs keys are per dataset name.
@@ -279,6 +312,47 @@ func (w *wizard) create(name, goal string) error {
 
 var errBusy = errors.New("a step is still running")
 
+func (w *wizard) confirmDelete() {
+	if w.d == nil || w.busy != nil {
+		return
+	}
+	s := w.d.Summary()
+	dialog.ShowConfirm("Delete dataset", fmt.Sprintf("Delete the dataset %s: its %d recordings, %d clips and their transcripts? This cannot be undone.",
+		w.d.Name, s.Sources, s.Clips), func(ok bool) {
+		if ok {
+			w.deleteDataset()
+		}
+	}, w.u.win)
+}
+
+// deleteDataset removes the open dataset from disk (a training job's own files stay with the job).
+func (w *wizard) deleteDataset() error {
+	if w.d == nil || w.busy != nil {
+		return errBusy
+	}
+	if w.train.run && w.train.runKey == w.train.keyNow() {
+		w.setNote("This dataset is training: cancel the job first (step 5).")
+		return errBusy
+	}
+	w.proof.commit()
+	w.stopPlaying()
+	dir := w.d.Dir()
+	if _, err := clone.Open(dir); err != nil { // never remove a folder that is not a dataset
+		w.setNote("Could not delete: " + err.Error())
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		w.setNote("Could not delete the dataset: " + err.Error())
+		return err
+	}
+	w.u.app.Preferences().RemoveValue("wizard.dataset")
+	w.d = nil
+	w.picker.ClearSelected()
+	w.loadList()
+	w.refresh()
+	return nil
+}
+
 // setNote shows (or hides, for "") a message about the dataset as a whole.
 func (w *wizard) setNote(msg string) { w.note.SetText(msg) }
 
@@ -317,8 +391,12 @@ func (w *wizard) stepState(i int) (done bool, locked string) {
 			return false, why
 		}
 		return s.Usable > 0 && unheard(w.d) == 0, ""
-	case stepTrain, stepEval, stepInstall:
-		return w.later[i-stepTrain].state()
+	case stepTrain:
+		return w.train.state()
+	case stepEval:
+		return w.eval.state()
+	case stepInstall:
+		return w.install.state()
 	}
 	return false, ""
 }
@@ -362,6 +440,9 @@ func (w *wizard) show(i int) {
 	if w.step == stepProof && i != stepProof {
 		w.proof.commit()
 	}
+	if i != stepCollect {
+		w.releaseMic()
+	}
 	w.stopPlaying()
 	w.step = i
 	w.refresh()
@@ -378,8 +459,12 @@ func (w *wizard) page(i int) wizPage {
 		return w.label
 	case stepProof:
 		return w.proof
+	case stepTrain:
+		return w.train
+	case stepEval:
+		return w.eval
 	}
-	return w.later[i-stepTrain]
+	return w.install
 }
 
 // wizPage is one step's page.
@@ -472,10 +557,15 @@ func (w *wizard) setStepsEnabled(on bool) {
 		w.picker.Enable()
 		w.newBtn.Enable()
 		w.goalSel.Enable()
+		w.delBtn.Enable()
 	} else if w.svc != nil && w.busy != nil {
 		w.picker.Disable()
 		w.newBtn.Disable()
 		w.goalSel.Disable()
+		w.delBtn.Disable()
+	}
+	if w.d == nil {
+		w.delBtn.Disable()
 	}
 }
 

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/audio/vad"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -94,77 +94,38 @@ func (s *cloneService) Open(ctx context.Context, path string) (audio.Source, fun
 	}, nil
 }
 
-func (s *cloneService) runtime() gpu.Options {
-	o := gpu.Options{Provider: gpu.ProviderCPU, IntraOpThreads: 1}
-	if s.cfg != nil && s.cfg.Runtime.Provider != "" {
-		o.Provider = s.cfg.Runtime.Provider
-	}
-	return o
-}
+func (s *cloneService) factory() *factory.Factory { return factory.New(s.cfg, s.log) }
 
 func (s *cloneService) Segmenter() (clone.Segmenter, func(), error) {
-	det, err := vad.New(vad.Config{GPU: s.runtime()})
+	det, err := s.factory().VAD(vad.Config{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("voice activity detection: %w", err)
 	}
 	return det, func() { det.Close() }, nil
 }
 
-// resolveASR finds the recogniser's model directory and id.
-func (s *cloneService) resolveASR(ctx context.Context) (mgr *assets.Manager, dir, id string, err error) {
-	mgr, err = assets.NewManager(nil, assets.Options{Log: s.log})
-	if err != nil {
-		return nil, "", "", err
-	}
-	spec := s.asrModel
-	if spec == "" && s.cfg != nil {
-		spec = s.cfg.ASR.Model
-	}
-	dir, id, err = mgr.Resolve(ctx, assets.KindASR, spec)
+// notInstalled names what the label step needs when no recogniser is installed.
+func notInstalled(err error) error {
 	if errors.Is(err, assets.ErrNotInstalled) {
-		return nil, "", "", fmt.Errorf("%w: download sensevoice-small-int8 in Models", ErrNoRecogniser)
+		return fmt.Errorf("%w: download %s in Models", ErrNoRecogniser, factory.RealASR)
 	}
-	return mgr, dir, id, err
+	return err
 }
 
 func (s *cloneService) RecogniserInfo(ctx context.Context) (string, bool, error) {
-	mgr, _, id, err := s.resolveASR(ctx)
+	m, err := s.factory().FindASR(ctx, s.asrModel)
 	if err != nil {
-		return "", false, err
+		return "", false, notInstalled(err)
 	}
-	m, err := mgr.Registry().Lookup(id)
-	return id, err == nil && m.Demo, nil
+	return m.ID, m.Demo, nil
 }
 
 func (s *cloneService) Recogniser(ctx context.Context) (*Recogniser, error) {
-	mgr, dir, id, err := s.resolveASR(ctx)
+	rec, m, err := s.factory().Recognizer(ctx, s.asrModel, asr.Config{})
 	if err != nil {
-		return nil, err
+		return nil, notInstalled(err)
 	}
-	cfg := asr.Config{Logger: s.log}
-	if s.cfg != nil {
-		cfg.Provider, cfg.Threads = s.cfg.Runtime.Provider, s.cfg.Runtime.IntraOpThreads
-	}
-	rec, err := asr.New(dir, cfg)
-	if err != nil {
-		return nil, err
-	}
-	r := &Recogniser{Transcriber: recogniserEar{rec}, Model: id, Close: func() { rec.Close() }}
-	if m, err := mgr.Registry().Lookup(id); err == nil {
-		r.Demo = m.Demo
-	}
-	return r, nil
-}
-
-// recogniserEar adapts the recogniser to the label step.
-type recogniserEar struct{ r *asr.Recognizer }
-
-func (e recogniserEar) Transcribe(ctx context.Context, pcm []float32) (clone.Heard, error) {
-	res, err := e.r.Transcribe(ctx, pcm)
-	if err != nil {
-		return clone.Heard{}, err
-	}
-	return clone.Heard{Text: res.Text, Lang: res.Lang, Event: res.Event}, nil
+	return &Recogniser{Transcriber: factory.CloneTranscriber(rec), Model: m.ID, Demo: m.Demo, Close: func() { rec.Close() }}, nil
 }
 
 func (s *cloneService) Record(ctx context.Context, max time.Duration, level func(float64)) ([]float32, error) {

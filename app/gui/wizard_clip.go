@@ -119,6 +119,12 @@ func (u *UI) showCloneFromClip() *clipCloner {
 	c := newClipCloner(u)
 	d := dialog.NewCustomWithoutButtons("Clone from a clip", c.box, u.win)
 	closeBtn := widget.NewButton("Close", func() { c.stop(); d.Hide() })
+	d.SetOnClosed(func() {
+		c.stop()
+		if u.tabs.Selected() == nil || u.tabs.Selected().Text != wizardTab || u.wizard.step != stepCollect {
+			u.wizard.releaseMic()
+		}
+	})
 	d.SetButtons([]fyne.CanvasObject{closeBtn, c.create})
 	d.Resize(fyne.NewSize(560, 460))
 	d.Show()
@@ -142,6 +148,7 @@ func (c *clipCloner) toggleRecord() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.recording = cancel
 	c.started = time.Now()
+	c.u.wizard.holdMic()
 	c.record.SetText("Stop")
 	c.record.SetIcon(theme.MediaStopIcon())
 	c.pick.Disable()

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -111,15 +112,37 @@ func newCollectPage(w *wizard) *collectPage {
 		container.NewVBox(heading("Read sentences aloud"), recordBox),
 		container.NewVBox(heading("Import recordings"), importBox))
 	p.box = pageFrame("1  Collect", "Speak in your normal voice, in a quiet room, about a hand's width further from the microphone than feels natural. "+
-		"Read each sentence the way you would say it to a friend; a take can be redone any time.",
+		"Read each sentence the way you would say it to a friend; a take can be redone any time. Ctrl+R records and stops, Ctrl+→ goes to the next sentence.",
 		cols, container.NewBorder(container.NewVBox(widget.NewSeparator(), p.summary), nil, nil, nil, p.list))
 	if w.u.win != nil {
 		w.u.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { p.dropped(uris) })
+		// Ctrl+R records and stops, Ctrl+→ and Ctrl+← move between sentences (on this page)
+		c := w.u.win.Canvas()
+		key := func(k fyne.KeyName, fn func()) {
+			c.AddShortcut(&desktop.CustomShortcut{KeyName: k, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
+				if p.onScreen() {
+					fn()
+				}
+			})
+		}
+		key(fyne.KeyR, func() {
+			if !p.record.Disabled() {
+				p.toggleRecord()
+			}
+		})
+		key(fyne.KeyRight, func() { p.move(1) })
+		key(fyne.KeyLeft, func() { p.move(-1) })
 	}
 	return p
 }
 
 func (p *collectPage) view() fyne.CanvasObject { return p.box }
+
+// onScreen says whether the collect page is the one shown.
+func (p *collectPage) onScreen() bool {
+	u := p.w.u
+	return p.w.d != nil && p.w.step == stepCollect && u.tabs != nil && u.tabs.Selected() != nil && u.tabs.Selected().Text == wizardTab
+}
 
 // datasetChanged picks the dataset's prompt language and its first unread sentence.
 func (p *collectPage) datasetChanged() {
@@ -234,7 +257,7 @@ func (p *collectPage) setButtons() {
 }
 
 func (p *collectPage) move(delta int) {
-	if p.recording != nil {
+	if p.recording != nil || p.w.busy != nil || len(p.prompts) == 0 {
 		return
 	}
 	p.idx = max(0, min(len(p.prompts)-1, p.idx+delta))
@@ -253,6 +276,7 @@ func (p *collectPage) toggleRecord() {
 		return
 	}
 	w.stopPlaying()
+	w.holdMic()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.recording = cancel
 	w.busy = cancel

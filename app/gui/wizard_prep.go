@@ -2,6 +2,7 @@ package gui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -323,7 +324,7 @@ func (p *labelPage) label() {
 	}, func(err error) {
 		if err != nil {
 			msg := sentence(err.Error())
-			if strings.Contains(err.Error(), ErrNoRecogniser.Error()) {
+			if errors.Is(err, ErrNoRecogniser) {
 				msg = recogniserMissing
 			}
 			p.msg.SetText(msg)

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices/clone"
@@ -326,12 +328,12 @@ func TestWizardStepsOneToFour(t *testing.T) {
 		t.Error("Next from proofreading leads to a step this build cannot run")
 	}
 	test.Tap(w.stepBtns[stepTrain])
-	if w.step != stepTrain || !w.later[0].action.Disabled() || !strings.Contains(w.later[0].why.Text, "not in this build") {
-		t.Errorf("train page: step %d, %q", w.step, w.later[0].why.Text)
+	if w.step != stepTrain || !w.train.start.Disabled() || !strings.Contains(w.train.why.Text, "not in this build") {
+		t.Errorf("train page: step %d, %q", w.step, w.train.why.Text)
 	}
 	test.Tap(w.stepBtns[stepInstall])
-	if !strings.Contains(w.later[2].why.Text, "Train and evaluate first") {
-		t.Errorf("install page: %q", w.later[2].why.Text)
+	if !w.install.run.Disabled() || !strings.Contains(w.install.why.Text, "not in this build") {
+		t.Errorf("install page: %q", w.install.why.Text)
 	}
 
 	// the app restarts: the dataset reopens at the first step not done (train, locked),
@@ -353,8 +355,9 @@ func TestWizardStepsOneToFour(t *testing.T) {
 func TestWizardGuidedRecording(t *testing.T) {
 	requireWizardModels(t)
 	svc := newTestCloning(t)
-	u, _ := newTestUI(t, Services{Clone: svc})
+	u, win := newTestUI(t, Services{Clone: svc})
 	w := u.wizard
+	u.tabs.SelectIndex(5)
 	if err := w.create("Rec", goalVoice); err != nil {
 		t.Fatal(err)
 	}
@@ -390,10 +393,16 @@ func TestWizardGuidedRecording(t *testing.T) {
 	if !strings.Contains(p.status.Text, "only 0.5 s") {
 		t.Errorf("a short take: %q", p.status.Text)
 	}
-	// a good take, then a retake
+	// a good take (Ctrl+R starts and stops it), then a retake
 	svc.hear(speech(t, "en-us", prompt))
-	test.Tap(p.record)
-	test.Tap(p.record)
+	ctrl := func(k fyne.KeyName) {
+		win.Canvas().(interface{ TypedShortcut(fyne.Shortcut) }).TypedShortcut(&desktop.CustomShortcut{KeyName: k, Modifier: fyne.KeyModifierShortcutDefault})
+	}
+	ctrl(fyne.KeyR)
+	if p.recording == nil {
+		t.Fatal("Ctrl+R does not start a take")
+	}
+	ctrl(fyne.KeyR)
 	waitIdle(t, u)
 	if !strings.HasPrefix(p.status.Text, "Saved the take") || len(w.d.Sources) != 1 || w.d.Sources[0].Text != prompt {
 		t.Fatalf("a good take: %q, sources %+v", p.status.Text, w.d.Sources)
@@ -410,7 +419,7 @@ func TestWizardGuidedRecording(t *testing.T) {
 	if len(w.d.Sources) != 1 || w.d.Sources[0].ID == first {
 		t.Errorf("the retake did not replace the take: %+v", w.d.Sources)
 	}
-	test.Tap(p.skip)
+	ctrl(fyne.KeyRight)
 	if p.sentence.Text != clone.Prompts("en")[1] || p.record.Text != "Record" {
 		t.Errorf("next sentence %q, button %q", p.sentence.Text, p.record.Text)
 	}
@@ -419,6 +428,17 @@ func TestWizardGuidedRecording(t *testing.T) {
 	w.openNamed("Rec")
 	if p.sentence.Text != clone.Prompts("en")[1] {
 		t.Errorf("reopened at %q", p.sentence.Text)
+	}
+	// deleting the dataset removes its folder and returns to the start
+	dir := w.d.Dir()
+	if err := w.deleteDataset(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) || w.d != nil || len(w.picker.Options) != 0 {
+		t.Errorf("after delete: %v, options %v", err, w.picker.Options)
+	}
+	if !strings.Contains(shown(w.content), "Teach Parley your voice") {
+		t.Error("the start page is not shown after deleting the dataset")
 	}
 }
 
@@ -561,5 +581,47 @@ func TestWizardFitsNarrowWindows(t *testing.T) {
 			waitIdle(t, u)
 		}
 		check(stepNames[i])
+	}
+}
+
+// TestWizardHoldsTheMicrophone: a hands-free assistant stops listening while the wizard
+// records (it would answer the sentences read for the wizard) and listens again when the
+// person leaves the recording page.
+func TestWizardHoldsTheMicrophone(t *testing.T) {
+	requireWizardModels(t)
+	svc := newTestCloning(t)
+	var modes []app.Mode
+	u, _ := newTestUI(t, Services{Clone: svc, SetMode: func(m app.Mode) error { modes = append(modes, m); return nil }})
+	u.mode = app.HandsFree
+	u.Attach(newFakeAssistant(), nil)
+	w := u.wizard
+	u.tabs.SelectIndex(5)
+	if err := w.create("Mic", goalVoice); err != nil {
+		t.Fatal(err)
+	}
+	svc.hear(speech(t, "en-us", w.collect.prompts[0]))
+	test.Tap(w.collect.record)
+	test.Tap(w.collect.record)
+	waitIdle(t, u)
+	waitFor(t, u, "the assistant muted", func() bool { return len(modes) == 1 })
+	if !u.muted || modes[0] != app.PushToTalk {
+		t.Errorf("while recording: muted=%v, modes %v", u.muted, modes)
+	}
+	test.Tap(w.collect.record) // a second take does not switch again
+	test.Tap(w.collect.record)
+	waitIdle(t, u)
+	w.show(stepSlice)
+	waitFor(t, u, "the assistant listening again", func() bool { return len(modes) == 2 })
+	if u.muted || modes[1] != app.HandsFree {
+		t.Errorf("after leaving the page: muted=%v, modes %v", u.muted, modes)
+	}
+	// a push-to-talk assistant is left alone
+	w.show(stepCollect)
+	u.mode = app.PushToTalk
+	test.Tap(w.collect.record)
+	test.Tap(w.collect.record)
+	waitIdle(t, u)
+	if u.muted || len(modes) != 2 {
+		t.Errorf("push-to-talk: muted=%v, modes %v", u.muted, modes)
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio/vad"
@@ -138,13 +139,13 @@ func runChild() int {
 	if p := vad.DefaultModel(); os.Getenv("PARLEY_CHILD_SILERO") != "" && gpu.Init() == nil {
 		if _, err := os.Stat(p); err == nil {
 			vadNote = "silero"
-			newVAD, closeVAD, err := SileroVADs(p, runtime.GOMAXPROCS(0)) // as Load does
+			pool, err := factory.New(nil, nil).VADPool(runtime.GOMAXPROCS(0)) // as Load does
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
-			defer closeVAD()
-			e.NewVAD = newVAD
+			defer pool.Close()
+			e.NewVAD = SileroVADs(pool)
 		}
 	}
 	o := Options{Config: config.Default().Serve, Engines: e, Version: "child"}

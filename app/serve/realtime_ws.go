@@ -17,7 +17,6 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/serve/realtime"
 	"github.com/parley-voice/parley/audio/vad"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
@@ -306,21 +305,17 @@ func (g gatedVAD) Close() error {
 }
 
 // SileroVADs returns a factory of realtime sessions' Silero detectors over one shared pool
-// of at most size models, and the pool's Close. A Silero session in ONNX Runtime costs about
-// 12 MB that the C allocator keeps once closed: one per realtime session left ~400 MB
-// behind after 32 sessions; pooled, the server holds size of them at most.
-func SileroVADs(model string, size int) (newVAD func() (app.VAD, error), closePool func() error, err error) {
-	pool, err := vad.NewPool(model, 16000, gpu.Options{}, size)
-	if err != nil {
-		return nil, nil, err
-	}
+// (app/factory's VADPool). A Silero session in ONNX Runtime costs about 12 MB that the C
+// allocator keeps once closed: one per realtime session left ~400 MB behind after 32
+// sessions; pooled, the server holds the pool's size of them at most.
+func SileroVADs(pool *vad.ModelPool) (newVAD func() (app.VAD, error)) {
 	return func() (app.VAD, error) {
 		d, err := vad.NewPooled(vad.Config{}, pool)
 		if err != nil {
 			return nil, err
 		}
 		return app.SileroVAD{D: d}, nil
-	}, pool.Close, nil
+	}
 }
 
 // checkVoice says whether the voice engine speaks with the named voice: OpenAI's names and

@@ -165,7 +165,7 @@ type Listeners struct {
 func New(o Options) (*Server, error) {
 	c := &o.Config
 	if c.Addr == "" {
-		c.Addr = "127.0.0.1:8780"
+		c.Addr = config.Default().Serve.Addr
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return nil, fmt.Errorf("%w: TLS needs both a certificate and a key file", ErrConfig)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
@@ -82,11 +83,9 @@ func start(t *testing.T, mode string) *e2e {
 	if m := os.Getenv("PARLEY_E2E_ASR"); m != "" {
 		model = m
 	}
-	dir, _, err := wire.FindASR(context.Background(), model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := asr.New(dir, asr.Config{Options: asr.Options{Language: "en"}, Provider: "cpu", Threads: 1})
+	rcfg := config.Default()
+	rcfg.Runtime.Provider, rcfg.Runtime.IntraOpThreads = "cpu", 1
+	r, _, err := factory.New(rcfg, nil).Recognizer(context.Background(), model, asr.Config{Options: asr.Options{Language: "en"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +137,11 @@ func (x *e2e) wait(t *testing.T, what string, pred func(app.Event) bool) app.Eve
 		case <-deadline:
 			var ks []string
 			for _, e := range x.seen {
-				ks = append(ks, string(e.Kind)+e.Err)
+				k := string(e.Kind)
+				if e.Err != nil {
+					k += " " + e.Err.Error()
+				}
+				ks = append(ks, k)
 			}
 			t.Fatalf("waiting for %s: gave up (saw %s)", what, strings.Join(ks, " "))
 		}
@@ -333,7 +336,7 @@ func TestEndToEndWhatTimeIsIt(t *testing.T) {
 	x.play(t, ctx, "what time is it")
 	ex := x.wait(t, "the answer", func(e app.Event) bool { return e.Kind == app.EvTurnDone }).Exchange
 	t.Logf("heard %q, answered %q; latency: %s", ex.Transcript.Text, ex.Answer, ex.Latency)
-	if ex.Err != "" || ex.Interrupted {
+	if ex.Err != nil || ex.Interrupted {
 		t.Fatalf("exchange %+v", ex)
 	}
 	if !strings.Contains(strings.ToLower(ex.Transcript.Text), "what time") {

@@ -82,7 +82,7 @@ func TestPushToTalkDevicesRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := await("the typed answer", func(e app.Event) bool { return e.Kind == app.EvTurnDone }).Exchange
-	if ex.Err != "" || ex.Latency.FirstAudio.IsZero() {
+	if ex.Err != nil || ex.Latency.FirstAudio.IsZero() {
 		t.Fatalf("typed exchange %+v: no audio played", ex)
 	}
 	time.Sleep(300 * time.Millisecond)
