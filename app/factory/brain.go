@@ -22,7 +22,7 @@ import (
 func (f *Factory) SelectLLM(ctx context.Context) (discover.Choice, error) {
 	c, r := f.cfg.LLM, f.cfg.Runtime
 	return discover.Select(ctx, discover.Options{Kind: c.Backend, URL: c.URL, Model: c.Model, APIKey: c.APIKey,
-		Logger: f.log, Provider: r.Provider, Threads: r.IntraOpThreads})
+		Log: f.log, Provider: r.Provider, Threads: r.IntraOpThreads})
 }
 
 // LLM is SelectLLM for the faces that come up with whatever works, the assistant and the
@@ -59,7 +59,7 @@ func (f *Factory) LLM(ctx context.Context) (discover.Choice, []app.Note, error) 
 // A timers file that cannot be read is kept as it is (never overwritten) and the timers of
 // this run live in memory; the error says so, and the skills work anyway.
 func (f *Factory) Skills(dataDir string) (*skills.Engine, error) {
-	o := skills.Options{Logger: f.log, Language: ReplyLanguage(f.cfg.Assistant.Language), Timers: skills.NoTimers{}}
+	o := skills.Options{Log: f.log, Language: ReplyLanguage(f.cfg.Assistant.Language), Timers: skills.NoTimers{}}
 	var terr error
 	if dataDir != "" {
 		ft, err := skills.OpenFileTimers(filepath.Join(dataDir, "timers.json"))
@@ -96,7 +96,7 @@ func (f *Factory) Brain(b Brain) (*brain.Brain, error) {
 	return brain.New(brain.Config{Backend: b.Choice.Backend, Model: b.Choice.Model, Skills: b.Skills,
 		LocalFirst: b.LocalFirst, NoTools: b.NoTools, MaxDuration: b.Timeout,
 		Persona:   llm.Persona{Prompt: f.cfg.LLM.Persona, Spoken: b.Spoken},
-		MaxTokens: f.cfg.LLM.MaxTokens, Logger: f.log})
+		MaxTokens: f.cfg.LLM.MaxTokens, Log: f.log})
 }
 
 // ReplyLanguage maps assistant.language onto the skills' reply language.

@@ -131,7 +131,7 @@ func (f *Factory) Recognizer(ctx context.Context, spec string, c asr.Config) (*a
 	if err != nil {
 		return nil, m, err
 	}
-	c.Provider, c.Threads, c.Logger = f.cfg.Runtime.Provider, f.cfg.Runtime.IntraOpThreads, f.log
+	c.Provider, c.Threads, c.Log = f.cfg.Runtime.Provider, f.cfg.Runtime.IntraOpThreads, f.log
 	r, err := asr.New(m.Path, c)
 	return r, m, err
 }

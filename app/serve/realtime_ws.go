@@ -191,7 +191,7 @@ func (s *Server) brain() (app.Brain, error) {
 	if s.eng.Brain != nil {
 		return s.eng.Brain, nil
 	}
-	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Logger: s.log}
+	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Log: s.log}
 	if _, ok := s.eng.LLM.(skillsBackend); !ok {
 		cfg.Backend, cfg.Model = s.eng.LLM, s.eng.LLMModel
 	}

@@ -271,7 +271,7 @@ func New(o Options) (*Server, error) {
 	}
 	if s.eng.Skills == nil {
 		// Headless, a timer would run out with nothing to ring it: the skills say so.
-		sk, err := skills.New(skills.Options{Logger: o.Log, Timers: skills.NoTimers{}})
+		sk, err := skills.New(skills.Options{Log: o.Log, Timers: skills.NoTimers{}})
 		if err != nil {
 			return nil, fmt.Errorf("serve: skills: %w", err)
 		}
