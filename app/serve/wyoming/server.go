@@ -241,16 +241,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer s.wg.Done()
 			defer func() {
-				cn.dropAudio()
 				s.mu.Lock()
 				delete(s.conns, c)
 				if s.byHost[host]--; s.byHost[host] <= 0 {
 					delete(s.byHost, host)
 				}
 				s.mu.Unlock()
-				c.Close()
 			}()
-			s.handle(cn)
+			s.serveConn(cn)
 		}()
 	}
 }
@@ -313,6 +311,14 @@ type conn struct {
 	audioOpen   bool
 	streamChars int
 	rate        int
+}
+
+// serveConn serves one connection until it ends, then closes it and gives back what it
+// held of the audio budget.
+func (s *Server) serveConn(cn *conn) {
+	defer cn.c.Close()
+	defer cn.dropAudio()
+	s.handle(cn)
 }
 
 func (s *Server) handle(cn *conn) {
