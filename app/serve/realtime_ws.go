@@ -136,7 +136,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := realtime.Config{
-		Transcriber: rtASR{s},
+		Transcriber: serverASR{s},
 		Brain:       br,
 		Voice:       rtVoice{s},
 		NewVAD:      s.newVAD,
@@ -218,17 +218,6 @@ func (t turnBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Messag
 
 // Interrupted tells the brain what was actually said of a cut-off answer.
 func (t turnBrain) Interrupted(spoken string) { t.b.Interrupted(spoken) }
-
-type rtASR struct{ s *Server }
-
-func (a rtASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
-	s := a.s
-	res, e := s.recognize(ctx, asrInput{samples: pcm}, s.eng.ASR.Options())
-	if e != nil {
-		return app.Transcript{}, errors.New(e.Message)
-	}
-	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
-}
 
 type rtVoice struct{ s *Server }
 
