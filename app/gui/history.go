@@ -20,19 +20,19 @@ import (
 
 // historyPanel searches, opens, exports and deletes past conversations.
 type historyPanel struct {
-	u       *UI
-	search  *widget.Entry
-	results *fyne.Container
-	view    *fyne.Container
-	title   *widget.Label
-	export  *widget.Button
-	del     *widget.Button
-	status  *widget.Label
-	content fyne.CanvasObject
-	open    int64
-	last    []store.Conversation // the list shown
-	poll    *time.Ticker
-	every   time.Duration
+	u        *UI
+	search   *widget.Entry
+	results  *fyne.Container
+	view     *fyne.Container
+	title    *widget.Label
+	export   *widget.Button
+	del      *widget.Button
+	status   *widget.Label
+	content  fyne.CanvasObject
+	open     int64
+	last     []store.Conversation // the list shown
+	stopPoll func()               // while the panel is shown: turns stored elsewhere appear
+	every    time.Duration
 }
 
 func newHistoryPanel(u *UI) *historyPanel {
@@ -67,24 +67,14 @@ func newHistoryPanel(u *UI) *historyPanel {
 // shown starts (true) or stops watching the store while the panel is on screen: turns
 // added meanwhile (here, or by another Parley) show without a click.
 func (p *historyPanel) shown(on bool) {
-	if p.poll != nil {
-		p.poll.Stop()
-		p.poll = nil
+	if p.stopPoll != nil {
+		p.stopPoll()
+		p.stopPoll = nil
 	}
 	if !on || p.u.svc.History == nil {
 		return
 	}
-	t := time.NewTicker(p.every)
-	p.poll = t
-	go func() {
-		for range t.C {
-			p.u.do(func() {
-				if p.poll == t {
-					p.check()
-				}
-			})
-		}
-	}()
+	p.stopPoll = p.u.poll(p.every, p.check)
 }
 
 // check lists the conversations again when the list (not a search) is shown, and updates

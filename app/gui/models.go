@@ -21,21 +21,21 @@ import (
 // modelsPanel lists every registry model with its state and actions, where each engine
 // runs, and the GPUs discovery found.
 type modelsPanel struct {
-	u       *UI
-	start   *fyne.Container // "Start here": the first model to get, and the brain
-	servers []LLMServer     // what Look for servers found
-	looking bool
-	last    []assets.ModelStatus
-	poll    *time.Ticker // while the panel is shown: changes made elsewhere appear
-	every   time.Duration
-	list    *fyne.Container
-	devices *fyne.Container
-	gpus    *fyne.Container
-	status  *widget.Label
-	content fyne.CanvasObject
-	rows    map[string]*modelRow
-	pulls   map[string]context.CancelFunc
-	pending string // a model to download once the list has loaded
+	u        *UI
+	start    *fyne.Container // "Start here": the first model to get, and the brain
+	servers  []LLMServer     // what Look for servers found
+	looking  bool
+	last     []assets.ModelStatus
+	stopPoll func() // while the panel is shown: changes made elsewhere appear
+	every    time.Duration
+	list     *fyne.Container
+	devices  *fyne.Container
+	gpus     *fyne.Container
+	status   *widget.Label
+	content  fyne.CanvasObject
+	rows     map[string]*modelRow
+	pulls    map[string]context.CancelFunc
+	pending  string // a model to download once the list has loaded
 }
 
 // modelRow is one model's line.
@@ -81,24 +81,14 @@ func newModelsPanel(u *UI) *modelsPanel {
 // download finished by another Parley process, or a model removed by `parley models rm`,
 // shows without pressing Refresh.
 func (p *modelsPanel) shown(on bool) {
-	if p.poll != nil {
-		p.poll.Stop()
-		p.poll = nil
+	if p.stopPoll != nil {
+		p.stopPoll()
+		p.stopPoll = nil
 	}
 	if !on || p.u.svc.Models == nil {
 		return
 	}
-	t := time.NewTicker(p.every)
-	p.poll = t
-	go func() {
-		for range t.C {
-			p.u.do(func() {
-				if p.poll == t {
-					p.check()
-				}
-			})
-		}
-	}()
+	p.stopPoll = p.u.poll(p.every, p.check)
 }
 
 // check lists the models again and updates the panel only if something changed.

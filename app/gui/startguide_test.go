@@ -2,6 +2,7 @@ package gui
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +155,27 @@ func TestModelsFollowChangesUnderneath(t *testing.T) {
 	drain(u)
 	if sh.calls() > n+1 {
 		t.Errorf("the hidden panel listed the models %d more times", sh.calls()-n)
+	}
+}
+
+// TestHiddenPanelsStopPolling: hiding Models or History ends the goroutine that polled for
+// them; switching tabs for a day does not pile them up.
+func TestHiddenPanelsStopPolling(t *testing.T) {
+	u, _ := newTestUI(t, Services{Models: newShelf(), History: &growingHistory{}, Config: config.Default()})
+	u.models.every, u.history.every = time.Hour, time.Hour
+	before := runtime.NumGoroutine()
+	for range 100 {
+		u.models.shown(true)
+		u.history.shown(true)
+		u.models.shown(false)
+		u.history.shown(false)
+	}
+	deadline := time.Now().Add(30 * time.Second) // goroutines end soon after stop; a bound, not a timing
+	for runtime.NumGoroutine() > before+10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after showing and hiding the panels 100 times, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -317,6 +318,32 @@ func (u *UI) updateLevels() {
 	if u.levels.Swap(on) && !on {
 		u.talk.meter.setLevel(-100)
 	}
+}
+
+// poll calls f on the UI goroutine every d until stop is called (on the UI goroutine, where
+// a tick queued before stop no longer runs f). Its goroutine ends with stop: a panel shown
+// and hidden many times leaves nothing behind.
+func (u *UI) poll(d time.Duration, f func()) (stop func()) {
+	t := time.NewTicker(d)
+	done := make(chan struct{})
+	go func() {
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				u.do(func() {
+					select {
+					case <-done:
+					default:
+						f()
+					}
+				})
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
 }
 
 // newConversation starts over: the view is cleared, and the assistant forgets and stores

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -194,10 +193,7 @@ func (a serverASR) Transcribe(ctx context.Context, pcm []float32, o app.Transcri
 	}
 	res, e := s.recognize(ctx, asrInput{samples: pcm}, opts)
 	if e != nil {
-		if e.Status == http.StatusTooManyRequests {
-			return app.Transcript{}, fmt.Errorf("%w: %s", ErrBusy, e.Message)
-		}
-		return app.Transcript{}, errors.New(e.Message)
+		return app.Transcript{}, wyomingErr(e) // the message alone; ErrBusy for a 429
 	}
 	return factory.Heard(res, o)
 }

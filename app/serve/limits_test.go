@@ -22,10 +22,22 @@ import (
 	"github.com/parley-voice/parley/tts"
 )
 
+// fakeClock is a limiter's clock that moves only when a test moves it.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func withFakeClock(l *Limiter) *fakeClock {
+	c := &fakeClock{t: time.Unix(1e9, 0)}
+	l.now = c.now
+	return c
+}
+
 // The limiter admits by work: many cheap jobs fit where a few expensive ones do not, and a
 // refusal's Retry-After is the time the queue, as it stands, needs.
 func TestLimiterAdmitsByWork(t *testing.T) {
 	l := NewLimiter("x", LimiterConfig{Workers: 1, MaxWait: 10 * time.Second, MaxQueued: 1000, Prior: 0.1})
+	withFakeClock(l)
 	// one job runs; cheap ones (0.1 s of work each) wait: a hundred fit in 10 s of waiting
 	var ts []*Ticket
 	for i := 0; i < 101; i++ {
@@ -48,6 +60,7 @@ func TestLimiterAdmitsByWork(t *testing.T) {
 	// an expensive job is admitted when nothing waits, even beyond MaxWait (a fresh limiter:
 	// this one has learnt from the instant jobs above that work costs nothing)
 	l = NewLimiter("x", LimiterConfig{Workers: 1, MaxWait: 10 * time.Second, MaxQueued: 1000, Prior: 0.1})
+	withFakeClock(l)
 	big, err := l.Admit(1000)
 	if err != nil {
 		t.Fatal(err)
@@ -66,19 +79,71 @@ func TestLimiterAdmitsByWork(t *testing.T) {
 // long audio do not make short ones look slow.
 func TestLimiterLearnsCost(t *testing.T) {
 	l := NewLimiter("x", LimiterConfig{Workers: 1, Prior: 1})
+	clock := withFakeClock(l)
 	run := func(cost float64, d time.Duration) {
 		tk, _ := l.Admit(cost)
 		tk.Wait(context.Background())
-		time.Sleep(d)
+		clock.add(d)
 		tk.Done()
 	}
 	run(100, 200*time.Millisecond) // two long jobs: 2 ms per unit
 	run(100, 200*time.Millisecond)
+	run(1, 2*time.Millisecond) // a short one at the same speed changes nothing
 	l.mu.Lock()
 	rate := l.rateLocked()
 	l.mu.Unlock()
-	if rate < 0.0019 || rate > 0.0035 {
-		t.Errorf("learnt %g s per unit, want ~0.002", rate)
+	if math.Abs(rate-0.002) > 1e-12 {
+		t.Errorf("learnt %g s per unit, want 0.002", rate)
+	}
+}
+
+// A refused job's Retry-After is when the queue, draining at the speed the limiter learnt,
+// has room again: the job is admitted at that moment and not before (the server's load test
+// reports the same on a real clock). Two slow jobs occupy both workers; short ones fill the
+// queue.
+func TestLimiterRetryAfterIsWhenRoomComes(t *testing.T) {
+	l := NewLimiter("x", LimiterConfig{Workers: 2, MaxQueued: 8, MaxWait: time.Minute, Prior: 1})
+	clock := withFakeClock(l)
+	const perUnit = 10 * time.Millisecond
+	for range 2 { // two slow jobs (300 units, 3 s) teach the limiter its speed
+		tk, _ := l.Admit(300)
+		tk.Wait(context.Background())
+		clock.add(300 * perUnit)
+		tk.Done()
+	}
+	var jobs []*Ticket
+	for {
+		cost := 2.0
+		if len(jobs) < 2 {
+			cost = 300
+		}
+		tk, err := l.Admit(cost)
+		if err != nil {
+			break
+		}
+		jobs = append(jobs, tk)
+	}
+	if len(jobs) != 10 {
+		t.Fatalf("%d jobs admitted, want 2 running and 8 waiting", len(jobs))
+	}
+	retry := l.RetryAfter()
+	// the world runs as learnt: a running job ends after cost × 10 ms
+	var admitted time.Duration
+	for step := time.Duration(0); step <= time.Minute; step += perUnit {
+		for _, tk := range jobs {
+			if tk.state == running && clock.now().Sub(tk.start) >= time.Duration(tk.cost)*perUnit {
+				tk.Done()
+			}
+		}
+		if tk, err := l.Admit(2); err == nil {
+			tk.Done()
+			admitted = step
+			break
+		}
+		clock.add(perUnit)
+	}
+	if admitted == 0 || retry < admitted-perUnit || retry > admitted+perUnit {
+		t.Errorf("Retry-After %v, but a job was admitted after %v", retry, admitted)
 	}
 }
 

@@ -446,6 +446,32 @@ func TestRealtimeSessionCap(t *testing.T) {
 	conns = append(conns, c)
 }
 
+// A recogniser's failure reaches a Wyoming client with its code, as a synthesiser's does:
+// audio the recogniser refuses is invalid_audio, not a bare "error".
+func TestWyomingRecognitionErrorKeepsItsCode(t *testing.T) {
+	_, _, asrAddr, _, _ := serveAll(t, Engines{ASR: &fakeASR{}}, nil)
+	c, err := wyoming.Dial(context.Background(), asrAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f := wyoming.AudioFormat{Rate: 16000, Width: 2, Channels: 1}
+	c.Write(wyoming.NewEvent(wyoming.TypeAudioStart, f))
+	e := wyoming.NewEvent(wyoming.TypeAudioChunk, f)
+	e.Payload = make([]byte, 400) // 200 samples: too short for the recogniser (asr.ErrInput)
+	c.Write(e)
+	c.Write(wyoming.NewEvent(wyoming.TypeAudioStop, nil))
+	e, err = c.Read(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ Text, Code string }
+	e.Decode(&m)
+	if e.Type != wyoming.TypeError || m.Code != "invalid_audio" || !strings.Contains(m.Text, "too short") {
+		t.Errorf("too short an utterance: %s %+v", e.Type, m)
+	}
+}
+
 func TestWyomingBusyIsAnErrorEvent(t *testing.T) {
 	asrE := &fakeASR{block: make(chan struct{})}
 	s, _, asrAddr, _, _ := serveAll(t, Engines{ASR: asrE}, func(o *Options) {

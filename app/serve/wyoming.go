@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -233,12 +234,18 @@ func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emi
 		}
 	})
 	if e != nil {
-		if e.Status == 429 {
-			return fmt.Errorf("%w: %s", ErrBusy, e.Message)
-		}
-		return wyError{e}
+		return wyomingErr(e)
 	}
 	return nil
+}
+
+// wyomingErr is an APIError for the Wyoming side: a 429 is ErrBusy (code "busy"), any
+// other keeps its code (see wyError).
+func wyomingErr(e *APIError) error {
+	if e.Status == http.StatusTooManyRequests {
+		return fmt.Errorf("%w: %s", ErrBusy, e.Message)
+	}
+	return wyError{e}
 }
 
 // wyError carries an APIError to the Wyoming side: its text is the message alone (an HTTP

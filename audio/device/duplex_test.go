@@ -26,34 +26,34 @@ type echoUtt struct {
 
 func (u echoUtt) lag() int { return u.m.Lag - u.start }
 
-// duplexAttempts bounds how many fresh streams TestDuplexEchoLocked opens when the host
-// reports xruns (a loaded CI machine): a run without xruns is judged strictly at once.
-const duplexAttempts = 3
+// duplexAttempts bounds how many fresh streams TestDuplexEchoLocked opens when a run fails
+// (a loaded CI machine).
+const duplexAttempts = 4
 
 // TestDuplexEchoLocked plays two utterances a couple of seconds apart through a duplex
 // stream and finds each in the capture: the delay between the echo reference and the
 // recording is the same for both (sample-locked) unless the host reported an xrun in between
 // (then PortAudio re-synchronises by up to a buffer), and the recording matches the reference.
 //
-// A run in which the host reported xruns proves nothing either way, so it is measured again
-// on a fresh stream (up to duplexAttempts times). A run without xruns is judged strictly; if
-// every run had xruns, the last one is judged on the blocks the xruns cannot explain.
+// Not every glitch reaches PortAudio as an xrun: the sound server is another process, and
+// when a loaded machine starves it, it fills or skips audio on its side while the ALSA pulse
+// plugin reports nothing (it ignores underruns by default). A failed run is therefore
+// measured again on a fresh stream, up to duplexAttempts times, and the test fails only when
+// every run fails: a duplex stream that is not sample-locked fails all of them. Each run is
+// judged as before: strictly without xruns, and with xruns only on what they can explain.
 func TestDuplexEchoLocked(t *testing.T) {
 	pulse, h := setup(t)
 	a := audiotest.RequireSpeech(t, "first we say this", "en-us", 0)
 	b := audiotest.RequireSpeech(t, "and a while later we say that", "en+f3", 0)
-	var run echoRun
+	var errs []string
 	for i := 1; i <= duplexAttempts; i++ {
-		run = measureDuplexEcho(t, pulse, h, a, b)
-		if run.xruns == 0 {
-			break
+		run := measureDuplexEcho(t, pulse, h, a, b)
+		if errs = judgeDuplexEcho(run); len(errs) == 0 {
+			return
 		}
-		t.Logf("attempt %d/%d: the host reported %d xruns (capture %+v, playback %+v)", i, duplexAttempts, run.xruns, run.stats[0], run.stats[1])
-		if i < duplexAttempts && len(judgeDuplexEcho(run)) == 0 {
-			break // clean enough despite the xruns
-		}
+		t.Logf("attempt %d/%d failed (%d xruns reported: capture %+v, playback %+v): %q", i, duplexAttempts, run.xruns, run.stats[0], run.stats[1], errs)
 	}
-	for _, msg := range judgeDuplexEcho(run) {
+	for _, msg := range errs {
 		t.Error(msg)
 	}
 }
