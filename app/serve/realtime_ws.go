@@ -191,6 +191,13 @@ func (s *Server) brain() (app.Brain, error) {
 	if s.eng.Brain != nil {
 		return s.eng.Brain, nil
 	}
+	if s.eng.NewBrain != nil {
+		b, err := s.eng.NewBrain(s.eng.Skills)
+		if err != nil {
+			return nil, err
+		}
+		return turnBrain{b}, nil
+	}
 	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Log: s.log}
 	if _, ok := s.eng.LLM.(skillsBackend); !ok {
 		cfg.Backend, cfg.Model = s.eng.LLM, s.eng.LLMModel

@@ -33,6 +33,7 @@ import (
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/skills"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
@@ -70,6 +71,10 @@ type Engines struct {
 
 	// Brain answers realtime turns; nil: built from LLM/Skills.
 	Brain app.Brain
+	// NewBrain makes a realtime session's brain over Skills as the configuration says (the
+	// language model, llm.persona, llm.max_tokens): Load sets it through app/factory, so a
+	// session thinks as the assistant does. nil: LLM/Skills with Parley's default persona.
+	NewBrain func(skills *skills.Engine) (*brain.Brain, error)
 	// NewVAD returns a fresh voice activity detector per realtime session; nil: the energy
 	// detector of package app.
 	NewVAD func() (app.VAD, error)
