@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
@@ -94,13 +95,14 @@ the training; running the command again resumes it from its last checkpoint.`)
 		return err
 	}
 	if !resumed {
-		dir, id, err := mgr.Resolve(ctx, assets.KindASR, *base)
-		if errors.Is(err, assets.ErrNotInstalled) {
-			return fmt.Errorf("no speech recognition model is installed to start from; run `parley models pull sensevoice-small-int8` (or give --base DIR)")
+		bm, err := env.factory().FindASR(ctx, *base)
+		if errors.Is(err, factory.ErrNoASR) {
+			return fmt.Errorf("%w (or give --base DIR)", err)
 		}
 		if err != nil {
 			return err
 		}
+		dir, id := bm.Path, bm.ID
 		if *official == "" {
 			if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err != nil {
 				return fmt.Errorf("%s has no float model.onnx that Parley exported, so it cannot be fine-tuned from; "+
@@ -194,16 +196,12 @@ func progressPrinter(w io.Writer) tune.Handler {
 }
 
 func finishASR(ctx context.Context, env *cliEnv, r *tune.Runner, mgr *assets.Manager, job tune.Job) error {
-	cfg := asr.Config{Logger: env.Log, Provider: "cpu"}
-	if env.Config != nil {
-		cfg.Provider, cfg.Threads = env.Config.Runtime.Provider, env.Config.Runtime.IntraOpThreads
-	}
 	open := func(dir string) (clone.Transcriber, func(), error) {
-		rec, err := asr.New(dir, cfg)
+		rec, _, err := env.factory().Recognizer(ctx, dir, asr.Config{})
 		if err != nil {
 			return nil, nil, err
 		}
-		return recogniserEar{rec}, func() { rec.Close() }, nil
+		return factory.CloneTranscriber(rec), func() { rec.Close() }, nil
 	}
 	fmt.Fprintln(env.Stdout, "scoring the held-out clips…")
 	res, err := tune.Evaluate(ctx, job, open)
