@@ -578,7 +578,7 @@ func (a *Assistant) partial() {
 	a.partialBusy = true
 	gen := a.uttGen
 	go func() {
-		tr, err := a.p.Transcriber.Transcribe(a.ctx, pcm)
+		tr, err := a.p.Transcriber.Transcribe(a.ctx, pcm, TranscribeOptions{})
 		text := ""
 		if err == nil {
 			text = strings.TrimSpace(tr.Text)
@@ -631,7 +631,7 @@ func (a *Assistant) checkStop(t *turn, start, end int64) {
 	}
 	go func() {
 		a.ear.unecho(pcm, from) // heard without Parley's voice under it
-		tr, err := a.p.Transcriber.Transcribe(t.ctx, pcm)
+		tr, err := a.p.Transcriber.Transcribe(t.ctx, pcm, TranscribeOptions{})
 		if err != nil || !sm.IsStop(strings.TrimSpace(tr.Text)) {
 			return
 		}

@@ -14,7 +14,7 @@ type growingEars struct {
 	calls int
 }
 
-func (g *growingEars) Transcribe(_ context.Context, pcm []float32) (Transcript, error) {
+func (g *growingEars) Transcribe(_ context.Context, pcm []float32, _ TranscribeOptions) (Transcript, error) {
 	g.mu.Lock()
 	g.calls++
 	g.mu.Unlock()

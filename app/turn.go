@@ -143,7 +143,7 @@ func (a *Assistant) exchange(t *turn) (*Exchange, error) {
 			return ex, &StageError{"transcribe", PartASR, errors.New("no speech recognition model")}
 		}
 		a.ear.unecho(t.audio, t.audioFrom) // a barge-in question, without the answer it interrupted
-		tr, err := a.p.Transcriber.Transcribe(t.ctx, t.audio)
+		tr, err := a.p.Transcriber.Transcribe(t.ctx, t.audio, TranscribeOptions{})
 		if err != nil {
 			return ex, &StageError{"transcribe", PartASR, err}
 		}

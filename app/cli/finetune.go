@@ -49,8 +49,29 @@ The voice-clone wizard's steps, one command each. Datasets live in %s.
 
 func finetuneDir() string { return filepath.Join(assets.DataDir(), "finetune") }
 
+// finetuneVerbs are verbs with their own flags, registered by finetune_*.go files.
+var finetuneVerbs = map[string]finetuneVerb{}
+
+type finetuneVerb struct {
+	usage string // the lines for finetuneUsage
+	run   func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+func finetuneUsageText() string {
+	s := fmt.Sprintf(finetuneUsage, finetuneDir())
+	names := make([]string, 0, len(finetuneVerbs))
+	for n := range finetuneVerbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s += finetuneVerbs[n].usage
+	}
+	return s
+}
+
 func runFinetune(ctx context.Context, env *cliEnv, args []string) error {
-	usage := func() { fmt.Fprintf(env.Stdout, finetuneUsage, finetuneDir()) }
+	usage := func() { fmt.Fprint(env.Stdout, finetuneUsageText()) }
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage()
 		if len(args) == 0 {
@@ -59,6 +80,9 @@ func runFinetune(ctx context.Context, env *cliEnv, args []string) error {
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
+	if v, ok := finetuneVerbs[cmd]; ok {
+		return v.run(ctx, env, rest)
+	}
 	fs := newFlags(env, "finetune "+cmd, fmt.Sprintf(finetuneUsage, finetuneDir()))
 	force := fs.Bool("force", false, "label: transcribe again the clips the recogniser labelled (never your own edits)")
 	model := fs.String("model", "", "label: speech recognition model (id or directory; default the best installed)")

@@ -189,3 +189,18 @@ func TestSayProviderFallback(t *testing.T) {
 		}
 	}
 }
+
+// Sampling knobs espeak-ng ignores are reported only when given on the command line, not
+// for the configuration's defaults.
+func TestSayIgnoredKnobs(t *testing.T) {
+	dir := isolate(t)
+	out := filepath.Join(dir, "k.wav")
+	code, _, errOut := runCLI(t, "say", "--engine", "espeak", "-o", out, "hi")
+	if code != 0 || strings.Contains(errOut, "top_p") || strings.Contains(errOut, "temperature") {
+		t.Errorf("config's knobs reported: %d %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "say", "--engine", "espeak", "--top-p", "0.5", "-o", out, "hi")
+	if code != 0 || !strings.Contains(errOut, "top_p is not supported") || strings.Contains(errOut, "top_k") {
+		t.Errorf("--top-p not reported (or more): %d %s", code, errOut)
+	}
+}

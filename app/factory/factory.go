@@ -267,3 +267,19 @@ func (e cloneEar) Transcribe(ctx context.Context, pcm []float32) (clone.Heard, e
 	}
 	return clone.Heard{Text: res.Text, Lang: res.Lang, Event: res.Event}, nil
 }
+
+// Heard is what a recogniser's result means to the faces (app.Transcriber): the text and
+// its tags, each piece handed to o.OnSegment first when the utterance was cut into several.
+func Heard(res *asr.Result, o app.TranscribeOptions) (app.Transcript, error) {
+	if o.OnSegment != nil && len(res.Segments) > 1 {
+		for _, seg := range res.Segments {
+			if seg.Text == "" {
+				continue
+			}
+			if err := o.OnSegment(seg.Text); err != nil {
+				return app.Transcript{}, err
+			}
+		}
+	}
+	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
+}

@@ -13,6 +13,8 @@ import (
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/llm/brain"
+	"github.com/parley-voice/parley/llm/skills"
 )
 
 // Loaded is what Load opened: the engines, notes for the user about what is missing or
@@ -94,6 +96,9 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 	if choice.Backend != nil {
 		e.LLM, e.LLMModel = choice.Backend, choice.Model
 		log.Info("llm", "server", choice.Name, "model", choice.Model)
+	}
+	e.NewBrain = func(sk *skills.Engine) (*brain.Brain, error) {
+		return f.Brain(factory.Brain{Choice: choice, Skills: sk, LocalFirst: true, Spoken: true})
 	}
 
 	// voice activity for realtime sessions: Silero when its model is installed

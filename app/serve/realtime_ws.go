@@ -136,7 +136,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := realtime.Config{
-		Transcriber: rtASR{s},
+		Transcriber: serverASR{s},
 		Brain:       br,
 		Voice:       rtVoice{s},
 		NewVAD:      s.newVAD,
@@ -191,6 +191,13 @@ func (s *Server) brain() (app.Brain, error) {
 	if s.eng.Brain != nil {
 		return s.eng.Brain, nil
 	}
+	if s.eng.NewBrain != nil {
+		b, err := s.eng.NewBrain(s.eng.Skills)
+		if err != nil {
+			return nil, err
+		}
+		return turnBrain{b}, nil
+	}
 	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Log: s.log}
 	if _, ok := s.eng.LLM.(skillsBackend); !ok {
 		cfg.Backend, cfg.Model = s.eng.LLM, s.eng.LLMModel
@@ -218,17 +225,6 @@ func (t turnBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Messag
 
 // Interrupted tells the brain what was actually said of a cut-off answer.
 func (t turnBrain) Interrupted(spoken string) { t.b.Interrupted(spoken) }
-
-type rtASR struct{ s *Server }
-
-func (a rtASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
-	s := a.s
-	res, e := s.recognize(ctx, asrInput{samples: pcm}, s.eng.ASR.Options())
-	if e != nil {
-		return app.Transcript{}, errors.New(e.Message)
-	}
-	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
-}
 
 type rtVoice struct{ s *Server }
 

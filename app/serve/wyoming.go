@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -39,7 +38,7 @@ func (s *Server) newWyoming(asrSide bool) *wyoming.Server {
 		s.metrics.Counter(fmt.Sprintf("parley_wyoming_events_total{type=%q}", label(typ))).Add(1)
 	}
 	if asrSide {
-		ws.ASR = wyASR{s}
+		ws.ASR = serverASR{s}
 	} else {
 		ws.TTS = wyTTS{s}
 	}
@@ -189,41 +188,6 @@ func bcp47(tag string) string {
 		}
 	}
 	return strings.Join(parts, "-")
-}
-
-type wyASR struct{ s *Server }
-
-func (a wyASR) Transcribe(ctx context.Context, pcm []float32, language string, onSegment func(string) error) (wyoming.Transcript, error) {
-	s := a.s
-	o := s.eng.ASR.Options()
-	if language != "" {
-		l := strings.ToLower(language)
-		if i := strings.IndexAny(l, "-_"); i > 0 {
-			l = l[:i] // en-US → en
-		}
-		if !slices.Contains(s.eng.ASRLanguages, l) && l != "auto" {
-			return wyoming.Transcript{}, fmt.Errorf("language %q is not supported (have %s)", language, strings.Join(s.eng.ASRLanguages, ", "))
-		}
-		o.Language = l
-	}
-	res, e := s.recognize(ctx, asrInput{samples: pcm}, o)
-	if e != nil {
-		return wyoming.Transcript{}, wyomingErr(e)
-	}
-	if onSegment != nil && len(res.Segments) > 1 {
-		for _, seg := range res.Segments {
-			if seg.Text != "" {
-				if err := onSegment(seg.Text); err != nil {
-					return wyoming.Transcript{}, err
-				}
-			}
-		}
-	}
-	lang := res.Lang
-	if lang == "" {
-		lang = language
-	}
-	return wyoming.Transcript{Text: res.Text, Language: lang}, nil
 }
 
 type wyTTS struct{ s *Server }

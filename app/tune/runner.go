@@ -92,11 +92,9 @@ var moduleRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9
 // Event is what a running job reports.
 type Event struct {
 	Job  int64
-	Kind string // "stage", a trainer event ("start", "train", "val", "checkpoint", "resume", "done"), "log", "status"
+	Kind string // "stage", a trainer event ("start", "train", "val", "checkpoint", "resume", "done"), "status"
 	// Progress is a snapshot after the event.
 	Progress Progress
-	// Line is a line the trainer wrote on stderr (Kind "log").
-	Line string
 	// Status is the job's new state (Kind "status"); Err says why it failed.
 	Status store.JobStatus
 	Err    string
@@ -283,6 +281,28 @@ func (r *Runner) markInterrupted(ctx context.Context, j *Job) error {
 	}
 	j.Status, j.Error = store.JobFailed, msg
 	return nil
+}
+
+// SetResult records a named result of a stopped job in its progress (Results[name]): what
+// came of it after the trainer, e.g. the evaluation and what was installed.
+func (r *Runner) SetResult(ctx context.Context, id int64, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	j, err := r.Job(ctx, id)
+	if err != nil {
+		return err
+	}
+	if j.Status == store.JobRunning && r.isLive(j) {
+		return fmt.Errorf("%w: job %d is running", ErrBusy, id)
+	}
+	if j.Progress.Results == nil {
+		j.Progress.Results = map[string]json.RawMessage{}
+	}
+	j.Progress.Results[name] = b
+	pb, _ := json.Marshal(j.Progress)
+	return r.st.UpdateJobProgress(ctx, id, pb)
 }
 
 // Handle is a started job.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
@@ -33,12 +34,16 @@ import (
 type Transcriber struct{ R *asr.Recognizer }
 
 // Transcribe implements app.Transcriber.
-func (t Transcriber) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
-	res, err := t.R.Transcribe(ctx, pcm)
+func (t Transcriber) Transcribe(ctx context.Context, pcm []float32, o app.TranscribeOptions) (app.Transcript, error) {
+	opts := t.R.Options()
+	if o.Language != "" {
+		opts.Language = o.Language
+	}
+	res, err := t.R.TranscribeWith(ctx, pcm, opts)
 	if err != nil {
 		return app.Transcript{}, err
 	}
-	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
+	return factory.Heard(res, o)
 }
 
 // Brain adapts llm/brain (an LLM backend with tools and caps, or the offline skills). It keeps

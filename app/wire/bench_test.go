@@ -69,7 +69,7 @@ func (s *nullSpeaker) Stop() {}
 
 type fixedEars struct{}
 
-func (fixedEars) Transcribe(context.Context, []float32) (app.Transcript, error) {
+func (fixedEars) Transcribe(context.Context, []float32, app.TranscribeOptions) (app.Transcript, error) {
 	return app.Transcript{Text: "what time is it", Lang: "en"}, nil
 }
 

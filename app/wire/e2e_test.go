@@ -46,8 +46,8 @@ type listener struct {
 	audios [][]float32
 }
 
-func (l *listener) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
-	tr, err := l.Transcriber.Transcribe(ctx, pcm)
+func (l *listener) Transcribe(ctx context.Context, pcm []float32, o app.TranscribeOptions) (app.Transcript, error) {
+	tr, err := l.Transcriber.Transcribe(ctx, pcm, o)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = append(l.calls, tr.Text)

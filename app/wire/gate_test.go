@@ -20,7 +20,7 @@ type heardOnce struct {
 	samples []int
 }
 
-func (h *heardOnce) Transcribe(_ context.Context, pcm []float32) (app.Transcript, error) {
+func (h *heardOnce) Transcribe(_ context.Context, pcm []float32, _ app.TranscribeOptions) (app.Transcript, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.samples = append(h.samples, len(pcm))

@@ -202,7 +202,7 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--random", action="store_true", help="random weights (fixed --seed)")
-    src.add_argument("--checkpoint", help="a checkpoint written by train.sensevoice.train")
+    src.add_argument("--checkpoint", help="a checkpoint written by train.sensevoice.train (or a run directory: its newest)")
     src.add_argument("--official", metavar="DIR", help="FunASR SenseVoiceSmall dir (model.pt, am.mvn, *.bpe.model)")
     ap.add_argument("--size", default="tiny", choices=sorted(svm.SIZES))
     ap.add_argument("--vocab", help="vocabulary: 'char' (default for tiny/demo) or a SentencePiece .model")
@@ -230,6 +230,13 @@ def main(argv=None) -> int:
         neg_mean, inv_std = synthetic_cmvn(a.seed)
         comment = f"parley random-weight SenseVoice ({a.size}, seed {a.seed}); not a speech model"
     elif a.checkpoint:
+        if os.path.isdir(a.checkpoint):  # a run's directory: its newest checkpoint
+            import glob
+
+            cks = sorted(glob.glob(os.path.join(a.checkpoint, "ckpt-*.pt")))
+            if not cks:
+                raise SystemExit(f"{a.checkpoint}: no checkpoint (ckpt-*.pt) in this directory")
+            a.checkpoint = cks[-1]
         model, vocab, neg_mean, inv_std = load_our_checkpoint(a.checkpoint)
         comment = f"parley SenseVoice trained by train.sensevoice.train ({os.path.basename(a.checkpoint)})"
     else:

@@ -48,7 +48,7 @@ func (p *pipeConn) Write(ctx context.Context, b []byte) error {
 
 type fakeASR struct{ text string }
 
-func (f fakeASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
+func (f fakeASR) Transcribe(ctx context.Context, pcm []float32, _ app.TranscribeOptions) (app.Transcript, error) {
 	return app.Transcript{Text: f.text, Lang: "en", Emotion: "NEUTRAL"}, nil
 }
 

@@ -28,9 +28,6 @@ type Conn interface {
 	Write(ctx context.Context, msg []byte) error
 }
 
-// Transcriber recognises one utterance of 16 kHz mono samples (app.Transcriber).
-type Transcriber = app.Transcriber
-
 // Voice speaks one sentence with the named voice ("" = default), streaming mono PCM at
 // rate to fn.
 type Voice interface {
@@ -39,7 +36,7 @@ type Voice interface {
 
 // Config holds a session's engines and limits.
 type Config struct {
-	Transcriber Transcriber
+	Transcriber app.Transcriber
 	Brain       app.Brain
 	Voice       Voice
 	// NewVAD returns the session's voice activity detector; nil: app.EnergyVAD.
@@ -629,7 +626,7 @@ func (s *session) enqueueTranscription(pcm []float32, held int64, item string, r
 		if ctx.Err() != nil {
 			return
 		}
-		t, err := s.cfg.Transcriber.Transcribe(ctx, pcm)
+		t, err := s.cfg.Transcriber.Transcribe(ctx, pcm, app.TranscribeOptions{})
 		s.latency("transcript", ended)
 		if err != nil {
 			if ctx.Err() == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/serve/internal/pcmbuf"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/llm/chunk"
@@ -111,16 +112,10 @@ type Voice struct {
 	Speaker  string `json:"speaker,omitempty"`
 }
 
-// Transcript is a recognition result.
+// Transcript is the transcript event's data.
 type Transcript struct {
 	Text     string `json:"text"`
 	Language string `json:"language,omitempty"`
-}
-
-// Transcriber recognises one utterance of 16 kHz mono samples. onSegment, when not nil,
-// gets each piece of text as it is decoded.
-type Transcriber interface {
-	Transcribe(ctx context.Context, pcm []float32, language string, onSegment func(text string) error) (Transcript, error)
 }
 
 // Synthesizer speaks text, streaming mono PCM (and its rate) to emit.
@@ -133,7 +128,7 @@ type Budget = pcmbuf.Budget
 
 // Server answers Wyoming connections: ASR when ASR is set, TTS when TTS is set.
 type Server struct {
-	ASR  Transcriber
+	ASR  app.Transcriber // utterances of 16 kHz mono; the client's language goes in its options
 	TTS  Synthesizer
 	Info Info
 
@@ -540,7 +535,7 @@ func (cn *conn) dropAudio() {
 func (cn *conn) transcribe(pcm []float32) error {
 	started := false
 	var sendErr error
-	t, err := cn.s.ASR.Transcribe(cn.ctx, pcm, cn.language, func(text string) error {
+	heard, err := cn.s.ASR.Transcribe(cn.ctx, pcm, app.TranscribeOptions{Language: cn.language, OnSegment: func(text string) error {
 		if !started {
 			started = true
 			if sendErr = cn.send(NewEvent(TypeTranscriptStart, map[string]string{"language": cn.language})); sendErr != nil {
@@ -549,12 +544,16 @@ func (cn *conn) transcribe(pcm []float32) error {
 		}
 		sendErr = cn.send(NewEvent(TypeTranscriptChunk, map[string]string{"text": text}))
 		return sendErr
-	})
+	}})
 	if sendErr != nil {
 		return sendErr
 	}
 	if err != nil {
 		return cn.fail(err)
+	}
+	t := Transcript{Text: heard.Text, Language: heard.Lang}
+	if t.Language == "" {
+		t.Language = cn.language
 	}
 	if !started {
 		if err := cn.send(NewEvent(TypeTranscriptStart, map[string]string{"language": t.Language})); err != nil {
