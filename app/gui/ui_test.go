@@ -83,7 +83,7 @@ func drain(u *UI) {
 // hanging the test.
 func waitFor(t *testing.T, u *UI, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		drain(u)
 		if cond() {
