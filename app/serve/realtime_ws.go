@@ -20,6 +20,7 @@ import (
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
+	"github.com/parley-voice/parley/llm/skills"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
 )
@@ -199,7 +200,7 @@ func (s *Server) brain() (app.Brain, error) {
 		return turnBrain{b}, nil
 	}
 	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Log: s.log}
-	if _, ok := s.eng.LLM.(skillsBackend); !ok {
+	if _, ok := s.eng.LLM.(skills.Backend); !ok {
 		cfg.Backend, cfg.Model = s.eng.LLM, s.eng.LLMModel
 	}
 	b, err := brain.New(cfg)

@@ -285,7 +285,7 @@ func New(o Options) (*Server, error) {
 		s.eng.Skills = sk
 	}
 	if s.eng.LLM == nil {
-		s.eng.LLM = skillsBackend{s.eng.Skills}
+		s.eng.LLM = skills.Backend{E: s.eng.Skills}
 		s.eng.LLMModel = skillsModel
 	}
 	if s.eng.ASR != nil && s.eng.ASRModel == "" {
