@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -44,7 +45,7 @@ func parseModelInfo(r io.ReadSeeker, size int64, path string) (*ModelInfo, error
 	if !m.hasGraph {
 		return nil, errors.New("no graph (not an ONNX model)")
 	}
-	info := &ModelInfo{Path: path, Metadata: m.meta}
+	info := &ModelInfo{Path: path, Metadata: m.meta, ExternalData: m.external}
 	for _, in := range m.inputs {
 		if !m.inits[in.Name] {
 			info.Inputs = append(info.Inputs, in)
@@ -59,6 +60,7 @@ type onnxModel struct {
 	hasGraph        bool
 	inputs, outputs []TensorInfo
 	inits           map[string]bool
+	external        []string // external data files, each once
 	meta            map[string]string
 }
 
@@ -72,8 +74,10 @@ const (
 	graphOutput            = 12
 	graphSparseInitializer = 15
 
-	tensorName         = 8
-	sparseTensorValues = 1
+	tensorName          = 8
+	tensorExternalData  = 13
+	sparseTensorValues  = 1
+	sparseTensorIndices = 2
 
 	valueInfoName = 1
 	valueInfoType = 2
@@ -98,15 +102,7 @@ func (m *onnxModel) field(p *pbReader, num int, wire int, n int64) error {
 		return p.message(n, m.graphField)
 	case num == modelMetadata && wire == wireBytes:
 		var k, v string
-		err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
-			switch {
-			case num == 1 && wire == wireBytes:
-				return p.str(n, &k)
-			case num == 2 && wire == wireBytes:
-				return p.str(n, &v)
-			}
-			return p.skip(wire, n)
-		})
+		err := p.stringEntry(n, &k, &v)
 		m.meta[k] = v
 		return err
 	}
@@ -130,14 +126,16 @@ func (m *onnxModel) graphField(p *pbReader, num int, wire int, n int64) error {
 		}
 		return nil
 	case graphInitializer:
-		name, err := p.tensorName(n)
+		name, err := m.tensor(p, n)
 		m.inits[name] = true
 		return err
 	case graphSparseInitializer:
 		return p.message(n, func(p *pbReader, num, wire int, n int64) error {
-			if num == sparseTensorValues && wire == wireBytes {
-				name, err := p.tensorName(n)
-				m.inits[name] = true
+			if (num == sparseTensorValues || num == sparseTensorIndices) && wire == wireBytes {
+				name, err := m.tensor(p, n)
+				if num == sparseTensorValues {
+					m.inits[name] = true
+				}
 				return err
 			}
 			return p.skip(wire, n)
@@ -146,16 +144,40 @@ func (m *onnxModel) graphField(p *pbReader, num int, wire int, n int64) error {
 	return p.skip(wire, n)
 }
 
-// tensorName reads a TensorProto's name, seeking over its data.
-func (p *pbReader) tensorName(n int64) (string, error) {
+// tensor reads a TensorProto's name and the file its external data is in (if any), seeking
+// over its data.
+func (m *onnxModel) tensor(p *pbReader, n int64) (string, error) {
 	var name string
 	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
-		if num == tensorName && wire == wireBytes {
+		switch {
+		case num == tensorName && wire == wireBytes:
 			return p.str(n, &name)
+		case num == tensorExternalData && wire == wireBytes:
+			var k, v string
+			if err := p.stringEntry(n, &k, &v); err != nil {
+				return err
+			}
+			if k == "location" && !slices.Contains(m.external, v) {
+				m.external = append(m.external, v)
+			}
+			return nil
 		}
 		return p.skip(wire, n)
 	})
 	return name, err
+}
+
+// stringEntry reads a StringStringEntryProto (metadata_props, external_data).
+func (p *pbReader) stringEntry(n int64, k, v *string) error {
+	return p.message(n, func(p *pbReader, num, wire int, n int64) error {
+		switch {
+		case num == 1 && wire == wireBytes:
+			return p.str(n, k)
+		case num == 2 && wire == wireBytes:
+			return p.str(n, v)
+		}
+		return p.skip(wire, n)
+	})
 }
 
 // valueInfo reads a ValueInfoProto as ONNX Runtime describes it: a tensor's element type and

@@ -34,6 +34,10 @@ type ModelInfo struct {
 	Inputs   []TensorInfo
 	Outputs  []TensorInfo
 	Metadata map[string]string
+	// ExternalData are the files, relative to the model's directory, that its initializers
+	// keep their weights in (each named once, in the order first met); nil when all weights
+	// are in the file.
+	ExternalData []string
 }
 
 // Inspect reads a model's inputs, outputs and custom metadata from the file itself. It needs

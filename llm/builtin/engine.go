@@ -65,11 +65,11 @@ func Open(dir string, o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkExternalData(path); err != nil {
-		return nil, err
-	}
 	info, err := gpu.Inspect(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkExternalData(info); err != nil {
 		return nil, err
 	}
 	lay, err := checkLayout(info, cfg)
