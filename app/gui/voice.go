@@ -207,7 +207,7 @@ func newVoicePanel(u *UI) *voicePanel {
 
 // hinted puts a hint over a control governed by ctl, shown when the engine ignores ctl.
 func (p *voicePanel) hinted(ctl tts.Control, o fyne.CanvasObject) fyne.CanvasObject {
-	h := newHint(p.u.do)
+	h := newHint(func(f func()) { p.u.do(f) }) // through u.do as it is when the hint fires
 	p.hints[ctl] = append(p.hints[ctl], h)
 	return h.overlay(o)
 }
