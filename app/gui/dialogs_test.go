@@ -1,6 +1,7 @@
 package gui
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -9,6 +10,8 @@ import (
 
 	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/parley-voice/parley/audio"
 )
 
 // writeFile (behind Export and Save WAV) writes what was rendered for the chosen name and
@@ -46,5 +49,25 @@ func TestWriteFile(t *testing.T) {
 	})
 	if got != "" || status.Text != "Export failed: no such conversation" {
 		t.Errorf("a failed render saved %q, status %q", got, status.Text)
+	}
+}
+
+// A turn's recording cut short (Parley stopped mid-turn) still replays: ReadWAVFile gives
+// its samples with an ErrRecovered warning, which is not a failure.
+func TestReplayPlaysARecordingCutShort(t *testing.T) {
+	fv := &fakeVoices{}
+	u, _ := newTestUI(t, Services{Voices: fv})
+	var wav bytes.Buffer
+	if err := audio.WriteWAV(&wav, &audio.Buffer{Format: audio.Mono16k, Data: make([]float32, 32000)}, audio.S16); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "turn.wav")
+	if err := os.WriteFile(path, wav.Bytes()[:wav.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.replay(path)
+	waitFor(t, u, "the replay or its failure", func() bool { _, plays := fv.counts(); return plays > 0 || len(u.banners.Objects) > 0 })
+	if _, plays := fv.counts(); plays != 1 {
+		t.Errorf("the recording was not replayed: %q", texts(u.banners))
 	}
 }

@@ -670,6 +670,9 @@ func (u *UI) replay(path string) {
 	}
 	go func() {
 		b, err := audio.ReadWAVFile(path)
+		if errors.Is(err, audio.ErrRecovered) && b != nil {
+			err = nil // a recording cut short (Parley stopped mid-turn): play what is there
+		}
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			err = v.Play(ctx, b)
