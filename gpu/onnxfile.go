@@ -162,66 +162,80 @@ func (p *pbReader) tensorName(n int64) (string, error) {
 // dimensions (-1 where a dimension is symbolic or unknown), or the kind of a non-tensor value.
 func (p *pbReader) valueInfo(n int64) (TensorInfo, error) {
 	var t TensorInfo
-	var kind ort.ONNXType = ort.ONNXTypeUnknown
-	var elem ort.TensorElementDataType
+	typ := valueType{kind: ort.ONNXTypeUnknown}
 	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
 		switch {
 		case num == valueInfoName && wire == wireBytes:
 			return p.str(n, &t.Name)
 		case num == valueInfoType && wire == wireBytes:
-			return p.message(n, func(p *pbReader, num, wire int, n int64) error {
-				if wire != wireBytes {
-					return p.skip(wire, n)
-				}
-				switch num {
-				case typeTensor:
-					kind = ort.ONNXTypeTensor
-					return p.message(n, func(p *pbReader, num, wire int, n int64) error {
-						switch {
-						case num == tensorTypeElem && wire == wireVarint:
-							elem = ort.TensorElementDataType(n)
-							return nil
-						case num == tensorTypeShape && wire == wireBytes:
-							t.Shape = []int64{}
-							return p.message(n, func(p *pbReader, num, wire int, n int64) error {
-								if num != shapeDim || wire != wireBytes {
-									return p.skip(wire, n)
-								}
-								d := int64(-1)
-								err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
-									if num == dimValue && wire == wireVarint {
-										d = n
-										return nil
-									}
-									return p.skip(wire, n)
-								})
-								t.Shape = append(t.Shape, d)
-								return err
-							})
-						}
-						return p.skip(wire, n)
-					})
-				case typeSequence:
-					kind = ort.ONNXTypeSequence
-				case typeMap:
-					kind = ort.ONNXTypeMap
-				case typeSparseTensor:
-					kind = ort.ONNXTypeSparseTensor
-				case typeOptional:
-					kind = ort.ONNXTypeOptional
-				}
-				return p.skip(wire, n)
-			})
+			return p.message(n, typ.field)
 		}
 		return p.skip(wire, n)
 	})
-	if kind == ort.ONNXTypeTensor {
-		t.Type = elementType(elem)
+	if typ.kind == ort.ONNXTypeTensor {
+		t.Type, t.Shape = elementType(typ.elem), typ.shape
 	} else {
-		t.Type = kind.String()
-		t.Shape = nil
+		t.Type = typ.kind.String()
 	}
 	return t, err
+}
+
+// valueType collects a TypeProto: the kind of value and, for a tensor, its element type and
+// shape (nil when the shape is not given).
+type valueType struct {
+	kind  ort.ONNXType
+	elem  ort.TensorElementDataType
+	shape []int64
+}
+
+func (v *valueType) field(p *pbReader, num, wire int, n int64) error {
+	if wire != wireBytes {
+		return p.skip(wire, n)
+	}
+	switch num {
+	case typeTensor:
+		v.kind = ort.ONNXTypeTensor
+		return p.message(n, v.tensorField)
+	case typeSequence:
+		v.kind = ort.ONNXTypeSequence
+	case typeMap:
+		v.kind = ort.ONNXTypeMap
+	case typeSparseTensor:
+		v.kind = ort.ONNXTypeSparseTensor
+	case typeOptional:
+		v.kind = ort.ONNXTypeOptional
+	}
+	return p.skip(wire, n)
+}
+
+// tensorField reads a TypeProto.Tensor's fields.
+func (v *valueType) tensorField(p *pbReader, num, wire int, n int64) error {
+	switch {
+	case num == tensorTypeElem && wire == wireVarint:
+		v.elem = ort.TensorElementDataType(n)
+		return nil
+	case num == tensorTypeShape && wire == wireBytes:
+		v.shape = []int64{}
+		return p.message(n, v.shapeField)
+	}
+	return p.skip(wire, n)
+}
+
+// shapeField reads a TensorShapeProto's dimensions: a value, or -1 for a symbolic or unknown one.
+func (v *valueType) shapeField(p *pbReader, num, wire int, n int64) error {
+	if num != shapeDim || wire != wireBytes {
+		return p.skip(wire, n)
+	}
+	d := int64(-1)
+	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
+		if num == dimValue && wire == wireVarint {
+			d = n
+			return nil
+		}
+		return p.skip(wire, n)
+	})
+	v.shape = append(v.shape, d)
+	return err
 }
 
 // Protocol-buffer wire types.

@@ -1,6 +1,9 @@
 package gui
 
 import (
+	"bytes"
+	"io"
+
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/widget"
@@ -48,4 +51,38 @@ func (u *UI) escape() {
 		return
 	}
 	u.stopTalking()
+}
+
+// saveDialog asks where to save a file (suggesting name) and writes there, in the
+// background, what render produces for the chosen file's name (see writeFile).
+func (u *UI) saveDialog(name string, status *widget.Label, done, failed string, render func(dst io.Writer, name string) error) {
+	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
+		if err != nil || w == nil {
+			return
+		}
+		go u.writeFile(w, status, done, failed, render)
+	}, u.win)
+	d.SetFileName(name)
+	u.showDialog(d)
+}
+
+// writeFile writes what render produces to w and closes it, then says on status
+// "done PATH" or "failed: ERROR". The content is rendered in full before the first byte is
+// written: a render that fails writes nothing.
+func (u *UI) writeFile(w fyne.URIWriteCloser, status *widget.Label, done, failed string, render func(dst io.Writer, name string) error) {
+	var buf bytes.Buffer
+	err := render(&buf, w.URI().Name())
+	if err == nil {
+		_, err = w.Write(buf.Bytes())
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	u.do(func() {
+		if err != nil {
+			status.SetText(failed + ": " + err.Error())
+		} else {
+			status.SetText(done + " " + w.URI().Path())
+		}
+	})
 }

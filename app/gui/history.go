@@ -1,9 +1,9 @@
 package gui
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -215,34 +215,13 @@ func (p *historyPanel) exportDialog() {
 	if h == nil || id == 0 {
 		return
 	}
-	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
-		if err != nil || w == nil {
-			return
-		}
+	p.u.saveDialog(fmt.Sprintf("parley-conversation-%d.md", id), p.status, "Exported to", "Export failed", func(dst io.Writer, name string) error {
 		f := store.FormatMarkdown
-		if strings.HasSuffix(strings.ToLower(w.URI().Name()), ".json") {
+		if strings.HasSuffix(strings.ToLower(name), ".json") {
 			f, _ = store.ParseFormat("json")
 		}
-		go func() {
-			var buf bytes.Buffer
-			err := h.Export(context.Background(), &buf, id, f)
-			if err == nil {
-				_, err = w.Write(buf.Bytes())
-			}
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-			p.u.do(func() {
-				if err != nil {
-					p.status.SetText("Export failed: " + err.Error())
-				} else {
-					p.status.SetText("Exported to " + w.URI().Path())
-				}
-			})
-		}()
-	}, p.u.win)
-	d.SetFileName(fmt.Sprintf("parley-conversation-%d.md", id))
-	p.u.showDialog(d)
+		return h.Export(context.Background(), dst, id, f)
+	})
 }
 
 func (p *historyPanel) confirmDelete() {

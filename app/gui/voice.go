@@ -1,10 +1,10 @@
 package gui
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -490,34 +490,13 @@ func (p *voicePanel) saveWAVDialog() {
 	if b == nil {
 		return
 	}
-	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
-		if err != nil || w == nil {
-			return
-		}
-		go func() {
-			var buf bytes.Buffer
-			err := audio.WriteWAV(&buf, b, audio.S16)
-			if err == nil {
-				_, err = w.Write(buf.Bytes())
-			}
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-			p.u.do(func() {
-				if err != nil {
-					p.status.SetText("Could not save the WAV: " + err.Error())
-				} else {
-					p.status.SetText("Saved " + w.URI().Path())
-				}
-			})
-		}()
-	}, p.u.win)
 	name := "parley-preview"
 	if v := p.Request().Voice; v != "" {
 		name += "-" + v
 	}
-	d.SetFileName(name + ".wav")
-	p.u.showDialog(d)
+	p.u.saveDialog(name+".wav", p.status, "Saved", "Could not save the WAV", func(dst io.Writer, _ string) error {
+		return audio.WriteWAV(dst, b, audio.S16)
+	})
 }
 
 // saveDialog asks for a name and saves the panel's settings as a library voice. The name

@@ -123,7 +123,8 @@ func decodeWAV(ctx context.Context, r io.Reader, d *decoded, maxSeconds int) err
 	return drain(ctx, src, d, maxSeconds)
 }
 
-// drain writes a 16 kHz mono source into d as 16-bit PCM, failing past maxSeconds.
+// drain writes a 16 kHz mono source into d as 16-bit PCM, failing past maxSeconds. (A WAV
+// cut short ends early with io.EOF: what is there is transcribed.)
 func drain(ctx context.Context, src audio.Source, d *decoded, maxSeconds int) error {
 	buf := make([]float32, 8192)
 	out := make([]byte, 0, 2*len(buf))
@@ -146,9 +147,6 @@ func drain(ctx context.Context, src audio.Source, d *decoded, maxSeconds int) er
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
-			}
-			if d.samples > 0 && errors.Is(err, audio.ErrTruncated) {
-				return nil // a WAV cut short: what is there is transcribed
 			}
 			return fmt.Errorf("%w: %v", errBadAudio, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/serve/internal/pcmbuf"
 	"github.com/parley-voice/parley/audio"
 )
 
@@ -73,10 +74,7 @@ type Config struct {
 }
 
 // Budget is memory shared by many sessions' buffers, in bytes.
-type Budget interface {
-	Reserve(n int64) bool
-	Release(n int64)
-}
+type Budget = pcmbuf.Budget
 
 // ErrTooManyBadEvents ends a session that keeps sending malformed events.
 var ErrTooManyBadEvents = errors.New("realtime: too many malformed events")
@@ -693,20 +691,9 @@ func (s *session) worker() {
 // when the budget has no room. Growth is by a quarter (at least 5 s), not doubling, so a
 // long buffer holds little slack.
 func (s *session) grow(n int) bool {
-	need := len(s.buf) + n
-	if need <= cap(s.buf) {
-		return true
-	}
-	c := max(need, cap(s.buf)+cap(s.buf)/4, cap(s.buf)+5*asrRate)
-	delta := int64(c-cap(s.buf)) * 4
-	if s.cfg.Budget != nil && !s.cfg.Budget.Reserve(delta) {
-		return false
-	}
-	nb := make([]float32, len(s.buf), c)
-	copy(nb, s.buf)
-	s.buf = nb
-	s.reserved += delta
-	return true
+	buf, delta, ok := pcmbuf.Grow(s.buf, n, 5*asrRate, s.cfg.Budget)
+	s.buf, s.reserved = buf, s.reserved+delta
+	return ok
 }
 
 // setBuf replaces buf (with a fresh, unreserved slice, or nil), giving back what the old one held.

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/serve/internal/pcmbuf"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/llm/chunk"
 )
@@ -123,10 +124,7 @@ type Synthesizer interface {
 }
 
 // Budget is memory shared by many connections' buffers, in bytes.
-type Budget interface {
-	Reserve(n int64) bool
-	Release(n int64)
-}
+type Budget = pcmbuf.Budget
 
 // Server answers Wyoming connections: ASR when ASR is set, TTS when TTS is set.
 type Server struct {
@@ -238,16 +236,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer s.wg.Done()
 			defer func() {
-				cn.dropAudio()
 				s.mu.Lock()
 				delete(s.conns, c)
 				if s.byHost[host]--; s.byHost[host] <= 0 {
 					delete(s.byHost, host)
 				}
 				s.mu.Unlock()
-				c.Close()
 			}()
-			s.handle(cn)
+			s.serveConn(cn)
 		}()
 	}
 }
@@ -310,6 +306,14 @@ type conn struct {
 	audioOpen   bool
 	streamChars int
 	rate        int
+}
+
+// serveConn serves one connection until it ends, then closes it and gives back what it
+// held of the audio budget.
+func (s *Server) serveConn(cn *conn) {
+	defer cn.c.Close()
+	defer cn.dropAudio()
+	s.handle(cn)
 }
 
 func (s *Server) handle(cn *conn) {
@@ -515,20 +519,9 @@ func (cn *conn) addAudio(b []byte) error {
 // grow makes room for n more samples in pcm, reserving the memory from the budget. Growth
 // is by a quarter (at least 5 s), not doubling, so a long utterance holds little slack.
 func (cn *conn) grow(n int) bool {
-	need := len(cn.pcm) + n
-	if need <= cap(cn.pcm) {
-		return true
-	}
-	c := max(need, cap(cn.pcm)+cap(cn.pcm)/4, cap(cn.pcm)+5*16000)
-	delta := int64(c-cap(cn.pcm)) * 4
-	if cn.s.Budget != nil && !cn.s.Budget.Reserve(delta) {
-		return false
-	}
-	p := make([]float32, len(cn.pcm), c)
-	copy(p, cn.pcm)
-	cn.pcm = p
-	cn.reserved += delta
-	return true
+	pcm, delta, ok := pcmbuf.Grow(cn.pcm, n, 5*16000, cn.s.Budget)
+	cn.pcm, cn.reserved = pcm, cn.reserved+delta
+	return ok
 }
 
 // dropAudio lets go of the buffered utterance and what it held of the budget.
