@@ -51,6 +51,8 @@ type Options struct {
 	LogDir   string
 	// Diagnostics is what Settings → Copy diagnostics copies (doctor's JSON report).
 	Diagnostics func(ctx context.Context) ([]byte, error)
+	// Services adjusts the services before the window is built (tests).
+	Services func(*Services)
 }
 
 // Log file: parley.log in the state directory, rotated at 5 MB, three old files kept.
@@ -130,6 +132,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err == nil {
 		r.db = db
 		svc.History = historyService{db}
+		svc.Training = newTrainingService(db, cfg, log)
 	} else {
 		log.Warn("history unavailable", "err", err)
 	}
@@ -161,6 +164,9 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		return a.History.AudioOf(turn)
 	}
 
+	if o.Services != nil {
+		o.Services(&svc)
+	}
 	u := New(fa, w, svc)
 	r.ui = u
 	w.SetContent(u.Content())
@@ -188,6 +194,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		fyne.Do(fa.Quit)
 	}()
 	err = showAndRun(w, log)
+	u.wizard.quit() // a training job stops, resumable, before the store closes
 	cancel()
 	// the assistant first (its last turn is recorded), then what it used
 	r.close()

@@ -178,6 +178,15 @@ func (w *wizard) shown() {
 	w.refresh()
 }
 
+// quit stops what the wizard runs when the app closes.
+func (w *wizard) quit() {
+	if w.busy != nil {
+		w.busy()
+	}
+	w.stopPlaying()
+	w.train.close()
+}
+
 // tabChanged is told which tab the window shows now.
 func (w *wizard) tabChanged(tab string) {
 	if tab != wizardTab {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
@@ -98,12 +99,13 @@ type trainPage struct {
 	baseEr  error
 
 	// the job running in this process (any dataset)
-	run     bool
-	runKey  string
-	stop    context.CancelFunc
-	mu      sync.Mutex
-	live    tune.Progress // newest progress from the job's goroutine
-	pending bool          // a repaint is queued
+	run      bool
+	runKey   string
+	finished chan struct{} // closed when the running job's goroutine is done
+	stop     context.CancelFunc
+	mu       sync.Mutex
+	live     tune.Progress // newest progress from the job's goroutine
+	pending  bool          // a repaint is queued
 }
 
 func newTrainPage(w *wizard) *trainPage {
@@ -412,6 +414,8 @@ func (p *trainPage) begin(resume bool) {
 	p.stop = cancel
 	p.runKey = key
 	p.run = true
+	finished := make(chan struct{})
+	p.finished = finished
 	p.mu.Lock()
 	p.live = tune.Progress{Stage: "starting"}
 	if resume && p.job != nil {
@@ -421,6 +425,7 @@ func (p *trainPage) begin(resume bool) {
 	p.status.SetText("Starting…")
 	w.refresh()
 	go func() {
+		defer close(finished)
 		if id == 0 {
 			j, err := tr.Create(ctx, d, goal)
 			if err != nil {
@@ -505,10 +510,17 @@ func (p *trainPage) cancelRun() {
 	}
 }
 
-// close stops a running job when the app quits: it is left resumable.
+// close stops a running job when the app quits, and waits a little for the trainer to
+// stop and the job to be recorded as cancelled (resumable). A job that takes longer is
+// found again as interrupted at the next start.
 func (p *trainPage) close() {
-	if p.stop != nil {
-		p.stop()
+	if p.stop == nil {
+		return
+	}
+	p.stop()
+	select {
+	case <-p.finished:
+	case <-time.After(15 * time.Second):
 	}
 }
 
@@ -751,8 +763,14 @@ func (p *evalPage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	col.Objects[0].(*widget.Label).SetText(it.Clip + ": “" + it.Ref + "”")
 	a := col.Objects[1].(*widget.Label)
 	b := col.Objects[2].(*widget.Label)
-	a.SetText(fmt.Sprintf("A, before (%d errors): %s", it.BeforeErr, it.Before))
-	b.SetText(fmt.Sprintf("B, after (%d errors): %s", it.AfterErr, it.After))
+	heard := func(s string) string {
+		if strings.TrimSpace(s) == "" {
+			return "(nothing)"
+		}
+		return s
+	}
+	a.SetText(fmt.Sprintf("A, before (%d errors): %s", it.BeforeErr, heard(it.Before)))
+	b.SetText(fmt.Sprintf("B, after (%d errors): %s", it.AfterErr, heard(it.After)))
 	b.Importance = widget.MediumImportance
 	if it.AfterErr < it.BeforeErr {
 		b.Importance = widget.SuccessImportance
