@@ -437,8 +437,31 @@ func (x *e2e) drain() {
 	}
 }
 
+// bargeInAttempts: this test plays and records in real time through a private PulseAudio on a
+// machine shared with other test binaries; a starved sound server repeats or drops audio and
+// the demo recogniser then mishears the question (seen at load averages above 10). Each
+// attempt is a fresh sound server and assistant; the test fails only when every attempt does,
+// which a loop that cannot hear a barge-in question over its own voice always would.
+const bargeInAttempts = 3
+
 func TestEndToEndBargeIn(t *testing.T) {
+	var errs []string
+	for i := 1; i <= bargeInAttempts; i++ {
+		if errs = bargeInOnce(t); len(errs) == 0 {
+			return
+		}
+		t.Logf("attempt %d/%d failed: %s", i, bargeInAttempts, strings.Join(errs, "; "))
+	}
+	for _, e := range errs {
+		t.Error(e)
+	}
+}
+
+// bargeInOnce asks "what can you do", interrupts the long answer with "what time is it" and
+// checks the loop, its transcript and its history; it returns what went wrong.
+func bargeInOnce(t *testing.T) (errs []string) {
 	x := start(t, "hands-free")
+	defer x.pulse.Close() // a fresh sound server for the next attempt
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	x.play(t, ctx, "what can you do")
@@ -447,12 +470,13 @@ func TestEndToEndBargeIn(t *testing.T) {
 	first := x.wait(t, "the interrupted answer", func(e app.Event) bool { return e.Kind == app.EvTurnDone }).Exchange
 	t.Logf("first: heard %q, played %q of %q (interrupted %v)", first.Transcript.Text, first.Answer, first.FullAnswer, first.Interrupted)
 	if !first.Interrupted || first.Answer == "" || len(first.Answer) >= len(first.FullAnswer) || !strings.HasPrefix(first.FullAnswer, first.Answer[:len(first.Answer)/2]) {
-		t.Fatalf("first exchange not cut short: %+v", first)
+		x.a.Close()
+		return []string{fmt.Sprintf("first exchange not cut short: %+v", first)}
 	}
 	second := x.wait(t, "the second answer", func(e app.Event) bool { return e.Kind == app.EvTurnDone }).Exchange
 	t.Logf("second: heard %q, answered %q; latency %s", second.Transcript.Text, second.Answer, second.Latency)
 	if !strings.Contains(second.Transcript.Text, "what time") || clock.FindString(second.Answer) == "" {
-		t.Errorf("second exchange %+v", second)
+		errs = append(errs, fmt.Sprintf("second exchange %+v", second))
 	}
 	x.a.Close()
 	s, err := store.Open(x.db)
@@ -465,13 +489,14 @@ func TestEndToEndBargeIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(turns) != 4 || !turns[1].Interrupted || turns[1].Text != first.Answer || turns[3].Text != second.Answer {
-		t.Errorf("history: %+v", turns)
+		errs = append(errs, fmt.Sprintf("history: %+v", turns))
 	}
 	if second.Interrupted {
 		// known weakness under heavy load (load average > 12 on 2 cores): PulseAudio under-runs
 		// shift the echo so much that the tail of an answer can be taken for the user
 		t.Logf("KNOWN ISSUE: the second answer was cut short too (%q of %q)", second.Answer, second.FullAnswer)
 	}
+	return errs
 }
 
 func TestSaysTheTime(t *testing.T) {
