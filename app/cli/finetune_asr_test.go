@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/voices/clone"
 )
@@ -42,7 +43,11 @@ func labelledDataset(t *testing.T, name string, n int) {
 		io.Copy(out, in)
 		in.Close()
 		out.Close()
-		d.Clips = append(d.Clips, clone.Clip{ID: id, Source: fmt.Sprintf("s%04d", i+1), Path: rel, Seconds: 2.5, Text: texts[f], Lang: "en"})
+		secs := 2.5
+		if b, err := audio.ReadWAVFile(d.Abs(rel)); err == nil {
+			secs = float64(len(b.Data)) / float64(b.Format.SampleRate*b.Format.Channels)
+		}
+		d.Clips = append(d.Clips, clone.Clip{ID: id, Source: fmt.Sprintf("s%04d", i+1), Path: rel, Seconds: secs, Text: texts[f], Lang: "en"})
 	}
 	if err := d.Save(); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices"
+	"github.com/parley-voice/parley/voices/clone"
 )
 
 // A zero-shot clone is made from one short clip: 3 to 10 seconds of one person speaking.
@@ -254,7 +255,7 @@ func (c *clipCloner) setClip(pcm []float32, from string) {
 		c.status.SetText(fmt.Sprintf("The clip is %.1f s: a clone needs at least %.0f seconds of speech.", secs, clipMinSeconds))
 		return
 	}
-	problem, warn := checkTake(pcm)
+	problem, warn := clone.CheckTake(pcm)
 	switch {
 	case problem != "":
 		c.status.SetText(problem)

@@ -2,8 +2,8 @@ package gui
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,7 +16,6 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -323,23 +322,17 @@ func (p *collectPage) keep(prompt string, pcm []float32, err error) {
 		p.status.SetText("Recording failed: " + err.Error() + ". Check the microphone in Settings.")
 		return
 	}
-	problem, warn := checkTake(pcm)
-	if problem != "" {
-		p.status.SetText(problem)
+	src, warn, err := p.w.d.AddTake(pcm, prompt)
+	switch {
+	case errors.Is(err, clone.ErrBadTake):
+		p.status.SetText(strings.TrimPrefix(err.Error(), clone.ErrBadTake.Error()+": "))
 		return
-	}
-	d := p.w.d
-	old := d.PromptSource(prompt)
-	src, err := d.AddRecording(pcm, prompt)
-	if err != nil {
+	case err != nil && src.ID == "":
 		p.status.SetText("Could not save the take: " + err.Error())
 		return
-	}
-	if old != "" {
-		if err := d.Remove(old); err != nil {
-			p.status.SetText("Saved the new take, but the old one could not be removed: " + err.Error())
-			return
-		}
+	case err != nil:
+		p.status.SetText(sentence(err.Error()))
+		return
 	}
 	msg := fmt.Sprintf("Saved the take (%.1f s).", src.Seconds)
 	if warn != "" {
@@ -348,35 +341,6 @@ func (p *collectPage) keep(prompt string, pcm []float32, err error) {
 		msg += " On to the next sentence, or Retake."
 	}
 	p.status.SetText(msg)
-}
-
-// checkTake says why a take cannot be kept (problem), or what to watch (warn).
-func checkTake(pcm []float32) (problem, warn string) {
-	const rate = 16000
-	secs := float64(len(pcm)) / rate
-	if secs < 1 {
-		return fmt.Sprintf("The take is only %.1f s: press Record, read the whole sentence, then Stop.", secs), ""
-	}
-	loudest := math.Inf(-1)
-	win := rate / 20
-	clipped := 0
-	for i := 0; i+win <= len(pcm); i += win {
-		loudest = max(loudest, audio.DB(audio.RMS(pcm[i:i+win])))
-	}
-	for _, v := range pcm {
-		if v >= 0.999 || v <= -0.999 {
-			clipped++
-		}
-	}
-	switch {
-	case loudest < -50:
-		return fmt.Sprintf("Parley heard almost nothing (loudest %.0f dBFS): is the microphone muted, or another one chosen in Settings? The take was not kept.", loudest), ""
-	case float64(clipped)/float64(len(pcm)) > 0.001:
-		return "", "Parts of it are too loud (clipped): move back from the microphone or lower its gain, then Retake."
-	case loudest < -35:
-		return "", fmt.Sprintf("It is quiet (loudest %.0f dBFS): move closer to the microphone or raise its gain, then Retake.", loudest)
-	}
-	return "", ""
 }
 
 func (p *collectPage) play() {

@@ -251,8 +251,12 @@ def main(argv=None) -> int:
         neg_mean, inv_std = load_am_mvn(os.path.join(d, "am.mvn"))
         comment = "iic/SenseVoiceSmall exported by parley"
     n = svm.count_params(model)
-    paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
-                        reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name)
+    try:
+        paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
+                            reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name)
+    except OSError as e:  # disk full, quota, file size limit: say so instead of a traceback
+        print(f"error: cannot write the export to {a.out}: {e.strerror or e} (is the disk full?)", file=sys.stderr)
+        return 1
     print(json.dumps({"params": n, "vocab_size": len(vocab), **paths}))
     return 0
 

@@ -53,6 +53,22 @@ class BaseTest(unittest.TestCase):
         self.assertIn("not made by Parley", err)
         self.assertIn("--official", err)
 
+    def test_export_disk_full(self):
+        """A full disk while exporting (here a file size limit) is one line, not a traceback."""
+        import resource
+        import subprocess
+        import sys
+
+        rc, _, err = run("--onnx", TINY, "--out", self.dir)
+        self.assertEqual(rc, 0, err)
+        out = os.path.join(self.dir, "model")
+        p = subprocess.run([sys.executable, "-m", "train.sensevoice.export", "--checkpoint", os.path.join(self.dir, "init.pt"),
+                            "--out", out], cwd=ROOT, capture_output=True, text=True,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (32 << 10, 32 << 10)))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("error: cannot write the export to", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+
     def test_official_dir_lacking_files(self):
         rc, _, err = run("--official", self.dir, "--out", os.path.join(self.dir, "out"))
         self.assertEqual(rc, 1)

@@ -504,3 +504,43 @@ func TestPrompts(t *testing.T) {
 		t.Errorf("PromptSource of an unread prompt = %q", id)
 	}
 }
+
+func TestCheckAndAddTake(t *testing.T) {
+	voice := speak(t, "please remind me to buy bread and milk on the way home tonight", "en-us")
+	take := concat(silence(0.4), voice, silence(0.5))
+	for _, c := range []struct {
+		name          string
+		pcm           []float32
+		problem, warn string
+	}{
+		{"good", take, "", ""},
+		{"short", voice[:8000], "only 0.5 s", ""},
+		{"silent", silence(3), "heard almost nothing", ""},
+		{"clipped", gain(take, 40), "", "clipped"},
+		{"quiet", gain(take, 0.05), "", "quiet"},
+	} {
+		problem, warn := CheckTake(c.pcm)
+		if (c.problem == "") != (problem == "") || !strings.Contains(problem, c.problem) || (c.warn == "") != (warn == "") || !strings.Contains(warn, c.warn) {
+			t.Errorf("%s: problem %q, warn %q", c.name, problem, warn)
+		}
+	}
+	d := newDataset(t)
+	p := Prompts("en")[3]
+	if _, _, err := d.AddTake(silence(2), p); !errors.Is(err, ErrBadTake) || len(d.Sources) != 0 {
+		t.Errorf("silent take: %v, %d sources", err, len(d.Sources))
+	}
+	first, _, err := d.AddTake(take, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := d.AddTake(take, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Sources) != 1 || d.Sources[0].ID != second.ID || d.PromptSource(p) != second.ID {
+		t.Errorf("the retake did not replace the take: %+v", d.Sources)
+	}
+	if _, err := os.Stat(d.Abs(first.Path)); !os.IsNotExist(err) {
+		t.Errorf("the first take's audio is left behind: %v", err)
+	}
+}
