@@ -11,11 +11,15 @@ import (
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/tts/chattts"
+	"github.com/parley-voice/parley/tts/engines"
+	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -40,7 +44,17 @@ type Cloning interface {
 	Record(ctx context.Context, max time.Duration, level func(db float64)) ([]float32, error)
 	// Play plays 16 kHz mono audio and returns when it ends or ctx ends.
 	Play(ctx context.Context, pcm []float32) error
+	// CloneReady says why a zero-shot clone cannot be made here (nil when it can).
+	CloneReady() error
+	// CloneVoice makes a zero-shot clone voice from a clip (16 kHz mono) and its transcript
+	// (tune.Clone: the speech trimmed, the language checked, the DVAE prompt codes, the
+	// closest seed speaker) and adds it to the voice library under name. progress hears
+	// what is being done.
+	CloneVoice(ctx context.Context, pcm []float32, text, name string, progress func(string)) (*tune.CloneResult, error)
 }
+
+// ErrNoCloneModel: no speech-token (ChatTTS) voice model to clone with.
+var ErrNoCloneModel = errors.New("cloning needs a ChatTTS voice model: import an export of ChatTTS in Models (`parley models import DIR`), or install the demo voice")
 
 // Recogniser is the label step's recogniser and what the wizard says about it.
 type Recogniser struct {
@@ -58,8 +72,12 @@ type cloneService struct {
 	cfg *config.Config
 	log *slog.Logger
 	dir string
-	// asrModel overrides the configured recogniser (tests: the demo model's directory).
-	asrModel string
+	// asrModel overrides the configured recogniser (tests: the demo model's directory);
+	// cloneModel the ChatTTS export clones are made with, voicesDir the voice library.
+	asrModel   string
+	cloneModel string
+	voicesDir  string
+	seeds      int // seed speakers tried for the closest one (default 8)
 }
 
 // DatasetsDir is where `parley finetune` and the wizard keep their datasets.
@@ -173,4 +191,80 @@ func (s *cloneService) Play(ctx context.Context, pcm []float32) error {
 		out = s.cfg.Audio.Output
 	}
 	return play(ctx, s.log, out, pcm, audio.Mono16k.SampleRate)
+}
+
+func (s *cloneService) cloneDir() (string, error) {
+	if s.cloneModel != "" {
+		return s.cloneModel, nil
+	}
+	if dir, _ := engines.FindChatTTS("", true); dir != "" {
+		return dir, nil
+	}
+	return "", ErrNoCloneModel
+}
+
+func (s *cloneService) CloneReady() error {
+	_, err := s.cloneDir()
+	return err
+}
+
+func (s *cloneService) CloneVoice(ctx context.Context, pcm []float32, text, name string, progress func(string)) (*tune.CloneResult, error) {
+	dir, err := s.cloneDir()
+	if err != nil {
+		return nil, err
+	}
+	libDir := s.voicesDir
+	if libDir == "" {
+		libDir = voices.DefaultDir()
+	}
+	lib, err := voices.Open(libDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := lib.Get(name); err == nil {
+		return nil, fmt.Errorf("%w: %s (pick another name)", voices.ErrExists, name)
+	}
+	fac := s.factory()
+	progress("loading the voice model")
+	enc, err := chattts.NewSampleEncoder(dir, fac.GPU())
+	if err != nil {
+		return nil, err
+	}
+	defer enc.Close()
+	eng, err := chattts.New(chattts.Config{Dir: dir, Options: fac.GPU(), Log: s.log})
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	det, err := fac.VAD(vad.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("voice activity detection: %w", err)
+	}
+	defer det.Close()
+	seeds := s.seeds
+	if seeds == 0 {
+		seeds = 8
+	}
+	o := tune.CloneOptions{Name: name, Text: text, Prompter: enc, NumVQ: eng.Model().GPT.NumVQ,
+		Model: filepath.Base(filepath.Clean(dir)), Langs: eng.Capabilities().Languages, Speech: det,
+		Seeds: seeds, Voice: eng, Progress: progress}
+	if rec, _, err := fac.Recognizer(ctx, s.asrModel, asr.Config{}); err == nil {
+		defer rec.Close()
+		o.Ear = factory.CloneTranscriber(rec) // checks the transcript against the audio
+	}
+	if se, _, err := fac.SpeakerEncoder(ctx, ""); err == nil {
+		defer se.Close()
+		o.Embedder = se
+	} else {
+		s.log.Info("no speaker encoder: the clone keeps the model's default speaker", "err", err)
+	}
+	res, err := tune.Clone(ctx, pcm, audio.Mono16k.SampleRate, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Voice.Description = fmt.Sprintf("cloned from a clip in the desktop app (%.1f s)", res.Seconds)
+	if err := lib.Save(res.Voice, false); err != nil {
+		return nil, err
+	}
+	return &res, nil
 }

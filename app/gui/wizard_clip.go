@@ -30,10 +30,6 @@ const (
 	clipFileMaxSeconds = 30.0
 )
 
-// notInBuildClone is why a clone cannot be created in this build.
-const notInBuildClone = "Creating a voice from a clip is not in this build of Parley yet (the clip encoder of the speech-token voice is still being built). " +
-	"The recording and its transcript are checked here already."
-
 // clipCloner is the voice panel's "Clone from a clip": record 3–10 s or pick a file, get the
 // transcript from the recogniser (editable), name the voice.
 type clipCloner struct {
@@ -55,8 +51,11 @@ type clipCloner struct {
 
 	recording context.CancelFunc
 	playing   context.CancelFunc
+	creating  bool
 	started   time.Time
-	gen       int // clip generation: a transcript of an older clip is dropped
+	gen       int   // clip generation: a transcript of an older clip is dropped
+	ready     error // why no clone can be made here (no voice model); nil when one can
+	created   string
 }
 
 func newClipCloner(u *UI) *clipCloner {
@@ -79,7 +78,7 @@ func newClipCloner(u *UI) *clipCloner {
 	c.name.SetPlaceHolder("my-voice")
 	c.name.Validator = voices.ValidName
 	c.name.OnChanged = func(string) { c.check() }
-	c.create = widget.NewButtonWithIcon("Create voice", theme.ContentAddIcon(), nil)
+	c.create = widget.NewButtonWithIcon("Create voice", theme.ContentAddIcon(), func() { c.createVoice() })
 	c.create.Importance = widget.HighImportance
 	c.create.Disable()
 	c.why = newNotice()
@@ -99,6 +98,7 @@ func newClipCloner(u *UI) *clipCloner {
 		),
 		c.why,
 	)
+	c.ready = c.svc.CloneReady()
 	c.check()
 	return c
 }
@@ -153,6 +153,7 @@ func (c *clipCloner) toggleRecord() {
 	c.record.SetText("Stop")
 	c.record.SetIcon(theme.MediaStopIcon())
 	c.pick.Disable()
+	c.check()
 	c.status.SetText(fmt.Sprintf("Recording… speak for %.0f to %.0f seconds, then press Stop (it stops by itself at %.0f).", clipMinSeconds, clipMaxSeconds, clipMaxSeconds))
 	svc := c.svc
 	go func() {
@@ -327,15 +328,63 @@ func (c *clipCloner) playClip() {
 func (c *clipCloner) check() {
 	var why string
 	switch {
+	case c.ready != nil:
+		why = sentence(c.ready.Error())
+	case c.creating:
 	case c.pcm == nil:
 		why = "Record or choose a clip first."
 	case strings.TrimSpace(c.text.Text) == "":
 		why = "The transcript is empty: type what the clip says."
 	case c.name.Text == "" || voices.ValidName(c.name.Text) != nil:
 		why = "Give the voice a name (letters, digits, '-', '_')."
-	default:
-		why = notInBuildClone
 	}
 	c.why.SetText(why)
-	c.create.Disable() // enabled when cloning lands; until then why says so
+	if why == "" && !c.creating && c.recording == nil {
+		c.create.Enable()
+	} else {
+		c.create.Disable()
+	}
+}
+
+// createVoice makes the clone (off the UI goroutine) and adds it to the voice library.
+func (c *clipCloner) createVoice() {
+	if c.creating || c.pcm == nil {
+		return
+	}
+	c.creating = true
+	c.check()
+	c.record.Disable()
+	c.pick.Disable()
+	pcm, text, name, svc := c.pcm, strings.TrimSpace(c.text.Text), c.name.Text, c.svc
+	c.status.SetText("Creating the voice…")
+	go func() {
+		res, err := svc.CloneVoice(context.Background(), pcm, text, name, func(step string) {
+			c.u.do(func() { c.status.SetText("Creating the voice: " + step + "…") })
+		})
+		c.u.do(func() {
+			c.creating = false
+			c.record.Enable()
+			c.pick.Enable()
+			if err != nil {
+				c.status.SetText("")
+				c.check()
+				c.why.SetText("The voice was not created: " + sentence(strings.TrimPrefix(err.Error(), "tune: ")))
+				return
+			}
+			c.created = res.Voice.Name
+			msg := fmt.Sprintf("Voice %s created from %.1f s of speech", res.Voice.Name, res.Seconds)
+			if res.Seed != 0 {
+				msg += fmt.Sprintf(", with the seed speaker closest to it (seed %d, similarity %.2f)", res.Seed, res.SeedSimilarity)
+			}
+			msg += ". Pick it in the voice list and press Preview."
+			for _, w := range res.Warnings {
+				msg += " " + sentence(w)
+			}
+			c.status.SetText(msg)
+			c.check()
+			if c.u.voice != nil {
+				c.u.voice.refresh()
+			}
+		})
+	}()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -28,10 +29,18 @@ import (
 // with a scripted microphone and a silent speaker.
 type testCloning struct {
 	*cloneService
-	mu     sync.Mutex
-	mic    []float32 // what the next take hears
-	levels int       // level reports per take
-	played int
+	mu       sync.Mutex
+	mic      []float32 // what the next take hears
+	levels   int       // level reports per take
+	played   int
+	notReady error // CloneReady's answer when set
+}
+
+func (f *testCloning) CloneReady() error {
+	if f.notReady != nil {
+		return f.notReady
+	}
+	return f.cloneService.CloneReady()
 }
 
 func (f *testCloning) Record(ctx context.Context, max time.Duration, level func(float64)) ([]float32, error) {
@@ -68,8 +77,10 @@ func requireWizardModels(t testing.TB) {
 func newTestCloning(t testing.TB) *testCloning {
 	t.Helper()
 	t.Setenv("PARLEY_MODELS", assets.ModelsDir())
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
 	s := &cloneService{log: slog.New(slog.DiscardHandler), dir: t.TempDir(),
-		asrModel: "sensevoice-demo"} // embedded: extracted on first use
+		asrModel:   "sensevoice-demo", // embedded: extracted on first use
+		cloneModel: tiny, voicesDir: t.TempDir(), seeds: 2}
 	return &testCloning{cloneService: s, levels: 5}
 }
 
@@ -517,14 +528,32 @@ func TestCloneFromClip(t *testing.T) {
 	if c.pcm == nil || c.text.Text == "" || c.lang.Text != "English" || c.play.Disabled() {
 		t.Errorf("clip %v s, transcript %q, language %q; status %q", float64(len(c.pcm))/16000, c.text.Text, c.lang.Text, c.status.Text)
 	}
-	c.text.SetText("hello there, this is my voice")
-	c.name.SetText("me")
-	if !c.create.Disabled() || !strings.Contains(c.why.Text, "not in this build") {
-		t.Errorf("create: disabled=%v, %q", c.create.Disabled(), c.why.Text)
-	}
 	c.text.SetText("")
-	if !strings.Contains(c.why.Text, "transcript is empty") {
+	c.name.SetText("me")
+	if !c.create.Disabled() || !strings.Contains(c.why.Text, "transcript is empty") {
 		t.Errorf("empty transcript: %q", c.why.Text)
+	}
+	c.text.SetText("hello there, this is my voice, and I like to talk about the weather")
+	if c.create.Disabled() || c.why.Text != "" {
+		t.Fatalf("create: disabled=%v, %q", c.create.Disabled(), c.why.Text)
+	}
+	test.Tap(c.create)
+	waitFor(t, u, "the clone", func() bool { return !c.creating })
+	if c.created != "me" || !strings.Contains(c.status.Text, "Voice me created") {
+		t.Fatalf("clone: %q / %q", c.status.Text, c.why.Text)
+	}
+	lib, err := voices.Open(svc.voicesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := lib.Get("me")
+	if err != nil || v.Kind != voices.KindClone || v.Sample == nil || !strings.HasPrefix(v.Sample.Text, "hello there") || len(v.Sample.Codes) == 0 {
+		t.Fatalf("the saved voice: %+v %v", v, err)
+	}
+	test.Tap(c.create) // the same name again
+	waitFor(t, u, "the refusal", func() bool { return !c.creating && c.why.Text != "" })
+	if !strings.Contains(c.why.Text, "already exists") {
+		t.Errorf("a second voice of the name: %q", c.why.Text)
 	}
 
 	long := filepath.Join(dir, "podcast.wav")
@@ -550,6 +579,13 @@ func TestCloneFromClip(t *testing.T) {
 	waitFor(t, u, "the recording transcribed", func() bool { return c.lang.Text != "" })
 	if got := float64(len(c.pcm)) / 16000; got > clipMaxSeconds+0.01 {
 		t.Errorf("the recorded clip is %.1f s, want at most %.0f", got, clipMaxSeconds)
+	}
+
+	// without a voice model to clone with, the dialog says so before anything is recorded
+	svc.notReady = ErrNoCloneModel
+	c2 := u.showCloneFromClip()
+	if !c2.create.Disabled() || !strings.Contains(c2.why.Text, "ChatTTS voice model") {
+		t.Errorf("no voice model: %q", c2.why.Text)
 	}
 }
 
@@ -590,8 +626,10 @@ func TestWizardFitsNarrowWindows(t *testing.T) {
 func TestWizardHoldsTheMicrophone(t *testing.T) {
 	requireWizardModels(t)
 	svc := newTestCloning(t)
-	var modes []app.Mode
-	u, _ := newTestUI(t, Services{Clone: svc, SetMode: func(m app.Mode) error { modes = append(modes, m); return nil }})
+	var mu sync.Mutex
+	var modes []app.Mode // SetMode runs off the UI goroutine
+	u, _ := newTestUI(t, Services{Clone: svc, SetMode: func(m app.Mode) error { mu.Lock(); modes = append(modes, m); mu.Unlock(); return nil }})
+	got := func() []app.Mode { mu.Lock(); defer mu.Unlock(); return append([]app.Mode(nil), modes...) }
 	u.mode = app.HandsFree
 	u.Attach(newFakeAssistant(), nil)
 	w := u.wizard
@@ -603,17 +641,17 @@ func TestWizardHoldsTheMicrophone(t *testing.T) {
 	test.Tap(w.collect.record)
 	test.Tap(w.collect.record)
 	waitIdle(t, u)
-	waitFor(t, u, "the assistant muted", func() bool { return len(modes) == 1 })
-	if !u.muted || modes[0] != app.PushToTalk {
-		t.Errorf("while recording: muted=%v, modes %v", u.muted, modes)
+	waitFor(t, u, "the assistant muted", func() bool { return len(got()) == 1 })
+	if m := got(); !u.muted || m[0] != app.PushToTalk {
+		t.Errorf("while recording: muted=%v, modes %v", u.muted, m)
 	}
 	test.Tap(w.collect.record) // a second take does not switch again
 	test.Tap(w.collect.record)
 	waitIdle(t, u)
 	w.show(stepSlice)
-	waitFor(t, u, "the assistant listening again", func() bool { return len(modes) == 2 })
-	if u.muted || modes[1] != app.HandsFree {
-		t.Errorf("after leaving the page: muted=%v, modes %v", u.muted, modes)
+	waitFor(t, u, "the assistant listening again", func() bool { return len(got()) == 2 })
+	if m := got(); u.muted || m[1] != app.HandsFree {
+		t.Errorf("after leaving the page: muted=%v, modes %v", u.muted, m)
 	}
 	// a push-to-talk assistant is left alone
 	w.show(stepCollect)
@@ -621,7 +659,7 @@ func TestWizardHoldsTheMicrophone(t *testing.T) {
 	test.Tap(w.collect.record)
 	test.Tap(w.collect.record)
 	waitIdle(t, u)
-	if u.muted || len(modes) != 2 {
-		t.Errorf("push-to-talk: muted=%v, modes %v", u.muted, modes)
+	if m := got(); u.muted || len(m) != 2 {
+		t.Errorf("push-to-talk: muted=%v, modes %v", u.muted, m)
 	}
 }

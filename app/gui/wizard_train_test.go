@@ -192,9 +192,12 @@ func TestWizardTrainEvaluateInstall(t *testing.T) {
 	svc := newTestCloning(t)
 	tr := newFakeTraining()
 	cfg := config.Default()
-	var saved []string
+	var savedMu sync.Mutex
+	var saved []string // SaveConfig runs off the UI goroutine
 	services := Services{Clone: svc, Training: tr, Config: cfg, SaveConfig: func(c *config.Config) error {
+		savedMu.Lock()
 		saved = append(saved, c.ASR.Model)
+		savedMu.Unlock()
 		return nil
 	}}
 	u, _ := newTestUI(t, services)
@@ -291,7 +294,11 @@ func TestWizardTrainEvaluateInstall(t *testing.T) {
 		t.Fatalf("install: %d, %q", tr.installs, in.done.Text)
 	}
 	test.Tap(in.use)
-	waitFor(t, u2, "the switch", func() bool { return len(saved) == 1 && cfg.ASR.Model == "sensevoice-ada" })
+	waitFor(t, u2, "the switch", func() bool {
+		savedMu.Lock()
+		defer savedMu.Unlock()
+		return len(saved) == 1 && cfg.ASR.Model == "sensevoice-ada"
+	})
 	if !strings.Contains(in.done.Text, "Parley uses it to hear you") || !in.use.Disabled() {
 		t.Errorf("after switching: %q", in.done.Text)
 	}

@@ -132,6 +132,10 @@ func wizardHelper(dir string) int {
 			if ts, ok := s.Training.(*trainingService); ok {
 				ts.asrModel, ts.epochs, ts.procs, ts.threads = os.Getenv(helperEnv+"_BASE"), 40, 1, 1
 			}
+			// Clone from a clip with the project's tiny ChatTTS export
+			if cs, ok := s.Clone.(*cloneService); ok {
+				cs.cloneModel, cs.seeds = os.Getenv(helperEnv+"_CHATTTS"), 2
+			}
 		},
 		Ready: func(u *UI, w fyne.Window) {
 			go func() {
@@ -262,7 +266,7 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 				return err
 			}
 		}
-		return nil
+		return cloneFromClip(u, w, dir, shot, rep)
 	}
 	rep.Trained = true
 	t0 := time.Now()
@@ -314,7 +318,52 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 			return err
 		}
 	}
-	return shot("7-install")
+	if err := shot("7-install"); err != nil {
+		return err
+	}
+	return cloneFromClip(u, w, dir, shot, rep)
+}
+
+// cloneFromClip opens the voice panel's Clone from a clip, loads a recording, and creates the voice.
+func cloneFromClip(u *UI, w fyne.Window, dir string, shot func(string) error, rep *wizardReport) error {
+	clip, err := sayTake(dir, "Hello there, this is my own voice, and I would like Parley to speak like me.")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "clip.wav")
+	if err := writeWAVMono16k(path, clip); err != nil {
+		return err
+	}
+	var c *clipCloner
+	fyne.DoAndWait(func() {
+		u.tabs.SelectIndex(1)
+		c = u.showCloneFromClip()
+		c.load(path)
+	})
+	t0 := time.Now()
+	for heard := false; !heard; time.Sleep(100 * time.Millisecond) {
+		fyne.DoAndWait(func() { heard = c.lang.Text != "" })
+		if time.Since(t0) > 60*time.Second {
+			return errors.New("the clip was not transcribed")
+		}
+	}
+	fyne.DoAndWait(func() {
+		c.text.SetText("hello there this is my own voice and i would like parley to speak like me")
+		c.name.SetText("ada")
+		c.createVoice()
+	})
+	for creating := true; creating; time.Sleep(100 * time.Millisecond) {
+		fyne.DoAndWait(func() { creating = c.creating })
+		if time.Since(t0) > 120*time.Second {
+			return errors.New("the clone was not made")
+		}
+	}
+	rep.Times["clone"] = time.Since(t0).Round(10 * time.Millisecond).String()
+	var texts string
+	fyne.DoAndWait(func() { texts = shown(c.box) })
+	err = shot("8-clone-from-clip")
+	rep.Texts["8-clone-from-clip"] = texts
+	return err
 }
 
 // sayTake is espeak-ng reading a prompt as a take: 0.4 s of a quiet room, the sentence, 0.6 s.
@@ -363,10 +412,12 @@ func TestWizardScreenshots(t *testing.T) {
 		}
 	}
 	base, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "sensevoice", "tiny"))
+	tinyVoice, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
 	cmd.Env = append(os.Environ(),
 		helperEnv+"="+dir,
 		helperEnv+"_MODE=wizard",
 		helperEnv+"_BASE="+base,
+		helperEnv+"_CHATTTS="+tinyVoice,
 		"DISPLAY="+display,
 		"WAYLAND_DISPLAY=",
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
@@ -394,15 +445,16 @@ func TestWizardScreenshots(t *testing.T) {
 	}
 	t.Logf("job wall times on this machine: %v", rep.Times)
 	want := map[string][]string{
-		"0-start":     {"Teach Parley your voice", "[Improve recognition of my voice…]"},
-		"1-collect":   {"Sentence 4 of", "7 recordings"},
-		"2-slice":     {"set aside", "too noisy", "too quiet", "silence.wav: no speech found"},
-		"3-label":     {"English", "demo-grade"},
-		"4-proofread": {"usable clip", "at least 3 minutes"},
-		"5-train":     {"Step ", "✓ Python and PyTorch"},
-		"5-trained":   {"Trained:"},
-		"6-evaluate":  {"Character error rate on", "A, before"},
-		"7-install":   {},
+		"0-start":           {"Teach Parley your voice", "[Improve recognition of my voice…]"},
+		"1-collect":         {"Sentence 4 of", "7 recordings"},
+		"2-slice":           {"set aside", "too noisy", "too quiet", "silence.wav: no speech found"},
+		"3-label":           {"English", "demo-grade"},
+		"4-proofread":       {"usable clip", "at least 3 minutes"},
+		"5-train":           {"Step ", "✓ Python and PyTorch"},
+		"5-trained":         {"Trained:"},
+		"6-evaluate":        {"Character error rate on", "A, before"},
+		"7-install":         {},
+		"8-clone-from-clip": {"Voice ada created"},
 	}
 	if !rep.Trained {
 		t.Log("no PyTorch here: steps 5–7 show why instead of training")
