@@ -73,7 +73,11 @@ func TestTinyTrainingKilledResumesExactly(t *testing.T) {
 		t.Fatalf("uninterrupted run logged %d steps, want 18", len(want))
 	}
 
-	j2 := create(t, r, tinySpec(t, t.TempDir(), "6"))
+	// the trainer waits after step 8's checkpoint (a failpoint), so the kill lands there
+	// however far a loaded machine lets it run ahead of this process reading its events
+	spec := tinySpec(t, t.TempDir(), "6")
+	spec.Env = map[string]string{"PARLEY_TRAIN_HOLD_AT_STEP": "8"}
+	j2 := create(t, r, spec)
 	var first recorder
 	killed := 0
 	_, err := r.Run(ctx, j2.ID, func(ev Event) {
