@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/parley-voice/parley/audio"
 )
 
 // ffmpegFormats are the speech formats ffmpeg encodes for /v1/audio/speech, with the
@@ -115,7 +117,7 @@ func newFFmpegEncoder(ctx context.Context, format string, rate int, emit func([]
 
 // Write encodes samples.
 func (e *ffmpegEncoder) Write(samples []float32) error {
-	e.buf = encodeS16(e.buf[:0], samples)
+	e.buf = audio.EncodePCM(e.buf[:0], samples, audio.S16)
 	if _, err := e.stdin.Write(e.buf); err != nil {
 		select {
 		case cerr := <-e.done: // the copier failed first: that is the cause

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
@@ -293,6 +294,18 @@ func TestSpeechFormats(t *testing.T) {
 	pcm := req("pcm")
 	if n := len(pcm) / 2; n != 5*SpeechRate/10 {
 		t.Errorf("pcm: %d samples, want %d (5 words at 24 kHz)", n, 5*SpeechRate/10)
+	}
+	// the engine's samples, quantized as everywhere else in Parley (audio.EncodePCM rounds)
+	var want []byte
+	for _, words := range []int{3, 2} {
+		x := make([]float32, words*SpeechRate/10)
+		for j := range x {
+			x[j] = float32(0.3 * math.Sin(2*math.Pi*440*float64(j)/SpeechRate))
+		}
+		want = audio.EncodePCM(want, x, audio.S16)
+	}
+	if !bytes.Equal(pcm, want) {
+		t.Error("pcm is not the engine's samples as audio.EncodePCM writes them")
 	}
 	r := eng.last.Load().(tts.Request)
 	if r.Voice != "af_alloy" {

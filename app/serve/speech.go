@@ -380,7 +380,7 @@ func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tt
 		defer pcm.Close()
 		var buf []byte
 		if err := each(func(x []float32) error {
-			buf = encodeS16(buf[:0], x)
+			buf = audio.EncodePCM(buf[:0], x, audio.S16)
 			_, err := pcm.Write(buf)
 			return err
 		}); err != nil {
@@ -481,7 +481,7 @@ type pcmEncoder struct {
 }
 
 func (p *pcmEncoder) Write(samples []float32) error {
-	p.buf = encodeS16(p.buf[:0], samples)
+	p.buf = audio.EncodePCM(p.buf[:0], samples, audio.S16)
 	_, err := p.w.Write(p.buf)
 	return err
 }
