@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/chattts"
 	"github.com/parley-voice/parley/tts/engines"
 	"github.com/parley-voice/parley/voices"
@@ -51,6 +53,18 @@ type Cloning interface {
 	// closest seed speaker) and adds it to the voice library under name. progress hears
 	// what is being done.
 	CloneVoice(ctx context.Context, pcm []float32, text, name string, progress func(string)) (*tune.CloneResult, error)
+	// CloneDataset makes (or makes again) a dataset's zero-shot clone voice, name, from its
+	// training clip nearest secs long.
+	CloneDataset(ctx context.Context, d *clone.Dataset, name string, secs float64, progress func(string)) (*tune.CloneResult, *clone.Clip, error)
+	// CompareVoices scores a random seed voice and the library voice name against the
+	// dataset's held-out clips (speaker similarity, the recogniser's CER) on up to n of their
+	// sentences; it returns the scores, the sentences, and the random seed.
+	CompareVoices(ctx context.Context, d *clone.Dataset, name string, n int, progress func(string)) ([]tune.VoiceScore, []string, int64, error)
+	// Say synthesises text with the library voice name (or, for "", seed's speaker), as
+	// 16 kHz mono for Play.
+	Say(ctx context.Context, name string, seed int64, text string) ([]float32, error)
+	// HasVoice says whether the voice library holds name.
+	HasVoice(name string) bool
 }
 
 // ErrNoCloneModel: no speech-token (ChatTTS) voice model to clone with.
@@ -208,21 +222,47 @@ func (s *cloneService) CloneReady() error {
 	return err
 }
 
-func (s *cloneService) CloneVoice(ctx context.Context, pcm []float32, text, name string, progress func(string)) (*tune.CloneResult, error) {
-	dir, err := s.cloneDir()
+func (s *cloneService) library() (*voices.Library, error) {
+	dir := s.voicesDir
+	if dir == "" {
+		dir = voices.DefaultDir()
+	}
+	return voices.Open(dir)
+}
+
+func (s *cloneService) HasVoice(name string) bool {
+	lib, err := s.library()
 	if err != nil {
-		return nil, err
+		return false
 	}
-	libDir := s.voicesDir
-	if libDir == "" {
-		libDir = voices.DefaultDir()
-	}
-	lib, err := voices.Open(libDir)
+	_, err = lib.Get(name)
+	return err == nil
+}
+
+func (s *cloneService) CloneVoice(ctx context.Context, pcm []float32, text, name string, progress func(string)) (*tune.CloneResult, error) {
+	lib, err := s.library()
 	if err != nil {
 		return nil, err
 	}
 	if _, err := lib.Get(name); err == nil {
 		return nil, fmt.Errorf("%w: %s (pick another name)", voices.ErrExists, name)
+	}
+	res, err := s.clone(ctx, pcm, text, name, progress)
+	if err != nil {
+		return nil, err
+	}
+	res.Voice.Description = fmt.Sprintf("cloned from a clip in the desktop app (%.1f s)", res.Seconds)
+	if err := lib.Save(res.Voice, false); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// clone runs tune.Clone with the installed engines (the voice is not saved).
+func (s *cloneService) clone(ctx context.Context, pcm []float32, text, name string, progress func(string)) (*tune.CloneResult, error) {
+	dir, err := s.cloneDir()
+	if err != nil {
+		return nil, err
 	}
 	fac := s.factory()
 	progress("loading the voice model")
@@ -262,9 +302,140 @@ func (s *cloneService) CloneVoice(ctx context.Context, pcm []float32, text, name
 	if err != nil {
 		return nil, err
 	}
-	res.Voice.Description = fmt.Sprintf("cloned from a clip in the desktop app (%.1f s)", res.Seconds)
-	if err := lib.Save(res.Voice, false); err != nil {
+	return &res, nil
+}
+
+func (s *cloneService) CloneDataset(ctx context.Context, d *clone.Dataset, name string, secs float64, progress func(string)) (*tune.CloneResult, *clone.Clip, error) {
+	train, _, err := tune.SplitClips(d, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids []string
+	for _, c := range train {
+		ids = append(ids, c.ID)
+	}
+	c, err := tune.ClipNear(d, ids, secs)
+	if err != nil {
+		return nil, nil, err
+	}
+	pcm, err := d.ReadClip(c.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	lib, err := s.library()
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := s.clone(ctx, pcm, c.Text, name, progress)
+	if err != nil {
+		return nil, c, fmt.Errorf("clip %s: %w", c.ID, err)
+	}
+	res.Voice.Description = fmt.Sprintf("zero-shot clone of dataset %s (clip %s, %.1f s)", d.Name, c.ID, res.Seconds)
+	if err := lib.Save(res.Voice, true); err != nil { // the dataset's own clone: made again
+		return nil, c, err
+	}
+	return res, c, nil
+}
+
+// voiceEngine opens the ChatTTS engine clones speak with.
+func (s *cloneService) voiceEngine() (*chattts.Engine, error) {
+	dir, err := s.cloneDir()
+	if err != nil {
 		return nil, err
 	}
-	return &res, nil
+	return chattts.New(chattts.Config{Dir: dir, Options: s.factory().GPU(), Log: s.log})
+}
+
+// request is what makes a library voice (or, for "", a seed speaker) speak text.
+func (s *cloneService) request(name string, seed int64, text string) (tts.Request, error) {
+	req := tts.Request{Text: text}
+	if name == "" {
+		req.Seed, req.HasSeed = seed, true
+		return req, nil
+	}
+	lib, err := s.library()
+	if err != nil {
+		return req, err
+	}
+	v, err := lib.Get(name)
+	if err != nil {
+		return req, err
+	}
+	return engines.ApplyVoice(req, v, "chattts", engines.Explicit{})
+}
+
+func (s *cloneService) CompareVoices(ctx context.Context, d *clone.Dataset, name string, n int, progress func(string)) ([]tune.VoiceScore, []string, int64, error) {
+	_, held, err := tune.SplitClips(d, 0)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var ids, texts []string
+	for _, c := range held {
+		ids = append(ids, c.ID)
+		if len(texts) < n {
+			texts = append(texts, c.Text)
+		}
+	}
+	fac := s.factory()
+	progress("loading the voice model, the speaker encoder and the recogniser")
+	eng, err := s.voiceEngine()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	defer eng.Close()
+	se, _, err := fac.SpeakerEncoder(ctx, "")
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("comparing voices needs a speaker encoder: %w", err)
+	}
+	defer se.Close()
+	rec, _, err := fac.Recognizer(ctx, s.asrModel, asr.Config{})
+	if err != nil {
+		return nil, nil, 0, notInstalled(err)
+	}
+	defer rec.Close()
+	progress("your voice in the held-out clips")
+	ref, err := tune.ReferenceEmbedding(ctx, d, ids, se)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	seed := randomSeed(d.Name)
+	clone, err := s.request(name, 0, "")
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	cands := []tune.VoiceCandidate{{Name: fmt.Sprintf("a random voice (seed %d)", seed), Request: tts.Request{Seed: seed, HasSeed: true}},
+		{Name: name, Request: clone}}
+	progress(fmt.Sprintf("speaking %d held-out sentences with both voices", len(texts)))
+	scores, err := tune.EvaluateVoices(ctx, eng, cands, texts, ref, se, factory.CloneTranscriber(rec))
+	return scores, texts, seed, err
+}
+
+// randomSeed is a dataset's "random voice": a seed speaker fixed by its name, so the
+// comparison is the same each time.
+func randomSeed(name string) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int64(1 + h.Sum32()%10000)
+}
+
+func (s *cloneService) Say(ctx context.Context, name string, seed int64, text string) ([]float32, error) {
+	req, err := s.request(name, seed, text)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := s.voiceEngine()
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	st, err := eng.Synthesize(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	buf, err := tts.ReadAll(ctx, st)
+	st.Close()
+	if err != nil {
+		return nil, err
+	}
+	return audio.Resample(buf.Data, buf.Format.SampleRate, 16000, 1)
 }

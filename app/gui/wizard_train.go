@@ -85,8 +85,9 @@ type trainPage struct {
 	cancel *widget.Button
 	resume *widget.Button
 	bar    *widget.ProgressBar
-	status *widget.Label
+	status *notice
 	plot   *lossPlot
+	quick  *quickClone
 	box    fyne.CanvasObject
 
 	// for the current dataset and goal
@@ -121,15 +122,15 @@ func newTrainPage(w *wizard) *trainPage {
 	p.resume.Importance = widget.HighImportance
 	p.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { p.cancelRun() })
 	p.bar = widget.NewProgressBar()
-	p.status = widget.NewLabel("")
-	p.status.Wrapping = fyne.TextWrapWord
+	p.status = newNotice()
 	p.plot = newLossPlot()
+	p.quick = newQuickClone(w)
 	intro := "Parley fine-tunes the installed model on your clips as a job: a progress bar with the time left, a live loss plot and Cancel; " +
 		"if Parley closes while it trains, it resumes from its last checkpoint. Python and PyTorch are checked first; " +
 		"with more than one GPU (or enough cores) it trains on several at once. A part of your clips is held out to test the result."
 	p.box = pageFrame("5  Train", intro,
 		container.NewVBox(p.needs, p.checks, p.why, container.NewHBox(p.start, p.resume, p.cancel), p.bar, p.status),
-		p.plot)
+		container.NewBorder(p.quick.box, nil, nil, nil, p.plot))
 	return p
 }
 
@@ -231,11 +232,12 @@ func (p *trainPage) refresh() {
 			o.Hide()
 		}
 	}
+	p.quick.refresh()
 	if why := p.blocked(); why != "" {
 		p.why.SetText(why)
 		p.checks.SetText("")
 		p.start.Disable()
-		show(p.start, true)
+		show(p.start, false)
 		show(p.resume, false)
 		show(p.cancel, false)
 		show(p.bar, false)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2/test"
+
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/store"
 )
@@ -51,27 +53,7 @@ func TestTrainingService(t *testing.T) {
 	if _, err := ts.Create(ctx, d, goalRecognition); !errors.Is(err, tune.ErrTooFewClips) {
 		t.Fatalf("3 clips: %v, want ErrTooFewClips", err)
 	}
-	// more speech: 12 clips
-	in := t.TempDir()
-	writeWizardWAV(t, filepath.Join(in, "more.wav"), longRecording(t, "en-us",
-		"my favourite season is autumn when the leaves turn red and gold",
-		"she sells sea shells by the sea shore every summer morning",
-		"turn left at the bakery and walk past the old blue gate",
-		"the library opens at half past eight on saturday mornings",
-		"seven red balloons drifted over the harbour and out to sea",
-		"could you read the next chapter out loud after dinner",
-		"the bus was late again so i walked the last mile home",
-		"a gentle breeze carried the smell of pine needles and smoke",
-		"we measured the room twice and it was four metres wide"))
-	u.wizard.show(stepCollect)
-	u.wizard.collect.importPaths([]string{in})
-	waitIdle(t, u)
-	u.wizard.show(stepSlice)
-	u.wizard.slice.slice()
-	waitIdle(t, u)
-	u.wizard.show(stepLabel)
-	u.wizard.label.label()
-	waitIdle(t, u)
+	moreSpeech(t, u)
 	j, err := ts.Create(ctx, d, goalRecognition)
 	if err != nil {
 		t.Fatalf("create: %v (%d usable clips)", err, d.Summary().Usable)
@@ -111,5 +93,74 @@ func TestTrainingService(t *testing.T) {
 	}
 	if _, err := again.Start(ctx, 9999, nil); err == nil {
 		t.Error("starting a job that does not exist")
+	}
+}
+
+// moreSpeech imports, slices and labels nine more sentences into the open dataset.
+func moreSpeech(t *testing.T, u *UI) {
+	t.Helper()
+	in := t.TempDir()
+	writeWizardWAV(t, filepath.Join(in, "more.wav"), longRecording(t, "en-us",
+		"my favourite season is autumn when the leaves turn red and gold",
+		"she sells sea shells by the sea shore every summer morning",
+		"turn left at the bakery and walk past the old blue gate",
+		"the library opens at half past eight on saturday mornings",
+		"seven red balloons drifted over the harbour and out to sea",
+		"could you read the next chapter out loud after dinner",
+		"the bus was late again so i walked the last mile home",
+		"a gentle breeze carried the smell of pine needles and smoke",
+		"we measured the room twice and it was four metres wide"))
+	u.wizard.show(stepCollect)
+	u.wizard.collect.importPaths([]string{in})
+	waitIdle(t, u)
+	u.wizard.show(stepSlice)
+	u.wizard.slice.slice()
+	waitIdle(t, u)
+	u.wizard.show(stepLabel)
+	u.wizard.label.label()
+	waitIdle(t, u)
+}
+
+// TestWizardQuickClone: while the voice model cannot be fine-tuned, the voice goal's train
+// step makes a zero-shot clone from the dataset (the tiny ChatTTS export), adds it to the
+// library, compares it with a random voice on the held-out clips, and plays A and B.
+func TestWizardQuickClone(t *testing.T) {
+	requireWizardModels(t)
+	svc := newTestCloning(t)
+	u, _ := newTestUI(t, Services{Clone: svc})
+	w := u.wizard
+	labelledDataset(t, u, "Ada", goalVoice)
+	q := w.train.quick
+	w.show(stepTrain)
+	if !q.box.Visible() || !q.make.Disabled() || !strings.Contains(q.msg.Text, "at least 8 usable clips") {
+		t.Fatalf("with 3 clips: visible=%v disabled=%v %q", q.box.Visible(), q.make.Disabled(), q.msg.Text)
+	}
+	moreSpeech(t, u)
+	w.show(stepTrain)
+	if q.make.Disabled() || q.msg.Text != "" {
+		t.Fatalf("with enough clips: disabled=%v %q", q.make.Disabled(), q.msg.Text)
+	}
+	test.Tap(q.make)
+	waitIdle(t, u)
+	if !strings.HasPrefix(q.msg.Text, "Made ada-clone from clip") || !svc.HasVoice("ada-clone") {
+		t.Fatalf("clone: %q", q.msg.Text)
+	}
+	if q.compare.Disabled() || q.make.Text != "Make it again" {
+		t.Errorf("after the clone: compare disabled=%v, %q", q.compare.Disabled(), q.make.Text)
+	}
+	test.Tap(q.compare)
+	waitIdle(t, u)
+	if len(q.scores) != 2 || len(q.texts) == 0 || !strings.Contains(q.result.Text, "ada-clone: sounds") || !q.playB.Visible() {
+		t.Fatalf("compare: %q (%v)", q.result.Text+q.msg.Text, q.scores)
+	}
+	t.Logf("%s", q.result.Text)
+	test.Tap(q.playA)
+	waitFor(t, u, "A played", func() bool { svc.mu.Lock(); defer svc.mu.Unlock(); return svc.played == 1 })
+	test.Tap(q.playB)
+	waitFor(t, u, "B played", func() bool { svc.mu.Lock(); defer svc.mu.Unlock(); return svc.played == 2 })
+	// the recognition goal has its own train step: no quick clone there
+	w.goalSel.SetSelected(goalLabels[goalRecognition])
+	if q.box.Visible() {
+		t.Error("the quick clone shows for the recognition goal")
 	}
 }

@@ -247,6 +247,18 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 	if err := shot("4-proofread"); err != nil {
 		return err
 	}
+	// step 5 for the voice goal: the zero-shot clone from the dataset, compared with a random voice
+	on(func() { z.show(stepTrain); z.train.quick.makeClone() })
+	if err := idle("voice clone"); err != nil {
+		return err
+	}
+	on(func() { z.train.quick.runCompare() })
+	if err := idle("compare voices"); err != nil {
+		return err
+	}
+	if err := shot("5-voice-clone"); err != nil {
+		return err
+	}
 	// steps 5–7 for the recogniser: the same clips, the other goal
 	on(func() {
 		z.goalSel.SetSelected(goalLabels[goalRecognition])
@@ -450,6 +462,7 @@ func TestWizardScreenshots(t *testing.T) {
 		"2-slice":           {"set aside", "too noisy", "too quiet", "silence.wav: no speech found"},
 		"3-label":           {"English", "demo-grade"},
 		"4-proofread":       {"usable clip", "at least 3 minutes"},
+		"5-voice-clone":     {"[Make it again]", "ada-clone: sounds", "[B: your clone]"},
 		"5-train":           {"Step ", "✓ Python and PyTorch"},
 		"5-trained":         {"Trained:"},
 		"6-evaluate":        {"Character error rate on", "A, before"},
