@@ -663,3 +663,40 @@ func TestWizardHoldsTheMicrophone(t *testing.T) {
 		t.Errorf("push-to-talk: muted=%v, modes %v", u.muted, m)
 	}
 }
+
+// slowSource delivers 50 ms of a tone per read, like a microphone.
+type slowSource struct{ n int }
+
+func (s *slowSource) Format() audio.Format { return audio.Mono16k }
+func (s *slowSource) Read(ctx context.Context, p []float32) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	k := min(len(p), 800)
+	for i := range k {
+		p[i] = 0.1
+	}
+	s.n += k
+	return k, nil
+}
+
+// TestRecordFrom: a take lasts until it is stopped (what was heard is kept, no error) or
+// reaches its limit, and reports levels as it goes.
+func TestRecordFrom(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var levels int
+	src := &slowSource{}
+	pcm, err := recordFrom(ctx, src, time.Second, func(db float64) {
+		levels++
+		if levels == 5 {
+			cancel()
+		}
+	})
+	if err != nil || len(pcm) != 5*800 || levels != 5 {
+		t.Errorf("stopped take: %d samples, %d levels, %v", len(pcm), levels, err)
+	}
+	pcm, err = recordFrom(context.Background(), &slowSource{}, 500*time.Millisecond, nil)
+	if err != nil || len(pcm) != 8000 {
+		t.Errorf("a take at its limit: %d samples, %v", len(pcm), err)
+	}
+}
