@@ -118,6 +118,8 @@ the training; running the command again resumes it from its last checkpoint.`)
 		for clip, why := range m.Skipped {
 			fmt.Fprintf(env.Stdout, "  left out %s: %s\n", clip, why)
 		}
+	} else if job.Status == store.JobQueued {
+		fmt.Fprintf(env.Stdout, "job %d: starting (made earlier)\n", job.ID)
 	} else {
 		fmt.Fprintf(env.Stdout, "job %d: resuming at step %d of %d (%s)\n", job.ID, job.Progress.Step, job.Progress.TotalSteps, job.Error)
 	}
@@ -129,6 +131,9 @@ the training; running the command again resumes it from its last checkpoint.`)
 			return err
 		}
 		if err != nil {
+			if job.ID == 0 || job.Error == "" { // it did not start (another job runs, no Python…)
+				return err
+			}
 			return fmt.Errorf("job %d: %s", job.ID, job.Error)
 		}
 	}
