@@ -209,17 +209,24 @@ func TestWizardVoiceFineTune(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ts := newTrainingService(st, nil, slog.New(slog.DiscardHandler))
-	ts.voice, ts.voiceEpochs, ts.procs, ts.threads = svc.cloneService, 3, 1, 1
+	// a voice job long enough to hold at a checkpoint: the trainer's failpoint stops it right
+	// after step 25's checkpoint, so Cancel lands there however loaded the machine is
+	t.Setenv("PARLEY_TRAIN_HOLD_AT_STEP", "25")
+	training := func() *trainingService {
+		ts := newTrainingService(st, nil, slog.New(slog.DiscardHandler))
+		ts.voice, ts.voiceEpochs, ts.procs, ts.threads = svc.cloneService, 30, 1, 1
+		return ts
+	}
 	cfg := config.Default()
 	var savedMu sync.Mutex
 	var saved []config.TTS
-	u, _ := newTestUI(t, Services{Clone: svc, Training: ts, Config: cfg, SaveConfig: func(c *config.Config) error {
+	services := Services{Clone: svc, Training: training(), Config: cfg, SaveConfig: func(c *config.Config) error {
 		savedMu.Lock()
 		saved = append(saved, c.TTS)
 		savedMu.Unlock()
 		return nil
-	}})
+	}}
+	u, _ := newTestUI(t, services)
 	w := u.wizard
 	labelledDataset(t, u, "Ada", goalVoice)
 	moreSpeech(t, u)
@@ -234,18 +241,50 @@ func TestWizardVoiceFineTune(t *testing.T) {
 		t.Fatalf("checks %q, start disabled=%v, quick clone visible=%v", p.checks.Text, p.start.Disabled(), p.quick.box.Visible())
 	}
 	test.Tap(p.start)
-	waitLong(t, u, "the voice to train", func() bool { return !p.run })
-	if p.job == nil || p.job.Status != store.JobDone {
-		t.Fatalf("the job did not finish: %q %q", p.status.Text, p.why.Text)
-	}
-	if p.job.Spec.Kind != tune.TTSKind || !strings.Contains(p.status.Text, "Trained:") || len(p.plot.points) == 0 {
-		t.Errorf("after training: %s %q, %d loss points", p.job.Spec.Kind, p.status.Text, len(p.plot.points))
+	waitLong(t, u, "the checkpoint at step 25", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.live.Step == 25 && p.live.Checkpoint != ""
+	})
+	test.Tap(p.cancel)
+	waitLong(t, u, "the job to stop", func() bool { return !p.run })
+	if !strings.Contains(p.status.Text, "Cancelled at step 25 of") || !p.resume.Visible() {
+		t.Fatalf("after Cancel: %q %q, resume visible=%v", p.status.Text, p.why.Text, p.resume.Visible())
 	}
 	if b, err := os.ReadFile(filepath.Join(p.job.Spec.Dir, "speaker-init.bin")); err != nil || len(b) != 4*16 {
 		t.Errorf("the job did not start from the closest seed speaker: %d bytes, %v", len(b), err)
 	}
 
+	// Parley restarts: the dataset reopens at the train step with the stopped voice job,
+	// which resumes from its step-25 checkpoint and finishes
+	services.Training = training()
+	u, _ = newTestUI(t, services)
+	u.app.Preferences().SetString("wizard.dataset", "Ada")
+	u.app.Preferences().SetString("wizard.goal.Ada", goalVoice)
+	u.tabs.SelectIndex(5)
+	u.wizard.d = nil
+	u.wizard.openNamed("Ada")
+	w, p = u.wizard, u.wizard.train
+	waitLong(t, u, "the stopped job found", func() bool { return p.resume.Visible() && !p.resume.Disabled() })
+	if w.step != stepTrain || !strings.Contains(p.status.Text, "Cancelled at step 25 of") {
+		t.Fatalf("after the restart: step %d, %q", w.step, p.status.Text)
+	}
+	test.Tap(p.resume)
+	waitLong(t, u, "the voice to train", func() bool { return !p.run })
+	if p.job == nil || p.job.Status != store.JobDone {
+		t.Fatalf("the job did not finish: %q %q", p.status.Text, p.why.Text)
+	}
+	if p.job.Spec.Kind != tune.TTSKind || !strings.Contains(p.status.Text, "Trained:") || len(p.plot.points) < 5 || p.job.Progress.Resumed != 1 {
+		t.Errorf("after training: %s %q, %d loss points, resumed %d times", p.job.Spec.Kind, p.status.Text, len(p.plot.points), p.job.Progress.Resumed)
+	}
+	for i, pt := range p.plot.points[1:] {
+		if pt.Step <= p.plot.points[i].Step {
+			t.Fatalf("the loss history repeats steps after the resume: %+v", p.plot.points)
+		}
+	}
+
 	// 6 Evaluate
+	drain(u)
 	test.Tap(w.next)
 	e := w.eval
 	if w.step != stepEval || e.run.Disabled() {
