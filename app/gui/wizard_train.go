@@ -432,6 +432,9 @@ func (p *trainPage) begin(resume bool) {
 	p.finished = finished
 	p.mu.Lock()
 	p.live = tune.Progress{Stage: "starting"}
+	if goal == goalVoice {
+		p.live.Stage = "finding the seed speaker closest to you" // Create synthesises a few first
+	}
 	if resume && p.job != nil {
 		p.live = p.job.Progress
 	}
