@@ -68,6 +68,9 @@ def generate_codes(m: ChatTTS, prompt: List[int], spk: Optional[torch.Tensor], s
                    s: Sampling) -> Tuple[List[List[int]], torch.Tensor]:
     g = m.cfg.gpt
     eos = m.cfg.num_codes
+    if len(prompt) + 1 >= g.max_positions:
+        raise ValueError(f"prompt of {len(prompt)} tokens leaves no room for audio in the model's "
+                         f"{g.max_positions} positions: split the text into sentences")
     graph = GPTGraph(m, spk_emb_id).eval()
     gen = torch.Generator().manual_seed(s.seed)
     n = len(prompt)

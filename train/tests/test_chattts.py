@@ -435,3 +435,28 @@ class DemoPipelineTest(unittest.TestCase):
             self.assertTrue(math.isfinite(loss.item()))
             if stage == "gpt":
                 self.assertGreater(st["ga"], 0)
+
+
+class InferTest(unittest.TestCase):
+    def test_bad_texts_give_audio_or_a_clear_error(self):
+        from train.chattts.infer import Sampling, generate_codes, speaker_from_seed, synthesize, warp
+
+        m, tok = tiny(13)
+        fe = {"type": "wordpiece"}
+        spk = speaker_from_seed(synthetic_spk_stat(m.cfg.gpt.hidden, 1), 5)
+        s = Sampling(max_new_tokens=6, seed=1)
+        for text in ["[laugh][uv_break]", "", "☃ ⌘ \u0007 zzz", "[break_7][speed_9]"]:
+            audio, codes = synthesize(m, tok, fe, text, spk, s)
+            self.assertEqual(audio.numel(), 256 * max(0, 2 * len(codes) - 1) if codes else 0)
+        t0 = time.time()
+        with self.assertRaisesRegex(ValueError, "split the text into sentences"):
+            synthesize(m, tok, fe, "hello world " * 420, spk, s)  # 5040 characters
+        self.assertLess(time.time() - t0, 5)
+        # same seed, same codes; top-k 1 keeps min_tokens_to_keep (3) candidates per stream
+        a, _ = generate_codes(m, tok.encode("[Stts][spk_emb]hello[Ptts]"), spk, tok.token_id("[spk_emb]"), s)
+        b, _ = generate_codes(m, tok.encode("[Stts][spk_emb]hello[Ptts]"), spk, tok.token_id("[spk_emb]"), s)
+        self.assertEqual(a, b)
+        w = warp(torch.randn(4, 626), 1.0, 1)
+        self.assertEqual(torch.isfinite(w).sum(-1).tolist(), [3, 3, 3, 3])
+        w = warp(torch.tensor([[5.0, 4.0, 0.0, -1.0, -2.0]]), 0.5, 0)
+        self.assertEqual(torch.isfinite(w).sum().item(), 3)
