@@ -48,9 +48,22 @@ type Transcript struct {
 	Event   string `json:"event,omitempty"`
 }
 
-// Transcriber turns one utterance (16 kHz mono) into text.
+// Transcriber turns one utterance (16 kHz mono) into text with its tags. It is the one
+// recogniser interface of the faces: the turn loop, the server's realtime sessions and its
+// Wyoming service all hear through it.
 type Transcriber interface {
-	Transcribe(ctx context.Context, pcm []float32) (Transcript, error)
+	Transcribe(ctx context.Context, pcm []float32, o TranscribeOptions) (Transcript, error)
+}
+
+// TranscribeOptions are one utterance's wishes; the zero value takes the recogniser's own
+// settings.
+type TranscribeOptions struct {
+	// Language is the language spoken ("en", "zh", …); "" = the recogniser's setting
+	// (asr.language).
+	Language string
+	// OnSegment, when set, gets each piece of text as it is decoded when a long utterance is
+	// cut at pauses into several.
+	OnSegment func(text string) error
 }
 
 // Message is one earlier exchange given to the brain as context.

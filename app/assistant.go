@@ -85,6 +85,12 @@ type Options struct {
 	// search also follows the delay it last measured).
 	EchoMaxDelay time.Duration
 
+	// Partials, when positive, transcribes the utterance being heard this often and
+	// publishes what the recogniser makes of it so far (EvPartial): a live transcript while
+	// the user speaks. Each pass transcribes the utterance from its start (SenseVoice is not
+	// a streaming model), one at a time, up to maxPartial of audio.
+	Partials time.Duration
+
 	// MicOnDemand, in push-to-talk with a Capture that is a MicGate, keeps the microphone
 	// closed except while Talk is held or an exchange is in flight (so speech can still
 	// interrupt an answer): an idle push-to-talk assistant records nothing and costs nothing.
@@ -165,18 +171,20 @@ type Assistant struct {
 	hist   []Message
 
 	// loop-owned
-	cur        *turn    // the exchange in flight
-	last       *turn    // the latest exchange started (its done channel orders the next)
-	utterStart int64    // capture index where the current utterance started; -1 none
-	pttStart   int64    // capture index of StartListening; -1 none
-	pendBarge  bool     // BargeInMinSpeech: speech started during a turn, waiting for length
-	overStart  int64    // capture index of speech over an answer that did not barge in; -1 none
-	pendSay    []string // announcements waiting for the exchange in flight
-	wakeTimer  *time.Timer
-	wakeGen    int
-	gate       MicGate // Options.MicOnDemand's gate; nil: the microphone stays open
-	micOpen    bool
-	micFrom    int64 // capture index where the microphone last opened: no pre-roll before it
+	cur         *turn    // the exchange in flight
+	last        *turn    // the latest exchange started (its done channel orders the next)
+	utterStart  int64    // capture index where the current utterance started; -1 none
+	pttStart    int64    // capture index of StartListening; -1 none
+	pendBarge   bool     // BargeInMinSpeech: speech started during a turn, waiting for length
+	overStart   int64    // capture index of speech over an answer that did not barge in; -1 none
+	pendSay     []string // announcements waiting for the exchange in flight
+	wakeTimer   *time.Timer
+	wakeGen     int
+	partialBusy bool    // a partial transcription is running
+	uttGen      int     // counts utterances opened, so a late partial is dropped
+	gate        MicGate // Options.MicOnDemand's gate; nil: the microphone stays open
+	micOpen     bool
+	micFrom     int64 // capture index where the microphone last opened: no pre-roll before it
 }
 
 // New checks the parts and starts the loop.
@@ -360,8 +368,16 @@ type (
 
 func (a *Assistant) loop() {
 	defer a.wg.Done()
+	var partials <-chan time.Time
+	if a.o.Partials > 0 && a.ear != nil && a.p.Transcriber != nil {
+		t := time.NewTicker(a.o.Partials)
+		defer t.Stop()
+		partials = t.C
+	}
 	for {
 		select {
+		case <-partials:
+			a.partial()
 		case <-a.ctx.Done():
 			if a.cur != nil {
 				a.interrupt(a.cur)
@@ -382,10 +398,16 @@ func (a *Assistant) loop() {
 
 func (a *Assistant) handle(m any) {
 	switch m := m.(type) {
+	case msgPartial:
+		a.partialBusy = false
+		if _, open := a.utterance(); open && m.gen == a.uttGen && m.text != "" {
+			a.publish(Event{Kind: EvPartial, Turn: a.turnID.Load(), Text: m.text})
+		}
 	case cmdStartListening:
 		if a.cur != nil {
 			a.bargeIn("push-to-talk")
 		}
+		a.uttGen++
 		a.pttStart = a.ear.pos()
 		a.utterStart = -1
 		a.setState(Listening)
@@ -438,6 +460,7 @@ func (a *Assistant) handle(m any) {
 			return
 		}
 		if a.State() == Listening && a.o.Mode != PushToTalk {
+			a.uttGen++
 			a.utterStart = m.at
 		}
 	case msgSpeechLong:
@@ -445,6 +468,7 @@ func (a *Assistant) handle(m any) {
 			a.pendBarge, a.overStart = false, -1
 			a.bargeIn("speech")
 			if a.State() == Listening && a.o.Mode != PushToTalk {
+				a.uttGen++
 				a.utterStart = m.at
 			}
 		}
@@ -484,7 +508,7 @@ func (a *Assistant) handle(m any) {
 			a.setState(Idle)
 		}
 	case msgEarError:
-		a.publish(Event{Kind: EvError, Turn: a.turnID.Load(), Err: "microphone: " + m.err.Error()})
+		a.publish(Event{Kind: EvError, Turn: a.turnID.Load(), Err: &StageError{"microphone", PartAudio, m.err}})
 		a.log.Error("microphone", "err", m.err)
 		a.pendBarge, a.overStart = false, -1 // the speech they belonged to is gone
 		if a.pttStart >= 0 || a.utterStart >= 0 {
@@ -517,6 +541,50 @@ func (a *Assistant) handle(m any) {
 			a.announce(text)
 		}
 	}
+}
+
+// maxPartial bounds the audio a partial transcription takes: past it the live transcript
+// stops growing (the final transcript has it all).
+const maxPartial = 20 * time.Second
+
+// msgPartial is a partial transcription's result.
+type msgPartial struct {
+	gen  int
+	text string
+}
+
+// utterance is the capture span of the utterance being heard (ok false when none is open).
+func (a *Assistant) utterance() (start int64, ok bool) {
+	switch {
+	case a.pttStart >= 0:
+		return max(0, a.micFrom, a.pttStart-a.samples(a.o.PreRoll)/4), true
+	case a.utterStart >= 0 && a.cur == nil:
+		return max(0, a.utterStart-a.samples(a.o.PreRoll)), true
+	}
+	return 0, false
+}
+
+// partial transcribes the utterance so far, off the loop (Options.Partials).
+func (a *Assistant) partial() {
+	start, ok := a.utterance()
+	if !ok || a.partialBusy {
+		return
+	}
+	end := a.ear.pos()
+	if end-start < a.samples(400*time.Millisecond) || end-start > a.samples(maxPartial) {
+		return
+	}
+	pcm := a.ear.slice(start, end)
+	a.partialBusy = true
+	gen := a.uttGen
+	go func() {
+		tr, err := a.p.Transcriber.Transcribe(a.ctx, pcm, TranscribeOptions{})
+		text := ""
+		if err == nil {
+			text = strings.TrimSpace(tr.Text)
+		}
+		a.toLoop(msgPartial{gen: gen, text: text})
+	}()
 }
 
 // gateMic opens the microphone (Options.MicOnDemand) while Talk is held or an exchange is in
@@ -563,7 +631,7 @@ func (a *Assistant) checkStop(t *turn, start, end int64) {
 	}
 	go func() {
 		a.ear.unecho(pcm, from) // heard without Parley's voice under it
-		tr, err := a.p.Transcriber.Transcribe(t.ctx, pcm)
+		tr, err := a.p.Transcriber.Transcribe(t.ctx, pcm, TranscribeOptions{})
 		if err != nil || !sm.IsStop(strings.TrimSpace(tr.Text)) {
 			return
 		}

@@ -18,7 +18,7 @@ func TestTextTurn(t *testing.T) {
 	if ex.Turn != id {
 		t.Errorf("turn %d, want %d", ex.Turn, id)
 	}
-	if ex.Interrupted || ex.Err != "" {
+	if ex.Interrupted || ex.Err != nil {
 		t.Fatalf("exchange %+v", ex)
 	}
 	if want := "It is ten past nine. Have a good evening!"; ex.Answer != want || ex.FullAnswer != want {
@@ -261,12 +261,13 @@ func TestErrorRecovery(t *testing.T) {
 		name   string
 		setup  func(r *rig)
 		spoken string // the start of the explanation spoken
+		part   Part   // the part the error is about (faces route by it)
 	}{
-		{"asr model missing", func(r *rig) { r.ears.err = errors.New("model.onnx: no such file") }, "Sorry, I could not understand"},
+		{"asr model missing", func(r *rig) { r.ears.err = errors.New("model.onnx: no such file") }, "Sorry, I could not understand", PartASR},
 		{"llm down", func(r *rig) {
 			r.brain.answer = func(string) (string, error) { return "", errDown }
-		}, "Sorry, I cannot think"},
-		{"voice broken", func(r *rig) { r.voice.err = errors.New("espeak: no voice") }, ""},
+		}, "Sorry, I cannot think", PartBrain},
+		{"voice broken", func(r *rig) { r.voice.err = errors.New("espeak: no voice") }, "", PartVoice},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, Options{Mode: HandsFree}, fixed("Fine."))
@@ -274,8 +275,11 @@ func TestErrorRecovery(t *testing.T) {
 			tc.setup(r)
 			r.room.say(speech(600*time.Millisecond, 0.05, 1))
 			ex := r.turnDone(t)
-			if ex.Err == "" {
+			if ex.Err == nil {
 				t.Fatalf("no error in %+v", ex)
+			}
+			if n := NoteOf(ex.Err); n.Part != tc.part || n.Kind != NoteFailed || !errors.Is(n.Err, ex.Err) {
+				t.Errorf("error %v is noted as %+v, want part %q", ex.Err, n, tc.part)
 			}
 			if r.count(EvError) == 0 {
 				t.Error("no error event")
@@ -297,7 +301,7 @@ func TestErrorRecovery(t *testing.T) {
 			}
 			r.room.say(speech(600*time.Millisecond, 0.05, 2))
 			ex = r.turnDone(t)
-			if ex.Err != "" || ex.Answer != "Fine." {
+			if ex.Err != nil || ex.Answer != "Fine." {
 				t.Errorf("after recovery: %+v", ex)
 			}
 		})

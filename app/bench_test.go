@@ -197,7 +197,7 @@ func BenchmarkVoiceTurnOverhead(b *testing.B) {
 
 type zeroEars struct{}
 
-func (zeroEars) Transcribe(context.Context, []float32) (Transcript, error) {
+func (zeroEars) Transcribe(context.Context, []float32, TranscribeOptions) (Transcript, error) {
 	return Transcript{Text: "what time is it"}, nil
 }
 

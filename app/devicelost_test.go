@@ -36,8 +36,8 @@ func TestMicrophoneLostAndBack(t *testing.T) {
 		p.Ear = lm
 	})
 	e := r.wait(t, "the loss reported", func(e Event) bool { return e.Kind == EvError })
-	if !strings.Contains(e.Err, "reopening") {
-		t.Errorf("error event %q", e.Err)
+	if !strings.Contains(e.Err.Error(), "microphone: ") || !strings.Contains(e.Err.Error(), "reopening") || PartOf(e.Err) != PartAudio {
+		t.Errorf("error event %v (part %q)", e.Err, PartOf(e.Err))
 	}
 	// the device is back: the microphone carries on and a question is answered
 	r.ears.texts = []string{"what time is it"}
@@ -52,8 +52,8 @@ func TestMicrophoneGoneForGood(t *testing.T) {
 		p.Ear = &lossyMic{mic: p.Ear.(mic), err: errors.New("device unplugged")}
 	})
 	e := r.wait(t, "the loss reported", func(e Event) bool { return e.Kind == EvError })
-	if !strings.Contains(e.Err, "unplugged") {
-		t.Errorf("error event %q", e.Err)
+	if !strings.Contains(e.Err.Error(), "unplugged") || PartOf(e.Err) != PartAudio {
+		t.Errorf("error event %v (part %q)", e.Err, PartOf(e.Err))
 	}
 	// a permanent error stops listening (and says so once); typed turns still work
 	if _, err := r.a.SubmitText("what time is it"); err != nil {

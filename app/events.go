@@ -47,13 +47,14 @@ const (
 	EvSpeechEnd        EventKind = "speech_end"        // the VAD's endpoint
 	EvWake             EventKind = "wake"              // the wake word
 	EvEchoRejected     EventKind = "echo_rejected"     // a capture was Parley's own voice
+	EvPartial          EventKind = "partial"           // Text: what the recogniser makes of the utterance so far (Options.Partials)
 	EvTranscript       EventKind = "transcript"        // Transcript
 	EvDelta            EventKind = "delta"             // Text: a piece of the answer
 	EvSentenceStarted  EventKind = "sentence_started"  // Sentence, Text: playback began
 	EvSentenceFinished EventKind = "sentence_finished" // Sentence, Text: playback ended
 	EvBargeIn          EventKind = "barge_in"          // the user interrupted
 	EvStopped          EventKind = "stopped"           // the user asked Parley to stop speaking (Text: what stopped it)
-	EvError            EventKind = "error"             // Err: what went wrong (the loop goes on)
+	EvError            EventKind = "error"             // Err: what went wrong (the loop goes on); PartOf(Err) is the part
 	EvTurnDone         EventKind = "turn_done"         // Turn: the whole exchange
 )
 
@@ -67,7 +68,7 @@ type Event struct {
 	Transcript *Transcript `json:"transcript,omitempty"`
 	Text       string      `json:"text,omitempty"`
 	Sentence   int         `json:"sentence,omitempty"`
-	Err        string      `json:"error,omitempty"`
+	Err        error       `json:"-"` // EvError: errors.Is finds the sentinels (ErrNoVoice…), PartOf the part
 	Exchange   *Exchange   `json:"exchange,omitempty"`
 }
 
@@ -79,7 +80,7 @@ type Exchange struct {
 	FullAnswer  string     `json:"full_answer"`
 	Interrupted bool       `json:"interrupted"`
 	Stopped     bool       `json:"stopped,omitempty"` // the user asked Parley to stop speaking
-	Err         string     `json:"error,omitempty"`
+	Err         error      `json:"-"`                 // why the exchange failed; nil = it did not
 	Latency     Latency    `json:"latency"`
 	Start, End  time.Time  `json:"-"`
 }

@@ -272,7 +272,7 @@ type ears struct {
 	heard [][]float32
 }
 
-func (e *ears) Transcribe(ctx context.Context, pcm []float32) (Transcript, error) {
+func (e *ears) Transcribe(ctx context.Context, pcm []float32, _ TranscribeOptions) (Transcript, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.heard = append(e.heard, pcm)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func TestAudioNotSavedIsReported(t *testing.T) {
 			t.Fatal(err)
 		}
 		ex := r.turnDone(t)
-		if ex.Answer != "Yes." || ex.Err != "" {
+		if ex.Answer != "Yes." || ex.Err != nil {
 			t.Fatalf("turn %d: %+v", i, ex)
 		}
 	}
@@ -87,8 +88,8 @@ func TestAudioNotSavedIsReported(t *testing.T) {
 	for _, e := range r.seen {
 		if e.Kind == EvError {
 			n++
-			if !strings.Contains(e.Err, "audio not saved") || !strings.Contains(e.Err, "no space") {
-				t.Errorf("error event %q", e.Err)
+			if !errors.Is(e.Err, ErrAudioNotSaved) || !strings.Contains(e.Err.Error(), "no space") || PartOf(e.Err) != PartHistory {
+				t.Errorf("error event %v (part %q)", e.Err, PartOf(e.Err))
 			}
 		}
 	}

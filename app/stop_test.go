@@ -57,7 +57,7 @@ func TestStopWhileSpeaking(t *testing.T) {
 				t.Error("the speaker was never stopped")
 			}
 			stop := r.turnDone(t)
-			if !stop.Stopped || stop.Interrupted || stop.Answer != "" || stop.Err != "" || stop.Transcript.Text != "stop" {
+			if !stop.Stopped || stop.Interrupted || stop.Answer != "" || stop.Err != nil || stop.Transcript.Text != "stop" {
 				t.Errorf("stop exchange %+v: want stopped, silent, no error", stop)
 			}
 			if r.count(EvStopped) != 1 || r.count(EvError) != 0 {
@@ -85,7 +85,7 @@ func TestStopWhenNothingPlays(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := r.turnDone(t)
-	if !ex.Stopped || ex.Interrupted || ex.Answer != "" || ex.FullAnswer != "" || ex.Err != "" {
+	if !ex.Stopped || ex.Interrupted || ex.Answer != "" || ex.FullAnswer != "" || ex.Err != nil {
 		t.Errorf("exchange %+v", ex)
 	}
 	if said := r.voice.texts(); len(said) != 0 {
@@ -123,7 +123,7 @@ func TestStopControlMidAnswer(t *testing.T) {
 	r.wait(t, "the answer playing", func(e Event) bool { return e.Kind == EvSentenceStarted })
 	close(started)
 	ex := r.turnDone(t)
-	if !ex.Stopped || !ex.Interrupted || ex.Err != "" {
+	if !ex.Stopped || !ex.Interrupted || ex.Err != nil {
 		t.Fatalf("exchange %+v: want stopped and interrupted, no error", ex)
 	}
 	if !strings.HasPrefix("Okay, I will be quiet now.", ex.Answer) || ex.Answer == "Okay, I will be quiet now." {

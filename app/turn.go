@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,22 +54,25 @@ func (t *turn) mark(p *time.Time) {
 	t.mu.Unlock()
 }
 
-// errStage names where an exchange failed, for a short explanation.
-type errStage struct {
-	stage string
-	err   error
+// StageError is how the loop reports a failure: the stage of the exchange that failed
+// ("transcribe", "think", "speak", "microphone", "history"), the part of Parley it is about
+// (PartOf), and the cause. Its message is "stage: cause".
+type StageError struct {
+	Stage string
+	Part  Part
+	Err   error
 }
 
-func (e *errStage) Error() string { return e.stage + ": " + e.err.Error() }
-func (e *errStage) Unwrap() error { return e.err }
+func (e *StageError) Error() string { return e.Stage + ": " + e.Err.Error() }
+func (e *StageError) Unwrap() error { return e.Err }
 
 // explanation is what Parley says when a stage fails.
 func explanation(err error) string {
-	var es *errStage
+	var es *StageError
 	if !errors.As(err, &es) {
 		return "Sorry, something went wrong."
 	}
-	switch es.stage {
+	switch es.Stage {
 	case "transcribe":
 		return "Sorry, I could not understand that; speech recognition is not working."
 	case "think":
@@ -96,15 +98,15 @@ func (a *Assistant) runTurn(t *turn) {
 		t.prev = nil
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
-		ex.Err = err.Error()
+		ex.Err = err
 		a.log.Warn("turn failed", "turn", t.id, "err", err)
-		a.publish(Event{Kind: EvError, Turn: t.id, Err: err.Error()})
-		var es *errStage
-		if errors.As(err, &es) && es.stage != "speak" && !errors.Is(err, ErrSpoken) && t.ctx.Err() == nil {
+		a.publish(Event{Kind: EvError, Turn: t.id, Err: err})
+		var es *StageError
+		if errors.As(err, &es) && es.Stage != "speak" && !errors.Is(err, ErrSpoken) && t.ctx.Err() == nil {
 			a.sayPlain(t, explanation(err))
 		}
 	}
-	if ex.Transcript.Text != "" || ex.Answer != "" || ex.Err != "" {
+	if ex.Transcript.Text != "" || ex.Answer != "" || ex.Err != nil {
 		a.record(t, ex)
 	}
 	a.toLoop(msgTurnDone{t, ex})
@@ -138,12 +140,12 @@ func (a *Assistant) exchange(t *turn) (*Exchange, error) {
 	}
 	if t.audio != nil {
 		if a.p.Transcriber == nil {
-			return ex, &errStage{"transcribe", errors.New("no speech recognition model")}
+			return ex, &StageError{"transcribe", PartASR, errors.New("no speech recognition model")}
 		}
 		a.ear.unecho(t.audio, t.audioFrom) // a barge-in question, without the answer it interrupted
-		tr, err := a.p.Transcriber.Transcribe(t.ctx, t.audio)
+		tr, err := a.p.Transcriber.Transcribe(t.ctx, t.audio, TranscribeOptions{})
 		if err != nil {
-			return ex, &errStage{"transcribe", err}
+			return ex, &StageError{"transcribe", PartASR, err}
 		}
 		t.mark(&t.lat.Transcript)
 		tr.Text = strings.TrimSpace(tr.Text)
@@ -171,7 +173,7 @@ func (a *Assistant) exchange(t *turn) (*Exchange, error) {
 		t.prev = nil
 	}
 	if a.p.Brain == nil {
-		return ex, &errStage{"think", errors.New("no language model or skills configured")}
+		return ex, &StageError{"think", PartBrain, errors.New("no language model or skills configured")}
 	}
 	return ex, a.think(t)
 }
@@ -232,7 +234,7 @@ func (a *Assistant) think(t *turn) error {
 			return
 		}
 		if err != nil {
-			brainErr = &errStage{"think", err}
+			brainErr = &StageError{"think", PartBrain, err}
 			cancel()
 		}
 	}()
@@ -248,7 +250,7 @@ func (a *Assistant) think(t *turn) error {
 				continue
 			}
 			if err := a.synth(ctx, idx, s, chunks); err != nil {
-				voiceErr = &errStage{"speak", err}
+				voiceErr = &StageError{"speak", PartVoice, err}
 				cancel()
 				for range sentences { // let the brain goroutine end
 				}
@@ -270,7 +272,11 @@ func (a *Assistant) think(t *turn) error {
 	case voiceErr != nil && !errors.Is(voiceErr, context.Canceled):
 		return voiceErr
 	case playErr != nil && !errors.Is(playErr, context.Canceled):
-		return &errStage{"speak", playErr}
+		part := PartAudio // the speaker
+		if errors.Is(playErr, ErrNoVoice) {
+			part = PartVoice
+		}
+		return &StageError{"speak", part, playErr}
 	}
 	return nil
 }
@@ -514,9 +520,12 @@ func (a *Assistant) record(t *turn, ex *Exchange) {
 		}
 		recs = append(recs, r)
 	}
-	if ex.Answer != "" || ex.Err != "" {
+	if ex.Answer != "" || ex.Err != nil {
 		r := TurnRecord{Turn: t.id, Role: RoleAssistant, Text: ex.Answer, Interrupted: ex.Interrupted,
-			Start: ex.Latency.FirstAudio, End: ex.End, Latency: ex.Latency, Err: ex.Err}
+			Start: ex.Latency.FirstAudio, End: ex.End, Latency: ex.Latency}
+		if ex.Err != nil {
+			r.Err = ex.Err.Error()
+		}
 		if a.o.RecordAudio && ex.Answer != "" && a.p.Speaker != nil {
 			r.Audio, r.AudioRate = a.saidAudio(t), a.p.Speaker.SampleRate()
 		}
@@ -526,10 +535,10 @@ func (a *Assistant) record(t *turn, ex *Exchange) {
 	defer cancel()
 	if err := a.p.History.AddTurns(ctx, recs...); errors.Is(err, ErrAudioNotSaved) {
 		a.log.Warn("turn audio not saved", "turn", t.id, "err", err)
-		a.publish(Event{Kind: EvError, Turn: t.id, Err: err.Error()})
+		a.publish(Event{Kind: EvError, Turn: t.id, Err: err})
 	} else if err != nil {
 		a.log.Error("history", "turn", t.id, "err", err)
-		a.publish(Event{Kind: EvError, Turn: t.id, Err: fmt.Sprintf("history: %v", err)})
+		a.publish(Event{Kind: EvError, Turn: t.id, Err: &StageError{"history", PartHistory, err}})
 	}
 }
 

@@ -428,13 +428,11 @@ func (m *model) run(ctx context.Context, in, out []ort.Value) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	opts, err := ort.NewRunOptions()
+	opts, release, err := gpu.RunOptions(ctx)
 	if err != nil {
-		return fmt.Errorf("%w: run options: %v", ErrModel, err)
+		return fmt.Errorf("%w: %v", ErrModel, err)
 	}
-	defer opts.Destroy()
-	stop := context.AfterFunc(ctx, func() { _ = opts.Terminate() })
-	defer stop()
+	defer release()
 	if err := m.sess.RunWithOptions(in, out, opts); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -52,8 +52,8 @@ type Config struct {
 	// silero-vad-v5 when there is one (else energy-based cuts), "none" = energy-based cuts
 	// always, anything else a model file that must load.
 	VAD string
-	// Logger receives debug timings; nil means slog.Default().
-	Logger *slog.Logger
+	// Log receives debug timings; nil means slog.Default().
+	Log *slog.Logger
 }
 
 // MaxSegment is the longest stretch of audio sent to the model in one call.
@@ -124,14 +124,14 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = 8
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
 	m, err := loadModel(modelPath, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r := &Recognizer{m: m, cfg: cfg, tables: newFbankTables(), log: cfg.Logger,
+	r := &Recognizer{m: m, cfg: cfg, tables: newFbankTables(), log: cfg.Log,
 		maxLen: int(cfg.MaxSegment.Seconds() * SampleRate)}
 	if _, err := m.languageID(cfg.Language); err != nil {
 		m.close()

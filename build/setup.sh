@@ -18,14 +18,16 @@ say() { printf 'setup: %s\n' "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 # Debian packages: build tools and C libraries for cgo, speech tools used by engines and tests,
-# audio plumbing for device tests without a sound card, the GUI toolkit's headers, and
-# Debian's PyTorch for train/.
+# audio plumbing for device tests without a sound card, the GUI toolkit's headers, packaging
+# (a fresh Debian root for the package test, the desktop entry's validator), and Debian's
+# PyTorch for train/.
 packages=(
   build-essential pkg-config git ca-certificates
   libespeak-ng-dev espeak-ng sox libsox-fmt-all ffmpeg
   portaudio19-dev pulseaudio pulseaudio-utils libasound2-plugins alsa-utils
   libsqlite3-dev
   libgl1-mesa-dev xorg-dev libxkbcommon-dev xvfb xauth
+  debootstrap desktop-file-utils
   python3-torch python3-torchaudio python3-onnx python3-numpy python3-scipy
   python3-sentencepiece python3-soundfile
 )
@@ -145,7 +147,9 @@ step_peers() {
 
 step_build() {
   mkdir -p "$here/bin"
-  (cd "$here" && go build -tags "${PARLEY_TAGS:-libsqlite3}" -o bin/parley .) || die "go build failed"
+  # -buildvcs=auto (over a GOFLAGS=-buildvcs=false) and the stamp: `parley version` names the revision
+  (cd "$here" && go build -buildvcs=auto -tags "${PARLEY_TAGS:-libsqlite3}" -ldflags "$("$here/build/vcs-stamp.sh")" -o bin/parley .) ||
+    die "go build failed"
   say "built $here/bin/parley"
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -44,7 +45,7 @@ func parseModelInfo(r io.ReadSeeker, size int64, path string) (*ModelInfo, error
 	if !m.hasGraph {
 		return nil, errors.New("no graph (not an ONNX model)")
 	}
-	info := &ModelInfo{Path: path, Metadata: m.meta}
+	info := &ModelInfo{Path: path, Metadata: m.meta, ExternalData: m.external}
 	for _, in := range m.inputs {
 		if !m.inits[in.Name] {
 			info.Inputs = append(info.Inputs, in)
@@ -59,6 +60,7 @@ type onnxModel struct {
 	hasGraph        bool
 	inputs, outputs []TensorInfo
 	inits           map[string]bool
+	external        []string // external data files, each once
 	meta            map[string]string
 }
 
@@ -72,8 +74,10 @@ const (
 	graphOutput            = 12
 	graphSparseInitializer = 15
 
-	tensorName         = 8
-	sparseTensorValues = 1
+	tensorName          = 8
+	tensorExternalData  = 13
+	sparseTensorValues  = 1
+	sparseTensorIndices = 2
 
 	valueInfoName = 1
 	valueInfoType = 2
@@ -98,15 +102,7 @@ func (m *onnxModel) field(p *pbReader, num int, wire int, n int64) error {
 		return p.message(n, m.graphField)
 	case num == modelMetadata && wire == wireBytes:
 		var k, v string
-		err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
-			switch {
-			case num == 1 && wire == wireBytes:
-				return p.str(n, &k)
-			case num == 2 && wire == wireBytes:
-				return p.str(n, &v)
-			}
-			return p.skip(wire, n)
-		})
+		err := p.stringEntry(n, &k, &v)
 		m.meta[k] = v
 		return err
 	}
@@ -130,14 +126,16 @@ func (m *onnxModel) graphField(p *pbReader, num int, wire int, n int64) error {
 		}
 		return nil
 	case graphInitializer:
-		name, err := p.tensorName(n)
+		name, err := m.tensor(p, n)
 		m.inits[name] = true
 		return err
 	case graphSparseInitializer:
 		return p.message(n, func(p *pbReader, num, wire int, n int64) error {
-			if num == sparseTensorValues && wire == wireBytes {
-				name, err := p.tensorName(n)
-				m.inits[name] = true
+			if (num == sparseTensorValues || num == sparseTensorIndices) && wire == wireBytes {
+				name, err := m.tensor(p, n)
+				if num == sparseTensorValues {
+					m.inits[name] = true
+				}
 				return err
 			}
 			return p.skip(wire, n)
@@ -146,82 +144,120 @@ func (m *onnxModel) graphField(p *pbReader, num int, wire int, n int64) error {
 	return p.skip(wire, n)
 }
 
-// tensorName reads a TensorProto's name, seeking over its data.
-func (p *pbReader) tensorName(n int64) (string, error) {
+// tensor reads a TensorProto's name and the file its external data is in (if any), seeking
+// over its data.
+func (m *onnxModel) tensor(p *pbReader, n int64) (string, error) {
 	var name string
 	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
-		if num == tensorName && wire == wireBytes {
+		switch {
+		case num == tensorName && wire == wireBytes:
 			return p.str(n, &name)
+		case num == tensorExternalData && wire == wireBytes:
+			var k, v string
+			if err := p.stringEntry(n, &k, &v); err != nil {
+				return err
+			}
+			if k == "location" && !slices.Contains(m.external, v) {
+				m.external = append(m.external, v)
+			}
+			return nil
 		}
 		return p.skip(wire, n)
 	})
 	return name, err
 }
 
+// stringEntry reads a StringStringEntryProto (metadata_props, external_data).
+func (p *pbReader) stringEntry(n int64, k, v *string) error {
+	return p.message(n, func(p *pbReader, num, wire int, n int64) error {
+		switch {
+		case num == 1 && wire == wireBytes:
+			return p.str(n, k)
+		case num == 2 && wire == wireBytes:
+			return p.str(n, v)
+		}
+		return p.skip(wire, n)
+	})
+}
+
 // valueInfo reads a ValueInfoProto as ONNX Runtime describes it: a tensor's element type and
 // dimensions (-1 where a dimension is symbolic or unknown), or the kind of a non-tensor value.
 func (p *pbReader) valueInfo(n int64) (TensorInfo, error) {
 	var t TensorInfo
-	var kind ort.ONNXType = ort.ONNXTypeUnknown
-	var elem ort.TensorElementDataType
+	typ := valueType{kind: ort.ONNXTypeUnknown}
 	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
 		switch {
 		case num == valueInfoName && wire == wireBytes:
 			return p.str(n, &t.Name)
 		case num == valueInfoType && wire == wireBytes:
-			return p.message(n, func(p *pbReader, num, wire int, n int64) error {
-				if wire != wireBytes {
-					return p.skip(wire, n)
-				}
-				switch num {
-				case typeTensor:
-					kind = ort.ONNXTypeTensor
-					return p.message(n, func(p *pbReader, num, wire int, n int64) error {
-						switch {
-						case num == tensorTypeElem && wire == wireVarint:
-							elem = ort.TensorElementDataType(n)
-							return nil
-						case num == tensorTypeShape && wire == wireBytes:
-							t.Shape = []int64{}
-							return p.message(n, func(p *pbReader, num, wire int, n int64) error {
-								if num != shapeDim || wire != wireBytes {
-									return p.skip(wire, n)
-								}
-								d := int64(-1)
-								err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
-									if num == dimValue && wire == wireVarint {
-										d = n
-										return nil
-									}
-									return p.skip(wire, n)
-								})
-								t.Shape = append(t.Shape, d)
-								return err
-							})
-						}
-						return p.skip(wire, n)
-					})
-				case typeSequence:
-					kind = ort.ONNXTypeSequence
-				case typeMap:
-					kind = ort.ONNXTypeMap
-				case typeSparseTensor:
-					kind = ort.ONNXTypeSparseTensor
-				case typeOptional:
-					kind = ort.ONNXTypeOptional
-				}
-				return p.skip(wire, n)
-			})
+			return p.message(n, typ.field)
 		}
 		return p.skip(wire, n)
 	})
-	if kind == ort.ONNXTypeTensor {
-		t.Type = elementType(elem)
+	if typ.kind == ort.ONNXTypeTensor {
+		t.Type, t.Shape = elementType(typ.elem), typ.shape
 	} else {
-		t.Type = kind.String()
-		t.Shape = nil
+		t.Type = typ.kind.String()
 	}
 	return t, err
+}
+
+// valueType collects a TypeProto: the kind of value and, for a tensor, its element type and
+// shape (nil when the shape is not given).
+type valueType struct {
+	kind  ort.ONNXType
+	elem  ort.TensorElementDataType
+	shape []int64
+}
+
+func (v *valueType) field(p *pbReader, num, wire int, n int64) error {
+	if wire != wireBytes {
+		return p.skip(wire, n)
+	}
+	switch num {
+	case typeTensor:
+		v.kind = ort.ONNXTypeTensor
+		return p.message(n, v.tensorField)
+	case typeSequence:
+		v.kind = ort.ONNXTypeSequence
+	case typeMap:
+		v.kind = ort.ONNXTypeMap
+	case typeSparseTensor:
+		v.kind = ort.ONNXTypeSparseTensor
+	case typeOptional:
+		v.kind = ort.ONNXTypeOptional
+	}
+	return p.skip(wire, n)
+}
+
+// tensorField reads a TypeProto.Tensor's fields.
+func (v *valueType) tensorField(p *pbReader, num, wire int, n int64) error {
+	switch {
+	case num == tensorTypeElem && wire == wireVarint:
+		v.elem = ort.TensorElementDataType(n)
+		return nil
+	case num == tensorTypeShape && wire == wireBytes:
+		v.shape = []int64{}
+		return p.message(n, v.shapeField)
+	}
+	return p.skip(wire, n)
+}
+
+// shapeField reads a TensorShapeProto's dimensions: a value, or -1 for a symbolic or unknown one.
+func (v *valueType) shapeField(p *pbReader, num, wire int, n int64) error {
+	if num != shapeDim || wire != wireBytes {
+		return p.skip(wire, n)
+	}
+	d := int64(-1)
+	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
+		if num == dimValue && wire == wireVarint {
+			d = n
+			return nil
+		}
+		return p.skip(wire, n)
+	})
+	v.shape = append(v.shape, d)
+	return err
 }
 
 // Protocol-buffer wire types.

@@ -40,13 +40,20 @@ var env struct {
 	err     error
 	path    string
 	version string
-	loads   atomic.Int64 // sessions created (Loads)
-	chosen  string       // runtime.ort_library from the configuration (UseLibrary)
+	loads   atomic.Int64           // sessions created (Loads)
+	chosen  atomic.Pointer[string] // runtime.ort_library from the configuration (UseLibrary)
 }
 
 // UseLibrary makes path (the configuration's runtime.ort_library) the library Init loads
-// unless $PARLEY_ORT_LIB names one. Call it before the first Init; "" changes nothing.
-func UseLibrary(path string) { env.chosen = path }
+// unless $PARLEY_ORT_LIB names one; "" means no choice. It matters before the first Init
+// only, and may be called from any goroutine (app/factory calls it for every engine).
+func UseLibrary(path string) {
+	if path == "" {
+		env.chosen.Store(nil)
+		return
+	}
+	env.chosen.Store(&path)
+}
 
 // Loads reports how many model sessions this process has created: each engine loads each of
 // its models once, and tests hold it to that.
@@ -60,8 +67,8 @@ func LibraryCandidates() []string {
 	if p := os.Getenv("PARLEY_ORT_LIB"); p != "" {
 		return []string{p} // an explicit choice is never second-guessed
 	}
-	if env.chosen != "" {
-		return []string{env.chosen}
+	if p := env.chosen.Load(); p != nil {
+		return []string{*p}
 	}
 	var c []string
 	seen := map[string]bool{}

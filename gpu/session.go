@@ -7,9 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
+
+// releaseDelay is how long after a model load the memory its loading freed goes back to the
+// kernel.
+const releaseDelay = 3 * time.Second
 
 // ErrBadModel is wrapped by every model validation error.
 var ErrBadModel = errors.New("bad model")
@@ -29,6 +34,10 @@ type ModelInfo struct {
 	Inputs   []TensorInfo
 	Outputs  []TensorInfo
 	Metadata map[string]string
+	// ExternalData are the files, relative to the model's directory, that its initializers
+	// keep their weights in (each named once, in the order first met); nil when all weights
+	// are in the file.
+	ExternalData []string
 }
 
 // Inspect reads a model's inputs, outputs and custom metadata from the file itself. It needs
@@ -220,8 +229,9 @@ func OpenInfo(info *ModelInfo, inputs, outputs []string, opts Options) (*Session
 	if err != nil {
 		return nil, err
 	}
-	// In the background: a one-shot command is already running the model meanwhile.
-	go releaseFreed()
+	// Later and in the background: a one-shot command (a short transcription) is done by
+	// then and pays nothing; a long-running process gets the memory back.
+	time.AfterFunc(releaseDelay, releaseFreed)
 	return &Session{DynamicAdvancedSession: sess, Info: info, Provider: plan.Use.String()}, nil
 }
 

@@ -79,13 +79,18 @@ func OpenWith(path string, opt Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open %s: create directory: %w", abs, err)
 	}
+	if err := makePrivate(abs); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", abs, err)
+	}
 	s := &Store{path: abs}
 	sync := "FULL"
 	if opt.SyncNormal {
 		sync = "NORMAL"
 	}
 	base := "file:" + (&url.URL{Path: abs}).EscapedPath()
-	wdsn := fmt.Sprintf("%s?_journal_mode=WAL&_foreign_keys=1&_busy_timeout=%d&_txlock=immediate&_synchronous=%s",
+	// secure_delete: deleted rows are overwritten with zeros, not left in free space (Debian's
+	// SQLite is built with it on; others are not).
+	wdsn := fmt.Sprintf("%s?_journal_mode=WAL&_foreign_keys=1&_busy_timeout=%d&_txlock=immediate&_synchronous=%s&_secure_delete=on",
 		base, BusyTimeoutMS, sync)
 	s.w = sql.OpenDB(newConnector(wdsn))
 	s.w.SetMaxOpenConns(1)
@@ -126,6 +131,25 @@ func OpenWith(path string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// makePrivate creates the database file readable by its owner only, before SQLite does
+// (SQLite gives the -wal and -shm files the database's permissions), and makes the files of a
+// database that an older Parley left readable by others private.
+func makePrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		return f.Close() // an empty file is an empty SQLite database
+	}
+	if !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o077 != 0 {
+			os.Chmod(p, st.Mode().Perm()&0o700) // best effort: it may belong to someone else
+		}
+	}
+	return nil
 }
 
 // Path is the absolute path of the database file.

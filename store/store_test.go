@@ -121,7 +121,7 @@ func TestConversationsAndTurns(t *testing.T) {
 	}
 	// The conversation took its title from the first user turn.
 	cc, err := s.Conversation(ctx, c.ID)
-	if err != nil || cc.Title != "what time is it" || cc.Turns != 2 {
+	if err != nil || cc.Title != "what time is it" || cc.Turns != 2 || cc.Exchanges != 1 {
 		t.Errorf("conversation = %+v, %v", cc, err)
 	}
 	// Barge-in: cut the answer to what was played.

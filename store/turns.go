@@ -100,6 +100,9 @@ type Conversation struct {
 	Created time.Time
 	Updated time.Time
 	Turns   int // number of turns (filled by Conversations and Conversation)
+	// Exchanges is the number of the user's turns (what people count: two questions and
+	// their answers are two exchanges, four turns).
+	Exchanges int
 }
 
 // ListOptions page through lists, newest first.
@@ -162,12 +165,13 @@ func cleanTitle(t string) string {
 }
 
 const convCols = `c.id, c.title, c.created_at, c.updated_at,
-	(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id)`
+	(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id),
+	(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id AND t.role = 'user')`
 
 func scanConv(sc interface{ Scan(...any) error }) (Conversation, error) {
 	var c Conversation
 	var cr, up int64
-	err := sc.Scan(&c.ID, &c.Title, &cr, &up, &c.Turns)
+	err := sc.Scan(&c.ID, &c.Title, &cr, &up, &c.Turns, &c.Exchanges)
 	c.Created, c.Updated = fromMS(cr), fromMS(up)
 	return c, err
 }
@@ -219,7 +223,9 @@ func (s *Store) RenameConversation(ctx context.Context, id int64, title string) 
 }
 
 // DeleteConversation removes a conversation, its turns and their saved audio files. It returns
-// the number of turns deleted.
+// the number of turns deleted. Deleted means gone: the rows are overwritten (secure_delete),
+// the full-text index is rebuilt without them, and the WAL is checkpointed and truncated, so
+// the words are nowhere in the database's files (see forget).
 func (s *Store) DeleteConversation(ctx context.Context, id int64) (int, error) {
 	var n int
 	err := s.write(ctx, fmt.Sprintf("delete conversation %d", id), func(tx *sql.Tx) error {
@@ -232,8 +238,30 @@ func (s *Store) DeleteConversation(ctx context.Context, id int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := s.forget(ctx); err != nil {
+		return n, err
+	}
 	_, _, err = s.sweepAudioTrash(ctx)
 	return n, err
+}
+
+// forget removes what deleted rows leave behind. secure_delete zeroes the rows themselves;
+// FTS5 only marks deleted entries, keeping the old index segments (with the words) until a
+// merge, so the index is merged into one segment; the WAL still holds the old page images
+// until it is checkpointed into the database and truncated. A reader holding an old snapshot
+// can keep the WAL from being reset; the next delete or Close finishes the job.
+func (s *Store) forget(ctx context.Context) error {
+	if err := s.write(ctx, "merge the search index", func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO turns_fts(turns_fts) VALUES ('optimize')`)
+		return err
+	}); err != nil {
+		return err
+	}
+	var busy, logPages, done int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil {
+		return s.wrap("checkpoint", err)
+	}
+	return nil
 }
 
 func mustAffect(res sql.Result, err error, what string, id int64) error {

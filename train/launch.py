@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import runpy
+import signal
 import socket
 import subprocess
 import sys
@@ -49,19 +50,43 @@ def _worker(local_rank: int, nproc: int, port: int, module: str, args: List[str]
             raise RuntimeError(f"rank {local_rank}: {module} exited with status {e.code}") from None
 
 
+class _Terminated(Exception):
+    pass
+
+
+def _terminate(signum, frame):
+    raise _Terminated()
+
+
 def spawn(nproc: int, module: str, args: List[str], threads: int = 1) -> int:
     import torch.multiprocessing as mp
 
     port = int(os.environ.get("MASTER_PORT") or free_port())
+    # SIGTERM to the launcher alone (Parley's job runner dying: its death signal reaches only
+    # its child) stops the workers too instead of orphaning them.
+    old = signal.signal(signal.SIGTERM, _terminate)
+    ctx = None
     try:
-        mp.start_processes(_worker, args=(nproc, port, module, args, threads), nprocs=nproc, join=True,
-                           start_method="spawn")
+        ctx = mp.start_processes(_worker, args=(nproc, port, module, args, threads), nprocs=nproc, join=False,
+                                 start_method="spawn")
+        while not ctx.join():
+            pass
+    except _Terminated:
+        for p in ctx.processes if ctx else []:
+            if p.is_alive():
+                p.terminate()
+        for p in ctx.processes if ctx else []:
+            p.join(10)
+        print("train.launch: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except mp.ProcessRaisedException as e:
         print(f"train.launch: a worker failed:\n{e}", file=sys.stderr)
         return 1
     except mp.ProcessExitedException as e:
         print(f"train.launch: a worker died: {e}", file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, old)
     return 0
 
 

@@ -281,7 +281,23 @@ class Trainer:
             for old in sorted(glob.glob(os.path.join(self.cfg.out_dir, "ckpt-*.pt")))[:-self.cfg.keep_checkpoints]:
                 os.remove(old)
         self.emit({"event": "checkpoint", "step": self.step, "path": path})
+        self._hold_for_crash_test()
         return path
+
+    def _hold_for_crash_test(self) -> None:
+        """A failpoint for crash tests: with PARLEY_TRAIN_HOLD_AT_STEP=N the run stops right
+        after saving step N's checkpoint, once per output directory, and waits to be killed,
+        so a test can kill -9 it at a known point however loaded the machine is."""
+        want = os.environ.get("PARLEY_TRAIN_HOLD_AT_STEP", "")
+        if not want or want != str(self.step):
+            return
+        marker = os.path.join(self.cfg.out_dir, f".held-{self.step}")
+        if os.path.exists(marker):
+            return
+        open(marker, "w").close()
+        sys.stdout.flush()
+        while True:
+            time.sleep(3600)
 
     def load(self, path: str) -> None:
         ck = load_checkpoint(path)

@@ -66,6 +66,16 @@ type Request struct {
 	SampleRate  int           // resample the stream to this rate; 0 = engine native
 	Embedding   []float32     // speaker/style embedding (Kokoro: 256 floats)
 	Mix         []VoiceWeight // blend of named voices (takes precedence over Voice)
+	// Sample is an in-context speaker prompt (a clone voice): the transcript and DVAE codes of
+	// a recording, put before every sentence. Only ChatTTS takes it (clone voices are ChatTTS
+	// voices: ApplyVoice sets it for no other engine).
+	Sample *Sample
+}
+
+// Sample is a recording's transcript and its DVAE codes (frames × streams, row-major).
+type Sample struct {
+	Text  string
+	Codes []int32
 }
 
 // Validate checks ranges and fills defaults, returning the request to use.

@@ -38,7 +38,15 @@ const (
 	KindSeed      = "seed"      // a seed the engine maps to a voice
 	KindEmbedding = "embedding" // a stored speaker/style embedding
 	KindMix       = "mix"       // a weighted blend of presets
-	KindClone     = "clone"     // reserved for voice cloning
+	KindClone     = "clone"     // a recording's transcript and DVAE codes, the in-context prompt (ChatTTS)
+)
+
+// Clone voices' prompt limits. ChatTTS's audio codes are 0..624 (625 is the end of speech) in
+// every stream; a prompt is at most MaxSampleFrames frames (30 s at 46.875 frames/s).
+const (
+	PromptCodes     = 625
+	MaxSampleFrames = 1408
+	MaxSampleText   = 2000
 )
 
 // AnyDim is EngineDim's answer for engines whose embedding size depends on the installed
@@ -98,8 +106,46 @@ type Voice struct {
 	Seed        *int64     `json:"seed,omitempty"`
 	Embedding   *Embedding `json:"embedding,omitempty"`
 	Mix         []Part     `json:"mix,omitempty"`
+	Sample      *Sample    `json:"sample,omitempty"`
 	Defaults    Defaults   `json:"defaults"`
 	Created     time.Time  `json:"created"`
+}
+
+// Sample is a clone voice's prompt: what the person said in the recording the voice was
+// cloned from and that recording's DVAE codes (not the audio). The engine puts both before
+// every sentence, as ChatTTS's sample-audio speaker does. A clone voice may also carry a Seed:
+// the seed speaker closest to the recording, used as its speaker vector.
+type Sample struct {
+	Text    string  `json:"text"`
+	NumVQ   int     `json:"num_vq"`            // code streams (ChatTTS: 4)
+	Codes   []int32 `json:"codes"`             // frames × NumVQ, row-major
+	Model   string  `json:"model,omitempty"`   // the voice model the codes were made with
+	Seconds float64 `json:"seconds,omitempty"` // of the recording
+}
+
+// check validates a prompt: shape, length and every code's range.
+func (s *Sample) check() error {
+	if strings.TrimSpace(s.Text) == "" || len(s.Text) > MaxSampleText {
+		return fmt.Errorf("clone prompt needs the recording's transcript (at most %d bytes)", MaxSampleText)
+	}
+	if s.NumVQ < 1 || s.NumVQ > 16 {
+		return fmt.Errorf("clone prompt has %d code streams", s.NumVQ)
+	}
+	if len(s.Codes) == 0 || len(s.Codes)%s.NumVQ != 0 {
+		return fmt.Errorf("clone prompt of %d codes is not whole frames of %d", len(s.Codes), s.NumVQ)
+	}
+	if f := len(s.Codes) / s.NumVQ; f > MaxSampleFrames {
+		return fmt.Errorf("clone prompt of %d frames (at most %d)", f, MaxSampleFrames)
+	}
+	for i, c := range s.Codes {
+		if c < 0 || c >= PromptCodes {
+			return fmt.Errorf("clone prompt code %d at frame %d, stream %d is outside 0..%d (a damaged or foreign voice file)", c, i/s.NumVQ, i%s.NumVQ, PromptCodes-1)
+		}
+	}
+	if math.IsNaN(s.Seconds) || s.Seconds < 0 {
+		return fmt.Errorf("clone prompt length %v s", s.Seconds)
+	}
+	return nil
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
@@ -173,9 +219,20 @@ func (v *Voice) Validate() error {
 			return bad("mix weights sum to zero")
 		}
 	case KindClone:
-		return bad("clone voices are not supported yet")
+		if v.Engine != "chattts" {
+			return bad("clone voices are ChatTTS voices, not %s", v.Engine)
+		}
+		if v.Sample == nil {
+			return bad("clone voice needs its prompt (sample)")
+		}
+		if err := v.Sample.check(); err != nil {
+			return bad("%v", err)
+		}
 	default:
-		return bad("unknown kind %q (have preset, seed, embedding, mix)", v.Kind)
+		return bad("unknown kind %q (have preset, seed, embedding, mix, clone)", v.Kind)
+	}
+	if v.Sample != nil && v.Kind != KindClone {
+		return bad("only clone voices carry a prompt (sample)")
 	}
 	d := v.Defaults
 	for name, x := range map[string]float64{"temperature": d.Temperature, "top_p": d.TopP, "speed": d.Speed} {

@@ -2,6 +2,7 @@ package voices
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -176,6 +177,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(Bytes(seedVoice("ok", 1)))
 	f.Add([]byte(`{"format":"parley-voice","version":1,"name":"e","engine":"kokoro","kind":"mix","mix":[{"voice":"a","weight":1}],"defaults":{},"created":"2024-01-01T00:00:00Z"}`))
 	f.Add([]byte(`{"format":"parley-voice","version":1,"name":"e","engine":"kokoro","kind":"embedding","embedding":{"dim":1,"rows":0,"speaker":"spk1:UFMBAAEAAAAAPPmVZ3k"},"defaults":{},"created":"2024-01-01T00:00:00Z"}`))
+	f.Add([]byte(`{"format":"parley-voice","version":1,"name":"me","engine":"chattts","kind":"clone","seed":3,"sample":{"text":"hello there","num_vq":4,"codes":[1,2,3,4,624,0,7,9]},"defaults":{},"created":"2024-01-01T00:00:00Z"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := Parse(bytes.NewReader(b))
 		if err != nil {
@@ -233,5 +235,56 @@ func TestParseSaysWhatIsWrong(t *testing.T) {
 		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v, want ErrInvalid saying %q", tt.in, err, tt.want)
 		}
+	}
+}
+
+func TestCloneVoice(t *testing.T) {
+	ok := func() *Voice {
+		v := New("me", "chattts", KindClone)
+		v.Sample = &Sample{Text: "hello there", NumVQ: 4, Codes: []int32{1, 2, 3, 4, 624, 0, 7, 9}, Seconds: 3.2}
+		return v
+	}
+	if err := ok().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	lib, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.Save(ok(), false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := lib.Get("me")
+	if err != nil || got.Sample == nil || len(got.Sample.Codes) != 8 || got.Sample.Codes[4] != 624 {
+		t.Fatalf("round trip: %+v %v", got, err)
+	}
+	for name, mod := range map[string]func(v *Voice){
+		"code 625":      func(v *Voice) { v.Sample.Codes[5] = 625 },
+		"negative code": func(v *Voice) { v.Sample.Codes[0] = -1 },
+		"partial frame": func(v *Voice) { v.Sample.Codes = v.Sample.Codes[:7] },
+		"no text":       func(v *Voice) { v.Sample.Text = " " },
+		"no sample":     func(v *Voice) { v.Sample = nil },
+		"no streams":    func(v *Voice) { v.Sample.NumVQ = 0 },
+		"kokoro":        func(v *Voice) { v.Engine = "kokoro" },
+		"too long":      func(v *Voice) { v.Sample.Codes = make([]int32, 4*(MaxSampleFrames+1)) },
+		"sample on a seed voice": func(v *Voice) {
+			v.Kind = KindSeed
+			s := int64(1)
+			v.Seed = &s
+		},
+	} {
+		v := ok()
+		mod(v)
+		if err := v.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// a voice file whose prompt codes are out of range is refused when it is read
+	bad := ok()
+	bad.Sample.Codes[6] = 4000
+	b, _ := json.Marshal(bad)
+	os.WriteFile(filepath.Join(lib.Dir(), "bad.json"), bytes.Replace(b, []byte(`"name":"me"`), []byte(`"name":"bad"`), 1), 0o644)
+	if _, err := lib.Get("bad"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "code 4000 at frame 1, stream 2") {
+		t.Fatalf("out-of-range prompt code: %v", err)
 	}
 }

@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/llm/ollama"
 	"github.com/parley-voice/parley/llm/skills"
+	"github.com/parley-voice/parley/store"
 )
 
 func init() {
@@ -41,6 +42,7 @@ type chatFlags struct {
 	timeout    time.Duration
 	pull       string
 	noTools    bool
+	noHistory  bool
 	// The spoken loop's own flags, forwarded to chatVoice so they need no "--".
 	voiceArgs []string
 }
@@ -56,7 +58,7 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	fs.BoolVar(&f.tools, "tools", false, "show tool calls and their results")
 	fs.BoolVar(&f.localFirst, "local-first", true, "answer time, timers, maths, conversions and controls with the offline skills even when a model is configured")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "answer cap in tokens (default llm.max_tokens)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock cap per answer (default 90s)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "wall-clock cap per answer, the first one counted from the start (finding the server included); an answer cut by it makes chat exit 1 (default 90s, not an error)")
 	fs.BoolVar(&f.noTools, "no-tools", false, "offer the model no tools (for small models that get confused by them)")
 	fs.StringVar(&f.pull, "pull", "", "first ask the Ollama server to fetch this model (with progress), then chat with it")
 	forward := func(name, usage string, boolean bool) {
@@ -74,7 +76,12 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 	}
 	forward("mode", "push-to-talk | hands-free | wake-word", false)
 	forward("asr-model", "speech recognition model directory or id", false)
-	forward("no-history", "do not record the conversation", true)
+	fs.BoolFunc("no-history", "do not record the conversation in the history (`parley history`)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		f.noHistory = on
+		f.voiceArgs = append(f.voiceArgs, "-no-history="+v) // the spoken loop records too
+		return err
+	})
 	forward("v", "also print states, barge-ins and rejected echoes", true)
 	if err := fs.parse(args); err != nil {
 		return nil, nil, err
@@ -86,6 +93,7 @@ func parseChatFlags(env *cliEnv, args []string) (*chatFlags, []string, error) {
 }
 
 func runChat(ctx context.Context, env *cliEnv, args []string) error {
+	start := time.Now()
 	f, rest, err := parseChatFlags(env, args)
 	if err != nil {
 		return err
@@ -120,11 +128,18 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q (chat reads messages from standard input)", errUsage, rest)
 	}
 
-	choice, err := discover.Select(ctx, discover.Options{
-		Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: env.Log,
-		Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads,
-	})
+	// With --timeout, finding the server counts against the first answer's time.
+	dctx, dcancel := ctx, context.CancelFunc(func() {})
+	if f.timeout > 0 {
+		dctx, dcancel = context.WithDeadline(ctx, start.Add(f.timeout))
+	}
+	fac := factory.New(&cfg, env.Log)
+	choice, err := fac.SelectLLM(dctx)
+	dcancel()
 	if err != nil {
+		if f.timeout > 0 && time.Since(start) >= f.timeout {
+			return fmt.Errorf("no answer within --timeout %s: %w", f.timeout, err)
+		}
 		return err
 	}
 	if choice.Warning != "" {
@@ -139,24 +154,16 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	var timers skills.TimerStore
-	ft, err := skills.OpenFileTimers(filepath.Join(assets.DataDir(), "timers.json"))
-	if err != nil {
-		// Keep the file as it is (never overwrite what we cannot read) and chat anyway.
-		fmt.Fprintf(env.Stderr, "parley chat: warning: %v; timers will not be saved this session\n", err)
-		timers = &skills.MemTimers{}
-	} else {
-		timers = ft
-	}
-	sk, err := skills.New(skills.Options{Timers: timers, Logger: env.Log, Language: replyLanguage(cfg.Assistant.Language)})
-	if err != nil {
+	sk, err := fac.Skills(assets.DataDir())
+	if sk == nil {
 		return err
 	}
-	b, err := brain.New(brain.Config{
-		Backend: choice.Backend, Model: choice.Model, Skills: sk, LocalFirst: f.localFirst, NoTools: f.noTools,
-		Persona:   llm.Persona{Prompt: cfg.LLM.Persona, Spoken: true},
-		MaxTokens: cfg.LLM.MaxTokens, MaxDuration: f.timeout, Logger: env.Log,
-	})
+	if err != nil {
+		// The file is kept as it is (never overwrite what we cannot read); chat anyway.
+		fmt.Fprintf(env.Stderr, "parley chat: warning: %v; timers will not be saved this session\n", err)
+	}
+	b, err := fac.Brain(factory.Brain{Choice: choice, Skills: sk, LocalFirst: f.localFirst, NoTools: f.noTools,
+		Spoken: true, Timeout: f.timeout})
 	if err != nil {
 		return err
 	}
@@ -191,14 +198,94 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 		sk.Watch(wctx, time.Second, announce)
 	}()
 	defer func() { cancel(); <-watched }()
-	err = brain.REPL(ctx, b, env.Stdin, out, brain.REPLOptions{
+	hist := openChatHistory(env, f.noHistory)
+	defer hist.close()
+	timedOut := 0
+	opts := brain.REPLOptions{
 		Prompt: interactive, ShowReasoning: f.think, ShowTools: f.tools, Errors: env.Stderr,
-	})
+		OnTurn: func(text string, res brain.Result, err error) {
+			if res.FinishReason == llm.FinishTimeout {
+				timedOut++
+			}
+			hist.record(ctx, text, res, err)
+		},
+	}
+	if f.timeout > 0 {
+		opts.FirstDeadline = start.Add(f.timeout)
+	}
+	err = brain.REPL(ctx, b, env.Stdin, out, opts)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintln(env.Stdout)
 		return nil // Ctrl-C: a normal way to leave
 	}
+	if err == nil && timedOut > 0 {
+		return fmt.Errorf("%d answer(s) cut short by --timeout %s", timedOut, f.timeout)
+	}
 	return err
+}
+
+// chatHistory records a text chat in the history database, as the desktop app records its
+// typed turns: one conversation per run, created with the first answer. A database that
+// cannot be opened or written is reported once and the chat goes on.
+type chatHistory struct {
+	s      *store.Store
+	conv   int64
+	warn   io.Writer
+	warned bool
+}
+
+func openChatHistory(env *cliEnv, off bool) *chatHistory {
+	h := &chatHistory{warn: env.Stderr}
+	if off {
+		return h
+	}
+	s, err := store.Open(historyDBPath(env, ""))
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "parley chat: warning: history off: %v\n", err)
+		return h
+	}
+	h.s = s
+	return h
+}
+
+func (h *chatHistory) record(ctx context.Context, text string, res brain.Result, err error) {
+	if h.s == nil {
+		return
+	}
+	end := time.Now()
+	begin := end.Add(-res.Elapsed)
+	user := &store.Turn{Role: store.RoleUser, Text: text, Start: begin, End: begin}
+	reply := &store.Turn{Role: store.RoleAssistant, Text: res.Text, Start: begin, End: end}
+	if res.FirstToken > 0 {
+		reply.Latency.FirstToken = begin.Add(res.FirstToken)
+	}
+	switch {
+	case err != nil:
+		reply.Error = err.Error()
+	case res.FinishReason == llm.FinishTimeout:
+		reply.Error = "the answer reached its time cap"
+	}
+	werr := func() error {
+		if h.conv == 0 {
+			c, err := h.s.CreateConversation(ctx, "")
+			if err != nil {
+				return err
+			}
+			h.conv = c.ID
+		}
+		user.ConversationID, reply.ConversationID = h.conv, h.conv
+		return h.s.AddTurns(ctx, user, reply)
+	}()
+	if werr != nil && !h.warned {
+		h.warned = true
+		fmt.Fprintf(h.warn, "parley chat: warning: not recorded in the history: %v\n", werr)
+	}
+}
+
+func (h *chatHistory) close() {
+	if h.s != nil {
+		h.s.Close()
+	}
 }
 
 // pullModel asks Ollama to fetch model, printing a line per stage and every 10%.
@@ -219,15 +306,6 @@ func pullModel(ctx context.Context, c *ollama.Client, model string, w io.Writer)
 		return fmt.Errorf("pull %s: %w", model, err)
 	}
 	return nil
-}
-
-// replyLanguage maps assistant.language onto the skills' default reply language.
-func replyLanguage(lang string) string {
-	switch strings.ToLower(lang) {
-	case "zh", "yue":
-		return "zh"
-	}
-	return "en"
 }
 
 func chatIsTerminal(r io.Reader) bool {

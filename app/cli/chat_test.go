@@ -294,3 +294,87 @@ func TestChatBuiltin(t *testing.T) {
 		t.Errorf("missing model: exit %d, stderr %q", code, errOut)
 	}
 }
+
+func runCLIStdin(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb, nil)
+	return code, out.String(), errb.String()
+}
+
+// Text chat is recorded in the history as the desktop app's typed turns are, unless
+// --no-history; the database is private.
+func TestChatRecordsHistory(t *testing.T) {
+	dir := isolate(t)
+	db := filepath.Join(dir, "data", "parley", "parley.db")
+	if code, _, errs := runCLIStdin(t, "what is 2 + 2\n", "chat", "--backend", "skills", "--no-history"); code != 0 {
+		t.Fatalf("chat --no-history: %d %s", code, errs)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Fatal("chat --no-history created the history database")
+	}
+	if code, _, errs := runCLIStdin(t, "what is 2 + 2\nwhat is 3 + 5\n", "chat", "--backend", "skills"); code != 0 {
+		t.Fatalf("chat: %d %s", code, errs)
+	}
+	if st, err := os.Stat(db); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("history database: %v %v", st, err)
+	}
+	code, out, errs := runCLI(t, "history", "show", "1")
+	if code != 0 {
+		t.Fatalf("history show: %d %s", code, errs)
+	}
+	for _, want := range []string{"what is 2 + 2", "4", "what is 3 + 5", "8"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("history lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := runCLI(t, "history", "search", "what"); code != 0 || !strings.Contains(out, "3 + 5") {
+		t.Errorf("history search: %d %s", code, out)
+	}
+}
+
+// --timeout caps the first answer from the start (finding the server included) and a cut
+// answer makes chat exit 1. The server here accepts connections and never answers.
+func TestChatTimeout(t *testing.T) {
+	isolate(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	url := "http://" + ln.Addr().String()
+	for _, args := range [][]string{
+		{"chat", "--url", url, "--timeout", "1s", "--local-first=false", "--no-history"},
+		{"chat", "--url", url, "--backend", "openai", "--model", "x", "--timeout", "1s", "--local-first=false", "--no-history"},
+	} {
+		start := time.Now()
+		code, _, errs := runCLIStdin(t, "tell me a long story\n", args...)
+		took := time.Since(start)
+		if code != 1 || !strings.Contains(errs, "--timeout 1s") {
+			t.Errorf("%v: exit %d, %q", args, code, errs)
+		}
+		if took > 3500*time.Millisecond { // a hang guard far above 1 s: the old code took 1 s + the 3 s probe (and exited 0)
+			t.Errorf("%v: took %v with --timeout 1s", args, took)
+		}
+	}
+}

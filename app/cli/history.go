@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/store"
 )
 
@@ -37,15 +36,7 @@ const historyUsage = `usage: parley history [--db FILE] COMMAND
 The database is --db, else store.path from the config, else DATA_DIR/parley.db.`
 
 // historyDBPath picks the database: the flag, else the config, else the data directory.
-func historyDBPath(env *cliEnv, flagPath string) string {
-	if flagPath != "" {
-		return flagPath
-	}
-	if env.Config != nil && env.Config.Store.Path != "" {
-		return env.Config.Store.Path
-	}
-	return filepath.Join(assets.DataDir(), "parley.db")
-}
+func historyDBPath(env *cliEnv, flagPath string) string { return env.factory().StorePath(flagPath) }
 
 func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false

@@ -131,7 +131,7 @@ var layoutProbes = []layoutProbe{
 			return &modelLayout{format: "decoder LLM (onnx-community)", kind: assets.KindLLM, files: allFiles(dir)}, true
 		},
 		load: func(dir string) error {
-			m, err := builtin.Open(dir, builtin.Options{Provider: gpu.ProviderCPU, Threads: 1, Logger: quietLog()})
+			m, err := builtin.Open(dir, builtin.Options{Provider: gpu.ProviderCPU, Threads: 1, Log: quietLog()})
 			if err == nil {
 				m.Close()
 			}
@@ -173,7 +173,7 @@ var layoutProbes = []layoutProbe{
 }
 
 func loadASR(dir string) error {
-	r, err := asr.New(dir, asr.Config{Provider: gpu.ProviderCPU, Threads: 1, VAD: "none", Logger: quietLog()})
+	r, err := asr.New(dir, asr.Config{Provider: gpu.ProviderCPU, Threads: 1, VAD: "none", Log: quietLog()})
 	if err == nil {
 		r.Close()
 	}

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
-	"github.com/parley-voice/parley/voices"
 )
 
 func init() {
@@ -64,45 +64,53 @@ func (f *sayFlags) register(fs *flag.FlagSet, env *cliEnv) {
 	fs.StringVar(&f.model, "model", "", "model directory for ONNX engines (default: installed model)")
 }
 
-// request builds the engine, the request (with the library voice applied) and the set of
-// flags the user gave explicitly.
-func (f *sayFlags) request(fs *flag.FlagSet, env *cliEnv, text string) (tts.Engine, tts.Request, map[string]bool, error) {
+// request builds the engine and the request (with the library voice applied). Sampling
+// knobs the engine ignores are left out unless given on the command line: top-p and top-k
+// mean nothing to espeak-ng, and saying so on every call for the config's values is noise.
+func (f *sayFlags) request(fs *flag.FlagSet, env *cliEnv, text string) (tts.Engine, tts.Request, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	req := tts.Request{Text: text, Temperature: f.temp, TopP: f.topP, TopK: f.topK, Speed: f.speed, Language: f.lang}
 	if f.seed != 0 {
 		req.Seed, req.HasSeed = f.seed, true
 	}
-	var v *voices.Voice
-	if f.voice != "" && voices.ValidName(f.voice) == nil {
-		if lib, err := voices.Open(voices.DefaultDir()); err == nil {
-			got, err := lib.Get(f.voice)
-			switch {
-			case err == nil:
-				v = got
-				if !set["engine"] {
-					f.engine = v.Engine // a library voice brings its engine
-				}
-			case !errors.Is(err, voices.ErrNotFound):
-				return nil, req, set, err
-			}
-		}
-	}
-	eng, err := engines.Open(engines.Options{Engine: f.engine, ModelDir: f.model, Log: env.Log})
+	fac := env.factory()
+	v, err := fac.LibraryVoice(f.voice)
 	if err != nil {
-		return nil, req, set, err
+		return nil, req, err
+	}
+	if v != nil && !set["engine"] {
+		f.engine = v.Engine // a library voice brings its engine
+	}
+	eng, err := fac.Voice(factory.Voice{Engine: f.engine, Model: f.model})
+	if err != nil {
+		return nil, req, err
 	}
 	if v != nil {
 		req, err = engines.ApplyVoice(req, v, f.engine, engines.Explicit{
 			Temperature: set["temperature"], TopP: set["top-p"], TopK: set["top-k"], Speed: set["speed"], Language: set["lang"], Seed: set["seed"]})
 		if err != nil {
 			eng.Close()
-			return nil, req, set, err
+			return nil, req, err
 		}
 	} else {
 		req.Voice = f.voice
 	}
-	return eng, req, set, nil
+	caps := eng.Capabilities()
+	for _, k := range []struct {
+		flag string
+		ctl  tts.Control
+		zero func()
+	}{
+		{"top-p", tts.CtlTopP, func() { req.TopP = 0 }},
+		{"top-k", tts.CtlTopK, func() { req.TopK = 0 }},
+		{"temperature", tts.CtlTemperature, func() { req.Temperature = 0 }},
+	} {
+		if !set[k.flag] && caps.Support(k.ctl) == tts.Ignored {
+			k.zero()
+		}
+	}
+	return eng, req, nil
 }
 
 func runSay(ctx context.Context, env *cliEnv, args []string) error {
@@ -131,7 +139,7 @@ func runSay(ctx context.Context, env *cliEnv, args []string) error {
 	if strings.TrimSpace(text) == "" {
 		return usageError("say", "no text (give TEXT or - for standard input)")
 	}
-	eng, req, set, err := sf.request(fs.FlagSet, env, text)
+	eng, req, err := sf.request(fs.FlagSet, env, text)
 	if err != nil {
 		return err
 	}
@@ -164,9 +172,6 @@ func runSay(ctx context.Context, env *cliEnv, args []string) error {
 		err = sayToDevice(ctx, env, stream, eng.Capabilities().SampleRate, &stats)
 	}
 	for _, w := range stream.Warnings() {
-		if quietWarning(w, set) {
-			continue
-		}
 		fmt.Fprintln(env.Stderr, "parley say: warning:", w)
 	}
 	if err != nil {
@@ -179,17 +184,6 @@ func runSay(ctx context.Context, env *cliEnv, args []string) error {
 			dur.Round(time.Millisecond), stats.first.Sub(start).Round(time.Millisecond), elapsed.Round(time.Millisecond), elapsed.Seconds()/dur.Seconds())
 	}
 	return nil
-}
-
-// quietWarning hides "ignored" notes about knobs that come from the config rather than the
-// command line (top-p/top-k mean nothing to espeak, and saying so on every call is noise).
-func quietWarning(w string, set map[string]bool) bool {
-	for flagName, ctl := range map[string]string{"top-p": "top_p", "top-k": "top_k", "temperature": "temperature"} {
-		if strings.Contains(w, ": "+ctl+" is not supported") && !set[flagName] {
-			return true
-		}
-	}
-	return false
 }
 
 type sayStats struct {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/voices"
 )
@@ -162,5 +163,44 @@ func TestChatTTSBecomesDefault(t *testing.T) {
 	}
 	if code, o, _ := runCLI(t, "models", "list"); code != 0 || !strings.Contains(o, "chattts") || !strings.Contains(o, "in use") {
 		t.Errorf("models list: %s", o)
+	}
+}
+
+// `say --provider cuda` on a machine without a usable GPU runs on the CPU and says why, as
+// transcribe does: the provider reaches the voice's sessions (and `voices preview`'s, which
+// opens the voice the same way), whose fallback is logged with its reason.
+func TestSayProviderFallback(t *testing.T) {
+	gputest.RequireORT(t)
+	if r, err := gpu.DiscoverGPUs(); err == nil && len(r.Devices) > 0 {
+		t.Skip("this machine has a GPU: the fallback is not taken")
+	}
+	dir := isolate(t)
+	model := "../../testdata/chattts/tiny"
+	for _, args := range [][]string{
+		{"--provider", "cuda", "say", "--engine", "chattts", "--model", model, "--seed", "3", "-o", filepath.Join(dir, "c.wav"), "hello"},
+		{"--provider", "cuda", "transcribe", "--model", tinyASR, filepath.Join("..", "..", "testdata", "speech", "test-000004.wav")},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		if !strings.Contains(errOut, "execution provider unavailable, using CPU") || !strings.Contains(errOut, "wanted=cuda:0") || !strings.Contains(errOut, "reason=") {
+			t.Errorf("%v: the fallback is not reported:\n%s", args[2], errOut)
+		}
+	}
+}
+
+// Sampling knobs espeak-ng ignores are reported only when given on the command line, not
+// for the configuration's defaults.
+func TestSayIgnoredKnobs(t *testing.T) {
+	dir := isolate(t)
+	out := filepath.Join(dir, "k.wav")
+	code, _, errOut := runCLI(t, "say", "--engine", "espeak", "-o", out, "hi")
+	if code != 0 || strings.Contains(errOut, "top_p") || strings.Contains(errOut, "temperature") {
+		t.Errorf("config's knobs reported: %d %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "say", "--engine", "espeak", "--top-p", "0.5", "-o", out, "hi")
+	if code != 0 || !strings.Contains(errOut, "top_p is not supported") || strings.Contains(errOut, "top_k") {
+		t.Errorf("--top-p not reported (or more): %d %s", code, errOut)
 	}
 }

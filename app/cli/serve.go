@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/serve"
 )
 
@@ -19,7 +21,7 @@ func init() {
 const serveUsage = `usage: parley serve [flags]   (or parley --serve)
 
 Runs Parley headless as a speech server:
-  HTTP (serve.addr, default 127.0.0.1:8780)
+  HTTP (serve.addr, default %s)
     POST /v1/audio/transcriptions   OpenAI-compatible speech to text (multipart)
     POST /v1/audio/speech           OpenAI-compatible text to speech (wav, pcm, flac; streamed)
     POST /v1/chat/completions       chat through the configured LLM (offline skills without one)
@@ -32,7 +34,7 @@ Listening beyond loopback needs serve.api_key (clients send Authorization: Beare
 serve.allow_unauthenticated = true. Settings: "parley config keys" lists the serve.* keys.`
 
 func runServe(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlags(env, "serve", serveUsage)
+	fs := newFlags(env, "serve", fmt.Sprintf(serveUsage, config.Default().Serve.Addr))
 	addr := fs.String("addr", "", "HTTP listen address (overrides serve.addr)")
 	cert := fs.String("tls-cert", "", "PEM certificate file: serve HTTPS and wss:// (with -tls-key)")
 	key := fs.String("tls-key", "", "PEM private key file for -tls-cert")
@@ -55,7 +57,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer loaded.Close()
 	for _, n := range loaded.Notes {
-		env.Log.Info("note", "what", n)
+		env.Log.Info("note", "what", n.Message)
 	}
 	barge, err := app.ParseBargeIn(env.Config.Assistant.BargeIn)
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
-	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 )
 
@@ -71,15 +71,11 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("%w: standard input (-) given %d times", errUsage, stdin)
 	}
 
-	dir, err := resolveASRModel(ctx, env, model)
-	if err != nil {
-		return err
+	rec, _, err := env.factory().Recognizer(ctx, model, asr.Config{
+		Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8})
+	if errors.Is(err, factory.ErrNoASR) {
+		return fmt.Errorf("%w (or give --model DIR)", err)
 	}
-	cfg := asr.Config{Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8, Logger: env.Log}
-	if env.Config != nil {
-		cfg.Provider, cfg.Threads = env.Config.Runtime.Provider, env.Config.Runtime.IntraOpThreads
-	}
-	rec, err := asr.New(dir, cfg)
 	if err != nil {
 		return err
 	}
@@ -113,20 +109,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// resolveASRModel turns --model (a directory, a model file or a registry id; empty = best
-// installed) into a path asr.New accepts.
-func resolveASRModel(ctx context.Context, env *cliEnv, model string) (string, error) {
-	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
-	if err != nil {
-		return "", err
-	}
-	dir, _, err := mgr.Resolve(ctx, assets.KindASR, model)
-	if errors.Is(err, assets.ErrNotInstalled) {
-		return "", fmt.Errorf("no speech recognition model is installed; run `parley models pull sensevoice-small-int8` (or give --model DIR)")
-	}
-	return dir, err
 }
 
 // transcribeFile streams one input through the recognizer: WAV directly, anything else

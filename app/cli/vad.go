@@ -72,7 +72,7 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: parley vad [flags] FILE…|- (or --listen)", errUsage)
 	}
-	d, err := vad.New(cfg)
+	d, err := env.factory().VAD(cfg)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ type vadLiveEvent struct {
 }
 
 func vadListen(ctx context.Context, env *cliEnv, cfg vad.Config, dev string) error {
-	d, err := vad.New(cfg)
+	d, err := env.factory().VAD(cfg)
 	if err != nil {
 		return err
 	}

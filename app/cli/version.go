@@ -20,8 +20,9 @@ var (
 	// version is the release. -ldflags "-X github.com/parley-voice/parley/app/cli.version=…"
 	// still stamps one, and a stamped release wins over FyneApp.toml.
 	version = ""
-	// vcsStamp is "REVISION TIME MODIFIED", stamped by build/package.sh with -X where Go cannot
-	// read the repository itself (a git worktree, whose .git is a file); the build info wins.
+	// vcsStamp is "REVISION TIME MODIFIED", stamped with -X by build/vcs-stamp.sh (set-up and
+	// packaging) where Go cannot read the repository itself (a git worktree, whose .git is a
+	// file, or GOFLAGS=-buildvcs=false); the build info wins.
 	vcsStamp = ""
 )
 
@@ -155,7 +156,7 @@ func writeVersion(w io.Writer, rel string, s buildStamp, bi *debug.BuildInfo) {
 		}
 		fmt.Fprintf(w, "revision: %s\ncommitted: %s\nmodified: %s\n", s.Revision, s.Time, dirty)
 	} else {
-		fmt.Fprintln(w, "revision: unknown (not built in a git checkout)")
+		fmt.Fprintln(w, "revision: unknown (built without VCS information)")
 	}
 	if bi != nil {
 		fmt.Fprintf(w, "go: %s\n", bi.GoVersion)

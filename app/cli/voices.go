@@ -21,7 +21,7 @@ import (
 func init() {
 	register(&command{
 		name:  "voices",
-		usage: "voices list|show|create|mix|export|import|rm|preview|compare  manage the voice library",
+		usage: "voices list|show|create|mix|export|import|rm|preview|compare|clone  manage the voice library",
 		run:   runVoices,
 	})
 }
@@ -44,6 +44,8 @@ The voice library lives in %s (one JSON file per voice).
   preview NAME [-o out.wav] [--text T]   speak the preview sentence with the voice
   compare A B [--model M] [--json]       how alike the voices of two recordings are (speaker
                                          embeddings' cosine similarity)
+  clone CLIP [--text T] [--name N]       a ChatTTS voice from 3–10 s of someone speaking: the
+                                         clip's transcript and audio codes become its prompt
 `
 
 func runVoices(ctx context.Context, env *cliEnv, args []string) error {
@@ -57,6 +59,9 @@ func runVoices(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if args[0] == "compare" {
 		return voicesCompare(ctx, env, args[1:])
+	}
+	if args[0] == "clone" {
+		return voicesClone(ctx, env, args[1:])
 	}
 	lib, err := voices.Open(voices.DefaultDir())
 	if err != nil {

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/voices/speaker"
 )
 
@@ -27,15 +25,7 @@ func voicesCompare(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() != 2 {
 		return usageError("voices compare", "compare takes two files")
 	}
-	mgr, err := assets.NewManager(nil, assets.Options{})
-	if err != nil {
-		return err
-	}
-	dir, id, err := mgr.Resolve(ctx, assets.KindSpeaker, *model)
-	if err != nil {
-		return err
-	}
-	enc, err := speaker.New(dir, speaker.Config{GPU: gpu.Options{Provider: env.Config.Runtime.Provider, IntraOpThreads: 1}})
+	enc, m, err := env.factory().SpeakerEncoder(ctx, *model)
 	if err != nil {
 		return err
 	}
@@ -55,11 +45,11 @@ func voicesCompare(ctx context.Context, env *cliEnv, args []string) error {
 	sim := speaker.Cosine(embs[0], embs[1])
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(map[string]any{
-			"a": fs.Arg(0), "b": fs.Arg(1), "similarity": sim, "model": id, "seconds": secs,
+			"a": fs.Arg(0), "b": fs.Arg(1), "similarity": sim, "model": m.ID, "seconds": secs,
 		})
 	}
 	fmt.Fprintf(env.Stdout, "%.3f\n", sim)
-	if model, err := mgr.Registry().Lookup(id); err == nil && model.Demo {
+	if m.Demo {
 		env.Log.Info("the speaker encoder is demo-grade (trained on synthetic voices); `parley models pull campplus` gets CAM++")
 	}
 	return nil

@@ -30,7 +30,7 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, strings.Split(v, ",").
 func runWake(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "wake", "")
 	var models multiFlag
-	fs.Var(&models, "model", "wake model name or file (repeatable; default from config assistant.wake_word, else hey_jarvis)")
+	fs.Var(&models, "model", "wake model name or file (repeatable; default: assistant.wake_word)")
 	var cfg wake.Config
 	var thr float64
 	fs.StringVar(&cfg.Dir, "dir", "", "openWakeWord model directory (default: the models directory's openwakeword)")
@@ -53,14 +53,11 @@ func runWake(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		return nil
 	}
-	if len(models) == 0 && env.Config.Assistant.WakeWord != "" {
-		models = multiFlag{env.Config.Assistant.WakeWord}
-	}
-	cfg.Models, cfg.Threshold = models, float32(thr)
+	cfg.Models, cfg.Threshold = models, float32(thr) // none: assistant.wake_word
 	if fs.NArg() > 1 {
 		return fmt.Errorf("%w: parley wake [flags] [FILE|-]", errUsage)
 	}
-	d, err := wake.New(cfg)
+	d, err := env.factory().Wake(cfg)
 	if err != nil {
 		return err
 	}

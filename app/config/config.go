@@ -31,6 +31,7 @@ type Config struct {
 	Serve     Serve     `toml:"serve"`
 	Store     Store     `toml:"store"`
 	Log       Log       `toml:"log"`
+	Train     Train     `toml:"train"`
 
 	// Path is the file this configuration was read from ("" when none existed).
 	Path string `toml:"-"`
@@ -160,6 +161,12 @@ type Store struct {
 type Log struct {
 	Level string `toml:"level" help:"debug | info | warn | error"`
 	File  string `toml:"file" help:"log file for the GUI; empty = state dir/parley.log"`
+}
+
+// Train configures fine-tuning: the Python trainer the voice-clone wizard runs.
+type Train struct {
+	Python string `toml:"python" help:"Python 3 with PyTorch that runs the trainer; empty = /usr/bin/python3 (Debian's python3-torch)"`
+	Dir    string `toml:"dir" help:"directory of Parley's train/ Python package; empty = found beside the program (PREFIX/share/parley/train, or train/ in a source checkout)"`
 }
 
 // Default is the configuration Parley runs with when nothing is configured.

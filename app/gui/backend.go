@@ -15,6 +15,7 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
@@ -48,10 +49,15 @@ type Models interface {
 type Voices interface {
 	List() ([]*voices.Voice, error)
 	Save(v *voices.Voice) error
-	// Capabilities of the engine a voice runs on ("" = the configured engine).
+	// Engines names the speech engines there are (tts/engines), for the engine picker.
+	Engines() []string
+	// Capabilities of an engine ("" = the configured engine): its voices and how it
+	// honours each control. The voice panel is built from it.
 	Capabilities(engine string) (tts.Capabilities, error)
-	// Preview synthesizes the request and plays it; it returns when playback ends or ctx ends.
-	Preview(ctx context.Context, engine string, req tts.Request) error
+	// Synthesize renders a request; req.Voice may name a library voice.
+	Synthesize(ctx context.Context, engine string, req tts.Request) (*audio.Buffer, error)
+	// Play plays audio and returns when it has played or ctx ends.
+	Play(ctx context.Context, b *audio.Buffer) error
 }
 
 // History is the conversation store.
@@ -103,8 +109,15 @@ type Services struct {
 	SetMode func(m app.Mode) error
 	// NewConversation makes the assistant forget and start a new stored conversation.
 	NewConversation func() error
+	// TurnAudio returns the kept audio files of the running assistant's turn (store.save_audio;
+	// "" = none): bubbles offer replay of them.
+	TurnAudio func(turn int64) (user, parley string)
 	// LogDir holds the app's log files (Settings → Open log folder).
 	LogDir string
+	// Clone backs the fine-tune wizard (wizard*.go): datasets, slicing, labelling, recording.
+	Clone Cloning
+	// Training runs the wizard's fine-tune jobs (steps 5–7); nil where this build has none.
+	Training Training
 	// Diagnostics reports the runtime, devices and models as JSON (Settings → Copy
 	// diagnostics: what a bug report needs).
 	Diagnostics func(ctx context.Context) ([]byte, error)

@@ -34,6 +34,8 @@ type conversation struct {
 	parley map[turnKey]*bubble
 	voice  string // the voice shown on Parley's bubbles
 	logo   image.Image
+	acts   bubbleActions
+	live   *bubble // the utterance being heard (partial transcripts)
 }
 
 // turnKey names one exchange of one assistant.
@@ -73,6 +75,7 @@ func (c *conversation) setTextOnly(on bool) {
 
 // clear empties the view (a new conversation).
 func (c *conversation) clear() {
+	c.live = nil
 	c.list.RemoveAll()
 	clear(c.users)
 	clear(c.parley)
@@ -96,16 +99,44 @@ func (c *conversation) scrollDown() {
 	c.scroll.ScrollToBottom()
 }
 
+// partial shows what the recogniser makes of the utterance so far, in a provisional bubble
+// of the user's that the final transcript replaces.
+func (c *conversation) partial(text string) {
+	if c.live == nil {
+		c.live = newBubble(true, c.logo, &c.acts)
+		c.live.meta.Hide()
+		c.add(c.live)
+	}
+	c.live.setText(text + " …")
+	c.scrollDown()
+}
+
+// endPartial removes the provisional bubble.
+func (c *conversation) endPartial() {
+	if c.live == nil {
+		return
+	}
+	c.list.Remove(c.live.row)
+	c.live = nil
+	if len(c.list.Objects) == 0 {
+		c.scroll.Hide()
+		c.empty.Show()
+	}
+	c.scrollDown()
+}
+
 // userAt and parleyAt are the bubbles of the current assistant's turn (nil if none).
 func (c *conversation) userAt(turn int64) *bubble   { return c.users[turnKey{c.gen, turn}] }
 func (c *conversation) parleyAt(turn int64) *bubble { return c.parley[turnKey{c.gen, turn}] }
 
 // userTurn shows (or updates) the user's bubble of a turn.
 func (c *conversation) userTurn(turn int64, tr app.Transcript) {
+	c.endPartial()
 	k := turnKey{c.gen, turn}
 	b := c.users[k]
 	if b == nil {
-		b = newBubble(true, c.logo)
+		b = newBubble(true, c.logo, &c.acts)
+		b.setTime(time.Now())
 		c.users[k] = b
 		c.add(b)
 	}
@@ -119,8 +150,9 @@ func (c *conversation) parleyBubble(turn int64) *bubble {
 	k := turnKey{c.gen, turn}
 	b := c.parley[k]
 	if b == nil {
-		b = newBubble(false, c.logo)
+		b = newBubble(false, c.logo, &c.acts)
 		b.setHeader("Parley" + voiceSuffix(c.voice))
+		b.setTime(time.Now())
 		c.parley[k] = b
 		c.add(b)
 	}
@@ -140,9 +172,9 @@ func (c *conversation) delta(turn int64, text string) {
 	c.scrollDown()
 }
 
-func (c *conversation) failed(turn int64, msg string) {
+func (c *conversation) failed(turn int64, n app.Note) {
 	b := c.parleyBubble(turn)
-	b.setError(msg)
+	b.setError(n)
 	c.scrollDown()
 }
 
@@ -153,7 +185,7 @@ func (c *conversation) done(ex *app.Exchange) {
 	if c.userAt(ex.Turn) == nil && ex.Transcript.Text != "" {
 		c.userTurn(ex.Turn, ex.Transcript)
 	}
-	if ex.FullAnswer == "" && ex.Answer == "" && ex.Err == "" {
+	if ex.FullAnswer == "" && ex.Answer == "" && ex.Err == nil {
 		return
 	}
 	b := c.parleyBubble(ex.Turn)
@@ -164,11 +196,21 @@ func (c *conversation) done(ex *app.Exchange) {
 	case ex.FullAnswer != "":
 		b.setText(ex.FullAnswer)
 	}
-	if ex.Err != "" && b.errText == "" {
-		b.setError(ex.Err)
+	if ex.Err != nil && b.errText == "" {
+		b.setError(app.NoteOf(ex.Err))
 	}
 	b.setLatency(ex)
 	c.scrollDown()
+}
+
+// setAudio offers replay on the bubbles of a finished turn whose audio was kept.
+func (c *conversation) setAudio(turn int64, user, parley string) {
+	if b := c.userAt(turn); b != nil && user != "" {
+		b.setAudio(user)
+	}
+	if b := c.parleyAt(turn); b != nil && parley != "" {
+		b.setAudio(parley)
+	}
 }
 
 // count is the number of bubbles shown (for tests).
@@ -185,12 +227,24 @@ type bubble struct {
 	badges  *fyne.Container
 	marks   *fyne.Container
 	latency *fyne.Container
+	meta    *fyne.Container // time, copy, replay
+	at      *canvas.Text
+	copyB   *widget.Button
+	replayB *widget.Button
+	audio   string // the turn's kept audio (store.save_audio); "" = none
 	raw     string
 	errText string
+	acts    *bubbleActions
 }
 
-func newBubble(user bool, logo image.Image) *bubble {
-	b := &bubble{user: user}
+// bubbleActions are what a bubble's buttons do (the conversation's, shared by its bubbles).
+type bubbleActions struct {
+	copy   func(text string)
+	replay func(path string)
+}
+
+func newBubble(user bool, logo image.Image, acts *bubbleActions) *bubble {
+	b := &bubble{user: user, acts: acts}
 	b.bg = newThemedRect(colParleyBubble, 14)
 	b.text = widget.NewRichText()
 	b.text.Wrapping = fyne.TextWrapWord
@@ -201,16 +255,36 @@ func newBubble(user bool, logo image.Image) *bubble {
 	b.header.TextSize = theme.CaptionTextSize()
 	b.header.TextStyle.Bold = true
 	inner := container.New(layout.NewCustomPaddedVBoxLayout(0))
+	b.at = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
+	b.at.TextSize = theme.CaptionTextSize()
+	b.copyB = widget.NewButtonWithIcon("", theme.ContentCopyIcon(), func() {
+		if b.acts != nil && b.acts.copy != nil {
+			b.acts.copy(strings.TrimSpace(b.raw))
+		}
+	})
+	b.replayB = widget.NewButtonWithIcon("", theme.MediaPlayIcon(), func() {
+		if b.acts != nil && b.acts.replay != nil && b.audio != "" {
+			b.acts.replay(b.audio)
+		}
+	})
+	for _, bt := range []*widget.Button{b.copyB, b.replayB} {
+		bt.Importance = widget.LowImportance
+	}
+	b.replayB.Hide()
+	b.meta = container.NewHBox(container.NewCenter(b.at), layout.NewSpacer(), b.replayB, b.copyB)
 	if user {
 		b.bg.setColor(colUserBubble)
 		b.badges.Hide()
+		b.at.Color = themeColor(colUserText)
 		inner.Add(b.text)
 		inner.Add(b.badges)
+		inner.Add(b.meta)
 	} else {
 		inner.Add(container.New(&insetLayout{h: theme.InnerPadding(), v: 0}, b.header))
 		inner.Add(b.text)
 		inner.Add(b.marks)
 		inner.Add(b.latency)
+		inner.Add(b.meta)
 	}
 	b.marks.Hide()
 	b.latency.Hide()
@@ -228,6 +302,29 @@ func newBubble(user bool, logo image.Image) *bubble {
 }
 
 func (b *bubble) setHeader(s string) { b.header.Text = s; b.header.Refresh() }
+
+// setTime shows when the turn was said: the time of day, with the date if not today.
+func (b *bubble) setTime(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	f := "15:04"
+	if y, m, d := t.Date(); y != time.Now().Year() || m != time.Now().Month() || d != time.Now().Day() {
+		f = "2 Jan 2006 15:04"
+	}
+	b.at.Text = t.Local().Format(f)
+	b.at.Refresh()
+}
+
+// setAudio offers replay of the turn's kept audio.
+func (b *bubble) setAudio(path string) {
+	b.audio = path
+	if path != "" {
+		b.replayB.Show()
+	} else {
+		b.replayB.Hide()
+	}
+}
 
 func (b *bubble) appendText(s string) { b.setText(b.raw + s) }
 
@@ -265,9 +362,9 @@ func (b *bubble) setInterrupted(full string) {
 	b.marks.Show()
 }
 
-func (b *bubble) setError(msg string) {
-	b.errText = msg
-	l := widget.NewLabel(friendlyError(msg))
+func (b *bubble) setError(n app.Note) {
+	b.errText = n.Message
+	l := widget.NewLabel(friendlyError(n))
 	l.Wrapping = fyne.TextWrapWord
 	l.Importance = widget.DangerImportance
 	l.SizeName = theme.SizeNameCaptionText
@@ -295,7 +392,7 @@ func (b *bubble) naturalWidth() float32 {
 		}
 	}
 	w += 4 * theme.InnerPadding()
-	for _, o := range []fyne.CanvasObject{b.header, b.badges, b.marks, b.latency} {
+	for _, o := range []fyne.CanvasObject{b.header, b.badges, b.marks, b.latency, b.meta} {
 		if o.Visible() {
 			if mw := o.MinSize().Width + 2*theme.InnerPadding(); mw > w {
 				w = mw

@@ -1,10 +1,12 @@
 package gui
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -18,20 +20,23 @@ import (
 
 // historyPanel searches, opens, exports and deletes past conversations.
 type historyPanel struct {
-	u       *UI
-	search  *widget.Entry
-	results *fyne.Container
-	view    *fyne.Container
-	title   *widget.Label
-	export  *widget.Button
-	del     *widget.Button
-	status  *widget.Label
-	content fyne.CanvasObject
-	open    int64
+	u        *UI
+	search   *widget.Entry
+	results  *fyne.Container
+	view     *fyne.Container
+	title    *widget.Label
+	export   *widget.Button
+	del      *widget.Button
+	status   *widget.Label
+	content  fyne.CanvasObject
+	open     int64
+	last     []store.Conversation // the list shown
+	stopPoll func()               // while the panel is shown: turns stored elsewhere appear
+	every    time.Duration
 }
 
 func newHistoryPanel(u *UI) *historyPanel {
-	p := &historyPanel{u: u}
+	p := &historyPanel{u: u, every: 5 * time.Second}
 	p.search = widget.NewEntry()
 	p.search.SetPlaceHolder("Search every conversation…")
 	p.search.OnSubmitted = func(string) { p.refresh() }
@@ -59,6 +64,39 @@ func newHistoryPanel(u *UI) *historyPanel {
 	return p
 }
 
+// shown starts (true) or stops watching the store while the panel is on screen: turns
+// added meanwhile (here, or by another Parley) show without a click.
+func (p *historyPanel) shown(on bool) {
+	if p.stopPoll != nil {
+		p.stopPoll()
+		p.stopPoll = nil
+	}
+	if !on || p.u.svc.History == nil {
+		return
+	}
+	p.stopPoll = p.u.poll(p.every, p.check)
+}
+
+// check lists the conversations again when the list (not a search) is shown, and updates
+// it only if something changed.
+func (p *historyPanel) check() {
+	h := p.u.svc.History
+	if h == nil || strings.TrimSpace(p.search.Text) != "" {
+		return
+	}
+	go func() {
+		convs, err := h.Conversations(context.Background(), 100)
+		if err != nil {
+			return
+		}
+		p.u.do(func() {
+			if !slices.Equal(convs, p.last) {
+				p.showConversations(convs, nil)
+			}
+		})
+	}()
+}
+
 // refresh lists recent conversations, or the search's hits.
 func (p *historyPanel) refresh() {
 	h := p.u.svc.History
@@ -81,21 +119,36 @@ func (p *historyPanel) refresh() {
 
 func (p *historyPanel) showConversations(cs []store.Conversation, err error) {
 	p.results.RemoveAll()
+	p.last = cs
 	if err != nil {
 		p.status.SetText(err.Error())
 		return
 	}
 	p.status.SetText(fmt.Sprintf("%d conversations", len(cs)))
+	if len(cs) == 0 {
+		p.placeholder("No conversations yet. What you say to Parley, and its answers, are kept here.")
+	} else if p.open == 0 {
+		p.placeholder("Pick a conversation on the left to read it here, export it or delete it.")
+	}
 	for _, c := range cs {
 		id, title := c.ID, c.Title
 		if title == "" {
 			title = "Conversation " + c.Created.Format("2 Jan 15:04")
 		}
-		b := widget.NewButton(fmt.Sprintf("%s  ·  %d turns  ·  %s", title, c.Turns, c.Updated.Format("2 Jan 15:04")), func() { p.openConv(id, title) })
+		b := widget.NewButton(fmt.Sprintf("%s  ·  %s  ·  %s", title, exchanges(c.Exchanges), c.Updated.Format("2 Jan 15:04")), func() { p.openConv(id, title) })
 		b.Alignment = widget.ButtonAlignLeading
 		b.Importance = widget.LowImportance
 		p.results.Add(b)
 	}
+}
+
+// placeholder fills the empty reading pane with what to do.
+func (p *historyPanel) placeholder(msg string) {
+	p.view.RemoveAll()
+	l := widget.NewLabel(msg)
+	l.Wrapping = fyne.TextWrapWord
+	l.Importance = widget.LowImportance
+	p.view.Add(l)
 }
 
 func (p *historyPanel) showHits(hits []store.Hit, err error) {
@@ -131,8 +184,14 @@ func (p *historyPanel) openConv(id int64, title string) {
 			}
 			c := newConversation()
 			for _, t := range turns {
-				b := newBubble(t.Role == store.RoleUser, c.logo)
+				b := newBubble(t.Role == store.RoleUser, c.logo, &p.u.conv.acts)
 				b.setText(t.Text)
+				at := t.Start
+				if at.IsZero() {
+					at = t.Created
+				}
+				b.setTime(at)
+				b.setAudio(t.AudioPath)
 				if t.Role == store.RoleUser {
 					b.setBadges(tagBadges(appTranscript(t)))
 				} else {
@@ -141,7 +200,7 @@ func (p *historyPanel) openConv(id int64, title string) {
 						b.setInterrupted(t.Text)
 					}
 					if t.Error != "" {
-						b.setError(t.Error)
+						b.setError(app.Note{Kind: app.NoteFailed, Message: t.Error})
 					}
 				}
 				c.list.Add(b.row)
@@ -156,39 +215,18 @@ func (p *historyPanel) exportDialog() {
 	if h == nil || id == 0 {
 		return
 	}
-	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
-		if err != nil || w == nil {
-			return
-		}
+	p.u.saveDialog(fmt.Sprintf("parley-conversation-%d.md", id), p.status, "Exported to", "Export failed", func(dst io.Writer, name string) error {
 		f := store.FormatMarkdown
-		if strings.HasSuffix(strings.ToLower(w.URI().Name()), ".json") {
+		if strings.HasSuffix(strings.ToLower(name), ".json") {
 			f, _ = store.ParseFormat("json")
 		}
-		go func() {
-			var buf bytes.Buffer
-			err := h.Export(context.Background(), &buf, id, f)
-			if err == nil {
-				_, err = w.Write(buf.Bytes())
-			}
-			if cerr := w.Close(); err == nil {
-				err = cerr
-			}
-			p.u.do(func() {
-				if err != nil {
-					p.status.SetText("Export failed: " + err.Error())
-				} else {
-					p.status.SetText("Exported to " + w.URI().Path())
-				}
-			})
-		}()
-	}, p.u.win)
-	d.SetFileName(fmt.Sprintf("parley-conversation-%d.md", id))
-	d.Show()
+		return h.Export(context.Background(), dst, id, f)
+	})
 }
 
 func (p *historyPanel) confirmDelete() {
 	id := p.open
-	dialog.ShowConfirm("Delete conversation", "Delete this conversation and its saved audio?", func(ok bool) {
+	p.u.showDialog(dialog.NewConfirm("Delete conversation", "Delete this conversation and its saved audio?", func(ok bool) {
 		if !ok {
 			return
 		}
@@ -201,13 +239,21 @@ func (p *historyPanel) confirmDelete() {
 				}
 				p.open = 0
 				p.title.SetText("")
-				p.view.RemoveAll()
+				p.placeholder("Deleted.")
 				p.export.Disable()
 				p.del.Disable()
 				p.refresh()
 			})
 		}()
-	}, p.u.win)
+	}, p.u.win))
+}
+
+// exchanges counts what people count: a question and its answer are one exchange.
+func exchanges(n int) string {
+	if n == 1 {
+		return "1 exchange"
+	}
+	return fmt.Sprintf("%d exchanges", n)
 }
 
 func appTranscript(t store.Turn) app.Transcript {

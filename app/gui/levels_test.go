@@ -65,7 +65,7 @@ func TestPushToTalkAtRestShowsNoLevels(t *testing.T) {
 		t.Errorf("status %q once the microphone delivers", got)
 	}
 
-	u.tabs.SelectIndex(3) // Settings: the meter is not on screen
+	u.showTab(tabSettings) // Settings: the meter is not on screen
 	if u.talk.meter.frac != 0 {
 		t.Error("the meter kept its level off screen")
 	}
@@ -77,7 +77,7 @@ func TestPushToTalkAtRestShowsNoLevels(t *testing.T) {
 	if *levels != n {
 		t.Errorf("%d levels reached the UI while another panel was shown", *levels-n)
 	}
-	u.tabs.SelectIndex(0)
+	u.showTab(tabConversation)
 	f.ch <- app.Event{Kind: app.EvLevel, Level: -10}
 	settle(t, u, f, all)
 	if *levels != n+1 {
@@ -162,5 +162,81 @@ func TestNewConversation(t *testing.T) {
 	u.Handle(app.Event{Kind: app.EvDelta, Turn: 2, Text: "Fresh."})
 	if u.conv.count() != 1 {
 		t.Errorf("%d bubbles, want the new answer's", u.conv.count())
+	}
+}
+
+// TestLiveTranscript: partial transcripts show in a provisional bubble while the user
+// speaks; the final transcript takes its place; a dropped utterance takes it away.
+func TestLiveTranscript(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	u.Attach(newFakeAssistant(), nil)
+	u.Handle(app.Event{Kind: app.EvState, State: app.Listening})
+	u.Handle(app.Event{Kind: app.EvPartial, Text: "what time"})
+	u.Handle(app.Event{Kind: app.EvPartial, Text: "what time is it"})
+	if u.conv.count() != 1 || u.conv.live == nil || u.conv.live.raw != "what time is it …" {
+		t.Fatalf("%d bubbles, live %v", u.conv.count(), u.conv.live)
+	}
+	tr := app.Transcript{Text: "What time is it?"}
+	u.Handle(app.Event{Kind: app.EvTranscript, Turn: 1, Transcript: &tr})
+	if u.conv.count() != 1 || u.conv.live != nil || u.conv.userAt(1).raw != "What time is it?" {
+		t.Errorf("after the transcript: %d bubbles, live %v", u.conv.count(), u.conv.live)
+	}
+	u.Handle(app.Event{Kind: app.EvState, State: app.Listening})
+	u.Handle(app.Event{Kind: app.EvPartial, Text: "never mind"})
+	u.Handle(app.Event{Kind: app.EvState, State: app.Idle}) // cancelled
+	if u.conv.count() != 1 || u.conv.live != nil {
+		t.Errorf("a dropped utterance left %d bubbles", u.conv.count())
+	}
+}
+
+// TestWaveformShowsWhatTheRecogniserHears: the "what you say" waveform records a
+// push-to-talk utterance from Talk to Done, and hands-free speech while Parley listens; not
+// speech heard in push-to-talk at rest, nor anything while Parley speaks (its own voice, a
+// preview), when levels do not reach it at all.
+func TestWaveformShowsWhatTheRecogniserHears(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	f := newFakeAssistant()
+	u.Attach(f, nil)
+	feed := func(n int) {
+		for range n {
+			u.Handle(app.Event{Kind: app.EvLevel, Level: -20})
+		}
+	}
+	// push-to-talk at rest: speech is not the user's turn
+	u.Handle(app.Event{Kind: app.EvSpeechStart})
+	feed(5)
+	u.Handle(app.Event{Kind: app.EvSpeechEnd})
+	if n := len(u.talk.wave.levels); n != 0 || u.talk.wave.recording {
+		t.Errorf("push-to-talk at rest: %d levels in the waveform", n)
+	}
+	// Talk … Done: the whole utterance, speech start or not
+	u.beginTalk()
+	u.Handle(app.Event{Kind: app.EvState, State: app.Listening})
+	feed(3)
+	u.Handle(app.Event{Kind: app.EvSpeechStart})
+	feed(4)
+	u.endTalk()
+	u.Handle(app.Event{Kind: app.EvState, State: app.Transcribing})
+	feed(2)
+	if n := len(u.talk.wave.levels); n != 7 {
+		t.Errorf("push-to-talk utterance: %d levels, want the 7 between Talk and Done", n)
+	}
+	// Parley speaking: no levels reach the waveform
+	u.Handle(app.Event{Kind: app.EvState, State: app.Speaking})
+	u.Handle(app.Event{Kind: app.EvSpeechStart})
+	feed(4)
+	if n := len(u.talk.wave.levels); n != 7 || u.talk.wave.recording {
+		t.Errorf("while Parley speaks the waveform took %d levels", n-7)
+	}
+	// hands-free, listening: the utterance from speech start to end
+	u.mode = app.HandsFree
+	u.Handle(app.Event{Kind: app.EvState, State: app.Listening})
+	feed(2) // room noise before the utterance
+	u.Handle(app.Event{Kind: app.EvSpeechStart})
+	feed(5)
+	u.Handle(app.Event{Kind: app.EvSpeechEnd})
+	feed(3)
+	if n := len(u.talk.wave.levels); n != 5 {
+		t.Errorf("hands-free utterance: %d levels, want its 5", n)
 	}
 }

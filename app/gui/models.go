@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -20,15 +21,21 @@ import (
 // modelsPanel lists every registry model with its state and actions, where each engine
 // runs, and the GPUs discovery found.
 type modelsPanel struct {
-	u       *UI
-	list    *fyne.Container
-	devices *fyne.Container
-	gpus    *fyne.Container
-	status  *widget.Label
-	content fyne.CanvasObject
-	rows    map[string]*modelRow
-	pulls   map[string]context.CancelFunc
-	pending string // a model to download once the list has loaded
+	u        *UI
+	start    *fyne.Container // "Start here": the first model to get, and the brain
+	servers  []LLMServer     // what Look for servers found
+	looking  bool
+	last     []assets.ModelStatus
+	stopPoll func() // while the panel is shown: changes made elsewhere appear
+	every    time.Duration
+	list     *fyne.Container
+	devices  *fyne.Container
+	gpus     *fyne.Container
+	status   *widget.Label
+	content  fyne.CanvasObject
+	rows     map[string]*modelRow
+	pulls    map[string]context.CancelFunc
+	pending  string // a model to download once the list has loaded
 }
 
 // modelRow is one model's line.
@@ -46,7 +53,8 @@ type modelRow struct {
 }
 
 func newModelsPanel(u *UI) *modelsPanel {
-	p := &modelsPanel{u: u, rows: map[string]*modelRow{}, pulls: map[string]context.CancelFunc{}}
+	p := &modelsPanel{u: u, rows: map[string]*modelRow{}, pulls: map[string]context.CancelFunc{}, every: 4 * time.Second}
+	p.start = container.NewVBox()
 	p.list = container.NewVBox()
 	p.devices = container.NewVBox()
 	p.gpus = container.NewVBox()
@@ -54,6 +62,9 @@ func newModelsPanel(u *UI) *modelsPanel {
 	p.status.Importance = widget.LowImportance
 	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), func() { p.refresh() })
 	p.content = container.NewVScroll(container.NewPadded(container.NewVBox(
+		heading("Start here"),
+		p.start,
+		widget.NewSeparator(),
 		container.NewBorder(nil, nil, heading("Models"), refresh),
 		p.status,
 		p.list,
@@ -64,6 +75,59 @@ func newModelsPanel(u *UI) *modelsPanel {
 		p.gpus,
 	)))
 	return p
+}
+
+// shown starts (true) or stops watching the models while the panel is on screen: a
+// download finished by another Parley process, or a model removed by `parley models rm`,
+// shows without pressing Refresh.
+func (p *modelsPanel) shown(on bool) {
+	if p.stopPoll != nil {
+		p.stopPoll()
+		p.stopPoll = nil
+	}
+	if !on || p.u.svc.Models == nil {
+		return
+	}
+	p.stopPoll = p.u.poll(p.every, p.check)
+}
+
+// check lists the models again and updates the panel only if something changed.
+func (p *modelsPanel) check() {
+	m := p.u.svc.Models
+	if m == nil || len(p.pulls) > 0 {
+		return // a download in this window reports its own progress
+	}
+	go func() {
+		list, err := m.List(context.Background())
+		if err != nil {
+			return
+		}
+		p.u.do(func() {
+			if !sameStates(list, p.last) {
+				p.setModels(list)
+			}
+		})
+	}()
+}
+
+// sameStates says whether two listings show the same thing.
+func sameStates(a, b []assets.ModelStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(s assets.ModelStatus) string {
+		return fmt.Sprint(s.ID, s.State, s.Bytes, s.Total, s.InUse, s.Extracted)
+	}
+	seen := map[string]bool{}
+	for _, s := range a {
+		seen[key(s)] = true
+	}
+	for _, s := range b {
+		if !seen[key(s)] {
+			return false
+		}
+	}
+	return true
 }
 
 // refresh reloads model states and the GPU list (off the UI goroutine).
@@ -111,6 +175,7 @@ func modelsDirOf(list []assets.ModelStatus) string {
 
 func (p *modelsPanel) setModels(list []assets.ModelStatus) {
 	sort.SliceStable(list, func(i, j int) bool { return list[i].Kind < list[j].Kind })
+	p.last = list
 	p.list.RemoveAll()
 	kind := ""
 	for _, st := range list {
@@ -128,6 +193,7 @@ func (p *modelsPanel) setModels(list []assets.ModelStatus) {
 		r.update(st, p.pulls[st.ID] != nil)
 		p.list.Add(r.box)
 	}
+	p.setStart()
 	if id := p.pending; id != "" {
 		p.pending = ""
 		if r := p.rows[id]; r != nil && r.st.State != assets.StateInstalled {
@@ -189,6 +255,9 @@ func modelStateText(st assets.ModelStatus) string {
 	}
 	if st.Demo {
 		s += " · demo-grade"
+	}
+	if st.ID == firstASR && st.State != assets.StateInstalled {
+		s += " · recommended first"
 	}
 	if st.Embedded {
 		s += " · built in"
@@ -308,8 +377,20 @@ func (p *modelsPanel) pull(id string) {
 				r.detail.SetText("Download failed: " + err.Error())
 			}
 			r.update(st, false)
+			p.replaceStatus(st)
 		})
 	}()
+	p.setStart()
+}
+
+// replaceStatus puts a model's new status into the listing "Start here" is built from.
+func (p *modelsPanel) replaceStatus(st assets.ModelStatus) {
+	for i := range p.last {
+		if p.last[i].ID == st.ID {
+			p.last[i] = st
+		}
+	}
+	p.setStart()
 }
 
 // progress renders one progress event.
@@ -380,11 +461,11 @@ func (p *modelsPanel) verify(id string) {
 }
 
 func (p *modelsPanel) confirmRemove(id string) {
-	dialog.ShowConfirm("Delete model", "Delete "+id+" from disk? You can download it again later.", func(ok bool) {
+	p.u.showDialog(dialog.NewConfirm("Delete model", "Delete "+id+" from disk? You can download it again later.", func(ok bool) {
 		if ok {
 			p.remove(id)
 		}
-	}, p.u.win)
+	}, p.u.win))
 }
 
 func (p *modelsPanel) remove(id string) {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,12 +21,13 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/logging"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/store"
-	"github.com/parley-voice/parley/voices"
 )
 
 // AppID is the desktop app's identifier (FyneApp.toml, preferences, the .desktop file).
@@ -49,6 +51,8 @@ type Options struct {
 	LogDir   string
 	// Diagnostics is what Settings → Copy diagnostics copies (doctor's JSON report).
 	Diagnostics func(ctx context.Context) ([]byte, error)
+	// Services adjusts the services before the window is built (tests).
+	Services func(*Services)
 }
 
 // Log file: parley.log in the state directory, rotated at 5 MB, three old files kept.
@@ -97,13 +101,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	w := fa.NewWindow("Parley")
 	w.SetIcon(appIcon())
 
-	storePath := o.StorePath
-	if storePath == "" {
-		storePath = cfg.Store.Path
-	}
-	if storePath == "" {
-		storePath = filepath.Join(assets.DataDir(), "parley.db")
-	}
+	fac := factory.New(cfg, log)
+	storePath := fac.StorePath(o.StorePath)
 	r := &runner{cfg: cfg, o: o, log: log, storePath: storePath}
 	svc := Services{
 		Devices:     deviceService{log: log},
@@ -119,18 +118,21 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		log.Warn("model manager unavailable", "err", err)
 	}
 	vs := &voiceService{cfg: cfg, log: log}
-	if lib, err := voices.Open(voices.DefaultDir()); err == nil {
+	if lib, err := fac.Voices(); err == nil {
 		vs.lib = lib
 	} else {
 		log.Warn("voice library unavailable", "err", err)
 	}
+	vs.speaker = r.playAside
 	svc.Voices = vs
+	svc.Clone = newCloneService(cfg, log)
 	// one store for the History panel and every assistant the app builds (one pool, and one
 	// place that closes it, after the assistant)
-	db, err := store.Open(storePath)
+	db, err := fac.Store(storePath)
 	if err == nil {
 		r.db = db
 		svc.History = historyService{db}
+		svc.Training = newTrainingService(db, cfg, log)
 	} else {
 		log.Warn("history unavailable", "err", err)
 	}
@@ -152,7 +154,19 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		return nil
 	}
 	svc.NewConversation = r.newConversation
+	svc.TurnAudio = func(turn int64) (string, string) {
+		r.mu.Lock()
+		a := r.a
+		r.mu.Unlock()
+		if a == nil || a.History == nil {
+			return "", ""
+		}
+		return a.History.AudioOf(turn)
+	}
 
+	if o.Services != nil {
+		o.Services(&svc)
+	}
 	u := New(fa, w, svc)
 	r.ui = u
 	w.SetContent(u.Content())
@@ -180,6 +194,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		fyne.Do(fa.Quit)
 	}()
 	err = showAndRun(w, log)
+	u.wizard.quit() // a training job stops, resumable, before the store closes
 	cancel()
 	// the assistant first (its last turn is recorded), then what it used
 	r.close()
@@ -207,6 +222,10 @@ func showAndRun(w fyne.Window, log *slog.Logger) (err error) {
 	w.ShowAndRun()
 	return nil
 }
+
+// partialEvery is how often the utterance being heard is transcribed for the live
+// transcript (each pass takes a SenseVoice-Small call on the utterance so far).
+const partialEvery = 800 * time.Millisecond
 
 // runner owns the running assistant and rebuilds it when the mode or the settings change.
 type runner struct {
@@ -251,27 +270,31 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	resume := r.resume
 	r.mu.Unlock()
 	wo := wire.Options{Log: r.log, StorePath: r.storePath, Store: r.db, NoAudio: r.o.NoAudio, Resume: resume}
+	wo.Loop = func(lo *app.Options) { lo.Partials = partialEvery } // a live transcript while the user speaks
 	if r.o.Wire != nil {
 		r.o.Wire(&wo)
 	}
 	bctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	a, err := wire.Build(bctx, cfg, wo)
-	var notes []string
+	var notes []app.Note
 	if err != nil && !wo.NoAudio && ctx.Err() == nil {
 		r.log.Warn("assistant with audio failed; text only", "err", err)
-		notes = append(notes, "audio unavailable ("+err.Error()+"): Parley answers typed messages in text. Check the microphone and speaker in Settings.")
+		notes = append(notes, app.Note{Part: app.PartAudio, Kind: app.NoteUnavailable, Err: err,
+			Message: "audio unavailable (" + err.Error() + "): Parley answers typed messages in text. Check the microphone and speaker in Settings."})
 		wo.NoAudio = true
 		a, err = wire.Build(bctx, cfg, wo)
 	}
 	if err != nil {
 		r.ui.do(func() {
 			r.ui.Detach("Not running")
-			r.ui.showFix(fmt.Sprintf("Parley could not start: %v", err))
+			r.ui.showFix(app.Note{Part: app.PartOf(err), Kind: app.NoteFailed, Err: err, Message: "Parley could not start: " + err.Error()})
 		})
 		return err
 	}
 	notes = append(notes, a.Notes...)
+	missing := r.firstRunMissing(bctx)
+	notes = withoutPulls(notes, missing)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -293,14 +316,38 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 			r.ui.conv.voice = ""
 		}
 		if r.o.NoAudio { // asked for; a failure to open the devices has its own note
-			notes = append(notes, "Text only: no microphone or speaker is in use, so Parley answers in writing.")
+			notes = append(notes, app.Note{Part: app.PartAudio, Kind: app.NoteInfo,
+				Message: "Text only: no microphone or speaker is in use, so Parley answers in writing."})
 		}
 		r.ui.Attach(a.Assistant, notes)
+		r.ui.offerFirstRun(missing, func() { go r.rebuild(ctx, r.current()) })
 		if r.o.Ready != nil {
 			r.o.Ready(r.ui, r.ui.win)
 		}
 	})
 	return nil
+}
+
+// playAside is how a voice preview plays while an assistant with a speaker runs: on its
+// speaker, after it has fallen quiet (nil without one).
+func (r *runner) playAside() func(ctx context.Context, b *audio.Buffer) error {
+	r.mu.Lock()
+	a := r.a
+	r.mu.Unlock()
+	if a == nil || a.Speaker == nil {
+		return nil
+	}
+	return func(ctx context.Context, b *audio.Buffer) error {
+		if s := a.State(); s == app.Thinking || s == app.Speaking || s == app.Transcribing {
+			a.Cancel()
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if s := a.State(); s == app.Idle || s == app.Listening {
+					break
+				}
+			}
+		}
+		return a.PlayAside(ctx, b)
+	}
 }
 
 // newConversation starts a new conversation: the running assistant stops what it is doing
@@ -316,6 +363,32 @@ func (r *runner) newConversation() error {
 	a.Cancel()
 	a.NewConversation()
 	return nil
+}
+
+// firstRunMissing lists the essential models that are not installed (a packaged install's
+// first run), for the first-run offer.
+func (r *runner) firstRunMissing(ctx context.Context) []assets.ModelStatus {
+	m := r.ui.svc.Models
+	if m == nil {
+		return nil
+	}
+	list, err := m.List(ctx)
+	if err != nil {
+		r.log.Warn("listing models for the first-run check", "err", err)
+		return nil
+	}
+	return wire.MissingOf(list)
+}
+
+// withoutPulls drops the notes whose fix is a model the first-run offer fetches.
+func withoutPulls(notes []app.Note, missing []assets.ModelStatus) []app.Note {
+	var out []app.Note
+	for _, n := range notes {
+		if n.Model == "" || !slices.ContainsFunc(missing, func(m assets.ModelStatus) bool { return m.ID == n.Model }) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func (r *runner) close() {

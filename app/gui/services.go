@@ -10,15 +10,16 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm/builtin"
 	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
+	"github.com/parley-voice/parley/tts/espeak"
 	"github.com/parley-voice/parley/voices"
 )
 
@@ -81,6 +82,8 @@ type voiceService struct {
 	log  *slog.Logger
 	mu   sync.Mutex
 	open map[string]tts.Engine
+	// speaker returns the running assistant's way to play audio (nil: none, or text only)
+	speaker func() func(ctx context.Context, b *audio.Buffer) error
 }
 
 func (s *voiceService) List() ([]*voices.Voice, error) {
@@ -99,19 +102,13 @@ func (s *voiceService) Save(v *voices.Voice) error {
 }
 
 func (s *voiceService) engine(name string) (tts.Engine, error) {
-	if name == "" || name == "auto" {
-		name = engines.Default("")
-	}
+	name = factory.EngineName(name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.open[name]; e != nil {
 		return e, nil
 	}
-	o := engines.Options{Engine: name, Log: s.log}
-	if s.cfg != nil {
-		o.GPU = gpu.Options{Provider: s.cfg.Runtime.Provider, IntraOpThreads: s.cfg.Runtime.IntraOpThreads}
-	}
-	e, err := engines.Open(o)
+	e, err := factory.New(s.cfg, s.log).Voice(factory.Voice{Engine: name})
 	if err != nil {
 		return nil, err
 	}
@@ -127,23 +124,56 @@ func (s *voiceService) Capabilities(engine string) (tts.Capabilities, error) {
 	if err != nil {
 		return tts.Capabilities{}, err
 	}
-	return e.Capabilities(), nil
+	c := e.Capabilities()
+	if len(c.Voices) == 0 && normEngine(c.Engine) == "espeak" {
+		// espeak-ng's voices are its languages; its report lists a few for people, the
+		// library has them all
+		c.Voices, _ = espeak.Voices()
+	}
+	return c, nil
 }
 
-func (s *voiceService) Preview(ctx context.Context, engine string, req tts.Request) error {
+// Engines implements Voices.
+func (s *voiceService) Engines() []string { return append([]string(nil), engines.Names...) }
+
+// Synthesize implements Voices: a library voice named by req.Voice is applied as the
+// assistant applies it (its seed, embedding or mix; the panel's controls win).
+func (s *voiceService) Synthesize(ctx context.Context, engine string, req tts.Request) (*audio.Buffer, error) {
 	e, err := s.engine(engine)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if s.lib != nil && req.Voice != "" && voices.ValidName(req.Voice) == nil {
+		if v, err := s.lib.Get(req.Voice); err == nil {
+			req.Voice = ""
+			name := e.Capabilities().Engine
+			req, err = engines.ApplyVoice(req, v, name, engines.Explicit{Temperature: true, TopP: true, TopK: true, Speed: true, Seed: req.HasSeed})
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
 	st, err := e.Synthesize(ctx, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	buf, err := tts.ReadAll(ctx, st)
-	if err != nil {
-		return err
+	return tts.ReadAll(ctx, st)
+}
+
+// Play implements Voices: through the assistant's own speaker when it has one (so that its
+// microphone knows the preview as Parley's voice, not the user's), else on the configured
+// output device.
+func (s *voiceService) Play(ctx context.Context, b *audio.Buffer) error {
+	if s.speaker != nil {
+		if play := s.speaker(); play != nil {
+			return play(ctx, b)
+		}
 	}
-	return play(ctx, s.log, s.cfg.Audio.Output, buf.Data, buf.SampleRate)
+	out := ""
+	if s.cfg != nil {
+		out = s.cfg.Audio.Output
+	}
+	return play(ctx, s.log, out, b.Data, b.SampleRate)
 }
 
 func (s *voiceService) Close() error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +37,11 @@ type settingsPanel struct {
 	bargeIn   *widget.Select
 	wakeWord  *widget.Select
 	retention *widget.Entry
+	saveAudio *widget.Check
+	logs      *widget.Button
+	diag      *widget.Button
+	helpNote  *widget.Label
+	sections  []*fyne.Container
 	save      *widget.Button
 	status    *widget.Label
 	content   fyne.CanvasObject
@@ -72,34 +79,47 @@ func newSettingsPanel(u *UI) *settingsPanel {
 		}
 		return nil
 	}
+	p.saveAudio = widget.NewCheck("Keep what is said (replay it from the conversation)", nil)
+	p.helpNote = widget.NewLabel("A bug report needs the log and the diagnostics (runtime, devices, models; no conversations).")
+	p.helpNote.Wrapping = fyne.TextWrapWord
+	p.helpNote.Importance = widget.LowImportance
 	p.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), func() { p.Save() })
 	p.save.Importance = widget.HighImportance
 	p.status = widget.NewLabel("")
 	p.load(u.svc.Config)
 
-	audioForm := widget.NewForm(
+	var g formGroup // one label column for every section
+	audioForm := g.form(
 		widget.NewFormItem("Microphone", p.input),
 		widget.NewFormItem("Speaker", p.output),
 		widget.NewFormItem("", container.NewHBox(p.testBtn, container.NewCenter(p.testMeter))),
 	)
-	talkForm := widget.NewForm(
+	talkForm := g.form(
 		widget.NewFormItem("Language", p.language),
 		widget.NewFormItem("Barge-in", p.bargeIn),
 		widget.NewFormItem("Wake word", p.wakeWord),
 	)
-	llmForm := widget.NewForm(
+	llmForm := g.form(
 		widget.NewFormItem("Backend", p.backend),
 		widget.NewFormItem("Server URL", container.NewVBox(container.NewBorder(nil, nil, nil, p.discover, p.url), p.servers)),
 		widget.NewFormItem("Model", p.model),
 		widget.NewFormItem("Persona", p.persona),
 	)
-	dataForm := widget.NewForm(widget.NewFormItem("Keep audio (days)", p.retention))
+	dataForm := g.form(
+		widget.NewFormItem("Turn audio", p.saveAudio),
+		widget.NewFormItem("Keep audio (days)", p.retention),
+	)
+	p.logs = widget.NewButtonWithIcon("Open log folder", theme.FolderOpenIcon(), func() { p.openLogs() })
+	p.diag = widget.NewButtonWithIcon("Copy diagnostics", theme.ContentCopyIcon(), func() { p.copyDiagnostics() })
+	helpForm := g.form(widget.NewFormItem("Problems", container.NewVBox(container.NewHBox(p.logs, p.diag), p.helpNote)))
 	p.servers.Hide()
+	p.sections = []*fyne.Container{audioForm, talkForm, llmForm, dataForm, helpForm}
 	form := container.NewVScroll(container.NewPadded(container.NewVBox(
 		heading("Audio"), audioForm,
 		heading("Conversation"), talkForm,
 		heading("Language model"), llmForm,
 		heading("Data"), dataForm,
+		heading("Help"), helpForm,
 	)))
 	footer := container.NewVBox(widget.NewSeparator(), container.NewPadded(container.NewBorder(nil, nil, nil, p.save, p.status)))
 	p.content = container.NewBorder(nil, footer, nil, nil, form)
@@ -124,8 +144,9 @@ func (p *settingsPanel) load(c *config.Config) {
 	p.model.SetText(c.LLM.Model)
 	p.persona.SetText(c.LLM.Persona)
 	p.bargeIn.SetSelected(or(c.Assistant.BargeIn, "on"))
-	p.wakeWord.SetSelected(or(c.Assistant.WakeWord, "hey_jarvis"))
+	p.wakeWord.SetSelected(or(c.Assistant.WakeWord, config.Default().Assistant.WakeWord))
 	p.retention.SetText(strconv.Itoa(c.Store.RetentionDays))
+	p.saveAudio.SetChecked(c.Store.SaveAudio)
 	if d := p.u.svc.Devices; d != nil && !p.loaded {
 		p.loaded = true
 		go func() {
@@ -177,6 +198,7 @@ func (p *settingsPanel) apply(c *config.Config) error {
 	c.Assistant.BargeIn = p.bargeIn.Selected
 	c.Assistant.WakeWord = p.wakeWord.Selected
 	c.Store.RetentionDays = days
+	c.Store.SaveAudio = p.saveAudio.Checked
 	return c.Validate()
 }
 
@@ -284,6 +306,50 @@ func (p *settingsPanel) test() {
 			} else {
 				p.status.SetText("Audio test done: you should have heard yourself.")
 			}
+		})
+	}()
+}
+
+// openLogs opens the folder of the log files in the desktop's file manager.
+func (p *settingsPanel) openLogs() {
+	dir := p.u.svc.LogDir
+	if dir == "" {
+		p.status.SetText("This build keeps no log file.")
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		p.status.SetText("Log folder: " + err.Error())
+		return
+	}
+	u := &url.URL{Scheme: "file", Path: dir}
+	if err := p.u.openURL(u); err != nil {
+		p.status.SetText("Could not open " + dir + ": " + err.Error())
+		return
+	}
+	p.status.SetText("Logs are in " + dir)
+}
+
+// copyDiagnostics puts doctor's report (JSON) on the clipboard.
+func (p *settingsPanel) copyDiagnostics() {
+	diag := p.u.svc.Diagnostics
+	if diag == nil {
+		p.status.SetText("Diagnostics are not available in this build.")
+		return
+	}
+	p.diag.Disable()
+	p.status.SetText("Collecting diagnostics…")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b, err := diag(ctx)
+		p.u.do(func() {
+			p.diag.Enable()
+			if err != nil {
+				p.status.SetText("Diagnostics failed: " + err.Error())
+				return
+			}
+			p.u.clipboard(string(b))
+			p.status.SetText(fmt.Sprintf("Diagnostics copied (%d bytes of JSON): paste them into a bug report.", len(b)))
 		})
 	}()
 }

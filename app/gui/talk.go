@@ -87,7 +87,7 @@ func statusWidth() float32 {
 	for _, s := range statusTexts() {
 		w = max(w, fyne.MeasureText(s, theme.TextSize(), fyne.TextStyle{Bold: true}).Width)
 	}
-	return min(w, 170) + 2*theme.InnerPadding()
+	return min(w, 150) + 2*theme.InnerPadding()
 }
 
 // fixedWidth gives its objects one fixed width (and their own height).

@@ -1,17 +1,26 @@
 package gui
 
 import (
-	"regexp"
+	"context"
+	"errors"
+	"net"
+	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/llm"
 )
 
 // UI is the app's window content and the state behind it. Its methods run on the Fyne
@@ -37,6 +46,7 @@ type UI struct {
 	models   *modelsPanel
 	settings *settingsPanel
 	history  *historyPanel
+	wizard   *wizard
 	banners  *fyne.Container
 	newConv  *widget.Button
 	convTab  *fyne.Container
@@ -44,6 +54,7 @@ type UI struct {
 	content  fyne.CanvasObject
 
 	spaceDown bool
+	dlg       dialog.Dialog // the dialog shown (Escape closes it)
 	// levels tells the event pump whether capture levels are wanted: only while Parley
 	// listens and the conversation is on screen. Other levels are dropped before they reach
 	// the UI goroutine, so an idle window is never repainted for them.
@@ -53,12 +64,23 @@ type UI struct {
 	do func(fn func())
 	// OnEvent, when set, sees every event after the UI handled it (tests, benchmarks).
 	OnEvent func(app.Event)
+	// openURL opens a link or folder with the desktop; clipboard sets the clipboard (tests
+	// replace both).
+	openURL   func(*url.URL) error
+	clipboard func(string)
 }
 
 // New builds the UI for a window. Call Attach when the assistant is ready.
 func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u := &UI{app: a, win: w, svc: svc, do: fyne.Do}
+	u.openURL = a.OpenURL
+	u.clipboard = func(s string) {
+		if w != nil {
+			w.Clipboard().SetContent(s)
+		}
+	}
 	u.conv = newConversation()
+	u.conv.acts = bubbleActions{copy: func(s string) { u.clipboard(s) }, replay: u.replay}
 	u.talk = newTalkBar(u)
 	u.banners = container.NewVBox()
 	if svc.Config != nil {
@@ -72,28 +94,35 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u.models = newModelsPanel(u)
 	u.settings = newSettingsPanel(u)
 	u.history = newHistoryPanel(u)
+	u.wizard = newWizard(u)
 
 	u.newConv = widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), func() { u.newConversation() })
 	u.newConv.Importance = widget.LowImportance
 	top := container.NewVBox(container.NewBorder(nil, nil, nil, u.newConv), u.banners)
 	u.convTab = container.NewBorder(top, container.NewPadded(u.talk.box), nil, nil, u.conv.body)
 	u.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Conversation", theme.MailComposeIcon(), u.convTab),
-		container.NewTabItemWithIcon("Voice", theme.VolumeUpIcon(), u.voice.content),
-		container.NewTabItemWithIcon("Models", theme.DownloadIcon(), u.models.content),
-		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), u.settings.content),
-		container.NewTabItemWithIcon("History", theme.HistoryIcon(), u.history.content),
+		container.NewTabItemWithIcon(tabConversation, theme.MailComposeIcon(), u.convTab),
+		container.NewTabItemWithIcon(tabVoice, theme.VolumeUpIcon(), u.voice.content),
+		container.NewTabItemWithIcon(tabModels, theme.DownloadIcon(), u.models.content),
+		container.NewTabItemWithIcon(tabSettings, theme.SettingsIcon(), u.settings.content),
+		container.NewTabItemWithIcon(tabHistory, theme.HistoryIcon(), u.history.content),
+		container.NewTabItemWithIcon(wizardTab, theme.MediaRecordIcon(), u.wizard.content),
 	)
 	u.tabs.SetTabLocation(container.TabLocationLeading)
 	u.tabs.OnSelected = func(t *container.TabItem) {
+		u.wizard.tabChanged(t.Text)
 		u.updateLevels()
+		u.models.shown(t.Text == tabModels)
+		u.history.shown(t.Text == tabHistory)
 		switch t.Text {
-		case "Models":
+		case tabModels:
 			u.models.refresh()
-		case "History":
+		case tabHistory:
 			u.history.refresh()
-		case "Voice":
+		case tabVoice:
 			u.voice.refresh()
+		case wizardTab:
+			u.wizard.shown()
 		}
 	}
 	u.content = u.tabs
@@ -110,7 +139,7 @@ func (u *UI) Content() fyne.CanvasObject { return u.content }
 
 // Attach connects the UI to a (new) assistant and shows notes about demo-grade or missing
 // parts. It replaces the previous assistant's subscription.
-func (u *UI) Attach(a Assistant, notes []string) {
+func (u *UI) Attach(a Assistant, notes []app.Note) {
 	if u.unsub != nil {
 		u.unsub()
 		u.unsub = nil
@@ -223,6 +252,8 @@ func (u *UI) Handle(e app.Event) {
 		}
 	case app.EvWake:
 		u.talk.state.SetText("Wake word heard")
+	case app.EvPartial:
+		u.conv.partial(e.Text)
 	case app.EvTranscript:
 		if e.Transcript != nil {
 			u.conv.userTurn(e.Turn, *e.Transcript)
@@ -230,20 +261,28 @@ func (u *UI) Handle(e app.Event) {
 	case app.EvDelta:
 		u.conv.delta(e.Turn, e.Text)
 	case app.EvError:
-		if u.textOnly && strings.Contains(e.Err, app.ErrNoVoice.Error()) {
+		if e.Err == nil || u.textOnly && errors.Is(e.Err, app.ErrNoVoice) {
 			break
 		}
-		u.conv.failed(e.Turn, e.Err)
-		u.showFix(e.Err)
+		n := app.NoteOf(e.Err)
+		u.conv.failed(e.Turn, n)
+		u.showFix(n)
 	case app.EvTurnDone:
-		if ex := e.Exchange; ex != nil && u.textOnly && strings.Contains(ex.Err, app.ErrNoVoice.Error()) {
+		if ex := e.Exchange; ex != nil && u.textOnly && errors.Is(ex.Err, app.ErrNoVoice) {
 			c := *ex
-			c.Err = ""
+			c.Err = nil
 			ex = &c
 			u.conv.done(ex)
 			break
 		}
 		u.conv.done(e.Exchange)
+		if u.onTab(tabHistory) {
+			u.history.check()
+		}
+		if fn := u.svc.TurnAudio; fn != nil && e.Exchange != nil {
+			user, parley := fn(e.Turn) // the turn was recorded before it ended
+			u.conv.setAudio(e.Turn, user, parley)
+		}
 	}
 	if u.OnEvent != nil {
 		u.OnEvent(e)
@@ -262,6 +301,9 @@ func (u *UI) setState(s app.State) {
 		u.talk.setVAD(false)
 		u.talk.wave.stop()
 	}
+	if s == app.Idle || s == app.Speaking || s == app.Thinking {
+		u.conv.endPartial() // the utterance was dropped (or its transcript is in)
+	}
 	u.talk.setState(s, u.muted)
 	u.updateLevels()
 }
@@ -272,10 +314,36 @@ func (u *UI) setState(s app.State) {
 // "listening". When levels stop, the meter falls to zero.
 func (u *UI) updateLevels() {
 	on := u.a != nil && !u.muted && (u.state == app.Listening || u.talk.listening) &&
-		(u.tabs == nil || u.tabs.SelectedIndex() == 0)
+		(u.tabs == nil || u.onTab(tabConversation))
 	if u.levels.Swap(on) && !on {
 		u.talk.meter.setLevel(-100)
 	}
+}
+
+// poll calls f on the UI goroutine every d until stop is called (on the UI goroutine, where
+// a tick queued before stop no longer runs f). Its goroutine ends with stop: a panel shown
+// and hidden many times leaves nothing behind.
+func (u *UI) poll(d time.Duration, f func()) (stop func()) {
+	t := time.NewTicker(d)
+	done := make(chan struct{})
+	go func() {
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				u.do(func() {
+					select {
+					case <-done:
+					default:
+						f()
+					}
+				})
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
 }
 
 // newConversation starts over: the view is cleared, and the assistant forgets and stores
@@ -286,7 +354,7 @@ func (u *UI) newConversation() {
 	if fn := u.svc.NewConversation; fn != nil {
 		go func() {
 			if err := fn(); err != nil {
-				u.do(func() { u.showFix(err.Error()) })
+				u.do(func() { u.showFix(app.NoteOf(err)) })
 			}
 		}()
 	}
@@ -335,7 +403,7 @@ func (u *UI) beginTalk() {
 		if err := a.StartListening(); err != nil {
 			u.do(func() {
 				u.setListening(false)
-				u.showFix(err.Error())
+				u.showFix(app.NoteOf(err))
 			})
 		}
 	}()
@@ -350,7 +418,7 @@ func (u *UI) endTalk() {
 	u.talk.wave.stop()
 	go func() {
 		if err := a.StopListening(); err != nil {
-			u.do(func() { u.showFix(err.Error()) })
+			u.do(func() { u.showFix(app.NoteOf(err)) })
 		}
 	}()
 }
@@ -379,7 +447,7 @@ func (u *UI) changeMode(m app.Mode) {
 	u.Detach("Switching to " + strings.ToLower(modeNames[m]) + "…")
 	go func() {
 		if err := u.svc.SetMode(m); err != nil {
-			u.do(func() { u.showFix(err.Error()) })
+			u.do(func() { u.showFix(app.NoteOf(err)) })
 		}
 	}()
 }
@@ -423,19 +491,20 @@ func (u *UI) installKeys() {
 	}
 	c.SetOnTypedKey(func(ev *fyne.KeyEvent) {
 		if ev.Name == fyne.KeyEscape {
-			u.stopTalking()
+			u.escape()
 		}
 	})
 	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyN, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
-		u.tabs.SelectIndex(0)
+		u.showTab(tabConversation)
 		u.newConversation()
 	})
 	c.AddShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
-		u.tabs.SelectIndex(0)
+		u.showTab(tabConversation)
 		c.Focus(u.talk.entry)
 	})
-	// Alt+1…5 switch between the panels.
-	for i, k := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5} {
+	// Alt+1…6 switch between the panels, by their place in the list (the one place a panel is
+	// reached by number).
+	for i, k := range []fyne.KeyName{fyne.Key1, fyne.Key2, fyne.Key3, fyne.Key4, fyne.Key5, fyne.Key6} {
 		c.AddShortcut(&desktop.CustomShortcut{KeyName: k, Modifier: fyne.KeyModifierAlt}, func(fyne.Shortcut) {
 			u.tabs.SelectIndex(i)
 		})
@@ -444,7 +513,7 @@ func (u *UI) installKeys() {
 
 // keyDown starts push-to-talk when the space bar goes down outside the text boxes.
 func (u *UI) keyDown(ev *fyne.KeyEvent) {
-	if ev.Name == fyne.KeySpace && u.win.Canvas().Focused() == nil && !u.spaceDown && u.tabs.SelectedIndex() == 0 {
+	if ev.Name == fyne.KeySpace && u.win.Canvas().Focused() == nil && !u.spaceDown && u.onTab(tabConversation) {
 		u.spaceDown = true
 		u.beginTalk()
 	}
@@ -459,39 +528,59 @@ func (u *UI) keyUp(ev *fyne.KeyEvent) {
 }
 
 // setNotes shows what is demo-grade or missing, each with its fix.
-func (u *UI) setNotes(notes []string) {
+func (u *UI) setNotes(notes []app.Note) {
 	u.banners.RemoveAll()
 	for _, n := range notes {
 		u.showFix(n)
 	}
 }
 
-// showFix shows a problem with the button that fixes it.
-func (u *UI) showFix(msg string) {
-	low := strings.ToLower(msg)
+// showFix shows a problem with the button that fixes it: the part it is about decides the
+// panel, its kind and model the action.
+func (u *UI) showFix(n app.Note) {
+	msg := friendlyError(n)
 	switch {
-	case strings.Contains(low, "demo-grade") || strings.Contains(low, "speech recognition unavailable") || strings.Contains(low, "not installed"):
-		if m := pullRE.FindStringSubmatch(msg); m != nil && u.svc.Models != nil {
-			id := m[1]
-			u.banner(friendlyError(msg), theme.DownloadIcon(), "Download "+id, func() {
-				u.tabs.SelectIndex(2)
-				u.models.download(id)
-			})
+	case n.Model != "" && (n.Kind == app.NoteDemo || n.Kind == app.NoteMissing) && u.svc.Models != nil:
+		u.banner(msg, theme.DownloadIcon(), "Download "+n.Model, func() {
+			u.showTab(tabModels)
+			u.models.download(n.Model)
+		})
+	case n.Kind == app.NoteDemo || n.Kind == app.NoteMissing || n.Part == app.PartASR:
+		u.banner(msg, theme.DownloadIcon(), "Get models", func() { u.showTab(tabModels) })
+	case n.Part == app.PartBrain || isUnreachable(n.Err):
+		u.banner(msg, theme.SettingsIcon(), "LLM settings", func() { u.showTab(tabSettings) })
+	case n.Part == app.PartAudio:
+		u.banner(msg, theme.SettingsIcon(), "Audio settings", func() { u.showTab(tabSettings) })
+	case n.Part == app.PartVoice:
+		u.banner(msg, theme.VolumeUpIcon(), "Voice", func() { u.showTab(tabVoice) })
+	default:
+		u.banner(msg, nil, "", nil)
+	}
+}
+
+// The panels, by name: code opens a panel by its name, never by its place in the list.
+const (
+	tabConversation = "Conversation"
+	tabVoice        = "Voice"
+	tabModels       = "Models"
+	tabSettings     = "Settings"
+	tabHistory      = "History"
+)
+
+// showTab opens the panel named name.
+func (u *UI) showTab(name string) {
+	for _, t := range u.tabs.Items {
+		if t.Text == name {
+			u.tabs.Select(t)
 			return
 		}
-		u.banner(friendlyError(msg), theme.DownloadIcon(), "Get models", func() { u.tabs.SelectIndex(2) })
-	case strings.Contains(low, "offline skills only"):
-		u.banner("Parley answers with its offline skills (time, timers, weather words, arithmetic). Connect a language model for open conversation.",
-			theme.SettingsIcon(), "LLM settings", func() { u.tabs.SelectIndex(3) })
-	case strings.Contains(low, "connection refused") || strings.Contains(low, "llm") || strings.Contains(low, "brain"):
-		u.banner(friendlyError(msg), theme.SettingsIcon(), "LLM settings", func() { u.tabs.SelectIndex(3) })
-	case strings.Contains(low, "microphone") || strings.Contains(low, "speaker") || strings.Contains(low, "audio") || strings.Contains(low, "no capture device"):
-		u.banner(friendlyError(msg), theme.SettingsIcon(), "Audio settings", func() { u.tabs.SelectIndex(3) })
-	case strings.Contains(low, "no voice"):
-		u.banner(friendlyError(msg), theme.VolumeUpIcon(), "Voice", func() { u.tabs.SelectIndex(1) })
-	default:
-		u.banner(friendlyError(msg), nil, "", nil)
 	}
+}
+
+// onTab says whether the panel named name is the one shown.
+func (u *UI) onTab(name string) bool {
+	t := u.tabs.Selected()
+	return t != nil && t.Text == name
 }
 
 // banner adds a dismissible message above the conversation (the same message once).
@@ -546,26 +635,53 @@ func findLabel(c *fyne.Container) (*widget.Label, bool) {
 	return nil, false
 }
 
-// pullRE finds the model a note suggests pulling ("`parley models pull ID`").
-var pullRE = regexp.MustCompile("models pull ([A-Za-z0-9._-]+)")
-
-// friendlyError words the loop's errors for people.
-func friendlyError(msg string) string {
-	low := strings.ToLower(msg)
+// friendlyError words notes and the loop's errors for people.
+func friendlyError(n app.Note) string {
+	msg := n.Message
 	switch {
-	case strings.HasPrefix(low, "speech recognition: demo-grade model"):
+	case n.Part == app.PartASR && n.Kind == app.NoteDemo:
 		return "Speech recognition runs on Parley's demo-grade model: fine for trying Parley out, not for real use. Download SenseVoice-Small for accurate transcripts."
-	case strings.Contains(low, "no voice configured"):
+	case n.Part == app.PartBrain && n.Kind == app.NoteFallback:
+		return "Parley answers with its offline skills (time, timers, weather words, arithmetic). Connect a language model for open conversation."
+	case errors.Is(n.Err, app.ErrNoVoice):
 		return "Parley has no working voice or speaker here, so answers are shown as text only."
-	case strings.Contains(low, "no capture device"):
+	case errors.Is(n.Err, app.ErrNoEar):
 		return "No microphone is open. Choose an input device in Settings, or type instead."
-	case strings.Contains(low, "connection refused") || strings.Contains(low, "no such host"):
+	case isUnreachable(n.Err):
 		return "The language model server is not answering (" + msg + "). Start it, or pick another in Settings."
 	}
 	if len(msg) > 0 {
 		msg = strings.ToUpper(msg[:1]) + msg[1:]
 	}
 	return msg
+}
+
+// isUnreachable says whether err is a server that could not be reached.
+func isUnreachable(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, llm.ErrUnreachable) || errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dns)
+}
+
+// replay plays a turn's kept audio file.
+func (u *UI) replay(path string) {
+	v := u.svc.Voices
+	if v == nil {
+		return
+	}
+	go func() {
+		b, err := audio.ReadWAVFile(path)
+		if errors.Is(err, audio.ErrRecovered) && b != nil {
+			err = nil // a recording cut short (Parley stopped mid-turn): play what is there
+		}
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			err = v.Play(ctx, b)
+			cancel()
+		}
+		if err != nil {
+			u.do(func() { u.banner("Could not replay: "+err.Error(), nil, "", nil) })
+		}
+	}()
 }
 
 // setListening shows whether a push-to-talk utterance is open.

@@ -2,9 +2,11 @@ package gui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +18,10 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
@@ -78,7 +83,7 @@ func drain(u *UI) {
 // hanging the test.
 func waitFor(t *testing.T, u *UI, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		drain(u)
 		if cond() {
@@ -233,10 +238,7 @@ func TestLevelsVADAndWaveform(t *testing.T) {
 
 func TestNotesOfferTheFix(t *testing.T) {
 	u, _ := newTestUI(t, Services{})
-	u.Attach(newFakeAssistant(), []string{
-		"speech recognition: demo-grade model (sensevoice-demo); `parley models pull sensevoice-small-int8` for the real one",
-		"brain: offline skills only (no LLM server found; set llm.url)",
-	})
+	u.Attach(newFakeAssistant(), []app.Note{demoASRNote(), skillsNote(t)})
 	if n := len(u.banners.Objects); n != 2 {
 		t.Fatalf("%d banners, want 2", n)
 	}
@@ -258,7 +260,8 @@ func TestNotesOfferTheFix(t *testing.T) {
 		t.Errorf("LLM settings opened %q", u.tabs.Selected().Text)
 	}
 	// a dead LLM mid-conversation: the error is shown on the turn and as a banner with the fix
-	u.Handle(app.Event{Kind: app.EvError, Turn: 1, Err: "brain: dial tcp 127.0.0.1:11434: connection refused"})
+	down := fmt.Errorf("%w: 127.0.0.1:11434: dial tcp: connect: %w", llm.ErrUnreachable, syscall.ECONNREFUSED)
+	u.Handle(app.Event{Kind: app.EvError, Turn: 1, Err: &app.StageError{Stage: "think", Part: app.PartBrain, Err: down}})
 	if b := u.conv.parleyAt(1); b == nil || !strings.Contains(strings.Join(texts(b.marks), " "), "not answering") {
 		t.Error("the dead LLM is not explained on the turn")
 	}
@@ -493,7 +496,13 @@ func TestHistorySearchAndOpen(t *testing.T) {
 	}
 }
 
-type fakeVoices struct{ saved []*voices.Voice }
+type fakeVoices struct {
+	mu     sync.Mutex
+	saved  []*voices.Voice
+	synths []tts.Request
+	plays  int
+	caps   map[string]tts.Capabilities
+}
 
 func (f *fakeVoices) List() ([]*voices.Voice, error) {
 	s := int64(1234)
@@ -503,10 +512,30 @@ func (f *fakeVoices) List() ([]*voices.Voice, error) {
 	return []*voices.Voice{v}, nil
 }
 func (f *fakeVoices) Save(v *voices.Voice) error { f.saved = append(f.saved, v); return nil }
-func (f *fakeVoices) Capabilities(string) (tts.Capabilities, error) {
+func (f *fakeVoices) Engines() []string          { return []string{"auto", "espeak", "kokoro", "chattts"} }
+func (f *fakeVoices) Capabilities(engine string) (tts.Capabilities, error) {
+	if c, ok := f.caps[engine]; ok {
+		return c, nil
+	}
 	return tts.Capabilities{Engine: "espeak", Controls: map[tts.Control]tts.Support{tts.CtlSeed: tts.Emulated, tts.CtlSpeed: tts.Native}}, nil
 }
-func (f *fakeVoices) Preview(context.Context, string, tts.Request) error { return nil }
+func (f *fakeVoices) Synthesize(_ context.Context, _ string, r tts.Request) (*audio.Buffer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.synths = append(f.synths, r)
+	return &audio.Buffer{Format: audio.Format{SampleRate: 24000, Channels: 1}, Data: make([]float32, 36000)}, nil
+}
+func (f *fakeVoices) Play(context.Context, *audio.Buffer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.plays++
+	return nil
+}
+func (f *fakeVoices) counts() (synths, plays int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.synths), f.plays
+}
 
 func TestVoicePanelLibraryCapabilitiesSave(t *testing.T) {
 	fv := &fakeVoices{}
@@ -515,13 +544,15 @@ func TestVoicePanelLibraryCapabilitiesSave(t *testing.T) {
 	p.refresh()
 	waitFor(t, u, "capabilities", func() bool { return len(p.caps.Objects) > 0 })
 	got := map[string]string{}
-	for i := 0; i+1 < len(p.caps.Objects); i += 2 {
-		got[p.caps.Objects[i].(*widget.Label).Text] = p.caps.Objects[i+1].(*widget.Label).Text
+	for _, row := range p.caps.Objects {
+		if t := texts(row); len(t) == 2 {
+			got[t[1]] = t[0]
+		}
 	}
 	if got["Speed"] != "native" || got["Seed"] != "emulated" || got["Temperature"] != "ignored" {
 		t.Errorf("capabilities shown %v", got)
 	}
-	p.picker.SetSelected("warm")
+	p.picker.SetSelected("warm (saved)")
 	if r := p.Request(); r.Seed != 1234 || r.Speed != 0.9 || r.Voice != "warm" {
 		t.Errorf("picking a voice gave %+v", r)
 	}
@@ -547,7 +578,7 @@ func TestFriendlyErrorAndBadges(t *testing.T) {
 			t.Errorf("badges of %+v = %q, want %q", tc.in, got, tc.want)
 		}
 	}
-	if got := friendlyError("app: no voice configured"); !strings.Contains(got, "text only") {
+	if got := friendlyError(app.NoteOf(app.ErrNoVoice)); !strings.Contains(got, "text only") {
 		t.Errorf("friendlyError = %q", got)
 	}
 }
@@ -591,7 +622,7 @@ func TestKeyboard(t *testing.T) {
 	c.(interface {
 		TypedShortcut(fyne.Shortcut)
 	}).TypedShortcut(&desktop.CustomShortcut{KeyName: fyne.KeyL, Modifier: fyne.KeyModifierShortcutDefault})
-	if u.tabs.SelectedIndex() != 0 || c.Focused() != u.talk.entry {
+	if !u.onTab(tabConversation) || c.Focused() != u.talk.entry {
 		t.Error("Ctrl+L does not focus the text box on the conversation")
 	}
 	c.Unfocus()
@@ -638,7 +669,7 @@ func TestUseVoiceInConversation(t *testing.T) {
 func TestBannerDownloadsTheSuggestedModel(t *testing.T) {
 	fm := &fakeModels{pulled: make(chan struct{})}
 	u, _ := newTestUI(t, Services{Models: fm})
-	u.Attach(newFakeAssistant(), []string{"speech recognition: demo-grade model (sensevoice-demo); `parley models pull sensevoice-small-int8` for the real one"})
+	u.Attach(newFakeAssistant(), []app.Note{demoASRNote()})
 	var fix *widget.Button
 	collect(u.banners, func(o fyne.CanvasObject) {
 		if b, ok := o.(*widget.Button); ok && strings.HasPrefix(b.Text, "Download") {
@@ -664,4 +695,53 @@ func TestBannerDownloadsTheSuggestedModel(t *testing.T) {
 	waitFor(t, u, "cancel", func() bool { return r.cancel.Visible() })
 	test.Tap(r.cancel)
 	waitFor(t, u, "paused", func() bool { return r.get.Visible() })
+}
+
+// demoASRNote is the note the assistant gives about the demo-grade recogniser.
+func demoASRNote() app.Note {
+	return *factory.ASRNote(factory.Model{ID: "sensevoice-demo", Demo: true}, nil)
+}
+
+// skillsNote is the note the assistant gives when the offline skills answer.
+func skillsNote(t *testing.T) app.Note {
+	t.Helper()
+	cfg := config.Default()
+	cfg.LLM.Backend = "skills"
+	_, notes, err := factory.New(cfg, nil).LLM(context.Background())
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("skills notes %+v, %v", notes, err)
+	}
+	return notes[0]
+}
+
+// Banners route by a note's part and kind, so rewording a message changes no button.
+func TestBannersIgnoreTheWording(t *testing.T) {
+	fm := &fakeModels{pulled: make(chan struct{})}
+	u, _ := newTestUI(t, Services{Models: fm})
+	u.Attach(newFakeAssistant(), []app.Note{
+		{Part: app.PartASR, Kind: app.NoteDemo, Model: "sensevoice-small-int8", Message: "Erkennung: Demomodell"},
+		{Part: app.PartBrain, Kind: app.NoteFallback, Message: "Gehirn: nur Fertigkeiten"},
+		{Part: app.PartAudio, Kind: app.NoteUnavailable, Message: "kein Gerät"},
+		{Part: app.PartVoice, Kind: app.NoteUnavailable, Message: "keine Stimme"},
+	})
+	var buttons []string
+	collect(u.banners, func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && b.Text != "" {
+			buttons = append(buttons, b.Text)
+		}
+	})
+	// three banners at most: the oldest gave way
+	if want := []string{"LLM settings", "Audio settings", "Voice"}; strings.Join(buttons, "|") != strings.Join(want, "|") {
+		t.Errorf("buttons %q, want %q", buttons, want)
+	}
+	u.setNotes([]app.Note{{Part: app.PartASR, Kind: app.NoteDemo, Model: "sensevoice-small-int8", Message: "Erkennung: Demomodell"}})
+	buttons = nil
+	collect(u.banners, func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && b.Text != "" {
+			buttons = append(buttons, b.Text)
+		}
+	})
+	if len(buttons) != 1 || buttons[0] != "Download sensevoice-small-int8" {
+		t.Errorf("buttons %q", buttons)
+	}
 }

@@ -50,6 +50,8 @@ func TestMain(m *testing.M) {
 			os.Exit(sigtermHelper(dir))
 		case "idle":
 			os.Exit(idleHelper(dir))
+		case "wizard":
+			os.Exit(wizardHelper(dir))
 		}
 		os.Exit(windowHelper(dir))
 	}
@@ -129,6 +131,9 @@ func runHelper(tb testing.TB, display, mode string, timeout time.Duration) (help
 		if b, rerr := os.ReadFile(filepath.Join(dir, "screenshot.png")); rerr == nil {
 			rep.shot = b
 		}
+		if b, rerr := os.ReadFile(filepath.Join(dir, "voice.png")); rerr == nil {
+			rep.voiceShot = b
+		}
 	}
 	return rep, out, err
 }
@@ -188,7 +193,8 @@ type helperReport struct {
 	TextOnly  bool     `json:"text_only"`  // the assistant had no audio
 	Err       string   `json:"error,omitempty"`
 
-	shot []byte // the screenshot, read by the parent
+	shot      []byte // the screenshot, read by the parent
+	voiceShot []byte // the voice panel's
 }
 
 // windowHelper runs the real app on the demo configuration (offline skills, no LLM
@@ -254,6 +260,13 @@ func windowHelper(dir string) int {
 					time.Sleep(700 * time.Millisecond)
 					fyne.Do(func() {
 						result = capture(w, filepath.Join(dir, "screenshot.png"))
+						u.showTab(tabVoice) // the voice panel, with its engine's report
+					})
+					time.Sleep(1500 * time.Millisecond)
+					fyne.Do(func() {
+						if err := capture(w, filepath.Join(dir, "voice.png")); err != nil && result == nil {
+							result = err
+						}
 						quitSoon(w)
 					})
 				}()
@@ -501,13 +514,22 @@ func TestWindowScreenshot(t *testing.T) {
 		t.Fatalf("screenshot: %v", err)
 	}
 	checkScreenshot(t, img)
+	vimg, err := png.Decode(bytes.NewReader(rep.voiceShot))
+	if err != nil {
+		t.Fatalf("voice panel screenshot: %v", err)
+	}
+	if uniform(vimg) || vimg.Bounds().Dx() < 600 {
+		t.Errorf("the voice panel's screenshot is blank or cut (%v)", vimg.Bounds())
+	}
 	if os.Getenv("PARLEY_UPDATE_SCREENSHOT") != "" {
-		dst := filepath.Join("..", "..", "docs", "screenshot.png")
-		os.MkdirAll(filepath.Dir(dst), 0o755)
-		if err := os.WriteFile(dst, rep.shot, 0o644); err != nil {
-			t.Fatal(err)
+		for name, b := range map[string][]byte{"screenshot.png": rep.shot, "voice-panel.png": rep.voiceShot} {
+			dst := filepath.Join("..", "..", "docs", name)
+			os.MkdirAll(filepath.Dir(dst), 0o755)
+			if err := os.WriteFile(dst, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("updated %s", dst)
 		}
-		t.Logf("updated %s", dst)
 	}
 }
 

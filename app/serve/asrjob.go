@@ -4,19 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
 )
 
-// streamTranscriber is a recognizer that reads a stream with bounded memory
+// streamRecognizer is a recognizer that reads a stream with bounded memory
 // (*asr.Recognizer is one).
-type streamTranscriber interface {
+type streamRecognizer interface {
 	TranscribeStream(ctx context.Context, src asr.Source, o asr.Options, onSegment func(asr.Segment) error) (*asr.Result, error)
 }
 
-// batchTranscriber recognises several inputs in one model call (*asr.Recognizer is one).
-type batchTranscriber interface {
+// batchRecognizer recognises several inputs in one model call (*asr.Recognizer is one).
+type batchRecognizer interface {
 	TranscribeBatch(ctx context.Context, inputs [][]float32, o asr.Options) ([]*asr.Result, error)
 }
 
@@ -52,7 +56,7 @@ type batchItem struct {
 func (s *Server) recognize(ctx context.Context, in asrInput, o asr.Options) (*asr.Result, *APIError) {
 	cost := in.seconds() + asrJobOverhead
 	var item *batchItem
-	if _, ok := s.eng.ASR.(batchTranscriber); ok && in.seconds() <= asr.MaxSegment.Seconds() {
+	if _, ok := s.eng.ASR.(batchRecognizer); ok && in.seconds() <= asr.MaxSegment.Seconds() {
 		x, ok := in.samples, in.samples != nil
 		if !ok && in.dec != nil {
 			x, ok = in.dec.Samples()
@@ -119,7 +123,7 @@ func (s *Server) runBatch(ctx context.Context, lead *batchItem, group []*Ticket,
 	}
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.JobTimeout)
 	defer cancel()
-	res, err := s.eng.ASR.(batchTranscriber).TranscribeBatch(jctx, xs, o)
+	res, err := s.eng.ASR.(batchRecognizer).TranscribeBatch(jctx, xs, o)
 	s.metrics.Counter("parley_asr_batched_jobs_total").Add(int64(len(items)))
 	for i, it := range items {
 		if err == nil && i < len(res) {
@@ -143,7 +147,7 @@ func (s *Server) transcribeDecoded(ctx context.Context, d *decoded, o asr.Option
 	if err != nil {
 		return nil, err
 	}
-	if st, ok := s.eng.ASR.(streamTranscriber); ok {
+	if st, ok := s.eng.ASR.(streamRecognizer); ok {
 		return st.TranscribeStream(ctx, src, o, nil)
 	}
 	b, err := audio.ReadAll(ctx, src, 0)
@@ -166,4 +170,30 @@ func asrError(err error) *APIError {
 		return gone("client went away")
 	}
 	return internal("transcription failed: %v", err)
+}
+
+// serverASR is the server's recogniser as app.Transcriber, for its realtime sessions and
+// its Wyoming service: each utterance is a job under the ASR limiter like an upload.
+type serverASR struct{ s *Server }
+
+// Transcribe implements app.Transcriber. A language tag is taken by its language
+// ("en-US" → en) and must be one the model knows.
+func (a serverASR) Transcribe(ctx context.Context, pcm []float32, o app.TranscribeOptions) (app.Transcript, error) {
+	s := a.s
+	opts := s.eng.ASR.Options()
+	if o.Language != "" {
+		l := strings.ToLower(o.Language)
+		if i := strings.IndexAny(l, "-_"); i > 0 {
+			l = l[:i] // en-US → en
+		}
+		if !slices.Contains(s.eng.ASRLanguages, l) && l != "auto" {
+			return app.Transcript{}, fmt.Errorf("language %q is not supported (have %s)", o.Language, strings.Join(s.eng.ASRLanguages, ", "))
+		}
+		opts.Language = l
+	}
+	res, e := s.recognize(ctx, asrInput{samples: pcm}, opts)
+	if e != nil {
+		return app.Transcript{}, wyomingErr(e) // the message alone; ErrBusy for a 429
+	}
+	return factory.Heard(res, o)
 }

@@ -17,39 +17,7 @@ import (
 )
 
 // skillsModel is the model id of the offline skills brain.
-const skillsModel = "parley-skills"
-
-// skillsBackend answers chat with the offline skills: the last user message is the
-// utterance.
-type skillsBackend struct{ e *skills.Engine }
-
-func (b skillsBackend) Name() string { return "skills" }
-func (b skillsBackend) URL() string  { return "" }
-func (b skillsBackend) Health(context.Context) error {
-	return nil
-}
-func (b skillsBackend) Models(context.Context) ([]llm.Model, error) {
-	return []llm.Model{{ID: skillsModel, Family: "offline skills"}}, nil
-}
-func (b skillsBackend) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) error) error {
-	text := ""
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == llm.RoleUser {
-			text = req.Messages[i].Content
-			break
-		}
-	}
-	r, err := b.e.Handle(ctx, text)
-	if err != nil && r.Text == "" {
-		return err
-	}
-	if err := fn(llm.Delta{Content: r.Text}); err != nil {
-		return err
-	}
-	return fn(llm.Delta{FinishReason: llm.FinishStop, Usage: &llm.Usage{
-		PromptTokens: llm.EstimateTokens(text), CompletionTokens: llm.EstimateTokens(r.Text),
-		TotalTokens: llm.EstimateTokens(text) + llm.EstimateTokens(r.Text)}})
-}
+const skillsModel = skills.ModelID
 
 // chatMessage accepts content as a string or as an array of parts.
 type chatMessage struct {
@@ -124,7 +92,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
 	req := &llm.Request{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, Seed: in.Seed, Tools: in.Tools}
 	if slices.Contains(chatAliases, in.Model) {
 		req.Model = s.eng.LLMModel
-	} else if _, skillsOnly := s.eng.LLM.(skillsBackend); skillsOnly && in.Model != skillsModel {
+	} else if _, skillsOnly := s.eng.LLM.(skills.Backend); skillsOnly && in.Model != skillsModel {
 		// No LLM: only the offline skills answer, under their own name or an alias. Any other
 		// model is refused as OpenAI refuses a model it does not have, not silently swapped.
 		return modelNotFound(in.Model)
@@ -308,7 +276,7 @@ var chatAliases = []string{"parley", "default"}
 // canTranslate reports whether /v1/audio/translations works: SenseVoice only transcribes, so
 // translation goes through an LLM backend, and the offline skills cannot translate.
 func (s *Server) canTranslate() bool {
-	_, skillsOnly := s.eng.LLM.(skillsBackend)
+	_, skillsOnly := s.eng.LLM.(skills.Backend)
 	return s.eng.ASR != nil && s.eng.LLM != nil && !skillsOnly
 }
 

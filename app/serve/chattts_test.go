@@ -26,7 +26,7 @@ func TestChatTTSEngine(t *testing.T) {
 	e := Engines{TTS: eng, TTSEngine: "chattts"}
 	_, base := testServer(t, e, nil)
 	resp, b := post(t, base+"/v1/audio/speech", "application/json",
-		[]byte(`{"model":"chattts","input":"hello world [laugh] [uv_break] what time is it","voice":"alloy"}`))
+		[]byte(`{"model":"chattts","input":"hello world [laugh] [uv_break] what time is it","voice":"alloy","response_format":"wav"}`))
 	if resp.StatusCode != 200 {
 		t.Fatalf("speech: %d %s", resp.StatusCode, b)
 	}
@@ -36,7 +36,7 @@ func TestChatTTSEngine(t *testing.T) {
 	}
 	// the same request gives the same audio (a seed and sampling are reproducible)
 	if _, b2 := post(t, base+"/v1/audio/speech", "application/json",
-		[]byte(`{"model":"chattts","input":"hello world [laugh] [uv_break] what time is it","voice":"alloy"}`)); !bytes.Equal(b, b2) {
+		[]byte(`{"model":"chattts","input":"hello world [laugh] [uv_break] what time is it","voice":"alloy","response_format":"wav"}`)); !bytes.Equal(b, b2) {
 		t.Error("the same speech request gave other audio")
 	}
 	if resp, b := post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"chattts","input":"hi","voice":"seed:x"}`)); resp.StatusCode != 400 {

@@ -62,13 +62,6 @@ func (l *capListener) release(host string) {
 	l.mu.Unlock()
 }
 
-// open is the number of connections held now.
-func (l *capListener) open() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n
-}
-
 type cappedConn struct {
 	net.Conn
 	l    *capListener

@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -123,7 +122,8 @@ func decodeWAV(ctx context.Context, r io.Reader, d *decoded, maxSeconds int) err
 	return drain(ctx, src, d, maxSeconds)
 }
 
-// drain writes a 16 kHz mono source into d as 16-bit PCM, failing past maxSeconds.
+// drain writes a 16 kHz mono source into d as 16-bit PCM, failing past maxSeconds. (A WAV
+// cut short ends early with io.EOF: what is there is transcribed.)
 func drain(ctx context.Context, src audio.Source, d *decoded, maxSeconds int) error {
 	buf := make([]float32, 8192)
 	out := make([]byte, 0, 2*len(buf))
@@ -135,7 +135,7 @@ func drain(ctx context.Context, src audio.Source, d *decoded, maxSeconds int) er
 			if d.samples > limit {
 				return errTooLong
 			}
-			out = encodeS16(out[:0], buf[:n])
+			out = audio.EncodePCM(out[:0], buf[:n], audio.S16)
 			if _, werr := d.pcm.Write(out); werr != nil {
 				return werr
 			}
@@ -147,29 +147,9 @@ func drain(ctx context.Context, src audio.Source, d *decoded, maxSeconds int) er
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if d.samples > 0 && errors.Is(err, audio.ErrTruncated) {
-				return nil // a WAV cut short: what is there is transcribed
-			}
 			return fmt.Errorf("%w: %v", errBadAudio, err)
 		}
 	}
-}
-
-// encodeS16 appends samples as clipped little-endian 16-bit.
-func encodeS16(dst []byte, x []float32) []byte {
-	for _, v := range x {
-		f := v * 32768
-		switch {
-		case f > 32767:
-			f = 32767
-		case f < -32768:
-			f = -32768
-		case f != f:
-			f = 0
-		}
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(int16(f)))
-	}
-	return dst
 }
 
 func isWAV(h []byte) bool {

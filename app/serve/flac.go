@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+
+	"github.com/parley-voice/parley/audio"
 )
 
 // flacBlock is the number of samples per FLAC frame.
@@ -17,6 +19,7 @@ type FLACWriter struct {
 	w      io.Writer
 	rate   int
 	buf    []int32
+	s16    []byte // samples being written, as 16-bit PCM
 	frame  uint64
 	header bool
 	bw     bitWriter
@@ -53,17 +56,10 @@ func (f *FLACWriter) Write(samples []float32) error {
 			return err
 		}
 	}
-	for _, x := range samples {
-		v := x * 32768
-		switch {
-		case v > 32767:
-			v = 32767
-		case v < -32768:
-			v = -32768
-		case v != v:
-			v = 0
-		}
-		f.buf = append(f.buf, int32(v))
+	// quantized as every 16-bit output is (audio.EncodePCM), so FLAC, WAV and pcm agree
+	f.s16 = audio.EncodePCM(f.s16[:0], samples, audio.S16)
+	for i := 0; i < len(f.s16); i += 2 {
+		f.buf = append(f.buf, int32(int16(binary.LittleEndian.Uint16(f.s16[i:]))))
 		if len(f.buf) == flacBlock {
 			if err := f.flushFrame(); err != nil {
 				return err

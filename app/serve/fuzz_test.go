@@ -3,8 +3,11 @@ package serve
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"mime/multipart"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/parley-voice/parley/app/config"
@@ -80,4 +83,66 @@ func FuzzFLACWriter(f *testing.F) {
 			t.Fatalf("%d bytes for %d samples (verbatim bound %d)", out.Len(), len(x), max)
 		}
 	})
+}
+
+// FuzzJSONRequests sends arbitrary bodies to the JSON endpoints (speech and chat): each gets
+// a 2xx, or a 4xx in OpenAI's error shape; never a 5xx, which is what a handler's panic
+// becomes.
+func FuzzJSONRequests(f *testing.F) {
+	f.Add(false, `{"model":"tts-1","input":"Hello there.","voice":"alloy","response_format":"wav","speed":1.5}`)
+	f.Add(false, `{"model":"fake","input":"Hi. Again.","voice":{"id":"v1"},"response_format":"pcm","stream_format":"sse","seed":7,"temperature":0.3,"top_p":0.7,"top_k":20,"language":"en"}`)
+	f.Add(false, `{"model":"tts-1","input":"x","voice":"nobody","response_format":"flac","speed":"fast"}`)
+	f.Add(true, `{"model":"parley-skills","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"what is 2 plus 2"}]}`)
+	f.Add(true, `{"model":"parley","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true,"stream_options":{"include_usage":true},"max_tokens":5,"n":1}`)
+	f.Add(true, `{"model":"parley","messages":[{"role":"tool","tool_call_id":"1","content":null}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}]}`)
+	f.Add(true, `{"messages":[]} trailing`)
+	s, err := New(Options{Config: config.Default().Serve, Engines: Engines{TTS: &fakeTTS{}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := s.Handler()
+	f.Fuzz(func(t *testing.T, chat bool, body string) {
+		if len(body) > 64<<10 {
+			return
+		}
+		path := "/v1/audio/speech"
+		if chat {
+			path = "/v1/chat/completions"
+		} else if ffmpegFormat(body) {
+			return // a process per input is too slow to fuzz
+		}
+		r := httptest.NewRequest("POST", path, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("%s %q: status %d: %s", path, body, w.Code, w.Body)
+		}
+		if w.Code >= 400 {
+			var e struct {
+				Error struct{ Message, Type string }
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Message == "" || e.Error.Type == "" {
+				t.Fatalf("%s %q: status %d without an OpenAI error: %s", path, body, w.Code, w.Body)
+			}
+		}
+	})
+}
+
+// ffmpegFormat says whether a speech request's body asks for a format ffmpeg encodes (mp3
+// is the default), read as the server reads it.
+func ffmpegFormat(body string) bool {
+	var req struct {
+		Format any `json:"response_format"`
+	}
+	if json.Unmarshal([]byte(body), &req) != nil {
+		return false
+	}
+	switch f := req.Format.(type) {
+	case nil:
+		return true
+	case string:
+		return f == "" || f == "mp3" || f == "opus" || f == "aac"
+	}
+	return false
 }

@@ -11,12 +11,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -30,6 +32,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
@@ -274,11 +277,16 @@ func TestSpeechFormats(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: status %d: %s", format, resp.StatusCode, b)
 		}
-		want := map[string]string{"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac"}[format]
+		want := map[string]string{"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac", "mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac"}[format]
 		if resp.Header.Get("Content-Type") != want {
 			t.Errorf("%s: content type %q", format, resp.Header.Get("Content-Type"))
 		}
-		if resp.ContentLength != -1 || len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
+		if format == "wav" {
+			// whole, with its true sizes and length: no "unknown length" header
+			if resp.ContentLength != int64(len(b)) || binary.LittleEndian.Uint32(b[4:]) != uint32(len(b)-8) || binary.LittleEndian.Uint32(b[40:]) != uint32(len(b)-44) {
+				t.Errorf("wav: length %d, RIFF size %d, data size %d for %d bytes", resp.ContentLength, binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[40:]), len(b))
+			}
+		} else if resp.ContentLength != -1 || len(resp.TransferEncoding) == 0 || resp.TransferEncoding[0] != "chunked" {
 			t.Errorf("%s: not streamed chunked (length %d, %v)", format, resp.ContentLength, resp.TransferEncoding)
 		}
 		return b
@@ -287,13 +295,25 @@ func TestSpeechFormats(t *testing.T) {
 	if n := len(pcm) / 2; n != 5*SpeechRate/10 {
 		t.Errorf("pcm: %d samples, want %d (5 words at 24 kHz)", n, 5*SpeechRate/10)
 	}
+	// the engine's samples, quantized as everywhere else in Parley (audio.EncodePCM rounds)
+	var want []byte
+	for _, words := range []int{3, 2} {
+		x := make([]float32, words*SpeechRate/10)
+		for j := range x {
+			x[j] = float32(0.3 * math.Sin(2*math.Pi*440*float64(j)/SpeechRate))
+		}
+		want = audio.EncodePCM(want, x, audio.S16)
+	}
+	if !bytes.Equal(pcm, want) {
+		t.Error("pcm is not the engine's samples as audio.EncodePCM writes them")
+	}
 	r := eng.last.Load().(tts.Request)
 	if r.Voice != "af_alloy" {
 		t.Errorf("alloy mapped to %+v", r)
 	}
 	wav := req("wav")
-	if string(wav[:4]) != "RIFF" || string(wav[8:12]) != "WAVE" || !bytes.Equal(wav[len(wav)-len(pcm):], pcm) {
-		t.Errorf("wav does not hold the pcm samples")
+	if string(wav[:4]) != "RIFF" || string(wav[8:12]) != "WAVE" || !bytes.Equal(wav[44:], pcm) {
+		t.Errorf("wav does not hold exactly the pcm samples")
 	}
 	// stream_format=sse: the same pcm, base64 in speech.audio.delta events
 	resp, b := post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"tts-1","input":"One two three. Four five.","voice":"alloy","response_format":"pcm","stream_format":"sse"}`))
@@ -327,12 +347,57 @@ func TestSpeechFormats(t *testing.T) {
 	if string(flac[:4]) != "fLaC" {
 		t.Fatalf("flac starts %q", flac[:4])
 	}
-	if _, err := exec.LookPath("ffmpeg"); err == nil {
-		dec := ffmpegDecodeS16(t, flac)
-		if !bytes.Equal(dec, pcm) {
-			t.Errorf("flac decoded by ffmpeg differs from pcm (%d vs %d bytes)", len(dec), len(pcm))
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed: no mp3, opus or aac")
+	}
+	dec := ffmpegDecodeS16(t, flac)
+	if !bytes.Equal(dec, pcm) {
+		t.Errorf("flac decoded by ffmpeg differs from pcm (%d vs %d bytes)", len(dec), len(pcm))
+	}
+	// mp3 (OpenAI's default, so also what no response_format gives), opus in Ogg, aac in
+	// ADTS: ffmpeg decodes each back to the tone, about as long as the pcm
+	for _, format := range []string{"mp3", "opus", "aac", ""} {
+		var b []byte
+		if format == "" {
+			resp, body := post(t, base+"/v1/audio/speech", "application/json", []byte(`{"model":"tts-1","input":"One two three. Four five.","voice":"alloy"}`))
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "audio/mpeg" {
+				t.Fatalf("default format: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			b = body
+		} else {
+			b = req(format)
+		}
+		magic := map[string]string{"opus": "OggS"}[format]
+		if magic != "" && string(b[:4]) != magic {
+			t.Errorf("%s starts %q", format, b[:4])
+		}
+		dec := pcm16(ffmpegDecodeS16At(t, b, SpeechRate))
+		secs := float64(len(dec)) / SpeechRate
+		if secs < 0.45 || secs > 0.65 {
+			t.Errorf("%s decodes to %.3f s, want ~0.5", format, secs)
+		}
+		var e float64
+		for _, v := range dec {
+			e += float64(v) * float64(v)
+		}
+		if rms := math.Sqrt(e/float64(len(dec))) / 32768; rms < 0.15 || rms > 0.3 {
+			t.Errorf("%s decodes to RMS %.3f, the tone has 0.21", format, rms)
 		}
 	}
+}
+
+// ffmpegDecodeS16At decodes any audio to 16-bit mono at rate.
+func ffmpegDecodeS16At(t *testing.T, in []byte, rate int) []byte {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-i", "pipe:0", "-f", "s16le", "-ac", "1", "-ar", strconv.Itoa(rate), "pipe:1")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ffmpeg cannot decode it: %v: %s", err, stderr.String())
+	}
+	return out
 }
 
 func ffmpegDecodeS16(t *testing.T, in []byte) []byte {
@@ -364,8 +429,7 @@ func TestSpeechBadInput(t *testing.T) {
 		{"empty body", ``, 400, "", "empty"},
 		{"trailing", `{"model":"tts-1","input":"hi","voice":"alloy"} {}`, 400, "", "trailing"},
 		{"wrong type", `{"model":"tts-1","input":5,"voice":"alloy"}`, 400, "input", "Invalid type"},
-		{"mp3", `{"model":"tts-1","input":"hi","voice":"alloy","response_format":"mp3"}`, 400, "response_format", "wav, pcm, flac"},
-		{"opus", `{"model":"tts-1","input":"hi","voice":"alloy","response_format":"opus"}`, 400, "response_format", "cannot be produced"},
+		{"ogg", `{"model":"tts-1","input":"hi","voice":"alloy","response_format":"ogg"}`, 400, "response_format", "wav, pcm, flac"},
 		{"too long", `{"model":"tts-1","input":"` + long + `","voice":"alloy"}`, 400, "input", "maximum length 4096"},
 		{"empty input", `{"model":"tts-1","input":"  ","voice":"alloy"}`, 400, "input", "empty"},
 		{"no input", `{"model":"tts-1","voice":"alloy"}`, 400, "input", "input"},
@@ -752,9 +816,17 @@ func TestGracefulShutdownDrains(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel() // shutdown begins with a request in flight
-	time.Sleep(50 * time.Millisecond)
-	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
-		t.Error("still accepting connections while draining")
+	// the listener closes as soon as Serve's goroutine runs (the bound is for a broken server)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Error("still accepting connections while draining")
+			break
+		}
 	}
 	close(asrE.block)
 	if code := <-got; code != 200 {

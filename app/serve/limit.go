@@ -22,7 +22,8 @@ type Limiter struct {
 	maxWait   time.Duration
 	maxQueued int
 	maxBatch  int
-	prior     float64 // seconds of work per cost unit until jobs have been measured
+	prior     float64          // seconds of work per cost unit until jobs have been measured
+	now       func() time.Time // the clock (tests move a fake one)
 
 	mu      sync.Mutex
 	queue   []*Ticket // waiting, in arrival order
@@ -68,7 +69,7 @@ func NewLimiter(name string, c LimiterConfig) *Limiter {
 	if c.Prior <= 0 {
 		c.Prior = 0.05
 	}
-	return &Limiter{name: name, workers: c.Workers, maxWait: c.MaxWait, maxQueued: c.MaxQueued, maxBatch: c.MaxBatch, prior: c.Prior}
+	return &Limiter{name: name, workers: c.Workers, maxWait: c.MaxWait, maxQueued: c.MaxQueued, maxBatch: c.MaxBatch, prior: c.Prior, now: time.Now}
 }
 
 // Ticket is a job admitted to a Limiter.
@@ -131,7 +132,7 @@ func (l *Limiter) roomLocked() bool {
 	if len(l.queue) >= l.maxQueued {
 		return false
 	}
-	return l.workAheadLocked(time.Now()) <= l.maxWait.Seconds()*float64(l.workers)
+	return l.workAheadLocked(l.now()) <= l.maxWait.Seconds()*float64(l.workers)
 }
 
 // workAheadLocked is the estimated work, in seconds, before a newcomer starts: what the
@@ -183,7 +184,7 @@ func (l *Limiter) dispatchLocked() {
 	for len(l.running) < l.workers && len(l.queue) > 0 {
 		t := l.queue[0]
 		l.queue = l.queue[1:]
-		t.state, t.start = running, time.Now()
+		t.state, t.start = running, l.now()
 		l.waitingN.Add(-1)
 		if t.Batch != nil && l.maxBatch > 1 {
 			for i := 0; i < len(l.queue) && len(t.group) < l.maxBatch-1; {
@@ -248,7 +249,7 @@ func (t *Ticket) Done() {
 			l.waitingN.Add(-1)
 		}
 	case running:
-		l.hist[l.histI] = costSample{cost: t.groupCost(), elapsed: time.Since(t.start)}
+		l.hist[l.histI] = costSample{cost: t.groupCost(), elapsed: l.now().Sub(t.start)}
 		l.histI = (l.histI + 1) % len(l.hist)
 		l.histN = min(l.histN+1, len(l.hist))
 		if i := slices.Index(l.running, t); i >= 0 {
@@ -278,7 +279,7 @@ func (l *Limiter) Acquire(ctx context.Context, cost float64) (release func(), er
 func (l *Limiter) RetryAfter() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
+	now := l.now()
 	rate := l.rateLocked()
 	free := make([]float64, l.workers) // when each worker frees up, seconds from now
 	for i, t := range l.running {
@@ -329,7 +330,7 @@ func retrySeconds(s float64) time.Duration {
 func (l *Limiter) WorkSeconds() float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.workAheadLocked(time.Now())
+	return l.workAheadLocked(l.now())
 }
 
 // Waiting is the number of jobs queued now.

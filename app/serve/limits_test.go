@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -18,12 +19,25 @@ import (
 
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/tts"
 )
+
+// fakeClock is a limiter's clock that moves only when a test moves it.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func withFakeClock(l *Limiter) *fakeClock {
+	c := &fakeClock{t: time.Unix(1e9, 0)}
+	l.now = c.now
+	return c
+}
 
 // The limiter admits by work: many cheap jobs fit where a few expensive ones do not, and a
 // refusal's Retry-After is the time the queue, as it stands, needs.
 func TestLimiterAdmitsByWork(t *testing.T) {
 	l := NewLimiter("x", LimiterConfig{Workers: 1, MaxWait: 10 * time.Second, MaxQueued: 1000, Prior: 0.1})
+	withFakeClock(l)
 	// one job runs; cheap ones (0.1 s of work each) wait: a hundred fit in 10 s of waiting
 	var ts []*Ticket
 	for i := 0; i < 101; i++ {
@@ -46,6 +60,7 @@ func TestLimiterAdmitsByWork(t *testing.T) {
 	// an expensive job is admitted when nothing waits, even beyond MaxWait (a fresh limiter:
 	// this one has learnt from the instant jobs above that work costs nothing)
 	l = NewLimiter("x", LimiterConfig{Workers: 1, MaxWait: 10 * time.Second, MaxQueued: 1000, Prior: 0.1})
+	withFakeClock(l)
 	big, err := l.Admit(1000)
 	if err != nil {
 		t.Fatal(err)
@@ -64,19 +79,71 @@ func TestLimiterAdmitsByWork(t *testing.T) {
 // long audio do not make short ones look slow.
 func TestLimiterLearnsCost(t *testing.T) {
 	l := NewLimiter("x", LimiterConfig{Workers: 1, Prior: 1})
+	clock := withFakeClock(l)
 	run := func(cost float64, d time.Duration) {
 		tk, _ := l.Admit(cost)
 		tk.Wait(context.Background())
-		time.Sleep(d)
+		clock.add(d)
 		tk.Done()
 	}
 	run(100, 200*time.Millisecond) // two long jobs: 2 ms per unit
 	run(100, 200*time.Millisecond)
+	run(1, 2*time.Millisecond) // a short one at the same speed changes nothing
 	l.mu.Lock()
 	rate := l.rateLocked()
 	l.mu.Unlock()
-	if rate < 0.0019 || rate > 0.0035 {
-		t.Errorf("learnt %g s per unit, want ~0.002", rate)
+	if math.Abs(rate-0.002) > 1e-12 {
+		t.Errorf("learnt %g s per unit, want 0.002", rate)
+	}
+}
+
+// A refused job's Retry-After is when the queue, draining at the speed the limiter learnt,
+// has room again: the job is admitted at that moment and not before (the server's load test
+// reports the same on a real clock). Two slow jobs occupy both workers; short ones fill the
+// queue.
+func TestLimiterRetryAfterIsWhenRoomComes(t *testing.T) {
+	l := NewLimiter("x", LimiterConfig{Workers: 2, MaxQueued: 8, MaxWait: time.Minute, Prior: 1})
+	clock := withFakeClock(l)
+	const perUnit = 10 * time.Millisecond
+	for range 2 { // two slow jobs (300 units, 3 s) teach the limiter its speed
+		tk, _ := l.Admit(300)
+		tk.Wait(context.Background())
+		clock.add(300 * perUnit)
+		tk.Done()
+	}
+	var jobs []*Ticket
+	for {
+		cost := 2.0
+		if len(jobs) < 2 {
+			cost = 300
+		}
+		tk, err := l.Admit(cost)
+		if err != nil {
+			break
+		}
+		jobs = append(jobs, tk)
+	}
+	if len(jobs) != 10 {
+		t.Fatalf("%d jobs admitted, want 2 running and 8 waiting", len(jobs))
+	}
+	retry := l.RetryAfter()
+	// the world runs as learnt: a running job ends after cost × 10 ms
+	var admitted time.Duration
+	for step := time.Duration(0); step <= time.Minute; step += perUnit {
+		for _, tk := range jobs {
+			if tk.state == running && clock.now().Sub(tk.start) >= time.Duration(tk.cost)*perUnit {
+				tk.Done()
+			}
+		}
+		if tk, err := l.Admit(2); err == nil {
+			tk.Done()
+			admitted = step
+			break
+		}
+		clock.add(perUnit)
+	}
+	if admitted == 0 || retry < admitted-perUnit || retry > admitted+perUnit {
+		t.Errorf("Retry-After %v, but a job was admitted after %v", retry, admitted)
 	}
 }
 
@@ -255,7 +322,7 @@ func TestConnectionCaps(t *testing.T) {
 	// a closed connection gives its place back
 	held[0].Close()
 	held = held[1:]
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a bound for a broken server, not a timing
 	for {
 		resp, err := http.Get(base + "/health")
 		if err != nil {
@@ -358,5 +425,87 @@ func TestTranslations(t *testing.T) {
 	r.Body.Close()
 	if !strings.Contains(strings.Join(m.Capabilities, ","), "translation") {
 		t.Errorf("whisper-1 capabilities %v", m.Capabilities)
+	}
+}
+
+// stepTTS speaks one 0.5 s tone per sentence, waiting on next before each after the first.
+type stepTTS struct {
+	fakeTTS
+	next chan struct{}
+}
+
+func (f *stepTTS) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	rate := 24000
+	return tts.NewStream(ctx, nil, func(ctx context.Context, emit func(tts.Chunk) error) error {
+		for i, s := range strings.Split(req.Text, ".") {
+			if strings.TrimSpace(s) == "" {
+				continue
+			}
+			if i > 0 {
+				select {
+				case <-f.next:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			x := make([]float32, rate/2)
+			for j := range x {
+				x[j] = float32(0.3 * math.Sin(2*math.Pi*440*float64(j)/float64(rate)))
+			}
+			if err := emit(tts.Chunk{Samples: x, SampleRate: rate, Sentence: i, Text: s}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}), nil
+}
+
+// Encoded formats stream: the first sentence's mp3/opus/aac reaches the client while the
+// second is still being synthesised, as plain audio and as SSE deltas.
+func TestSpeechEncodedFormatsStream(t *testing.T) {
+	if !encodable()["mp3"] {
+		t.Skip("ffmpeg with libmp3lame not installed")
+	}
+	eng := &stepTTS{next: make(chan struct{})}
+	_, base := testServer(t, Engines{TTS: eng}, nil)
+	for _, tc := range []struct{ format, stream string }{{"mp3", "audio"}, {"opus", "audio"}, {"aac", "audio"}, {"opus", "sse"}} {
+		body := fmt.Sprintf(`{"model":"tts-1","input":"One. Two.","voice":"alloy","response_format":%q,"stream_format":%q}`, tc.format, tc.stream)
+		client := &http.Client{Timeout: 30 * time.Second}
+		resp, err := client.Post(base+"/v1/audio/speech", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan int, 1)
+		go func() {
+			b := make([]byte, 1)
+			n, _ := io.ReadFull(resp.Body, b)
+			got <- n
+		}()
+		select {
+		case n := <-got:
+			if n != 1 {
+				t.Errorf("%s/%s: no first byte", tc.format, tc.stream)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s/%s: nothing arrived before the second sentence was synthesised", tc.format, tc.stream)
+		}
+		eng.next <- struct{}{}
+		rest, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(rest) < 100 {
+			t.Errorf("%s/%s: %d, %d bytes", tc.format, tc.stream, resp.StatusCode, len(rest))
+		}
+		if tc.stream == "sse" && !strings.Contains(string(rest), "speech.audio.done") {
+			t.Errorf("sse stream lacks speech.audio.done")
+		}
+	}
+}
+
+func TestBCP47(t *testing.T) {
+	for in, want := range map[string]string{"en-gb": "en-GB", "en_us": "en-US", "cmn-latn-pinyin": "cmn-Latn-pinyin", "fr": "fr",
+		"es-419": "es-419", "vi-vn-x-south": "vi-VN-x-south", "pt-BR": "pt-BR", "EN": "en"} {
+		if got := bcp47(in); got != want {
+			t.Errorf("bcp47(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

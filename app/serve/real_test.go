@@ -67,7 +67,7 @@ func TestRealEnginesHTTP(t *testing.T) {
 
 	// speak with espeak-ng, in every format
 	var wav []byte
-	for _, format := range SpeechFormats {
+	for _, format := range SpeechFormatsHere() {
 		resp, b := post(t, base+"/v1/audio/speech", "application/json",
 			[]byte(fmt.Sprintf(`{"model":"tts-1","input":"what is the weather like today","voice":"en-us","response_format":%q}`, format)))
 		if resp.StatusCode != 200 {
@@ -83,11 +83,11 @@ func TestRealEnginesHTTP(t *testing.T) {
 			if buf.SampleRate != SpeechRate || buf.Duration() < 500*time.Millisecond || audio.RMS(buf.Data) < 0.01 {
 				t.Errorf("wav: %d Hz, %v, rms %.3f", buf.SampleRate, buf.Duration(), audio.RMS(buf.Data))
 			}
-		case "flac":
+		case "flac", "mp3", "opus", "aac":
 			if _, err := exec.LookPath("ffmpeg"); err == nil {
-				dec := ffmpegDecodeS16(t, b)
+				dec := ffmpegDecodeS16At(t, b, SpeechRate)
 				if len(dec) < SpeechRate { // half a second of 16-bit samples
-					t.Errorf("flac decodes to %d bytes", len(dec))
+					t.Errorf("%s decodes to %d bytes", format, len(dec))
 				}
 			}
 		}
@@ -162,6 +162,39 @@ func TestRealWyoming(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
+	// describe: every espeak-ng language is a voice with Home Assistant's fields and a BCP 47
+	// tag; no display strings, no OpenAI names as voices
+	tc.Write(wyoming.NewEvent(wyoming.TypeDescribe, nil))
+	ev, err := tc.Read(10 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info wyoming.Info
+	ev.Decode(&info)
+	if len(info.TTS) != 1 || len(info.TTS[0].Voices) < 50 {
+		t.Fatalf("TTS info %+v", info.TTS)
+	}
+	byName := map[string]wyoming.TtsVoice{}
+	for _, v := range info.TTS[0].Voices {
+		byName[v.Name] = v
+		if !v.Installed || v.Description == "" || v.Attribution.Name == "" || len(v.Languages) != 1 || len(v.Speakers) == 0 {
+			t.Errorf("voice lacks Home Assistant's fields: %+v", v)
+		}
+		if strings.ContainsAny(v.Name+v.Languages[0], " (…") {
+			t.Errorf("not a voice: %+v", v)
+		}
+	}
+	if v := byName["en-gb"]; v.Languages[0] != "en-GB" || !strings.Contains(v.Description, "English") {
+		t.Errorf("en-gb: %+v", v)
+	}
+	if _, ok := byName["alloy"]; ok {
+		t.Error("an OpenAI name is listed as a voice")
+	}
+	for _, name := range []string{"cmn", "fr-fr", "de"} {
+		if _, ok := byName[name]; !ok {
+			t.Errorf("no %s voice", name)
+		}
+	}
 	tc.Write(wyoming.NewEvent(wyoming.TypeSynthesize, map[string]any{"text": "Turn on the kitchen light.", "voice": map[string]string{"name": "en-us", "speaker": "echo"}}))
 	var pcm []byte
 	var f wyoming.AudioFormat

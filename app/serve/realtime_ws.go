@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,10 +17,10 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/serve/realtime"
 	"github.com/parley-voice/parley/audio/vad"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
+	"github.com/parley-voice/parley/llm/skills"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
 )
@@ -136,10 +137,15 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := realtime.Config{
-		Transcriber:      rtASR{s},
-		Brain:            br,
-		Voice:            rtVoice{s},
-		NewVAD:           s.newVAD,
+		Transcriber: serverASR{s},
+		Brain:       br,
+		Voice:       rtVoice{s},
+		NewVAD:      s.newVAD,
+		CheckVoice: func(name string) error {
+			vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			return s.checkVoice(vctx, name)
+		},
 		Budget:           s.audioMem,
 		NewChunker:       func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
 		Model:            r.URL.Query().Get("model"),
@@ -186,8 +192,15 @@ func (s *Server) brain() (app.Brain, error) {
 	if s.eng.Brain != nil {
 		return s.eng.Brain, nil
 	}
-	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Logger: s.log}
-	if _, ok := s.eng.LLM.(skillsBackend); !ok {
+	if s.eng.NewBrain != nil {
+		b, err := s.eng.NewBrain(s.eng.Skills)
+		if err != nil {
+			return nil, err
+		}
+		return turnBrain{b}, nil
+	}
+	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Log: s.log}
+	if _, ok := s.eng.LLM.(skills.Backend); !ok {
 		cfg.Backend, cfg.Model = s.eng.LLM, s.eng.LLMModel
 	}
 	b, err := brain.New(cfg)
@@ -213,17 +226,6 @@ func (t turnBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Messag
 
 // Interrupted tells the brain what was actually said of a cut-off answer.
 func (t turnBrain) Interrupted(spoken string) { t.b.Interrupted(spoken) }
-
-type rtASR struct{ s *Server }
-
-func (a rtASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
-	s := a.s
-	res, e := s.recognize(ctx, asrInput{samples: pcm}, s.eng.ASR.Options())
-	if e != nil {
-		return app.Transcript{}, errors.New(e.Message)
-	}
-	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
-}
 
 type rtVoice struct{ s *Server }
 
@@ -300,19 +302,47 @@ func (g gatedVAD) Close() error {
 }
 
 // SileroVADs returns a factory of realtime sessions' Silero detectors over one shared pool
-// of at most size models, and the pool's Close. A Silero session in ONNX Runtime costs about
-// 12 MB that the C allocator keeps once closed: one per realtime session left ~400 MB
-// behind after 32 sessions; pooled, the server holds size of them at most.
-func SileroVADs(model string, size int) (newVAD func() (app.VAD, error), closePool func() error, err error) {
-	pool, err := vad.NewPool(model, 16000, gpu.Options{}, size)
-	if err != nil {
-		return nil, nil, err
-	}
+// (app/factory's VADPool). A Silero session in ONNX Runtime costs about 12 MB that the C
+// allocator keeps once closed: one per realtime session left ~400 MB behind after 32
+// sessions; pooled, the server holds the pool's size of them at most.
+func SileroVADs(pool *vad.ModelPool) (newVAD func() (app.VAD, error)) {
 	return func() (app.VAD, error) {
 		d, err := vad.NewPooled(vad.Config{}, pool)
 		if err != nil {
 			return nil, err
 		}
 		return app.SileroVAD{D: d}, nil
-	}, pool.Close, nil
+	}
+}
+
+// checkVoice says whether the voice engine speaks with the named voice: OpenAI's names and
+// the library's voices for this engine are known; any other name is tried on the engine (a
+// one-letter synthesis, stopped at once), so engine presets and their variants
+// ("en-gb+f2") pass and unknown names fail before any answer needs them.
+func (s *Server) checkVoice(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, ok := OpenAIVoices[strings.ToLower(name)]; ok {
+		return nil
+	}
+	req, e := s.applyVoice(tts.Request{Text: "a"}, name, engines.Explicit{})
+	if e != nil {
+		return errors.New(e.Message)
+	}
+	if req.Voice == "" || slices.Contains(s.eng.TTS.Capabilities().Voices, req.Voice) {
+		return nil // a library voice, or a preset the engine lists
+	}
+	e = s.job(ctx, s.ttsLim, 1, func(ctx context.Context) *APIError {
+		st, err := s.eng.TTS.Synthesize(ctx, req)
+		if err != nil {
+			return ttsError(err)
+		}
+		st.Close()
+		return nil
+	})
+	if e != nil && e.Code != nil && *e.Code == "invalid_voice" {
+		return fmt.Errorf("%s (OpenAI's voices: %s)", e.Message, strings.Join(sortedKeys(OpenAIVoices), ", "))
+	}
+	return nil // busy or failing engines are not the voice's fault: the answer will say
 }

@@ -3,7 +3,7 @@
 // WebSocket (a subset of OpenAI's Realtime events, with server VAD and barge-in) and Home
 // Assistant's Wyoming protocol on TCP for speech recognition and synthesis.
 //
-// Engines are reached through small interfaces (Transcriber, tts.Engine, llm.Backend,
+// Engines are reached through small interfaces (Recognizer, tts.Engine, llm.Backend,
 // app.Brain), so handlers run on fakes in unit tests and on the real engines in the product.
 // Every engine sits behind a Limiter: a few jobs run, a bounded number wait, and the rest
 // are refused at once with 429 and Retry-After.
@@ -33,13 +33,16 @@ import (
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/llm"
+	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/skills"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
 )
 
-// Transcriber is the speech recognizer; *asr.Recognizer is one.
-type Transcriber interface {
+// Recognizer is the speech recognizer with all of asr's options and results (the HTTP API
+// returns word timings and segments); *asr.Recognizer is one. Realtime sessions and Wyoming
+// hear through app.Transcriber, which the server makes of it.
+type Recognizer interface {
 	TranscribeWith(ctx context.Context, samples []float32, o asr.Options) (*asr.Result, error)
 	Options() asr.Options
 }
@@ -53,7 +56,7 @@ type VoiceLibrary interface {
 // Engines are what the server serves. Any may be nil: requests that need a missing engine
 // get a clear 503 (or the protocol's own error), the rest keep working.
 type Engines struct {
-	ASR          Transcriber
+	ASR          Recognizer
 	ASRModel     string   // model id shown in /v1/models and Wyoming info
 	ASRLanguages []string // languages the model knows (default asr.Languages minus auto)
 	ASRNote      string   // e.g. "demo-grade model"
@@ -68,6 +71,10 @@ type Engines struct {
 
 	// Brain answers realtime turns; nil: built from LLM/Skills.
 	Brain app.Brain
+	// NewBrain makes a realtime session's brain over Skills as the configuration says (the
+	// language model, llm.persona, llm.max_tokens): Load sets it through app/factory, so a
+	// session thinks as the assistant does. nil: LLM/Skills with Parley's default persona.
+	NewBrain func(skills *skills.Engine) (*brain.Brain, error)
 	// NewVAD returns a fresh voice activity detector per realtime session; nil: the energy
 	// detector of package app.
 	NewVAD func() (app.VAD, error)
@@ -165,7 +172,7 @@ type Listeners struct {
 func New(o Options) (*Server, error) {
 	c := &o.Config
 	if c.Addr == "" {
-		c.Addr = "127.0.0.1:8780"
+		c.Addr = config.Default().Serve.Addr
 	}
 	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
 		return nil, fmt.Errorf("%w: TLS needs both a certificate and a key file", ErrConfig)
@@ -255,7 +262,7 @@ func New(o Options) (*Server, error) {
 		return 32 * workers
 	}
 	asrBatch := 1
-	if _, ok := o.Engines.ASR.(batchTranscriber); ok {
+	if _, ok := o.Engines.ASR.(batchRecognizer); ok {
 		asrBatch = 8
 	}
 	s := &Server{
@@ -271,15 +278,18 @@ func New(o Options) (*Server, error) {
 	}
 	if s.eng.Skills == nil {
 		// Headless, a timer would run out with nothing to ring it: the skills say so.
-		sk, err := skills.New(skills.Options{Logger: o.Log, Timers: skills.NoTimers{}})
+		sk, err := skills.New(skills.Options{Log: o.Log, Timers: skills.NoTimers{}})
 		if err != nil {
 			return nil, fmt.Errorf("serve: skills: %w", err)
 		}
 		s.eng.Skills = sk
 	}
 	if s.eng.LLM == nil {
-		s.eng.LLM = skillsBackend{s.eng.Skills}
+		s.eng.LLM = skills.Backend{E: s.eng.Skills}
 		s.eng.LLMModel = skillsModel
+	}
+	if s.eng.ASR != nil && s.eng.ASRModel == "" {
+		s.eng.ASRModel = "sensevoice"
 	}
 	if len(s.eng.ASRLanguages) == 0 {
 		s.eng.ASRLanguages = []string{"zh", "en", "yue", "ja", "ko"}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,9 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -34,11 +35,32 @@ const maxJSONBody = 4 << 20
 // speechModels are the model names /v1/audio/speech accepts besides the engine's own name.
 var speechModels = []string{"tts-1", "tts-1-hd", "gpt-4o-mini-tts", "parley"}
 
-// SpeechFormats are the response formats Parley can produce.
+// SpeechFormats are the response formats Parley produces itself; mp3, opus and aac come
+// through ffmpeg when it is installed (SpeechFormatsHere).
 var SpeechFormats = []string{"wav", "pcm", "flac"}
 
-// openAIFormats are formats OpenAI offers that Parley cannot produce.
-var openAIFormats = []string{"mp3", "opus", "aac"}
+// openAIFormats are the formats OpenAI offers.
+var openAIFormats = []string{"mp3", "opus", "aac", "flac", "wav", "pcm"}
+
+// SpeechFormatsHere are the response formats this server can produce: its own and those
+// the installed ffmpeg encodes.
+func SpeechFormatsHere() []string {
+	out := append([]string(nil), SpeechFormats...)
+	for _, f := range []string{"mp3", "opus", "aac"} {
+		if encodable()[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// defaultSpeechFormat is OpenAI's default, mp3, when ffmpeg can make it; else wav.
+func defaultSpeechFormat() string {
+	if encodable()["mp3"] {
+		return "mp3"
+	}
+	return "wav"
+}
 
 // OpenAIVoices maps OpenAI's voice names to a Kokoro preset and a seed (used by engines
 // without that preset, e.g. espeak-ng, whose seeds pick variant, pitch, range and rate).
@@ -137,14 +159,14 @@ func (s *Server) speechTTSRequest(in *speechRequest) (tts.Request, string, *APIE
 	}
 	format := in.ResponseFormat
 	if format == "" {
-		format = "wav" // OpenAI's default is mp3, which Parley cannot encode
+		format = defaultSpeechFormat()
 	}
-	if !slices.Contains(SpeechFormats, format) {
+	if here := SpeechFormatsHere(); !slices.Contains(here, format) {
 		what := "is not a known format"
 		if slices.Contains(openAIFormats, format) {
-			what = "cannot be produced by this server"
+			what = "cannot be produced by this server (ffmpeg, which encodes it, is not installed)"
 		}
-		return req, "", invalid("response_format", "response_format %q %s: Parley produces %s (24 kHz mono, 16-bit)", format, what, strings.Join(SpeechFormats, ", "))
+		return req, "", invalidCode("response_format", "unsupported_format", "response_format %q %s: this server produces %s (24 kHz mono)", format, what, strings.Join(here, ", "))
 	}
 	if in.StreamFormat != "" && in.StreamFormat != "audio" && in.StreamFormat != "sse" {
 		return req, "", invalid("stream_format", "Invalid value %q for stream_format: expected audio or sse", in.StreamFormat)
@@ -258,9 +280,12 @@ func ttsError(err error) *APIError {
 	return internal("synthesis failed: %v", err)
 }
 
-// streamSpeech synthesises req and streams it in format as it comes. The first chunk is
+// streamSpeech synthesises req and sends it in format as it comes. The first chunk is
 // pulled before any header is written, so a request the engine refuses still gets a clean
-// error; after that, a failure cuts the stream.
+// error; after that, a failure cuts the stream. pcm, flac, mp3, opus and aac stream chunk by
+// chunk; wav is sent whole, with its true sizes and a Content-Length (a streamed WAV header
+// can only say "unknown length", which many players and libraries refuse), its samples held
+// in a spool meanwhile.
 // With sse, the audio (in format) goes out as server-sent speech.audio.delta events with
 // base64 data, then speech.audio.done, as OpenAI's stream_format=sse does.
 func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tts.Request, format string, sse bool) *APIError {
@@ -275,79 +300,173 @@ func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tt
 	if err != nil && !errors.Is(err, io.EOF) {
 		return ttsError(err)
 	}
+	ended := errors.Is(err, io.EOF)
 	rate := SpeechRate
 	if first.SampleRate > 0 {
 		rate = first.SampleRate
 	}
-	var out io.Writer = w
-	var pending bytes.Buffer
-	if sse {
-		out = &pending
-	}
-	enc, ctype, err := newSpeechEncoder(out, format, rate)
-	if err != nil {
-		return internal("%v", err)
-	}
-	if sse {
-		ctype = "text/event-stream"
-	}
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("X-Parley-Sample-Rate", fmt.Sprint(rate))
-	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	var wmu sync.Mutex // an ffmpeg encoder emits from its own goroutine
+	start := func(ctype string, length int64) {
+		if sse {
+			ctype = "text/event-stream"
+			w.Header().Set("Cache-Control", "no-cache")
+		} else if length >= 0 {
+			w.Header().Set("Content-Length", strconv.FormatInt(length, 10))
+		}
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("X-Parley-Sample-Rate", strconv.Itoa(rate))
+		w.WriteHeader(http.StatusOK)
+		rc.Flush() // the client knows at once that audio is coming
+	}
 	event := func(v any) error {
 		b, _ := json.Marshal(v)
 		_, err := fmt.Fprintf(w, "data: %s\n\n", b)
 		return err
 	}
-	drain := func() error { // sse: what the encoder wrote becomes one delta event
-		if !sse || pending.Len() == 0 {
+	// emit sends encoded bytes to the client: as they are, or as one SSE delta event.
+	emit := func(b []byte) error {
+		if len(b) == 0 {
 			return nil
 		}
-		err := event(map[string]any{"type": "speech.audio.delta", "audio": base64.StdEncoding.EncodeToString(pending.Bytes())})
-		pending.Reset()
-		return err
-	}
-	write := func(samples []float32) error {
+		wmu.Lock()
+		defer wmu.Unlock()
 		rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
-		if err := enc.Write(samples); err != nil {
-			return err
+		var err error
+		if sse {
+			err = event(map[string]any{"type": "speech.audio.delta", "audio": base64.StdEncoding.EncodeToString(b)})
+		} else {
+			_, err = w.Write(b)
 		}
-		if err := drain(); err != nil {
+		if err != nil {
 			return err
 		}
 		return rc.Flush()
 	}
-	if err == nil {
-		if err := write(first.Samples); err != nil {
-			return ttsError(err)
+	each := func(f func(samples []float32) error) error {
+		if ended {
+			return nil
+		}
+		if err := f(first.Samples); err != nil {
+			return err
 		}
 		for {
 			c, err := st.Next(ctx)
 			if errors.Is(err, io.EOF) {
-				break
+				return nil
 			}
 			if err != nil {
-				return ttsError(err)
+				return err
 			}
-			if err := write(c.Samples); err != nil {
-				return ttsError(err)
+			if err := f(c.Samples); err != nil {
+				return err
 			}
 		}
 	}
-	rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
+	done := func() *APIError {
+		if sse {
+			wmu.Lock()
+			rc.SetWriteDeadline(time.Now().Add(s.o.WriteTimeout))
+			event(map[string]any{"type": "speech.audio.done", "usage": map[string]int{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
+			rc.Flush()
+			wmu.Unlock()
+		}
+		return nil
+	}
+
+	switch format {
+	case "wav":
+		pcm := newSpool(uploadMemMax, s.o.TempDir)
+		defer pcm.Close()
+		var buf []byte
+		if err := each(func(x []float32) error {
+			buf = audio.EncodePCM(buf[:0], x, audio.S16)
+			_, err := pcm.Write(buf)
+			return err
+		}); err != nil {
+			return ttsError(err)
+		}
+		h, err := audio.WAVHeader(audio.Format{SampleRate: rate, Channels: 1}, audio.S16, pcm.Len())
+		if err != nil {
+			return internal("%v", err)
+		}
+		length := int64(len(h)) + pcm.Len()
+		if sse {
+			length = -1
+		}
+		start("audio/wav", length)
+		if err := emit(h); err != nil {
+			return ttsError(err)
+		}
+		r, err := pcm.Reader()
+		if err != nil {
+			return internal("%v", err)
+		}
+		chunk := make([]byte, 64<<10)
+		for {
+			n, rerr := r.Read(chunk)
+			if err := emit(chunk[:n]); err != nil {
+				return ttsError(err)
+			}
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				return internal("%v", rerr)
+			}
+		}
+		return done()
+	case "mp3", "opus", "aac":
+		enc, err := newFFmpegEncoder(ctx, format, rate, emit)
+		if err != nil {
+			return internal("%v", err)
+		}
+		start(speechTypes[format], -1)
+		err = each(enc.Write)
+		if cerr := enc.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return ttsError(err)
+		}
+		return done()
+	}
+	// pcm and flac: encoded here, chunk by chunk
+	var pending bytes.Buffer
+	var enc speechEncoder = &pcmEncoder{w: &pending}
+	if format == "flac" {
+		f, err := NewFLACWriter(&pending, rate)
+		if err != nil {
+			return internal("%v", err)
+		}
+		enc = f
+	}
+	start(speechTypes[format], -1)
+	flush := func() error {
+		err := emit(pending.Bytes())
+		pending.Reset()
+		return err
+	}
+	if err := each(func(x []float32) error {
+		if err := enc.Write(x); err != nil {
+			return err
+		}
+		return flush()
+	}); err != nil {
+		return ttsError(err)
+	}
 	if err := enc.Close(); err != nil {
 		return ttsError(err)
 	}
-	if sse {
-		if err := drain(); err != nil {
-			return ttsError(err)
-		}
-		event(map[string]any{"type": "speech.audio.done", "usage": map[string]int{"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
-		rc.Flush()
+	if err := flush(); err != nil {
+		return ttsError(err)
 	}
-	return nil
+	return done()
 }
+
+// speechTypes are the formats' Content-Types.
+var speechTypes = map[string]string{"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac",
+	"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac"}
 
 // speechEncoder writes audio in one response format.
 type speechEncoder interface {
@@ -355,56 +474,16 @@ type speechEncoder interface {
 	Close() error
 }
 
-func newSpeechEncoder(w io.Writer, format string, rate int) (speechEncoder, string, error) {
-	switch format {
-	case "pcm":
-		return &pcmEncoder{w: w}, "audio/pcm", nil
-	case "flac":
-		f, err := NewFLACWriter(w, rate)
-		return f, "audio/flac", err
-	default:
-		h, err := audio.WAVHeader(audio.Format{SampleRate: rate, Channels: 1}, audio.S16, -1)
-		if err != nil {
-			return nil, "", err
-		}
-		return &pcmEncoder{w: w, header: h}, "audio/wav", nil
-	}
-}
-
-// pcmEncoder writes signed 16-bit little-endian samples, after an optional header (a WAV
-// header with the "unknown length" sizes for streaming).
+// pcmEncoder writes signed 16-bit little-endian samples (OpenAI's pcm: raw, no header).
 type pcmEncoder struct {
-	w      io.Writer
-	header []byte
-	buf    []byte
+	w   io.Writer
+	buf []byte
 }
 
 func (p *pcmEncoder) Write(samples []float32) error {
-	p.buf = p.buf[:0]
-	if p.header != nil {
-		p.buf, p.header = append(p.buf, p.header...), nil
-	}
-	for _, x := range samples {
-		v := x * 32768
-		switch {
-		case v > 32767:
-			v = 32767
-		case v < -32768:
-			v = -32768
-		case v != v:
-			v = 0
-		}
-		p.buf = binary.LittleEndian.AppendUint16(p.buf, uint16(int16(v)))
-	}
+	p.buf = audio.EncodePCM(p.buf[:0], samples, audio.S16)
 	_, err := p.w.Write(p.buf)
 	return err
 }
 
-func (p *pcmEncoder) Close() error {
-	if p.header != nil {
-		_, err := p.w.Write(p.header)
-		p.header = nil
-		return err
-	}
-	return nil
-}
+func (p *pcmEncoder) Close() error { return nil }

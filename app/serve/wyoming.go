@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
+	"github.com/parley-voice/parley/tts/espeak"
 )
 
 var parleyAttribution = wyoming.Attribution{Name: "Parley", URL: "https://github.com/parley-voice/parley"}
@@ -37,7 +38,7 @@ func (s *Server) newWyoming(asrSide bool) *wyoming.Server {
 		s.metrics.Counter(fmt.Sprintf("parley_wyoming_events_total{type=%q}", label(typ))).Add(1)
 	}
 	if asrSide {
-		ws.ASR = wyASR{s}
+		ws.ASR = serverASR{s}
 	} else {
 		ws.TTS = wyTTS{s}
 	}
@@ -88,92 +89,105 @@ func (s *Server) wyomingInfo(asrSide bool) wyoming.Info {
 		})
 	}
 	if !asrSide && s.eng.TTS != nil {
-		caps := s.eng.TTS.Capabilities()
-		var speakers []wyoming.Speaker
-		for _, n := range sortedKeys(OpenAIVoices) {
-			speakers = append(speakers, wyoming.Speaker{Name: n})
-		}
-		var vs []wyoming.TtsVoice
-		names := caps.Voices
-		if len(names) == 0 {
-			names = caps.Languages
-		}
-		for _, n := range names {
-			lang := n
-			// "zh (cmn)": language zh, voice cmn
-			if l, v, ok := strings.Cut(n, " ("); ok {
-				lang, n = l, strings.TrimSuffix(v, ")")
-			}
-			if s.eng.TTSEngine == "kokoro" && len(n) > 0 {
-				lang = kokoroLangs[n[0]]
-			}
-			v := wyoming.TtsVoice{Artifact: art(n, fmt.Sprintf("%s voice %s", s.eng.TTSEngine, n)), Languages: []string{lang}}
-			if s.eng.TTSEngine != "kokoro" {
-				v.Speakers = speakers // OpenAI voice names, mapped to seeds
-			}
-			vs = append(vs, v)
-		}
-		if s.eng.Voices != nil {
-			lib, _ := s.eng.Voices.List()
-			for _, v := range lib {
-				if v.Engine != s.eng.TTSEngine {
-					continue
-				}
-				lang := v.Defaults.Language
-				if lang == "" {
-					lang = "en"
-				}
-				vs = append(vs, wyoming.TtsVoice{Artifact: art(v.Name, v.Description), Languages: []string{lang}})
-			}
-		}
-		if len(vs) == 0 {
-			vs = append(vs, wyoming.TtsVoice{Artifact: art("default", s.eng.TTSEngine+" default voice"), Languages: []string{"en"}, Speakers: speakers})
-		}
 		info.TTS = append(info.TTS, wyoming.TtsProgram{
 			Artifact:                    art("parley-tts", "Parley speech synthesis ("+s.eng.TTSEngine+")"),
-			Voices:                      vs,
+			Voices:                      s.wyomingVoices(art),
 			SupportsSynthesizeStreaming: true,
 		})
 	}
 	return info
 }
 
-type wyASR struct{ s *Server }
-
-func (a wyASR) Transcribe(ctx context.Context, pcm []float32, language string, onSegment func(string) error) (wyoming.Transcript, error) {
-	s := a.s
-	o := s.eng.ASR.Options()
-	if language != "" {
-		l := strings.ToLower(language)
-		if i := strings.IndexAny(l, "-_"); i > 0 {
-			l = l[:i] // en-US → en
-		}
-		if !slices.Contains(s.eng.ASRLanguages, l) && l != "auto" {
-			return wyoming.Transcript{}, fmt.Errorf("language %q is not supported (have %s)", language, strings.Join(s.eng.ASRLanguages, ", "))
-		}
-		o.Language = l
+// wyomingVoices are the voices the TTS service offers Home Assistant, each with the fields
+// its Wyoming integration reads (name, description, languages as BCP 47 tags, installed,
+// attribution, speakers): espeak-ng's every language as a voice, an engine's presets, or
+// for an engine of seeds alone (ChatTTS) the engine itself; then the library's voices for
+// this engine. OpenAI's voice names are speakers (seeds), never voices or languages.
+func (s *Server) wyomingVoices(art func(name, desc string) wyoming.Artifact) []wyoming.TtsVoice {
+	caps := s.eng.TTS.Capabilities()
+	var speakers []wyoming.Speaker
+	for _, n := range sortedKeys(OpenAIVoices) {
+		speakers = append(speakers, wyoming.Speaker{Name: n})
 	}
-	res, e := s.recognize(ctx, asrInput{samples: pcm}, o)
-	if e != nil {
-		if e.Status == 429 {
-			return wyoming.Transcript{}, fmt.Errorf("%w: %s", ErrBusy, e.Message)
+	var vs []wyoming.TtsVoice
+	switch {
+	case caps.Engine == "espeak-ng":
+		langs, _ := espeak.Languages()
+		for _, l := range langs {
+			vs = append(vs, wyoming.TtsVoice{Artifact: art(l.Tag, l.Name+" (espeak-ng)"), Languages: []string{bcp47(l.Tag)}, Speakers: speakers})
 		}
-		return wyoming.Transcript{}, errors.New(e.Message)
-	}
-	if onSegment != nil && len(res.Segments) > 1 {
-		for _, seg := range res.Segments {
-			if seg.Text != "" {
-				if err := onSegment(seg.Text); err != nil {
-					return wyoming.Transcript{}, err
-				}
+	case len(caps.Voices) > 0:
+		for _, n := range caps.Voices {
+			langs := languageTags(caps.Languages)
+			if s.eng.TTSEngine == "kokoro" && n != "" && kokoroLangs[n[0]] != "" {
+				langs = []string{bcp47(kokoroLangs[n[0]])}
 			}
+			vs = append(vs, wyoming.TtsVoice{Artifact: art(n, fmt.Sprintf("%s voice %s", s.eng.TTSEngine, n)), Languages: langs})
+		}
+	default:
+		vs = append(vs, wyoming.TtsVoice{Artifact: art(s.eng.TTSEngine, s.eng.TTSEngine+" (a voice per speaker seed)"),
+			Languages: languageTags(caps.Languages), Speakers: speakers})
+	}
+	if s.eng.Voices != nil {
+		lib, _ := s.eng.Voices.List()
+		for _, v := range lib {
+			if v.Engine != s.eng.TTSEngine {
+				continue
+			}
+			lang := v.Defaults.Language
+			if lang == "" {
+				lang = "en"
+			}
+			vs = append(vs, wyoming.TtsVoice{Artifact: art(v.Name, v.Description), Languages: []string{bcp47(lang)}})
 		}
 	}
-	lang := res.Lang
-	if lang == "" {
-		lang = language
+	return vs
+}
+
+// languageTags keeps the entries of a language list that are tags, as BCP 47; "en" when none.
+func languageTags(langs []string) []string {
+	var out []string
+	for _, l := range langs {
+		if isTag(l) {
+			out = append(out, bcp47(l))
+		}
 	}
-	return wyoming.Transcript{Text: res.Text, Language: lang}, nil
+	if len(out) == 0 {
+		out = []string{"en"}
+	}
+	return out
+}
+
+func isTag(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// bcp47 writes a language tag the way BCP 47 (and Home Assistant) spell it: "en-gb" →
+// "en-GB", "cmn-latn-pinyin" → "cmn-Latn-pinyin"; private-use parts after "x" are kept.
+func bcp47(tag string) string {
+	parts := strings.Split(strings.ReplaceAll(tag, "_", "-"), "-")
+	parts[0] = strings.ToLower(parts[0])
+	for i := 1; i < len(parts); i++ {
+		p := parts[i]
+		if strings.EqualFold(p, "x") {
+			break
+		}
+		switch {
+		case len(p) == 2:
+			parts[i] = strings.ToUpper(p)
+		case len(p) == 4 && i == 1:
+			parts[i] = strings.ToUpper(p[:1]) + strings.ToLower(p[1:])
+		}
+	}
+	return strings.Join(parts, "-")
 }
 
 type wyTTS struct{ s *Server }
@@ -187,8 +201,8 @@ func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emi
 		}
 	}
 	name := v.Name
-	if name == "default" {
-		name = ""
+	if name == "default" || name == s.eng.TTSEngine {
+		name = "" // the engine's own voice
 	}
 	if name != "" {
 		var e *APIError
@@ -220,12 +234,18 @@ func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emi
 		}
 	})
 	if e != nil {
-		if e.Status == 429 {
-			return fmt.Errorf("%w: %s", ErrBusy, e.Message)
-		}
-		return wyError{e}
+		return wyomingErr(e)
 	}
 	return nil
+}
+
+// wyomingErr is an APIError for the Wyoming side: a 429 is ErrBusy (code "busy"), any
+// other keeps its code (see wyError).
+func wyomingErr(e *APIError) error {
+	if e.Status == http.StatusTooManyRequests {
+		return fmt.Errorf("%w: %s", ErrBusy, e.Message)
+	}
+	return wyError{e}
 }
 
 // wyError carries an APIError to the Wyoming side: its text is the message alone (an HTTP

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
@@ -33,12 +34,16 @@ import (
 type Transcriber struct{ R *asr.Recognizer }
 
 // Transcribe implements app.Transcriber.
-func (t Transcriber) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
-	res, err := t.R.Transcribe(ctx, pcm)
+func (t Transcriber) Transcribe(ctx context.Context, pcm []float32, o app.TranscribeOptions) (app.Transcript, error) {
+	opts := t.R.Options()
+	if o.Language != "" {
+		opts.Language = o.Language
+	}
+	res, err := t.R.TranscribeWith(ctx, pcm, opts)
 	if err != nil {
 		return app.Transcript{}, err
 	}
-	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
+	return factory.Heard(res, o)
 }
 
 // Brain adapts llm/brain (an LLM backend with tools and caps, or the offline skills). It keeps
@@ -425,8 +430,17 @@ type History struct {
 	Voice    string
 	AudioDir string // absolute; "" = no audio saved
 
-	mu   sync.Mutex
-	conv int64
+	mu    sync.Mutex
+	conv  int64
+	audio map[int64][2]string // this assistant's turn → the user's and its own audio file
+}
+
+// AudioOf returns the audio files kept for an exchange of this assistant ("" = none).
+func (h *History) AudioOf(turn int64) (user, assistant string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.audio[turn]
+	return p[0], p[1]
 }
 
 // Conversation is the store's id of the conversation (0 before the first turn).
@@ -456,6 +470,7 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 		h.conv = c.ID
 	}
 	turns := make([]*store.Turn, 0, len(recs))
+	var turnOf []int64 // the exchange of each stored turn
 	var audioErrs []error
 	var written []string
 	for _, r := range recs {
@@ -481,6 +496,7 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 			}
 		}
 		turns = append(turns, t)
+		turnOf = append(turnOf, r.Turn)
 	}
 	if len(turns) == 0 {
 		return nil
@@ -505,6 +521,21 @@ func (h *History) AddTurns(ctx context.Context, recs ...app.TurnRecord) error {
 			os.Remove(p)
 		}
 		return err
+	}
+	for i, t := range turns {
+		if t.AudioPath == "" {
+			continue
+		}
+		if h.audio == nil {
+			h.audio = map[int64][2]string{}
+		}
+		p := h.audio[turnOf[i]]
+		if t.Role == store.RoleUser {
+			p[0] = t.AudioPath
+		} else {
+			p[1] = t.AudioPath
+		}
+		h.audio[turnOf[i]] = p
 	}
 	if len(audioErrs) > 0 {
 		return fmt.Errorf("%w: %w", app.ErrAudioNotSaved, errors.Join(audioErrs...))

@@ -51,6 +51,9 @@ func TestHistorySavesAudio(t *testing.T) {
 	if err != nil || len(turns) != 2 {
 		t.Fatalf("turns %+v, %v", turns, err)
 	}
+	if u, a := h.AudioOf(1); u != turns[0].AudioPath || a != turns[1].AudioPath || u == "" {
+		t.Errorf("AudioOf(1) = %q, %q; want the stored paths", u, a)
+	}
 	for i, want := range []struct {
 		rate int
 		pcm  []float32
@@ -59,6 +62,12 @@ func TestHistorySavesAudio(t *testing.T) {
 		if !strings.HasPrefix(p, filepath.Join(dir, "audio", "1")+string(filepath.Separator)) || !strings.HasSuffix(p, "-"+string(turns[i].Role)+".wav") {
 			t.Errorf("turn %d audio path %q", i, p)
 			continue
+		}
+		// private: the file 0600, its directories 0700
+		for f, perm := range map[string]os.FileMode{p: 0o600, filepath.Dir(p): 0o700, filepath.Join(dir, "audio"): 0o700} {
+			if st, err := os.Stat(f); err != nil || st.Mode().Perm() != perm {
+				t.Errorf("%s: %v, want mode %o", f, err, perm)
+			}
 		}
 		b, err := audio.ReadWAVFile(p)
 		if err != nil {

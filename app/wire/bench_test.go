@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio/audiotest"
@@ -67,7 +69,7 @@ func (s *nullSpeaker) Stop() {}
 
 type fixedEars struct{}
 
-func (fixedEars) Transcribe(context.Context, []float32) (app.Transcript, error) {
+func (fixedEars) Transcribe(context.Context, []float32, app.TranscribeOptions) (app.Transcript, error) {
 	return app.Transcript{Text: "what time is it", Lang: "en"}, nil
 }
 
@@ -112,11 +114,9 @@ func BenchmarkDemoEndOfSpeechToFirstAudio(b *testing.B) {
 		m = demoASR
 	}
 	if m != "" {
-		dir, _, err := wire.FindASR(context.Background(), m)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r, err := asr.New(dir, asr.Config{Options: asr.Options{Language: "auto", ITN: true}, Provider: "cpu"})
+		cfg := config.Default()
+		cfg.Runtime.Provider = "cpu"
+		r, _, err := factory.New(cfg, nil).Recognizer(context.Background(), m, asr.Config{Options: asr.Options{Language: "auto", ITN: true}})
 		if err != nil {
 			b.Fatal(err)
 		}

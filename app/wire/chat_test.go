@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func TestConsole(t *testing.T) {
 	evs <- app.Event{Kind: app.EvTranscript, Transcript: &app.Transcript{Text: "what time is it", Lang: "en", Emotion: "NEUTRAL", Event: "Speech"}}
 	evs <- app.Event{Kind: app.EvTurnDone, Exchange: &app.Exchange{Answer: "It's 3:04 AM.", Latency: lat}}
 	evs <- app.Event{Kind: app.EvTurnDone, Exchange: &app.Exchange{Answer: "Once upon", FullAnswer: "Once upon a time.", Interrupted: true}}
-	evs <- app.Event{Kind: app.EvError, Err: "think: connection refused"}
+	evs <- app.Event{Kind: app.EvError, Err: errors.New("think: connection refused")}
 	evs <- app.Event{Kind: app.EvEchoRejected}
 	close(evs)
 	var b bytes.Buffer

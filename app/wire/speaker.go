@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -223,4 +224,48 @@ func (e *speakerEcho) Read(ctx context.Context, dst []float32) (int, error) {
 		}
 		e.src = nil // this stream was closed and its echo drained: on to the next
 	}
+}
+
+// ErrNoSpeaker: the assistant has no playback device (text only).
+var ErrNoSpeaker = errors.New("wire: the assistant has no speaker")
+
+// PlayAside plays audio that is not an answer (the desktop app's voice preview) on the
+// assistant's own speaker, so that its echo reference holds it and its microphone takes it
+// for Parley's voice, not the user's (a preview in hands-free mode would otherwise start a
+// turn). Call it while the assistant is quiet; it returns once the audio has been played
+// out, or ctx ends (then it stops it).
+func (a *Assistant) PlayAside(ctx context.Context, b *audio.Buffer) error {
+	s := a.Speaker
+	if s == nil {
+		return ErrNoSpeaker
+	}
+	if b.Channels != 1 {
+		return fmt.Errorf("wire: play aside: %d channels, want mono", b.Channels)
+	}
+	pcm, err := audio.Resample(b.Data, b.SampleRate, s.Format().SampleRate, 1)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if a.Mic != nil && !a.Mic.IsOpen() {
+			s.setOpen(false) // push-to-talk at rest: the speaker rests again
+		}
+	}()
+	if _, err := s.Write(ctx, pcm); err != nil {
+		if ctx.Err() != nil {
+			s.Stop()
+		}
+		return err
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for s.Queued() > 0 {
+		select {
+		case <-ctx.Done():
+			s.Stop()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
 }

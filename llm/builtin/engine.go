@@ -23,7 +23,7 @@ type Options struct {
 	Provider string // gpu.Options.Provider: auto | cpu | cuda[:N]
 	Threads  int    // intra-op threads; 0: physical cores
 	Context  int    // context window in tokens; 0: min(max_position_embeddings, 4096)
-	Logger   *slog.Logger
+	Log      *slog.Logger
 }
 
 // Model is an opened decoder with its tokenizer and chat template.
@@ -46,7 +46,7 @@ type Model struct {
 
 // Open loads a model directory in the onnx-community layout.
 func Open(dir string, o Options) (*Model, error) {
-	log := o.Logger
+	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -65,11 +65,11 @@ func Open(dir string, o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkExternalData(path); err != nil {
-		return nil, err
-	}
 	info, err := gpu.Inspect(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkExternalData(info); err != nil {
 		return nil, err
 	}
 	lay, err := checkLayout(info, cfg)

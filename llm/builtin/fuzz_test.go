@@ -23,27 +23,3 @@ func FuzzReadConfig(f *testing.F) {
 		}
 	})
 }
-
-// The external-data scan reads any bytes without panicking and finds the real reference.
-func FuzzExternalData(f *testing.F) {
-	model, _ := os.ReadFile(filepath.Join(tinyDir, "onnx", "model.onnx"))
-	f.Add(model[:min(len(model), 4096)])
-	f.Add([]byte("\x0a\x08location\x12\x05x.bin"))
-	f.Add([]byte("\x0a\x08location\x12\xff\xff\xff\xff\x0f"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p := filepath.Join(t.TempDir(), "m.onnx")
-		os.WriteFile(p, data, 0o644)
-		_, _ = externalData(p)
-	})
-}
-
-func TestExternalDataFound(t *testing.T) {
-	files, err := externalData(filepath.Join(tinyDir, "onnx", "model.onnx"))
-	if err != nil || len(files) != 1 || files[0] != "model.onnx_data" {
-		t.Errorf("external data of the tiny model: %v %v", files, err)
-	}
-	files, err = externalData(filepath.Join(tinyDir, "onnx", "model_q4.onnx"))
-	if err != nil || len(files) != 0 {
-		t.Errorf("q4 has no external data: %v %v", files, err)
-	}
-}

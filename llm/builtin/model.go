@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -314,53 +313,11 @@ func summarize(names []string) string {
 	return "[" + strings.Join(out, ", ") + "]"
 }
 
-// externalData lists the external-data files an ONNX model refers to (the "location" entries
-// of its initializers), so a missing one is reported by name before ONNX Runtime fails.
-func externalData(path string) ([]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	// StringStringEntryProto{key: "location", value: NAME} is encoded as
-	// 0x0a 0x08 "location" 0x12 len NAME.
-	marker := append([]byte{0x0a, 0x08}, "location"...)
-	marker = append(marker, 0x12)
-	var out []string
-	for rest := data; ; {
-		i := bytes.Index(rest, marker)
-		if i < 0 {
-			break
-		}
-		rest = rest[i+len(marker):]
-		n, k := uvarint(rest)
-		if k <= 0 || n > uint64(len(rest)-k) || n == 0 || n > 4096 {
-			continue
-		}
-		name := string(rest[k : k+int(n)])
-		if !slices.Contains(out, name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
-}
-
-func uvarint(b []byte) (uint64, int) {
-	var x uint64
-	for i := 0; i < len(b) && i < 10; i++ {
-		x |= uint64(b[i]&0x7f) << (7 * i)
-		if b[i] < 0x80 {
-			return x, i + 1
-		}
-	}
-	return 0, 0
-}
-
-func checkExternalData(path string) error {
-	files, err := externalData(path)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrModel, err)
-	}
-	for _, f := range files {
+// checkExternalData reports an external-data file the model refers to that is missing (or
+// outside its directory) by name, before ONNX Runtime fails on it.
+func checkExternalData(info *gpu.ModelInfo) error {
+	path := info.Path
+	for _, f := range info.ExternalData {
 		if filepath.IsAbs(f) || strings.Contains(f, "..") {
 			return fmt.Errorf("%w: %s refers to external data %q outside its directory", ErrModel, path, f)
 		}

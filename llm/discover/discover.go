@@ -60,7 +60,7 @@ type Options struct {
 	APIKey     string        // for OpenAI-compatible servers
 	Candidates []Candidate   // nil: DefaultCandidates()
 	Timeout    time.Duration // per probe: 500ms (a configured URL gets at least 3s)
-	Logger     *slog.Logger
+	Log        *slog.Logger
 	// For KindBuiltin (and auto's fallback to an installed built-in model): the ONNX Runtime
 	// provider and intra-op threads (0: physical cores).
 	Provider string
@@ -152,7 +152,7 @@ func Select(ctx context.Context, opt Options) (Choice, error) {
 	if kind == KindSkills {
 		return Choice{Name: KindSkills}, nil
 	}
-	log := opt.Logger
+	log := opt.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -226,7 +226,7 @@ func selectBuiltin(spec string, opt Options, log *slog.Logger) (Choice, error) {
 	if err != nil {
 		return Choice{}, err
 	}
-	b, err := builtin.Load(dir, builtin.Options{Provider: opt.Provider, Threads: opt.Threads, Logger: log})
+	b, err := builtin.Load(dir, builtin.Options{Provider: opt.Provider, Threads: opt.Threads, Log: log})
 	if err != nil {
 		return Choice{}, err
 	}

@@ -163,6 +163,33 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// Nesting is bounded: the parser recurses once per level, and a template of a few million
+// "(" overflowed the goroutine stack (a fatal error, not a panic). Deep nesting is a syntax
+// error; the depth real templates use parses.
+func TestNestingIsBounded(t *testing.T) {
+	const n = 1 << 16
+	for name, src := range map[string]string{
+		"parentheses": "{{ " + strings.Repeat("(", n) + "1" + strings.Repeat(")", n) + " }}",
+		"lists":       "{{ " + strings.Repeat("[", n) + strings.Repeat("]", n) + " }}",
+		"not":         "{{ " + strings.Repeat("not ", n) + "x }}",
+		"minus":       "{{ " + strings.Repeat("- ", n) + "1 }}",
+		"ternaries":   "{{ " + strings.Repeat("1 if x else ", n) + "2 }}",
+		"blocks":      strings.Repeat("{% if x %}", n) + strings.Repeat("{% endif %}", n),
+	} {
+		if _, err := Parse(src); !errors.Is(err, ErrSyntax) {
+			t.Errorf("%s nested %d deep: %v, want ErrSyntax", name, n, err)
+		}
+	}
+	deep := strings.Repeat("{% if x %}", 20) + "{{ " + strings.Repeat("(", 100) + "-1" + strings.Repeat(")", 100) + " }}" + strings.Repeat("{% endif %}", 20)
+	tmpl, err := Parse(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tmpl.Render(map[string]Value{"x": Bool(true)}); err != nil || got != "-1" {
+		t.Errorf("20 blocks and 100 parentheses: %q, %v", got, err)
+	}
+}
+
 func FuzzRender(f *testing.F) {
 	q, _ := os.ReadFile(filepath.Join("..", "..", "train", "llm", "qwen3_chat_template.jinja"))
 	f.Add(string(q), `{"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":true}`)

@@ -338,15 +338,36 @@ func Parse(src string) (*Template, error) {
 }
 
 type parser struct {
-	segs []segment
-	i    int
+	segs  []segment
+	i     int
+	depth int // blocks and sub-expressions open (see maxDepth)
 	// expression state
 	toks []tok
 	k    int
 }
 
+// maxDepth bounds how deep blocks and expressions nest. A template is outside input (it
+// comes with a model), and the parser recurses once per level: a few megabytes of "(((("
+// would overflow the goroutine stack, a fatal error no recover catches. Real chat templates
+// nest a handful of levels.
+const maxDepth = 512
+
+// enter opens one nesting level (leave closes it), failing past maxDepth.
+func (p *parser) enter() error {
+	if p.depth++; p.depth > maxDepth {
+		return fmt.Errorf("%w: nested more than %d levels deep", ErrSyntax, maxDepth)
+	}
+	return nil
+}
+
+func (p *parser) leave() { p.depth-- }
+
 // block parses nodes until an end-like statement, returned with its whole text.
 func (p *parser) block(ends ...string) ([]node, string, error) {
+	if err := p.enter(); err != nil {
+		return nil, "", err
+	}
+	defer p.leave()
 	var out []node
 	for p.i < len(p.segs) {
 		s := p.segs[p.i]
@@ -562,6 +583,10 @@ func (p *parser) accept(t, v string) bool {
 }
 
 func (p *parser) ternary() (expr, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
 	e, err := p.orExpr()
 	if err != nil {
 		return nil, err
@@ -604,6 +629,10 @@ func (p *parser) andExpr() (expr, error) {
 
 func (p *parser) notExpr() (expr, error) {
 	if p.accept("name", "not") {
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		defer p.leave()
 		e, err := p.notExpr()
 		return unaryExpr{"not", e}, err
 	}
@@ -699,14 +728,19 @@ func (p *parser) multiplicative() (expr, error) {
 }
 
 func (p *parser) unary() (expr, error) {
-	if p.accept("op", "-") {
-		e, err := p.unary()
+	neg := p.accept("op", "-")
+	if !neg && !p.accept("op", "+") {
+		return p.filtered()
+	}
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	defer p.leave()
+	e, err := p.unary()
+	if neg {
 		return unaryExpr{"-", e}, err
 	}
-	if p.accept("op", "+") {
-		return p.unary()
-	}
-	return p.filtered()
+	return e, err
 }
 
 func (p *parser) filtered() (expr, error) {

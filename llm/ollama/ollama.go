@@ -33,7 +33,7 @@ type Config struct {
 	Backoff        time.Duration // 250ms
 	NumCtx         int           // options.num_ctx; 0: the model's default
 	HTTPClient     *http.Client
-	Logger         *slog.Logger
+	Log            *slog.Logger
 }
 
 // Client talks to one Ollama server. It is safe for concurrent use.
@@ -84,7 +84,7 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = httpx.NewClient(cfg.ConnectTimeout, cfg.HeaderTimeout)
 	}
-	log := cfg.Logger
+	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

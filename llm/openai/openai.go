@@ -32,7 +32,7 @@ type Config struct {
 	Backoff        time.Duration // first retry delay, doubling: 250ms
 	NoUsage        bool          // don't send stream_options.include_usage (strict old servers)
 	HTTPClient     *http.Client  // overrides the timeouts above except StallTimeout
-	Logger         *slog.Logger
+	Log            *slog.Logger
 }
 
 // Client talks to one OpenAI-compatible server. It is safe for concurrent use.
@@ -73,7 +73,7 @@ func New(cfg Config) (*Client, error) {
 	if hc == nil {
 		hc = httpx.NewClient(cfg.ConnectTimeout, cfg.HeaderTimeout)
 	}
-	log := cfg.Logger
+	log := cfg.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

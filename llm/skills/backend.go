@@ -2,7 +2,6 @@ package skills
 
 import (
 	"context"
-	"strings"
 
 	"github.com/parley-voice/parley/llm"
 )
@@ -12,8 +11,8 @@ const ModelID = "parley-skills"
 
 // Backend presents the engine as an llm.Backend (for example behind an OpenAI-compatible
 // /v1/chat/completions endpoint when no model is configured): it answers the last user
-// message with Handle, in one delta. Actions are not expressible as chat deltas; callers that
-// need them use Handle or brain.Brain.
+// message with Handle, then finishes with estimated token counts. Actions are not
+// expressible as chat deltas; callers that need them use Handle or brain.Brain.
 type Backend struct{ E *Engine }
 
 // Name implements llm.Backend.
@@ -38,14 +37,16 @@ func (b Backend) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 	if err != nil && r.Text == "" {
 		return err
 	}
-	n := len(strings.Fields(r.Text))
-	return fn(llm.Delta{Content: r.Text, FinishReason: llm.FinishStop,
-		Usage: &llm.Usage{CompletionTokens: n, TotalTokens: n}})
+	if err := fn(llm.Delta{Content: r.Text}); err != nil {
+		return err
+	}
+	in, out := llm.EstimateTokens(text), llm.EstimateTokens(r.Text)
+	return fn(llm.Delta{FinishReason: llm.FinishStop, Usage: &llm.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out}})
 }
 
 // Models implements llm.Backend.
 func (b Backend) Models(context.Context) ([]llm.Model, error) {
-	return []llm.Model{{ID: ModelID, Family: "skills"}}, nil
+	return []llm.Model{{ID: ModelID, Family: "offline skills"}}, nil
 }
 
 // Health implements llm.Backend.

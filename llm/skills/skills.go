@@ -49,7 +49,7 @@ type Options struct {
 	Location *time.Location   // local time zone; nil: time.Local
 	Timers   TimerStore       // nil: in memory only
 	Language string           // reply language when the input does not tell: "en" (default) or "zh"
-	Logger   *slog.Logger
+	Log      *slog.Logger
 }
 
 // Engine runs the skills. It is safe for concurrent use if its TimerStore is.
@@ -65,7 +65,7 @@ type Engine struct {
 
 // New returns an Engine.
 func New(opt Options) (*Engine, error) {
-	e := &Engine{now: opt.Now, loc: opt.Location, timers: opt.Timers, lang: opt.Language, log: opt.Logger}
+	e := &Engine{now: opt.Now, loc: opt.Location, timers: opt.Timers, lang: opt.Language, log: opt.Log}
 	if e.now == nil {
 		e.now = time.Now
 	}

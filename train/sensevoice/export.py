@@ -202,7 +202,7 @@ def main(argv=None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--random", action="store_true", help="random weights (fixed --seed)")
-    src.add_argument("--checkpoint", help="a checkpoint written by train.sensevoice.train")
+    src.add_argument("--checkpoint", help="a checkpoint written by train.sensevoice.train (or a run directory: its newest)")
     src.add_argument("--official", metavar="DIR", help="FunASR SenseVoiceSmall dir (model.pt, am.mvn, *.bpe.model)")
     ap.add_argument("--size", default="tiny", choices=sorted(svm.SIZES))
     ap.add_argument("--vocab", help="vocabulary: 'char' (default for tiny/demo) or a SentencePiece .model")
@@ -230,6 +230,13 @@ def main(argv=None) -> int:
         neg_mean, inv_std = synthetic_cmvn(a.seed)
         comment = f"parley random-weight SenseVoice ({a.size}, seed {a.seed}); not a speech model"
     elif a.checkpoint:
+        if os.path.isdir(a.checkpoint):  # a run's directory: its newest checkpoint
+            import glob
+
+            cks = sorted(glob.glob(os.path.join(a.checkpoint, "ckpt-*.pt")))
+            if not cks:
+                raise SystemExit(f"{a.checkpoint}: no checkpoint (ckpt-*.pt) in this directory")
+            a.checkpoint = cks[-1]
         model, vocab, neg_mean, inv_std = load_our_checkpoint(a.checkpoint)
         comment = f"parley SenseVoice trained by train.sensevoice.train ({os.path.basename(a.checkpoint)})"
     else:
@@ -244,8 +251,12 @@ def main(argv=None) -> int:
         neg_mean, inv_std = load_am_mvn(os.path.join(d, "am.mvn"))
         comment = "iic/SenseVoiceSmall exported by parley"
     n = svm.count_params(model)
-    paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
-                        reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name)
+    try:
+        paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
+                            reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name)
+    except OSError as e:  # disk full, quota, file size limit: say so instead of a traceback
+        print(f"error: cannot write the export to {a.out}: {e.strerror or e} (is the disk full?)", file=sys.stderr)
+        return 1
     print(json.dumps({"params": n, "vocab_size": len(vocab), **paths}))
     return 0
 

@@ -109,7 +109,9 @@ class SenseVoiceTask(Task):
     def checkpoint_extra(self) -> dict:
         extra = {"config": self.model_cfg.to_dict(), "tokens": list(self.vocab.pieces),
                  "cmvn": {"neg_mean": self.cmvn["neg_mean"], "inv_stddev": self.cmvn["inv_stddev"]}}
-        if self.vocab.sp_path:
+        if getattr(self.vocab, "sp_proto", None):
+            extra["sp_model"] = self.vocab.sp_proto
+        elif self.vocab.sp_path:
             with open(self.vocab.sp_path, "rb") as f:
                 extra["sp_model"] = f.read()
         return extra
@@ -138,16 +140,45 @@ def build_config(a) -> TrainConfig:
     return TrainConfig(**{k: getattr(a, k) for k in d})
 
 
+def from_init(path: Optional[str], over: dict):
+    """-> (vocab, cmvn, model config) stored in one of our checkpoints."""
+    if not path:
+        raise ValueError("--from-init needs --init")
+    try:
+        ck = torch.load(path, map_location="cpu")
+    except Exception as e:  # noqa: BLE001
+        raise ValueError(f"{path}: cannot read checkpoint: {e}") from e
+    missing = [k for k in ("config", "tokens", "cmvn") if not isinstance(ck, dict) or k not in ck]
+    if missing:
+        raise ValueError(f"{path}: --from-init needs one of our checkpoints (it lacks {', '.join(missing)})")
+    if ck.get("sp_model"):
+        import sentencepiece as spm
+
+        sp = spm.SentencePieceProcessor()
+        sp.load_from_serialized_proto(ck["sp_model"])
+        vocab = Vocab(ck["tokens"], sp=sp)
+        vocab.sp_proto = ck["sp_model"]  # saved again in every checkpoint (checkpoint_extra)
+    else:
+        vocab = Vocab(ck["tokens"])
+    d = dict(ck["config"])
+    d.update(over)
+    return vocab, {"neg_mean": ck["cmvn"]["neg_mean"], "inv_stddev": ck["cmvn"]["inv_stddev"]}, \
+        svm.SenseVoiceConfig.from_dict(d)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m train.sensevoice.train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--train", required=True, help="training manifest (JSONL)")
     ap.add_argument("--val", help="validation manifest (JSONL)")
     ap.add_argument("--vocab", default="char", help="'char' or a SentencePiece .model")
-    ap.add_argument("--cmvn", required=True, help="cmvn.json from train.sensevoice.prepare")
+    ap.add_argument("--cmvn", help="cmvn.json from train.sensevoice.prepare (required unless --from-init)")
     ap.add_argument("--size", default="demo", choices=sorted(svm.SIZES))
     ap.add_argument("--model-config", help="JSON object overriding SenseVoiceConfig fields")
     ap.add_argument("--init", help="initial weights (FunASR model.pt or our checkpoint)")
+    ap.add_argument("--from-init", action="store_true",
+                    help="take the model size, vocabulary and CMVN from the --init checkpoint (ours, e.g. written by "
+                         "train.sensevoice.base): fine-tuning keeps the starting point's frontend and tokens")
     ap.add_argument("--no-cache", action="store_true", help="do not cache features in memory")
     ap.add_argument("--no-specaug", action="store_true", help="no time/frequency masking")
     ap.add_argument("--stop-at-step", type=int, default=0,
@@ -161,11 +192,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     torch.set_num_threads(int(os.environ.get("PARLEY_TORCH_THREADS", "1")))
     info = pdist.init(cfg.device)
     try:
-        vocab = load_vocab(a.vocab)
-        with open(a.cmvn) as f:
-            cmvn = json.load(f)
         over = json.loads(a.model_config) if a.model_config else {}
-        mcfg = svm.config_for(a.size, vocab_size=len(vocab), **over)
+        if a.from_init:
+            vocab, cmvn, mcfg = from_init(a.init, over)
+        else:
+            if not a.cmvn:
+                raise ValueError("--cmvn is required (or --from-init with --init)")
+            vocab = load_vocab(a.vocab)
+            with open(a.cmvn) as f:
+                cmvn = json.load(f)
+            mcfg = svm.config_for(a.size, vocab_size=len(vocab), **over)
         torch.manual_seed(cfg.seed)
         model = svm.build(mcfg)
         if a.init:

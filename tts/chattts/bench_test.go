@@ -212,15 +212,20 @@ func streamVsOneShot(b testing.TB, e *Engine, hid []float32, frames int) (rel fl
 }
 
 // BenchmarkStreamingJoins: how far streamed audio is from one-shot decoding of the same frames
-// on the official-size decoder and Vocos (random weights, random hidden states: the receptive
-// fields are the real ones; but random ConvNeXt layer scales start at 1e-6, so trained weights
-// reach further), for the default context/lookahead and neighbours, and what the re-decoding
-// costs against one-shot decoding.
+// on the official-size decoder and Vocos (random weights with layer scales of trained
+// magnitude, train/tts/chattts_joins_model.py; random hidden states), for the default
+// context/lookahead and neighbours, and what the re-decoding costs against one-shot decoding.
 func BenchmarkStreamingJoins(b *testing.B) {
-	dir := officialDir(b)
+	dir := os.Getenv("PARLEY_CHATTTS_JOINS")
+	if dir == "" {
+		dir = "/tmp/parley-chattts-joins"
+	}
+	if _, err := os.Stat(dir + "/decoder.onnx"); err != nil {
+		b.Skipf("no joins model in %s (train/tts/chattts_joins_model.py makes it from the official-size export; PARLEY_CHATTTS_JOINS overrides)", dir)
+	}
 	gputest.RequireORT(b)
 	const frames = 144 // 3 s
-	for _, c := range []struct{ ctx, look int }{{-1, -1}, {8, 4}, {24, 8}, {48, 16}} {
+	for _, c := range []struct{ ctx, look int }{{-1, -1}, {8, 4}, {24, 8}, {24, 12}, {24, 24}} {
 		b.Run(fmt.Sprintf("context=%d/lookahead=%d", max(c.ctx, 0), max(c.look, 1)), func(b *testing.B) {
 			e, err := New(Config{Dir: dir, Options: gpu.Options{Provider: "cpu"}, ContextFrames: c.ctx, LookaheadFrames: c.look})
 			if err != nil {

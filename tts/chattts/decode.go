@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/parley-voice/parley/gpu"
 )
 
 // ErrRun wraps ONNX Runtime failures.
@@ -157,9 +158,9 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer outHid.Destroy()
-	opts, done, err := runOptions(ctx)
+	opts, done, err := gpu.RunOptions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer done()
 
@@ -324,30 +325,4 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		o.timing.Total += time.Since(start)
 	}
 	return res, nil
-}
-
-// runOptions returns ONNX Runtime run options that a cancel of ctx terminates (the running call
-// returns early), and the func that releases them. The AfterFunc may still be running when
-// the caller is done (its stop does not wait), so it and Destroy take turns under a lock.
-func runOptions(ctx context.Context) (*ort.RunOptions, func(), error) {
-	opts, err := ort.NewRunOptions()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrRun, err)
-	}
-	var mu sync.Mutex
-	destroyed := false
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !destroyed {
-			opts.Terminate()
-		}
-	})
-	return opts, func() {
-		stop()
-		mu.Lock()
-		destroyed = true
-		opts.Destroy()
-		mu.Unlock()
-	}, nil
 }

@@ -29,12 +29,14 @@ const DefaultSeed = 1
 // Streaming defaults (in code frames, 46.875 per second): the first audio after
 // DefaultStreamFrames frames and then every DefaultStreamFrames, as ChatTTS streams; each chunk
 // is re-decoded with DefaultContextFrames frames of left context and holds back
-// DefaultLookaheadFrames frames until the next chunk (see the package benchmarks and tests for
-// the join error these give).
+// DefaultLookaheadFrames frames until the next chunk. On the official-size decoder and Vocos
+// with layer scales of trained magnitude (BenchmarkStreamingJoins) the lookahead is what
+// matters: 8 frames leave joins within 2.3 % of the RMS of one-shot audio, 12 within 0.09 %
+// (−61 dB), 16 within 0.0025 %; 24 frames of context are as good as 48.
 const (
 	DefaultStreamFrames    = 24
 	DefaultContextFrames   = 24
-	DefaultLookaheadFrames = 8
+	DefaultLookaheadFrames = 12
 )
 
 // Refine policies.
@@ -497,9 +499,9 @@ func (e *Engine) vocode(ctx context.Context, hiddens []float32, frames int, ist 
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer tMel.Destroy()
-	opts, done, err := runOptions(ctx)
+	opts, done, err := gpu.RunOptions(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer done()
 	if err := e.dec.RunWithOptions([]ort.Value{in}, []ort.Value{tMel}, opts); err != nil {

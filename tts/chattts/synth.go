@@ -30,6 +30,9 @@ type SpeakerSample struct {
 // Synthesize streams speech: per sentence one or more GPT calls, audio every StreamFrames code
 // frames. The same request (text, voice or seed, settings) gives bit-identical samples.
 func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	if req.Sample != nil { // a clone voice's prompt
+		return e.SynthesizeWithSample(ctx, req, &SpeakerSample{Text: req.Sample.Text, Codes: req.Sample.Codes})
+	}
 	return e.SynthesizeWithSample(ctx, req, nil)
 }
 

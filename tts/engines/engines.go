@@ -165,6 +165,11 @@ func ApplyVoice(req tts.Request, v *voices.Voice, engine string, set Explicit) (
 		for _, p := range v.Mix {
 			req.Mix = append(req.Mix, tts.VoiceWeight{Voice: p.Voice, Weight: p.Weight})
 		}
+	case voices.KindClone:
+		req.Sample = &tts.Sample{Text: v.Sample.Text, Codes: v.Sample.Codes}
+		if v.Seed != nil && !set.Seed { // the seed speaker closest to the recording
+			req.Seed, req.HasSeed = *v.Seed, true
+		}
 	default:
 		return req, fmt.Errorf("voice %q: kind %s is not supported", v.Name, v.Kind)
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parley-voice/parley/tts"
@@ -78,7 +79,7 @@ func (e *Engine) Capabilities() tts.Capabilities {
 	c := tts.Capabilities{
 		Engine:     "espeak-ng",
 		SampleRate: e.rate,
-		Languages:  []string{"en", "zh (cmn)", "de", "fr", "es", "it", "ru", "ja", "… every espeak-ng language"},
+		Languages:  languageTags(),
 		Controls: map[tts.Control]tts.Support{
 			tts.CtlSeed:        tts.Emulated,
 			tts.CtlTemperature: tts.Emulated,
@@ -114,6 +115,22 @@ func (e *Engine) Capabilities() tts.Capabilities {
 		},
 	}
 	return c
+}
+
+var langTags struct {
+	once sync.Once
+	tags []string
+}
+
+// languageTags are the tags of every language libespeak-ng speaks (read once).
+func languageTags() []string {
+	langTags.once.Do(func() {
+		ls, _ := Languages()
+		for _, l := range ls {
+			langTags.tags = append(langTags.tags, l.Tag)
+		}
+	})
+	return langTags.tags
 }
 
 // prepare resolves the base voice and the text's language and plans the sentences.

@@ -446,3 +446,35 @@ func TestVoiceLanguage(t *testing.T) {
 		}
 	}
 }
+
+// The capabilities list the languages libespeak-ng really speaks, each a tag a request can
+// give, with the voice's name from Languages.
+func TestCapabilitiesListEveryLanguage(t *testing.T) {
+	e := newEngine(t)
+	langs := e.Capabilities().Languages
+	if len(langs) < 50 {
+		t.Fatalf("%d languages: %v", len(langs), langs)
+	}
+	for _, want := range []string{"en-us", "en-gb", "fr-fr", "de", "cmn", "es", "yue"} {
+		if !slices.Contains(langs, want) {
+			t.Errorf("no %s in %v", want, langs)
+		}
+	}
+	for _, l := range langs {
+		if strings.ContainsAny(l, " (…") {
+			t.Errorf("%q is not a language tag", l)
+		}
+	}
+	named, _ := Languages()
+	for _, l := range named {
+		if l.Tag == "en-gb" && !strings.Contains(l.Name, "English") {
+			t.Errorf("en-gb is called %q", l.Name)
+		}
+	}
+	// a listed language is a voice the engine speaks with
+	st, err := e.Synthesize(context.Background(), tts.Request{Text: "bonjour", Voice: "fr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+}

@@ -228,6 +228,31 @@ func Voices() ([]string, error) {
 	return out, nil
 }
 
+// Language is one language libespeak-ng has a voice for.
+type Language struct {
+	Tag  string // espeak's language tag: "en-gb", "cmn", "pt-br"
+	Name string // the voice's name: "English (Great Britain)"
+}
+
+// Languages lists every language libespeak-ng has a voice for, with the voice's name
+// (MBROLA voices, which need data installed apart, are left out).
+func Languages() ([]Language, error) {
+	if _, err := initLib(); err != nil {
+		return nil, err
+	}
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	var out []Language
+	seen := map[string]bool{}
+	for _, v := range listVoices() {
+		if v.lang != "" && !seen[v.lang] {
+			seen[v.lang] = true
+			out = append(out, Language{Tag: v.lang, Name: v.name})
+		}
+	}
+	return out, nil
+}
+
 // Info returns libespeak-ng's version and the espeak-ng-data directory it uses.
 func Info() (version, dataDir string, err error) {
 	if _, err := initLib(); err != nil {

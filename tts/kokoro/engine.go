@@ -440,13 +440,11 @@ func (e *Engine) run(ctx context.Context, ids []int64, style []float32, speed fl
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer tp.Destroy()
-	opts, err := ort.NewRunOptions()
+	opts, release, err := gpu.RunOptions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
-	defer opts.Destroy()
-	stop := context.AfterFunc(ctx, func() { opts.Terminate() })
-	defer stop()
+	defer release()
 	outs := []ort.Value{nil}
 	err = e.sess.RunWithOptions([]ort.Value{ti, ts, tp}, outs, opts)
 	if ctx.Err() != nil {

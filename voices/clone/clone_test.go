@@ -446,3 +446,101 @@ func TestMismatch(t *testing.T) {
 		}
 	}
 }
+
+func TestPrompts(t *testing.T) {
+	for _, lang := range PromptLanguages() {
+		ps := Prompts(lang)
+		if len(ps) < 20 {
+			t.Errorf("%s: %d prompts, want at least 20", lang, len(ps))
+		}
+		seen := map[string]bool{}
+		var questions, exclamations int
+		for _, p := range ps {
+			if seen[p] {
+				t.Errorf("%s: %q twice", lang, p)
+			}
+			seen[p] = true
+			n := len([]rune(p))
+			if lang == "en" {
+				n = len(strings.Fields(p))
+			}
+			if lang == "en" && (n < 3 || n > 20) || lang == "zh" && (n < 8 || n > 30) {
+				t.Errorf("%s: %q has length %d: too short or too long to read in one breath", lang, p, n)
+			}
+			questions += strings.Count(p, "?") + strings.Count(p, "？")
+			exclamations += strings.Count(p, "!") + strings.Count(p, "！")
+		}
+		if questions < 5 || exclamations < 3 {
+			t.Errorf("%s: %d questions and %d exclamations: the list should also sound like conversation", lang, questions, exclamations)
+		}
+	}
+	// every letter of the alphabet is read somewhere in English
+	all := strings.ToLower(strings.Join(Prompts("en"), " "))
+	for c := 'a'; c <= 'z'; c++ {
+		if !strings.ContainsRune(all, c) {
+			t.Errorf("no English prompt has the letter %c", c)
+		}
+	}
+	if got := Prompts("xx"); len(got) != len(Prompts("en")) {
+		t.Errorf("unknown language: %d prompts, want the English ones", len(got))
+	}
+	d := newDataset(t)
+	ps := Prompts("en")
+	if _, err := d.AddRecording(make([]float32, 16000), "  "+ps[1]+" "); err != nil {
+		t.Fatal(err)
+	}
+	second, err := d.AddRecording(make([]float32, 16000), ps[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := d.Recorded(ps[:3])
+	if got[0] || !got[1] || got[2] {
+		t.Errorf("Recorded = %v, want only the second", got)
+	}
+	if id := d.PromptSource(ps[1]); id != second.ID {
+		t.Errorf("PromptSource = %q, want the last take %q", id, second.ID)
+	}
+	if id := d.PromptSource(ps[0]); id != "" {
+		t.Errorf("PromptSource of an unread prompt = %q", id)
+	}
+}
+
+func TestCheckAndAddTake(t *testing.T) {
+	voice := speak(t, "please remind me to buy bread and milk on the way home tonight", "en-us")
+	take := concat(silence(0.4), voice, silence(0.5))
+	for _, c := range []struct {
+		name          string
+		pcm           []float32
+		problem, warn string
+	}{
+		{"good", take, "", ""},
+		{"short", voice[:8000], "only 0.5 s", ""},
+		{"silent", silence(3), "heard almost nothing", ""},
+		{"clipped", gain(take, 40), "", "clipped"},
+		{"quiet", gain(take, 0.05), "", "quiet"},
+	} {
+		problem, warn := CheckTake(c.pcm)
+		if (c.problem == "") != (problem == "") || !strings.Contains(problem, c.problem) || (c.warn == "") != (warn == "") || !strings.Contains(warn, c.warn) {
+			t.Errorf("%s: problem %q, warn %q", c.name, problem, warn)
+		}
+	}
+	d := newDataset(t)
+	p := Prompts("en")[3]
+	if _, _, err := d.AddTake(silence(2), p); !errors.Is(err, ErrBadTake) || len(d.Sources) != 0 {
+		t.Errorf("silent take: %v, %d sources", err, len(d.Sources))
+	}
+	first, _, err := d.AddTake(take, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _, err := d.AddTake(take, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Sources) != 1 || d.Sources[0].ID != second.ID || d.PromptSource(p) != second.ID {
+		t.Errorf("the retake did not replace the take: %+v", d.Sources)
+	}
+	if _, err := os.Stat(d.Abs(first.Path)); !os.IsNotExist(err) {
+		t.Errorf("the first take's audio is left behind: %v", err)
+	}
+}

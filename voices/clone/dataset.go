@@ -94,10 +94,18 @@ type Dataset struct {
 
 var nameRE = regexp.MustCompile(`^[\p{L}\p{N}][\p{L}\p{N} _.-]{0,63}$`)
 
+// ValidName says whether name can name a dataset (and its directory).
+func ValidName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%w: %q (letters, digits, space, '_', '.', '-'; at most 64)", ErrBadName, name)
+	}
+	return nil
+}
+
 // Create makes a new, empty dataset in dir (created; must not hold a dataset).
 func Create(dir, name string) (*Dataset, error) {
-	if !nameRE.MatchString(name) {
-		return nil, fmt.Errorf("%w: %q (letters, digits, space, '_', '.', '-'; at most 64)", ErrBadName, name)
+	if err := ValidName(name); err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, datasetFile)); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrExists, dir)

@@ -229,13 +229,11 @@ func (e *Encoder) runFeats(ctx context.Context, feats []float32, frames int) ([]
 		return nil, fmt.Errorf("speaker: output tensor: %w", err)
 	}
 	defer out.Destroy()
-	opts, err := ort.NewRunOptions()
+	opts, release, err := gpu.RunOptions(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("speaker: run options: %w", err)
+		return nil, fmt.Errorf("speaker: %w", err)
 	}
-	defer opts.Destroy()
-	stop := context.AfterFunc(ctx, func() { _ = opts.Terminate() })
-	defer stop()
+	defer release()
 	if err := e.sess.RunWithOptions([]ort.Value{in}, []ort.Value{out}, opts); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -47,7 +48,7 @@ func (p *pipeConn) Write(ctx context.Context, b []byte) error {
 
 type fakeASR struct{ text string }
 
-func (f fakeASR) Transcribe(ctx context.Context, pcm []float32) (app.Transcript, error) {
+func (f fakeASR) Transcribe(ctx context.Context, pcm []float32, _ app.TranscribeOptions) (app.Transcript, error) {
 	return app.Transcript{Text: f.text, Lang: "en", Emotion: "NEUTRAL"}, nil
 }
 
@@ -210,6 +211,48 @@ func TestServerVADTurn(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %s in %s", want, got)
 		}
+	}
+	// the whole turn in OpenAI's GA order (deltas aside): the user's item is added and done
+	// at commit, the answer's item and content part open before its audio and close after
+	var order []string
+	for _, e := range evs {
+		if typ := e.typ(); !strings.HasSuffix(typ, ".delta") {
+			order = append(order, typ)
+		}
+	}
+	wantOrder := []string{"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped",
+		"input_audio_buffer.committed", "conversation.item.added", "conversation.item.done",
+		"conversation.item.input_audio_transcription.completed", "response.created",
+		"response.output_item.added", "conversation.item.added", "response.content_part.added",
+		"response.output_audio.done", "response.output_audio_transcript.done", "response.content_part.done",
+		"response.output_item.done", "conversation.item.done", "response.done"}
+	if strings.Join(order, " ") != strings.Join(wantOrder, " ") {
+		t.Errorf("events\n  %v\nwant\n  %v", order, wantOrder)
+	}
+	var userItem, answerItem, answerPrev any
+	for _, e := range evs {
+		it, _ := e["item"].(map[string]any)
+		switch {
+		case e.typ() == "input_audio_buffer.committed":
+			userItem = e["item_id"]
+		case e.typ() == "conversation.item.added" && it["role"] == "user":
+			if it["id"] != userItem || it["content"].([]any)[0].(map[string]any)["type"] != "input_audio" {
+				t.Errorf("user item %v, committed %v", it, userItem)
+			}
+		case e.typ() == "conversation.item.added" && it["role"] == "assistant":
+			answerItem, answerPrev = it["id"], e["previous_item_id"]
+		case e.typ() == "response.content_part.done":
+			if e["item_id"] != answerItem || e["part"].(map[string]any)["transcript"] != "It is noon. Have a nice day." {
+				t.Errorf("content part done %v", e)
+			}
+		case e.typ() == "conversation.item.done" && it["role"] == "assistant":
+			if it["id"] != answerItem || it["status"] != "completed" {
+				t.Errorf("answer item done %v", it)
+			}
+		}
+	}
+	if answerPrev != userItem || userItem == nil {
+		t.Errorf("the answer's previous item %v, the user's %v", answerPrev, userItem)
 	}
 	var audioBytes int
 	var transcript strings.Builder
@@ -472,4 +515,27 @@ func FuzzDecodeClientEvent(f *testing.F) {
 			checkFormat(e.Session.InputFormat, "x")
 		}
 	})
+}
+
+// An unknown voice fails at session.update, naming the parameter, and changes nothing; a
+// known one is taken.
+func TestSessionUpdateVetsTheVoice(t *testing.T) {
+	p, _ := start(t, Config{Transcriber: fakeASR{"hi"}, Brain: fakeBrain{"Hello.", new(string)}, Voice: &fakeVoice{},
+		CheckVoice: func(name string) error {
+			if name != "alloy" && name != "verse" {
+				return fmt.Errorf("unknown voice %q", name)
+			}
+			return nil
+		}})
+	send(p, map[string]any{"type": "session.update", "event_id": "e1", "session": map[string]any{"type": "realtime", "audio": map[string]any{"output": map[string]any{"voice": "nobody"}}}})
+	e := next(t, p)
+	er, _ := e["error"].(map[string]any)
+	if e.typ() != "error" || er["param"] != "session.audio.output.voice" || er["code"] != "invalid_value" || er["event_id"] != "e1" {
+		t.Fatalf("unknown voice: %v", e)
+	}
+	send(p, map[string]any{"type": "session.update", "session": map[string]any{"voice": "verse"}})
+	e = next(t, p)
+	if e.typ() != "session.updated" || e["session"].(map[string]any)["voice"] != "verse" {
+		t.Errorf("known voice: %v", e)
+	}
 }

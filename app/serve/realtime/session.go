@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/serve/internal/pcmbuf"
 	"github.com/parley-voice/parley/audio"
 )
 
@@ -27,9 +28,6 @@ type Conn interface {
 	Write(ctx context.Context, msg []byte) error
 }
 
-// Transcriber recognises one utterance of 16 kHz mono samples (app.Transcriber).
-type Transcriber = app.Transcriber
-
 // Voice speaks one sentence with the named voice ("" = default), streaming mono PCM at
 // rate to fn.
 type Voice interface {
@@ -38,7 +36,7 @@ type Voice interface {
 
 // Config holds a session's engines and limits.
 type Config struct {
-	Transcriber Transcriber
+	Transcriber app.Transcriber
 	Brain       app.Brain
 	Voice       Voice
 	// NewVAD returns the session's voice activity detector; nil: app.EnergyVAD.
@@ -61,6 +59,9 @@ type Config struct {
 	// turn_detection.interrupt_response = false turns it off too.
 	BargeIn    app.BargeIn
 	BargeInMin time.Duration
+	// CheckVoice, if set, vets a voice a session.update asks for, so an unknown one fails
+	// there (invalid_value) instead of at the first answer.
+	CheckVoice func(name string) error
 	// Budget, if set, bounds the memory input audio buffers hold across sessions: a buffer
 	// grows only by reserving from it (else the client gets input_audio_buffer_full), and
 	// gives it back when the audio is transcribed, cleared or the session ends.
@@ -73,10 +74,7 @@ type Config struct {
 }
 
 // Budget is memory shared by many sessions' buffers, in bytes.
-type Budget interface {
-	Reserve(n int64) bool
-	Release(n int64)
-}
+type Budget = pcmbuf.Budget
 
 // ErrTooManyBadEvents ends a session that keeps sending malformed events.
 var ErrTooManyBadEvents = errors.New("realtime: too many malformed events")
@@ -117,14 +115,14 @@ type session struct {
 	voiced       int64   // loud samples since the pending barge-in's speech start
 	segPeak      float64 // loudest block of that speech
 	speechItem   string
-	lastItem     string
 	speechEnd    time.Time // when the last server-VAD utterance ended (zero for manual commits)
 
 	// history, shared with the worker
-	hmu     sync.Mutex
-	history []app.Message
-	pending string // user text not yet answered
-	last    answer // the latest answer, for conversation.item.truncate
+	hmu      sync.Mutex
+	lastItem string // the conversation's latest item, for previous_item_id
+	history  []app.Message
+	pending  string // user text not yet answered
+	last     answer // the latest answer, for conversation.item.truncate
 }
 
 // answer is what an answer item holds: its sentences and where each ended in the audio.
@@ -331,6 +329,8 @@ func (s *session) update(e *ClientEvent) {
 			return
 		}
 	}
+	var voice *string
+	voiceParam := "session.voice"
 	if c.Audio != nil {
 		if c.Audio.Input != nil {
 			if err := checkFormat(c.Audio.Input.Format, "session.audio.input.format"); err != nil {
@@ -344,16 +344,26 @@ func (s *session) update(e *ClientEvent) {
 				return
 			}
 			if c.Audio.Output.Voice != nil {
-				s.setVoice(*c.Audio.Output.Voice)
+				voice, voiceParam = c.Audio.Output.Voice, "session.audio.output.voice"
 			}
+		}
+	}
+	if c.Voice != nil {
+		voice, voiceParam = c.Voice, "session.voice"
+	}
+	// every check before anything applies: a refused update changes nothing
+	if voice != nil && s.cfg.CheckVoice != nil {
+		if err := s.cfg.CheckVoice(*voice); err != nil {
+			s.sendErrorFor("invalid_request_error", "invalid_value", voiceParam, err.Error(), e.EventID)
+			return
 		}
 	}
 	if set {
 		s.td = td
 		s.inSpeech = false
 	}
-	if c.Voice != nil {
-		s.setVoice(*c.Voice)
+	if voice != nil {
+		s.setVoice(*voice)
 	}
 	if c.Instructions != nil {
 		s.instructions = *c.Instructions
@@ -471,13 +481,29 @@ func (s *session) latency(hop string, since time.Time) {
 	}
 }
 
-func (s *session) committed(item string) {
+// nextItem records item as the conversation's latest and returns the one before it (nil
+// for the first), for previous_item_id.
+func (s *session) nextItem(item string) any {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
 	var prev any
 	if s.lastItem != "" {
 		prev = s.lastItem
 	}
-	s.send(map[string]any{"type": "input_audio_buffer.committed", "previous_item_id": prev, "item_id": item})
 	s.lastItem = item
+	return prev
+}
+
+// committed announces a committed input audio buffer and the user message item it becomes:
+// input_audio_buffer.committed, then conversation.item.added and .done (its transcript comes
+// later in conversation.item.input_audio_transcription.completed), as OpenAI's GA events go.
+func (s *session) committed(item string) {
+	prev := s.nextItem(item)
+	s.send(map[string]any{"type": "input_audio_buffer.committed", "previous_item_id": prev, "item_id": item})
+	it := map[string]any{"id": item, "object": "realtime.item", "type": "message", "status": "completed", "role": "user",
+		"content": []any{map[string]any{"type": "input_audio", "transcript": nil}}}
+	s.send(map[string]any{"type": "conversation.item.added", "previous_item_id": prev, "item": it})
+	s.send(map[string]any{"type": "conversation.item.done", "previous_item_id": prev, "item": it})
 }
 
 func (s *session) commit(e *ClientEvent) {
@@ -568,11 +594,7 @@ func (s *session) createItem(e *ClientEvent) {
 		s.hmu.Unlock()
 	}
 	it.Object, it.Status = "realtime.item", "completed"
-	var prev any
-	if s.lastItem != "" {
-		prev = s.lastItem
-	}
-	s.lastItem = it.ID
+	prev := s.nextItem(it.ID)
 	s.send(map[string]any{"type": "conversation.item.added", "previous_item_id": prev, "item": it})
 	s.send(map[string]any{"type": "conversation.item.done", "previous_item_id": prev, "item": it})
 }
@@ -604,7 +626,7 @@ func (s *session) enqueueTranscription(pcm []float32, held int64, item string, r
 		if ctx.Err() != nil {
 			return
 		}
-		t, err := s.cfg.Transcriber.Transcribe(ctx, pcm)
+		t, err := s.cfg.Transcriber.Transcribe(ctx, pcm, app.TranscribeOptions{})
 		s.latency("transcript", ended)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -669,20 +691,9 @@ func (s *session) worker() {
 // when the budget has no room. Growth is by a quarter (at least 5 s), not doubling, so a
 // long buffer holds little slack.
 func (s *session) grow(n int) bool {
-	need := len(s.buf) + n
-	if need <= cap(s.buf) {
-		return true
-	}
-	c := max(need, cap(s.buf)+cap(s.buf)/4, cap(s.buf)+5*asrRate)
-	delta := int64(c-cap(s.buf)) * 4
-	if s.cfg.Budget != nil && !s.cfg.Budget.Reserve(delta) {
-		return false
-	}
-	nb := make([]float32, len(s.buf), c)
-	copy(nb, s.buf)
-	s.buf = nb
-	s.reserved += delta
-	return true
+	buf, delta, ok := pcmbuf.Grow(s.buf, n, 5*asrRate, s.cfg.Budget)
+	s.buf, s.reserved = buf, s.reserved+delta
+	return ok
 }
 
 // setBuf replaces buf (with a fresh, unreserved slice, or nil), giving back what the old one held.
@@ -738,23 +749,45 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 		cancel()
 	}()
 	respID, itemID := newID("resp_"), newID("item_")
+	var prevItem any
 	s.hmu.Lock()
 	s.last = answer{item: itemID}
 	s.hmu.Unlock()
 	sentSamples := int64(0)
 	s.send(map[string]any{"type": "response.created", "response": map[string]any{"id": respID, "object": "realtime.response", "status": "in_progress", "output": []any{}}})
+	item := func(status string, content []any) map[string]any {
+		return map[string]any{"id": itemID, "object": "realtime.item", "type": "message", "status": status, "role": "assistant", "content": content}
+	}
+	part := func(text string) map[string]any { return map[string]any{"type": "output_audio", "transcript": text} }
+	ids := func(ev map[string]any) map[string]any {
+		ev["response_id"], ev["item_id"], ev["output_index"], ev["content_index"] = respID, itemID, 0, 0
+		return ev
+	}
+	begun := false
 	done := func(status string, details any, text string) {
-		s.send(map[string]any{"type": "response.output_audio_transcript.done", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0, "transcript": text})
-		s.send(map[string]any{"type": "response.output_audio.done", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0})
-		item := map[string]any{"id": itemID, "object": "realtime.item", "type": "message", "status": map[bool]string{true: "completed", false: "incomplete"}[status == "completed"],
-			"role": "assistant", "content": []any{map[string]any{"type": "output_audio", "transcript": text}}}
-		s.send(map[string]any{"type": "response.done", "response": map[string]any{"id": respID, "object": "realtime.response", "status": status, "status_details": details, "output": []any{item}}})
+		var output []any
+		if begun {
+			s.send(ids(map[string]any{"type": "response.output_audio.done"}))
+			s.send(ids(map[string]any{"type": "response.output_audio_transcript.done", "transcript": text}))
+			s.send(ids(map[string]any{"type": "response.content_part.done", "part": part(text)}))
+			it := item(map[bool]string{true: "completed", false: "incomplete"}[status == "completed"], []any{part(text)})
+			s.send(map[string]any{"type": "response.output_item.done", "response_id": respID, "output_index": 0, "item": it})
+			s.send(map[string]any{"type": "conversation.item.done", "previous_item_id": prevItem, "item": it})
+			output = []any{it}
+		}
+		s.send(map[string]any{"type": "response.done", "response": map[string]any{"id": respID, "object": "realtime.response", "status": status, "status_details": details, "output": output}})
 	}
 	if strings.TrimSpace(user) == "" {
 		s.sendError("invalid_request_error", "no_input", "", "there is nothing to respond to yet: send audio or a conversation.item.create first")
 		done("failed", map[string]any{"type": "failed", "error": map[string]any{"type": "invalid_request_error", "code": "no_input"}}, "")
 		return
 	}
+	// the answer's item and its audio part open before any of its audio
+	begun = true
+	prevItem = s.nextItem(itemID)
+	s.send(map[string]any{"type": "response.output_item.added", "response_id": respID, "output_index": 0, "item": item("in_progress", []any{})})
+	s.send(map[string]any{"type": "conversation.item.added", "previous_item_id": prevItem, "item": item("in_progress", []any{})})
+	s.send(ids(map[string]any{"type": "response.content_part.added", "part": part("")}))
 	heard.Text = user
 	chunker := s.newChunker()
 	var spoken strings.Builder

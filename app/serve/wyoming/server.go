@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/serve/internal/pcmbuf"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/llm/chunk"
 )
@@ -110,16 +112,10 @@ type Voice struct {
 	Speaker  string `json:"speaker,omitempty"`
 }
 
-// Transcript is a recognition result.
+// Transcript is the transcript event's data.
 type Transcript struct {
 	Text     string `json:"text"`
 	Language string `json:"language,omitempty"`
-}
-
-// Transcriber recognises one utterance of 16 kHz mono samples. onSegment, when not nil,
-// gets each piece of text as it is decoded.
-type Transcriber interface {
-	Transcribe(ctx context.Context, pcm []float32, language string, onSegment func(text string) error) (Transcript, error)
 }
 
 // Synthesizer speaks text, streaming mono PCM (and its rate) to emit.
@@ -128,14 +124,11 @@ type Synthesizer interface {
 }
 
 // Budget is memory shared by many connections' buffers, in bytes.
-type Budget interface {
-	Reserve(n int64) bool
-	Release(n int64)
-}
+type Budget = pcmbuf.Budget
 
 // Server answers Wyoming connections: ASR when ASR is set, TTS when TTS is set.
 type Server struct {
-	ASR  Transcriber
+	ASR  app.Transcriber // utterances of 16 kHz mono; the client's language goes in its options
 	TTS  Synthesizer
 	Info Info
 
@@ -243,16 +236,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer s.wg.Done()
 			defer func() {
-				cn.dropAudio()
 				s.mu.Lock()
 				delete(s.conns, c)
 				if s.byHost[host]--; s.byHost[host] <= 0 {
 					delete(s.byHost, host)
 				}
 				s.mu.Unlock()
-				c.Close()
 			}()
-			s.handle(cn)
+			s.serveConn(cn)
 		}()
 	}
 }
@@ -315,6 +306,14 @@ type conn struct {
 	audioOpen   bool
 	streamChars int
 	rate        int
+}
+
+// serveConn serves one connection until it ends, then closes it and gives back what it
+// held of the audio budget.
+func (s *Server) serveConn(cn *conn) {
+	defer cn.c.Close()
+	defer cn.dropAudio()
+	s.handle(cn)
 }
 
 func (s *Server) handle(cn *conn) {
@@ -520,20 +519,9 @@ func (cn *conn) addAudio(b []byte) error {
 // grow makes room for n more samples in pcm, reserving the memory from the budget. Growth
 // is by a quarter (at least 5 s), not doubling, so a long utterance holds little slack.
 func (cn *conn) grow(n int) bool {
-	need := len(cn.pcm) + n
-	if need <= cap(cn.pcm) {
-		return true
-	}
-	c := max(need, cap(cn.pcm)+cap(cn.pcm)/4, cap(cn.pcm)+5*16000)
-	delta := int64(c-cap(cn.pcm)) * 4
-	if cn.s.Budget != nil && !cn.s.Budget.Reserve(delta) {
-		return false
-	}
-	p := make([]float32, len(cn.pcm), c)
-	copy(p, cn.pcm)
-	cn.pcm = p
-	cn.reserved += delta
-	return true
+	pcm, delta, ok := pcmbuf.Grow(cn.pcm, n, 5*16000, cn.s.Budget)
+	cn.pcm, cn.reserved = pcm, cn.reserved+delta
+	return ok
 }
 
 // dropAudio lets go of the buffered utterance and what it held of the budget.
@@ -547,7 +535,7 @@ func (cn *conn) dropAudio() {
 func (cn *conn) transcribe(pcm []float32) error {
 	started := false
 	var sendErr error
-	t, err := cn.s.ASR.Transcribe(cn.ctx, pcm, cn.language, func(text string) error {
+	heard, err := cn.s.ASR.Transcribe(cn.ctx, pcm, app.TranscribeOptions{Language: cn.language, OnSegment: func(text string) error {
 		if !started {
 			started = true
 			if sendErr = cn.send(NewEvent(TypeTranscriptStart, map[string]string{"language": cn.language})); sendErr != nil {
@@ -556,12 +544,16 @@ func (cn *conn) transcribe(pcm []float32) error {
 		}
 		sendErr = cn.send(NewEvent(TypeTranscriptChunk, map[string]string{"text": text}))
 		return sendErr
-	})
+	}})
 	if sendErr != nil {
 		return sendErr
 	}
 	if err != nil {
 		return cn.fail(err)
+	}
+	t := Transcript{Text: heard.Text, Language: heard.Lang}
+	if t.Language == "" {
+		t.Language = cn.language
 	}
 	if !started {
 		if err := cn.send(NewEvent(TypeTranscriptStart, map[string]string{"language": t.Language})); err != nil {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/parley-voice/parley/assets"
 )
 
 // ErrAbsent means the peers are not installed; its message says how to install them.
@@ -19,7 +21,7 @@ var ErrAbsent = errors.New("npm test peers not installed")
 func Dir() (string, error) {
 	dir := os.Getenv("PARLEY_PEERS")
 	if dir == "" {
-		dir = filepath.Join(cacheDir(), "peers", "current")
+		dir = filepath.Join(assets.CacheDir(), "peers", "current") // where build/setup.sh peers installs them
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
 		return "", fmt.Errorf("%w in %s (run `build/setup.sh peers`)", ErrAbsent, dir)
@@ -28,20 +30,6 @@ func Dir() (string, error) {
 		return "", fmt.Errorf("%w: node is not on PATH", ErrAbsent)
 	}
 	return dir, nil
-}
-
-func cacheDir() string {
-	if d := os.Getenv("PARLEY_CACHE"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "parley")
-	}
-	h, err := os.UserHomeDir()
-	if err != nil {
-		h = os.TempDir()
-	}
-	return filepath.Join(h, ".cache", "parley")
 }
 
 // Node runs an ES module script with the peers importable, feeding stdin and returning

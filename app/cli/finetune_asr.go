@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/store"
+	"github.com/parley-voice/parley/voices/clone"
+)
+
+func init() {
+	finetuneVerbs["asr"] = finetuneVerb{
+		usage: `  asr NAME [--base MODEL] [--official DIR] [--epochs N] [--new]
+                                    improve recognition of your voice: fine-tune the
+                                    recogniser on the clips (some held out to score it),
+                                    installed as sensevoice-NAME only if it got better;
+                                    run it again to resume an unfinished one
+`,
+		run: runFinetuneASR,
+	}
+	finetuneVerbs["jobs"] = finetuneVerb{
+		usage: `  jobs [--json]                     training jobs: state, progress, errors
+`,
+		run: runFinetuneJobs,
+	}
+}
+
+// openTuneRunner opens the store and a job runner with the configured trainer.
+func openTuneRunner(env *cliEnv) (*tune.Runner, *store.Store, error) {
+	st, err := store.Open(historyDBPath(env, ""))
+	if err != nil {
+		return nil, nil, err
+	}
+	var e tune.Env
+	if env.Config != nil {
+		e = tune.Env{Python: env.Config.Train.Python, TrainDir: env.Config.Train.Dir}
+	}
+	return tune.NewRunner(st, tune.Options{Env: e, Log: env.Log}), st, nil
+}
+
+func runFinetuneASR(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "finetune asr", `usage: parley finetune asr NAME [flags]
+
+Improve recognition of your voice: the dataset's usable clips are split into training and
+held-out clips (never trained on), the installed recogniser is fine-tuned on the training
+clips, and its character error rate on the held-out clips is measured before and after. The
+result is installed as the local model sensevoice-NAME only when it is better. Ctrl-C stops
+the training; running the command again resumes it from its last checkpoint.`)
+	base := fs.String("base", "", "recogniser to start from (id or directory; default the best installed)")
+	official := fs.String("official", "", "start from FunASR's SenseVoiceSmall directory (model.pt, am.mvn, *.bpe.model)")
+	epochs := fs.Int("epochs", 0, "training epochs (default: about 300 steps)")
+	lr := fs.Float64("lr", 0, "learning rate (default 3e-4)")
+	procs := fs.Int("procs", 0, "trainer processes (default: one per GPU, or as the cores allow)")
+	fresh := fs.Bool("new", false, "start a new fine-tune instead of resuming an unfinished one")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("finetune asr", "which dataset?")
+	}
+	d, err := openDataset(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	r, st, err := openTuneRunner(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := r.Recover(ctx); err != nil {
+		return err
+	}
+	if _, err := r.Check(ctx); err != nil {
+		return err
+	}
+	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
+	if err != nil {
+		return err
+	}
+
+	job, resumed, err := findASRJob(ctx, r, d, *fresh)
+	if err != nil {
+		return err
+	}
+	if !resumed {
+		bm, err := env.factory().FindASR(ctx, *base)
+		if errors.Is(err, factory.ErrNoASR) {
+			return fmt.Errorf("%w (or give --base DIR)", err)
+		}
+		if err != nil {
+			return err
+		}
+		dir, id := bm.Path, bm.ID
+		if *official == "" {
+			if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err != nil {
+				return fmt.Errorf("%s has no float model.onnx that Parley exported, so it cannot be fine-tuned from; "+
+					"get FunASR's SenseVoiceSmall (model.pt, am.mvn, *.bpe.model) and give --official DIR", id)
+			}
+		}
+		job, err = tune.NewASRJob(ctx, r, d, tune.ASRConfig{Base: dir, BaseID: id, Official: *official, Epochs: *epochs, LR: *lr, Procs: *procs})
+		if err != nil {
+			return err
+		}
+		m, _ := tune.ASRMetaOf(job)
+		fmt.Fprintf(env.Stdout, "job %d: fine-tuning %s on %d clips of %s, %d held out to score it\n", job.ID, id, len(m.Train), d.Name, len(m.HeldOut))
+		for clip, why := range m.Skipped {
+			fmt.Fprintf(env.Stdout, "  left out %s: %s\n", clip, why)
+		}
+	} else if job.Status == store.JobQueued {
+		fmt.Fprintf(env.Stdout, "job %d: starting (made earlier)\n", job.ID)
+	} else {
+		fmt.Fprintf(env.Stdout, "job %d: resuming at step %d of %d (%s)\n", job.ID, job.Progress.Step, job.Progress.TotalSteps, job.Error)
+	}
+	if job.Status != store.JobDone {
+		fmt.Fprintf(env.Stdout, "logs: %s\n", filepath.Join(job.Spec.Dir, "logs"))
+		job, err = r.Run(ctx, job.ID, progressPrinter(env.Stdout))
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(env.Stdout, "stopped at step %d; `parley finetune asr %s` resumes it\n", job.Progress.Step, d.Name)
+			return err
+		}
+		if err != nil {
+			if job.ID == 0 || job.Error == "" { // it did not start (another job runs, no Python…)
+				return err
+			}
+			return fmt.Errorf("job %d: %s", job.ID, job.Error)
+		}
+	}
+	return finishASR(ctx, env, r, mgr, job)
+}
+
+func openDataset(name string) (*clone.Dataset, error) {
+	d, err := clone.Open(filepath.Join(finetuneDir(), name))
+	if errors.Is(err, clone.ErrNotDataset) {
+		return nil, fmt.Errorf("no dataset %q (see `parley finetune list`, or `parley finetune new %s`)", name, name)
+	}
+	return d, err
+}
+
+// findASRJob finds this dataset's newest recogniser job that can be resumed or is done but
+// not yet evaluated.
+func findASRJob(ctx context.Context, r *tune.Runner, d *clone.Dataset, fresh bool) (tune.Job, bool, error) {
+	if fresh {
+		return tune.Job{}, false, nil
+	}
+	jobs, err := r.Jobs(ctx, tune.ASRKind)
+	if err != nil {
+		return tune.Job{}, false, err
+	}
+	for _, j := range jobs {
+		m, err := tune.ASRMetaOf(j)
+		if err != nil || m.Dataset != d.Dir() {
+			continue
+		}
+		_, evaluated := j.Progress.Results["evaluate"]
+		if j.Resumable() || (j.Status == store.JobDone && !evaluated) {
+			return j, true, nil
+		}
+		return tune.Job{}, false, nil // the newest one finished: start afresh
+	}
+	return tune.Job{}, false, nil
+}
+
+// progressPrinter prints a job's stages and, every few seconds, its training progress.
+func progressPrinter(w io.Writer) tune.Handler {
+	var last time.Time
+	return func(ev tune.Event) {
+		p := ev.Progress
+		switch ev.Kind {
+		case "stage":
+			what := map[string]string{"prepare": "preparing the starting point", "train": "training", "export": "exporting the model"}[p.Stage]
+			if what == "" {
+				what = p.Stage
+			}
+			fmt.Fprintf(w, "%s…\n", what)
+		case "resume":
+			fmt.Fprintf(w, "  continuing from the checkpoint at step %d\n", p.Step)
+		case "train":
+			if time.Since(last) < 10*time.Second && p.Step != p.TotalSteps {
+				return
+			}
+			last = time.Now()
+			eta := ""
+			if p.ETA > 0 {
+				eta = ", about " + (time.Duration(p.ETA) * time.Second).String() + " left"
+			}
+			fmt.Fprintf(w, "  step %d/%d (%.0f%%), loss %.3f%s\n", p.Step, p.TotalSteps, 100*p.Fraction(), p.Loss, eta)
+		}
+	}
+}
+
+func finishASR(ctx context.Context, env *cliEnv, r *tune.Runner, mgr *assets.Manager, job tune.Job) error {
+	open := func(dir string) (clone.Transcriber, func(), error) {
+		rec, _, err := env.factory().Recognizer(ctx, dir, asr.Config{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return factory.CloneTranscriber(rec), func() { rec.Close() }, nil
+	}
+	fmt.Fprintln(env.Stdout, "scoring the held-out clips…")
+	res, err := tune.Evaluate(ctx, job, open)
+	if err != nil {
+		return err
+	}
+	m, _ := tune.ASRMetaOf(job)
+	fmt.Fprintf(env.Stdout, "held-out clips: %d; character error rate %.1f%% before, %.1f%% after\n",
+		len(res.After.Clips), 100*res.Before.CER, 100*res.After.CER)
+	if !res.Improved {
+		res.Message = fmt.Sprintf("not installed: on your %d held-out clips the fine-tuned recogniser makes %d character errors, %s made %d; "+
+			"record more (about 10 minutes helps), check the transcripts with `parley finetune clips %s`, or train longer (--epochs)",
+			len(res.After.Clips), res.After.Errors, m.BaseID, res.Before.Errors, m.Name)
+		r.SetResult(context.WithoutCancel(ctx), job.ID, "evaluate", res)
+		return errors.New(res.Message)
+	}
+	dir, err := tune.Install(ctx, mgr, job, res)
+	if err != nil {
+		res.Message = err.Error()
+		r.SetResult(context.WithoutCancel(ctx), job.ID, "evaluate", res)
+		return err
+	}
+	res.Installed = tune.LocalID(m.Name)
+	res.Message = "installed as " + res.Installed
+	if err := r.SetResult(context.WithoutCancel(ctx), job.ID, "evaluate", res); err != nil {
+		env.Log.Warn("recording the evaluation", "err", err)
+	}
+	fmt.Fprintf(env.Stdout, "installed as %s (%s)\nParley uses it when asr.model is empty and no better model is installed; to be sure:\n  parley config set asr.model %s\n",
+		res.Installed, dir, res.Installed)
+	return nil
+}
+
+func runFinetuneJobs(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "finetune jobs", "usage: parley finetune jobs [--json]\n\nThe training jobs, newest first.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	r, st, err := openTuneRunner(env)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := r.Recover(ctx); err != nil {
+		return err
+	}
+	jobs, err := r.Jobs(ctx, "")
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		type row struct {
+			ID       int64           `json:"id"`
+			Kind     string          `json:"kind"`
+			Title    string          `json:"title"`
+			Status   store.JobStatus `json:"status"`
+			Error    string          `json:"error,omitempty"`
+			Dir      string          `json:"dir"`
+			Progress tune.Progress   `json:"progress"`
+			Created  time.Time       `json:"created"`
+		}
+		rows := []row{}
+		for _, j := range jobs {
+			rows = append(rows, row{j.ID, j.Kind, j.Spec.Title, j.Status, j.Error, j.Spec.Dir, j.Progress, j.Created})
+		}
+		return json.NewEncoder(env.Stdout).Encode(rows)
+	}
+	if len(jobs) == 0 {
+		fmt.Fprintln(env.Stdout, "no training jobs")
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tWHAT\tSTATE\tPROGRESS\tNOTE")
+	for _, j := range jobs {
+		note := j.Error
+		if raw, ok := j.Progress.Results["evaluate"]; ok {
+			var res tune.ASRResult
+			if json.Unmarshal(raw, &res) == nil {
+				note = res.Message
+			}
+		}
+		if len(note) > 100 {
+			note = note[:97] + "…"
+		}
+		prog := fmt.Sprintf("%d/%d", j.Progress.Step, j.Progress.TotalSteps)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", j.ID, j.Spec.Title, j.Status, prog, strings.ReplaceAll(note, "\n", " "))
+	}
+	return tw.Flush()
+}

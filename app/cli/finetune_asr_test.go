@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/voices/clone"
+)
+
+// labelledDataset makes dataset NAME with n labelled clips cut from testdata/speech.
+func labelledDataset(t *testing.T, name string, n int) {
+	t.Helper()
+	d, err := clone.Create(filepath.Join(finetuneDir(), name), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	speech := filepath.Join("..", "..", "testdata", "speech")
+	texts := map[string]string{
+		"test-000001.wav": "how far away is the moon", "test-000002.wav": "she sells sea shells by the sea shore",
+		"test-000003.wav": "", "test-000004.wav": "", "test-000008.wav": "", "test-000010.wav": "",
+	}
+	b, _ := os.ReadFile(filepath.Join(speech, "manifest.jsonl"))
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct{ Source, Target string }
+		json.Unmarshal([]byte(l), &r)
+		texts[r.Source] = r.Target
+	}
+	files := []string{"test-000001.wav", "test-000002.wav", "test-000003.wav", "test-000004.wav", "test-000008.wav", "test-000010.wav"}
+	for i := range n {
+		f := files[i%len(files)]
+		id := fmt.Sprintf("s%04d-001", i+1)
+		rel := filepath.Join("clips", id+".wav")
+		in, _ := os.Open(filepath.Join(speech, f))
+		out, _ := os.Create(d.Abs(rel))
+		io.Copy(out, in)
+		in.Close()
+		out.Close()
+		secs := 2.5
+		if b, err := audio.ReadWAVFile(d.Abs(rel)); err == nil {
+			secs = float64(len(b.Data)) / float64(b.Format.SampleRate*b.Format.Channels)
+		}
+		d.Clips = append(d.Clips, clone.Clip{ID: id, Source: fmt.Sprintf("s%04d", i+1), Path: rel, Seconds: secs, Text: texts[f], Lang: "en"})
+	}
+	if err := d.Save(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFinetuneASR runs `parley finetune asr` on a tiny random recogniser (it cannot get
+// better in one epoch, so nothing is installed and the command says why) and lists the job.
+func TestFinetuneASR(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	gputest.RequireORT(t)
+	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
+		t.Skipf("no PyTorch: %v", err)
+	}
+	isolate(t)
+	code, _, errs := runCLI(t, "finetune", "asr", "nobody")
+	if code != 1 || !strings.Contains(errs, `no dataset "nobody"`) {
+		t.Fatalf("unknown dataset: %d %s", code, errs)
+	}
+	labelledDataset(t, "few", 4)
+	code, _, errs = runCLI(t, "finetune", "asr", "few")
+	if code != 1 || !strings.Contains(errs, "4 usable clips, at least 8 are needed") {
+		t.Fatalf("too few clips: %d %s", code, errs)
+	}
+	if code, out, _ := runCLI(t, "finetune", "jobs"); code != 0 || !strings.Contains(out, "no training jobs") {
+		t.Fatalf("jobs: %d %s", code, out)
+	}
+
+	labelledDataset(t, "anna", 10)
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "sensevoice", "tiny"))
+	code, out, errs := runCLI(t, "finetune", "asr", "anna", "--base", tiny, "--epochs", "1", "--procs", "1")
+	t.Logf("%s%s", out, errs)
+	for _, want := range []string{"job 1: fine-tuning tiny on", "held out to score it", "training…", "exporting the model…", "character error rate"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if code == 0 {
+		if !strings.Contains(out, "installed as sensevoice-anna") {
+			t.Errorf("exit 0 without installing")
+		}
+	} else if !strings.Contains(errs, "not installed: on your") {
+		t.Errorf("exit %d without saying why nothing was installed", code)
+	}
+	code, out, _ = runCLI(t, "finetune", "jobs", "--json")
+	var jobs []struct {
+		ID       int64  `json:"id"`
+		Status   string `json:"status"`
+		Progress tune.Progress
+	}
+	if err := json.Unmarshal([]byte(out), &jobs); err != nil || code != 0 || len(jobs) != 1 || jobs[0].Status != "done" || jobs[0].Progress.Results["evaluate"] == nil {
+		t.Fatalf("jobs --json: %d %v %s", code, err, out)
+	}
+}

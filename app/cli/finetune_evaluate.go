@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/chattts"
+	"github.com/parley-voice/parley/tts/engines"
+	"github.com/parley-voice/parley/voices"
+)
+
+func init() {
+	finetuneVerbs["evaluate"] = finetuneVerb{
+		usage: `  evaluate NAME [--voice V]… [--clone-seconds S] [--sentences N] [--json]
+                                    how alike and how clear voices sound against your
+                                    held-out clips: a random seed voice, a zero-shot clone
+                                    from one S-second clip, and library voices (--voice)
+`,
+		run: runFinetuneEvaluate,
+	}
+}
+
+func runFinetuneEvaluate(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "finetune evaluate", `usage: parley finetune evaluate NAME [flags]
+
+Scores ChatTTS voices against the person of dataset NAME: the sentences of the held-out clips
+(never trained on) are synthesised with each voice; the speaker encoder says how alike each
+sounds to the held-out clips (cosine similarity, 1 = same) and the recogniser how clear it is
+(character error rate). The voices: a random seed speaker, a zero-shot clone made from one
+training clip of about --clone-seconds, and the library voices named by --voice.`)
+	var extra stringList
+	fs.Var(&extra, "voice", "a library voice to score too (repeatable)")
+	cloneSecs := fs.Float64("clone-seconds", 3, "length of the clip the zero-shot clone is made from")
+	sentences := fs.Int("sentences", 8, "held-out sentences to synthesise")
+	model := fs.String("model", "", "ChatTTS export directory (default: the installed one, else the demo voice)")
+	asrModel := fs.String("asr", "", "recogniser that scores clarity (default: asr.model, else the best installed)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError("finetune evaluate", "which dataset?")
+	}
+	d, err := openDataset(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	train, held, err := tune.SplitClips(d, 0.2)
+	if err != nil {
+		return err
+	}
+	dir := *model
+	if dir == "" {
+		if dir, _ = engines.FindChatTTS("", true); dir == "" {
+			return errors.New("evaluating voices needs a ChatTTS voice model (an export of ChatTTS, or the demo voice)")
+		}
+	}
+	fac := env.factory()
+	eng, err := chattts.New(chattts.Config{Dir: dir, Options: fac.GPU(), Log: env.Log})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	se, sm, err := fac.SpeakerEncoder(ctx, "")
+	if err != nil {
+		return err
+	}
+	defer se.Close()
+	rec, rm, err := fac.Recognizer(ctx, *asrModel, asr.Config{})
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	ear := factory.CloneTranscriber(rec)
+
+	var heldIDs, trainIDs, texts []string
+	for _, c := range held {
+		heldIDs = append(heldIDs, c.ID)
+		if len(texts) < *sentences {
+			texts = append(texts, c.Text)
+		}
+	}
+	for _, c := range train {
+		trainIDs = append(trainIDs, c.ID)
+	}
+	ref, err := tune.ReferenceEmbedding(ctx, d, heldIDs, se)
+	if err != nil {
+		return err
+	}
+
+	h := fnv.New32a()
+	h.Write([]byte(d.Name))
+	seed := int64(1 + h.Sum32()%10000)
+	cands := []tune.VoiceCandidate{{Name: fmt.Sprintf("random seed (seed:%d)", seed), Request: tts.Request{Seed: seed, HasSeed: true}}}
+
+	clip, err := tune.ClipNear(d, trainIDs, *cloneSecs)
+	if err != nil {
+		return err
+	}
+	pcm, err := d.ReadClip(clip.Path)
+	if err != nil {
+		return err
+	}
+	det, err := fac.VAD(vad.Config{})
+	if err != nil {
+		return fmt.Errorf("voice activity detection: %w", err)
+	}
+	defer det.Close()
+	enc, err := chattts.NewSampleEncoder(dir, fac.GPU())
+	if err != nil {
+		return err
+	}
+	defer enc.Close()
+	cl, err := tune.Clone(ctx, pcm, 16000, tune.CloneOptions{Name: "zero-shot", Text: clip.Text, Prompter: enc, NumVQ: eng.Model().GPT.NumVQ,
+		Langs: eng.Capabilities().Languages, Speech: det})
+	if err != nil {
+		return fmt.Errorf("zero-shot clone from clip %s: %w", clip.ID, err)
+	}
+	req, err := engines.ApplyVoice(tts.Request{}, cl.Voice, "chattts", engines.Explicit{})
+	if err != nil {
+		return err
+	}
+	cands = append(cands, tune.VoiceCandidate{Name: fmt.Sprintf("zero-shot clone (%.1f s clip %s)", cl.Seconds, clip.ID), Request: req})
+	if len(extra) > 0 {
+		lib, err := voices.Open(voices.DefaultDir())
+		if err != nil {
+			return err
+		}
+		for _, name := range extra {
+			v, err := lib.Get(name)
+			if err != nil {
+				return err
+			}
+			req, err := engines.ApplyVoice(tts.Request{}, v, "chattts", engines.Explicit{})
+			if err != nil {
+				return err
+			}
+			cands = append(cands, tune.VoiceCandidate{Name: name, Request: req})
+		}
+	}
+	scores, err := tune.EvaluateVoices(ctx, eng, cands, texts, ref, se, ear)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(env.Stdout).Encode(map[string]any{"dataset": d.Name, "model": dir, "speaker_encoder": sm.ID,
+			"recogniser": rm.ID, "sentences": len(texts), "held_out_clips": len(heldIDs), "voices": scores})
+	}
+	fmt.Fprintf(env.Stdout, "%d held-out sentences of %s; voice model %s, speaker encoder %s, recogniser %s\n",
+		len(texts), d.Name, filepath.Base(dir), sm.ID, rm.ID)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VOICE\tSIMILARITY\tCER\tAUDIO\tSYNTH TIME")
+	for _, s := range scores {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.1f%%\t%.1f s\t%.1f s\n", s.Name, s.Similarity, 100*s.CER, s.AudioSeconds, s.SynthSeconds)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+// TestFinetuneEvaluate scores the random-seed and zero-shot voices of the tiny ChatTTS export
+// against a dataset (the figures mean nothing with random weights; the path is what is tested).
+func TestFinetuneEvaluate(t *testing.T) {
+	models := assets.ModelsDir()
+	if _, err := os.Stat(filepath.Join(models, "silero-vad-v5", "silero_vad.onnx")); err != nil {
+		t.Skipf("Silero VAD not set up (make setup): %v", err)
+	}
+	gputest.RequireORT(t)
+	isolate(t)
+	t.Setenv("PARLEY_MODELS", models)
+	labelledDataset(t, "anna", 10)
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
+	code, out, errs := runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "2", "--json")
+	if code != 0 {
+		t.Fatalf("evaluate: %d %s%s", code, out, errs)
+	}
+	var res struct {
+		Sentences int
+		Voices    []tune.VoiceScore
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sentences != 2 || len(res.Voices) != 2 {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if !strings.HasPrefix(res.Voices[0].Name, "random seed") || !strings.HasPrefix(res.Voices[1].Name, "zero-shot clone") {
+		t.Fatalf("voices %+v", res.Voices)
+	}
+	for _, v := range res.Voices {
+		if v.Sentences != 2 || v.Chars == 0 || v.AudioSeconds <= 0 {
+			t.Errorf("score %+v", v)
+		}
+	}
+	if code, _, errs := runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--voice", "nobody"); code == 0 || !strings.Contains(errs, "nobody") {
+		t.Errorf("unknown --voice: %d %s", code, errs)
+	}
+}

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+// TestFinetuneTrainInstall: parley finetune train (speaker vector, from the closest of 2 seed
+// speakers) and install on the tiny ChatTTS export; the voice then speaks through say.
+func TestFinetuneTrainInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	gputest.RequireORT(t)
+	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
+		t.Skipf("no PyTorch: %v", err)
+	}
+	isolate(t)
+	labelledDataset(t, "anna", 10)
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
+	if code, _, errs := runCLI(t, "finetune", "install", "anna"); code == 0 || !strings.Contains(errs, "no finished voice training") {
+		t.Fatalf("install before training: %d %s", code, errs)
+	}
+	code, out, errs := runCLI(t, "finetune", "train", "anna", "--model", tiny, "--epochs", "1", "--seeds", "2", "--procs", "1")
+	if code != 0 {
+		t.Fatalf("train: %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"starting speaker: seed:", "training a speaker vector of tiny", "next: parley finetune install anna"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("train output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, errs := runCLI(t, "finetune", "install", "anna"); code != 0 || !strings.Contains(out, "voice anna installed") {
+		t.Fatalf("install: %d %s%s", code, out, errs)
+	}
+	wav := filepath.Join(t.TempDir(), "a.wav")
+	if code, _, errs := runCLI(t, "say", "--engine", "chattts", "--model", tiny, "--voice", "anna", "-o", wav, "Hello."); code != 0 {
+		t.Fatalf("say with the trained voice: %d %s", code, errs)
+	}
+	if st, err := os.Stat(wav); err != nil || st.Size() < 1000 {
+		t.Fatalf("no audio: %v", err)
+	}
+}

@@ -1,0 +1,298 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unicode"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/voices"
+	"github.com/parley-voice/parley/voices/clone"
+)
+
+// Zero-shot cloning: a ChatTTS clone voice from 3–10 s of speech. The clip's transcript and its
+// DVAE codes become the voice's prompt, which the engine puts before every sentence (ChatTTS's
+// sample-audio speaker); the voice keeps the codes and the text, not the audio.
+
+// Clone limits.
+const (
+	CloneMinSpeech = 1.5  // seconds of speech a prompt needs
+	CloneMaxSpeech = 20.0 // seconds of speech a prompt may hold
+	clonePad       = 0.2  // seconds kept around the speech
+)
+
+var (
+	// ErrNoSpeech: the clip holds (almost) no speech: silence, music or noise.
+	ErrNoSpeech = errors.New("tune: no speech in the clip")
+	// ErrCloneLength: too much speech for a prompt.
+	ErrCloneLength = errors.New("tune: too much speech for a clone")
+	// ErrLanguage: the clip or the transcript is in a language the voice model does not speak,
+	// or they do not match.
+	ErrLanguage = errors.New("tune: language mismatch")
+	// ErrNoTranscript: no transcript given and none heard.
+	ErrNoTranscript = errors.New("tune: no transcript")
+)
+
+// Prompter encodes a recording into speaker-sample codes (chattts.SampleEncoder).
+type Prompter interface {
+	Encode(ctx context.Context, pcm []float32, rate int) ([]int32, error)
+}
+
+// Embedder is a speaker encoder (voices/speaker.Encoder): 16 kHz mono in, embedding out.
+type Embedder interface {
+	Embed(ctx context.Context, pcm []float32) ([]float32, error)
+}
+
+// CloneOptions are what Clone works with. Prompter, Speech and NumVQ are required.
+type CloneOptions struct {
+	Name     string          // voice name
+	Text     string          // the clip's transcript; "" = Ear's
+	Prompter Prompter        // the voice model's DVAE encoder
+	NumVQ    int             // the voice model's code streams
+	Model    string          // the voice model's name, kept in the voice
+	Langs    []string        // languages the voice model speaks ("en-us", "zh", …; nil = any)
+	Speech   clone.Segmenter // finds the speech (Silero VAD)
+	Ear      clone.Transcriber
+	// Seeds > 0 with Embedder and Voice: the seed speaker closest to the clip (of seeds 1..Seeds)
+	// becomes the voice's speaker vector.
+	Seeds    int
+	Embedder Embedder
+	Voice    tts.Engine
+	// Progress, when set, hears what is being done ("finding speech", "transcribing", …).
+	Progress func(step string)
+}
+
+// CloneResult is the voice and what was found on the way.
+type CloneResult struct {
+	Voice          *voices.Voice
+	Heard          string  // the recogniser's transcript ("" without one)
+	Lang           string  // the language heard
+	Seconds        float64 // of speech kept
+	Seed           int64   // closest seed speaker (0: not searched)
+	SeedSimilarity float64
+	Warnings       []string
+}
+
+// Clone makes a clone voice (not saved) from a recording of one person speaking (mono, rate Hz).
+func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneResult, error) {
+	var res CloneResult
+	step := func(s string) {
+		if o.Progress != nil {
+			o.Progress(s)
+		}
+	}
+	if o.Prompter == nil || o.Speech == nil || o.NumVQ < 1 {
+		return res, fmt.Errorf("%w: clone needs a voice model's encoder and a speech detector", ErrBadSpec)
+	}
+	if err := voices.ValidName(o.Name); err != nil {
+		return res, err
+	}
+	p16 := pcm
+	if rate != 16000 {
+		var err error
+		if p16, err = audio.Resample(pcm, rate, 16000, 1); err != nil {
+			return res, err
+		}
+	}
+	step("finding speech")
+	segs, err := o.Speech.Segments(ctx, audio.NewBufferSource(&audio.Buffer{Format: audio.Mono16k, Data: p16}))
+	if err != nil {
+		return res, err
+	}
+	var speech float64
+	for _, s := range segs {
+		speech += s.EndSec - s.StartSec
+	}
+	if len(segs) == 0 || speech < CloneMinSpeech {
+		return res, fmt.Errorf("%w: %.1f s of speech found (silence, music or noise?); a clone needs 3–10 s of one person speaking", ErrNoSpeech, speech)
+	}
+	pad := int64(clonePad * 16000)
+	start, end := max(0, segs[0].Start-pad), min(int64(len(p16)), segs[len(segs)-1].End+pad)
+	if float64(end-start)/16000 > CloneMaxSpeech {
+		return res, fmt.Errorf("%w: %.0f s of speech; a clone takes 3–10 s (cut the clip; a fine-tune learns from long recordings)", ErrCloneLength, float64(end-start)/16000)
+	}
+	p16 = p16[start:end]
+	pcm = pcm[int(start)*rate/16000 : min(len(pcm), int(end)*rate/16000)]
+	res.Seconds = float64(len(p16)) / 16000
+
+	if o.Ear != nil {
+		step("transcribing")
+		h, err := o.Ear.Transcribe(ctx, p16)
+		if err != nil {
+			return res, err
+		}
+		res.Heard, res.Lang = strings.TrimSpace(h.Text), h.Lang
+		if h.Event != "" && h.Event != "Speech" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the recogniser hears %s in the clip; a clean recording clones better", h.Event))
+		}
+	}
+	if res.Lang != "" && !Speaks(o.Langs, res.Lang) {
+		return res, fmt.Errorf("%w: the clip is speech in %s; this voice model speaks %s", ErrLanguage, res.Lang, strings.Join(o.Langs, ", "))
+	}
+	text := strings.TrimSpace(o.Text)
+	switch {
+	case text == "" && res.Heard == "":
+		return res, fmt.Errorf("%w: the recogniser heard no words; give the transcript", ErrNoTranscript)
+	case text == "":
+		text = res.Heard
+	default:
+		if s := TextScript(text); s != "" && !ScriptFits(s, o.Langs) {
+			return res, fmt.Errorf("%w: the transcript is written in %s script; this voice model speaks %s", ErrLanguage, s, strings.Join(o.Langs, ", "))
+		}
+		if hs := TextScript(res.Heard); hs != "" && TextScript(text) != hs {
+			return res, fmt.Errorf("%w: the transcript is not in the language of the clip (the recogniser heard %q)", ErrLanguage, res.Heard)
+		}
+	}
+	if len(text) > voices.MaxSampleText {
+		return res, fmt.Errorf("%w: a transcript of %d bytes", ErrCloneLength, len(text))
+	}
+
+	step("encoding")
+	codes, err := o.Prompter.Encode(ctx, pcm, rate)
+	if err != nil {
+		return res, err
+	}
+	v := voices.New(o.Name, "chattts", voices.KindClone)
+	v.Sample = &voices.Sample{Text: text, NumVQ: o.NumVQ, Codes: codes, Model: o.Model, Seconds: res.Seconds}
+	if o.Seeds > 0 && o.Embedder != nil && o.Voice != nil {
+		step("choosing the closest seed speaker")
+		res.Seed, res.SeedSimilarity, err = ClosestSeed(ctx, o.Voice, o.Embedder, p16, text, o.Seeds)
+		if err != nil {
+			return res, err
+		}
+		v.Seed = &res.Seed
+	}
+	if err := v.Validate(); err != nil {
+		return res, err
+	}
+	res.Voice = v
+	return res, nil
+}
+
+// ClosestSeed synthesizes text with seed speakers 1..n and returns the seed whose speaker
+// embedding is closest (cosine) to that of p16 (16 kHz).
+func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, p16 []float32, text string, n int) (int64, float64, error) {
+	want, err := emb.Embed(ctx, p16)
+	if err != nil {
+		return 0, 0, err
+	}
+	best, bestSim := int64(0), -2.0
+	for seed := int64(1); seed <= int64(n); seed++ {
+		got, err := synth16k(ctx, eng, tts.Request{Text: text, Seed: seed, HasSeed: true})
+		if err != nil {
+			return 0, 0, err
+		}
+		e, err := emb.Embed(ctx, got)
+		if err != nil {
+			continue // too short to embed
+		}
+		if sim := cosine(want, e); sim > bestSim {
+			best, bestSim = seed, sim
+		}
+	}
+	if best == 0 {
+		return 0, 0, errors.New("tune: no seed speaker could be compared (the voice model gave no usable audio)")
+	}
+	return best, bestSim, nil
+}
+
+// synth16k synthesizes a request to 16 kHz mono.
+func synth16k(ctx context.Context, eng tts.Engine, req tts.Request) ([]float32, error) {
+	st, err := eng.Synthesize(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	buf, err := tts.ReadAll(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	mono := audio.DownMix(nil, buf.Data, buf.Format.Channels)
+	if buf.Format.SampleRate == 16000 {
+		return mono, nil
+	}
+	return audio.Resample(mono, buf.Format.SampleRate, 16000, 1)
+}
+
+func cosine(a, b []float32) float64 {
+	if len(a) != len(b) || len(a) == 0 {
+		return 0
+	}
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / (math.Sqrt(aa) * math.Sqrt(bb))
+}
+
+// Speaks says whether a voice model's languages ("en-us", "zh", "en") cover a recogniser's
+// language tag ("en", "zh", "yue", …); no languages means any.
+func Speaks(langs []string, lang string) bool {
+	for _, l := range langs {
+		if l == lang || strings.HasPrefix(l, lang+"-") || (lang == "yue" && l == "zh") {
+			return true
+		}
+	}
+	return len(langs) == 0
+}
+
+// TextScript is the main script of a text: "Latin", "Han", "Kana", "Hangul" or "".
+func TextScript(s string) string {
+	counts := map[string]int{}
+	for _, r := range s {
+		switch {
+		case unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r):
+			counts["Kana"]++
+		case unicode.Is(unicode.Han, r):
+			counts["Han"]++
+		case unicode.Is(unicode.Hangul, r):
+			counts["Hangul"]++
+		case unicode.Is(unicode.Latin, r):
+			counts["Latin"]++
+		}
+	}
+	if counts["Kana"] > 0 {
+		return "Kana"
+	}
+	best, n := "", 0
+	for _, k := range []string{"Han", "Hangul", "Latin"} {
+		if counts[k] > n {
+			best, n = k, counts[k]
+		}
+	}
+	return best
+}
+
+// ScriptFits says whether text in script s can be said by a model speaking langs.
+func ScriptFits(s string, langs []string) bool {
+	for _, l := range langs {
+		switch {
+		case strings.HasPrefix(l, "zh") || l == "yue":
+			if s == "Han" || s == "Latin" {
+				return true
+			}
+		case strings.HasPrefix(l, "ja"):
+			if s == "Kana" || s == "Han" {
+				return true
+			}
+		case strings.HasPrefix(l, "ko"):
+			if s == "Hangul" {
+				return true
+			}
+		default:
+			if s == "Latin" {
+				return true
+			}
+		}
+	}
+	return len(langs) == 0
+}

@@ -1,0 +1,150 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/voices"
+	"github.com/parley-voice/parley/voices/clone"
+)
+
+// fakeSpeech reports speech between two times (seconds).
+type fakeSpeech struct{ from, to float64 }
+
+func (f fakeSpeech) Segments(ctx context.Context, src audio.Source) ([]vad.Segment, error) {
+	if f.to <= f.from {
+		return nil, nil
+	}
+	return []vad.Segment{{Start: int64(f.from * 16000), End: int64(f.to * 16000), StartSec: f.from, EndSec: f.to}}, nil
+}
+
+type fakePrompter struct{ got int }
+
+func (p *fakePrompter) Encode(ctx context.Context, pcm []float32, rate int) ([]int32, error) {
+	p.got = len(pcm) * 16000 / rate
+	frames := len(pcm) * 47 / rate
+	out := make([]int32, frames*4)
+	for i := range out {
+		out[i] = int32(i % 625)
+	}
+	return out, nil
+}
+
+type fakeEar struct{ h clone.Heard }
+
+func (e fakeEar) Transcribe(context.Context, []float32) (clone.Heard, error) { return e.h, nil }
+
+// fakeVoice speaks a tone whose pitch is the seed; fakeEmbed embeds by the mean sample.
+type fakeVoice struct{}
+
+func (fakeVoice) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	return tts.NewStream(ctx, nil, func(ctx context.Context, emit func(tts.Chunk) error) error {
+		x := make([]float32, 24000)
+		for i := range x {
+			x[i] = float32(req.Seed) / 10
+		}
+		return emit(tts.Chunk{Samples: x, SampleRate: 24000, Last: true})
+	}), nil
+}
+func (fakeVoice) Capabilities() tts.Capabilities { return tts.Capabilities{} }
+func (fakeVoice) Close() error                   { return nil }
+
+type fakeEmbed struct{}
+
+func (fakeEmbed) Embed(ctx context.Context, pcm []float32) ([]float32, error) {
+	var m float64
+	for _, v := range pcm {
+		m += float64(v)
+	}
+	m /= float64(len(pcm))
+	return []float32{float32(math.Cos(m)), float32(math.Sin(m))}, nil
+}
+
+func TestClone(t *testing.T) {
+	ctx := context.Background()
+	pcm := make([]float32, 24000*8) // 8 s at 24 kHz, the "speaker" at level 0.3 → seed 3
+	for i := range pcm {
+		pcm[i] = 0.3
+	}
+	p := &fakePrompter{}
+	o := CloneOptions{Name: "anna", Prompter: p, NumVQ: 4, Model: "tiny", Langs: []string{"en-us"},
+		Speech: fakeSpeech{1, 5}, Ear: fakeEar{clone.Heard{Text: "hello there", Lang: "en", Event: "Speech"}},
+		Seeds: 5, Embedder: fakeEmbed{}, Voice: fakeVoice{}}
+	res, err := Clone(ctx, pcm, 24000, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := res.Voice
+	if v.Kind != voices.KindClone || v.Sample.Text != "hello there" || v.Sample.Model != "tiny" || len(v.Sample.Codes)%4 != 0 {
+		t.Fatalf("voice %+v", v)
+	}
+	if math.Abs(res.Seconds-4.4) > 0.01 || p.got != int(4.4*16000) {
+		t.Fatalf("kept %.2f s (encoded %d samples at 16 kHz), want the speech ±0.2 s", res.Seconds, p.got)
+	}
+	if res.Seed != 3 || v.Seed == nil || *v.Seed != 3 {
+		t.Fatalf("closest seed %d (%.3f)", res.Seed, res.SeedSimilarity)
+	}
+	o.Text = "my own words"
+	if res, err := Clone(ctx, pcm, 24000, o); err != nil || res.Voice.Sample.Text != "my own words" || res.Heard != "hello there" {
+		t.Fatalf("given text: %v", err)
+	}
+
+	for name, c := range map[string]struct {
+		mod  func(o *CloneOptions)
+		want error
+	}{
+		"silence":            {func(o *CloneOptions) { o.Speech = fakeSpeech{} }, ErrNoSpeech},
+		"a second of speech": {func(o *CloneOptions) { o.Speech = fakeSpeech{1, 2} }, ErrNoSpeech},
+		"a minute of speech": {func(o *CloneOptions) { o.Speech = fakeSpeech{0, 60} }, ErrCloneLength},
+		"clip in Chinese":    {func(o *CloneOptions) { o.Ear = fakeEar{clone.Heard{Text: "你好", Lang: "zh"}} }, ErrLanguage},
+		"text in Chinese":    {func(o *CloneOptions) { o.Text = "今天天气很好" }, ErrLanguage},
+		"text not the audio": {func(o *CloneOptions) { o.Langs = []string{"zh", "en"}; o.Text = "今天天气很好" }, ErrLanguage},
+		"nothing heard":      {func(o *CloneOptions) { o.Ear = fakeEar{} }, ErrNoTranscript},
+		"bad name":           {func(o *CloneOptions) { o.Name = "../x" }, voices.ErrInvalid},
+	} {
+		oo := o
+		oo.Text = ""
+		c.mod(&oo)
+		if _, err := Clone(ctx, make([]float32, 16000*70), 16000, oo); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+}
+
+func TestEvaluateVoices(t *testing.T) {
+	ctx := context.Background()
+	d := testDataset(t, 10)
+	ids := []string{d.Clips[0].ID, d.Clips[1].ID}
+	ref, err := ReferenceEmbedding(ctx, d, ids, fakeEmbed{})
+	if err != nil || len(ref) != 2 {
+		t.Fatalf("reference %v: %v", ref, err)
+	}
+	// the person's clips are quiet speech (mean near 0); seed 0 speaks at 0.0, seed 9 at 0.9
+	cands := []VoiceCandidate{{Name: "far", Request: tts.Request{Seed: 9, HasSeed: true}}, {Name: "near", Request: tts.Request{Seed: 0}}}
+	scores, err := EvaluateVoices(ctx, fakeVoice{}, cands, []string{"hello there", "what time is it"}, ref, fakeEmbed{}, fakeEar{clone.Heard{Text: "hello there"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scores) != 2 || scores[1].Similarity <= scores[0].Similarity || scores[0].Sentences != 2 {
+		t.Fatalf("scores %+v", scores)
+	}
+	if e, n := CharErrors("what time is it", "hello there"); scores[0].Errors != e || scores[0].Chars != n+11 {
+		t.Fatalf("errors %d/%d", scores[0].Errors, scores[0].Chars)
+	}
+	if math.Abs(scores[0].AudioSeconds-2) > 0.01 {
+		t.Fatalf("audio %.2f s", scores[0].AudioSeconds)
+	}
+	if _, err := ReferenceEmbedding(ctx, d, []string{"nope"}, fakeEmbed{}); !errors.Is(err, ErrTooFewClips) {
+		t.Fatalf("no clips: %v", err)
+	}
+	d.Clips[2].Seconds, d.Clips[3].Seconds = 3.1, 8
+	c, err := ClipNear(d, []string{d.Clips[2].ID, d.Clips[3].ID}, 3)
+	if err != nil || c.ID != d.Clips[2].ID {
+		t.Fatalf("clip near 3 s: %v %v", c, err)
+	}
+}

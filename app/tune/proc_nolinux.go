@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package tune
+
+import "syscall"
+
+func setDeathSignal(*syscall.SysProcAttr) {}

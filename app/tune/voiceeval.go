@@ -1,0 +1,136 @@
+package tune
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/voices/clone"
+)
+
+// The evaluate step for voices: sentences of the person's held-out clips are synthesised with
+// each candidate voice (a random seed speaker, a zero-shot clone, a fine-tuned voice…), and
+// each is scored by how alike it sounds to the person (speaker encoder: cosine to the mean
+// embedding of the held-out clips) and how intelligible it is (the recogniser's CER).
+
+// VoiceCandidate is a voice to score: a name and the request fields that make it (Voice, Seed,
+// Embedding, Sample…).
+type VoiceCandidate struct {
+	Name    string
+	Request tts.Request
+}
+
+// VoiceScore is one candidate's result.
+type VoiceScore struct {
+	Name         string  `json:"name"`
+	Similarity   float64 `json:"similarity"` // mean cosine similarity to the person's voice
+	CER          float64 `json:"cer"`        // the recogniser's character error rate on the speech
+	Errors       int     `json:"errors"`
+	Chars        int     `json:"chars"`
+	Sentences    int     `json:"sentences"`
+	AudioSeconds float64 `json:"audio_s"`
+	SynthSeconds float64 `json:"synth_s"` // wall time synthesising
+}
+
+// ReferenceEmbedding is the mean unit embedding of clips of the dataset (the person's voice).
+func ReferenceEmbedding(ctx context.Context, d *clone.Dataset, ids []string, emb Embedder) ([]float32, error) {
+	var sum []float64
+	n := 0
+	for _, id := range ids {
+		c, err := d.Clip(id)
+		if err != nil {
+			continue
+		}
+		pcm, err := d.ReadClip(c.Path)
+		if err != nil {
+			return nil, fmt.Errorf("clip %s: %w", id, err)
+		}
+		e, err := emb.Embed(ctx, pcm)
+		if err != nil {
+			return nil, fmt.Errorf("clip %s: %w", id, err)
+		}
+		if sum == nil {
+			sum = make([]float64, len(e))
+		}
+		norm := 0.0
+		for _, v := range e {
+			norm += float64(v) * float64(v)
+		}
+		norm = math.Sqrt(norm)
+		if norm == 0 || len(e) != len(sum) {
+			continue
+		}
+		for i, v := range e {
+			sum[i] += float64(v) / norm
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%w: no held-out clip to compare voices with", ErrTooFewClips)
+	}
+	out := make([]float32, len(sum))
+	for i, v := range sum {
+		out[i] = float32(v / float64(n))
+	}
+	return out, nil
+}
+
+// EvaluateVoices synthesises every text with every candidate and scores it.
+func EvaluateVoices(ctx context.Context, eng tts.Engine, cands []VoiceCandidate, texts []string, ref []float32, emb Embedder, ear clone.Transcriber) ([]VoiceScore, error) {
+	var out []VoiceScore
+	for _, c := range cands {
+		s := VoiceScore{Name: c.Name}
+		var sims float64
+		for _, text := range texts {
+			req := c.Request
+			req.Text = text
+			t0 := time.Now()
+			pcm, err := synth16k(ctx, eng, req)
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", c.Name, err)
+			}
+			s.SynthSeconds += time.Since(t0).Seconds()
+			s.AudioSeconds += float64(len(pcm)) / 16000
+			if e, err := emb.Embed(ctx, pcm); err == nil {
+				sims += cosine(ref, e)
+			}
+			h, err := ear.Transcribe(ctx, pcm)
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", c.Name, err)
+			}
+			e, n := CharErrors(text, h.Text)
+			s.Errors += e
+			s.Chars += n
+			s.Sentences++
+		}
+		if s.Sentences > 0 {
+			s.Similarity = sims / float64(s.Sentences)
+		}
+		if s.Chars > 0 {
+			s.CER = float64(s.Errors) / float64(s.Chars)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// ClipNear is the usable clip among ids whose length is nearest secs (at least 2 s): the
+// recording a "3-second clone" is made from.
+func ClipNear(d *clone.Dataset, ids []string, secs float64) (*clone.Clip, error) {
+	var best *clone.Clip
+	for _, id := range ids {
+		c, err := d.Clip(id)
+		if err != nil || !c.Usable() || c.Seconds < 2 {
+			continue
+		}
+		if best == nil || math.Abs(c.Seconds-secs) < math.Abs(best.Seconds-secs) {
+			best = c
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("%w: no clip of at least 2 s to clone from", ErrTooFewClips)
+	}
+	return best, nil
+}

@@ -1,0 +1,99 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/voices"
+)
+
+func tinyVoice(t *testing.T) string {
+	t.Helper()
+	d, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
+	return d
+}
+
+// TestVoiceFineTuneTiny runs the voice fine-tune on the tiny ChatTTS export: the starting point
+// recovered from ONNX, a speaker vector (then the GPT too) trained on the dataset's training
+// clips, the export; installing adds an embedding voice (and, with the GPT, a local model);
+// a name that is taken is refused and leaves no model behind.
+func TestVoiceFineTuneTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	d := testDataset(t, 10)
+	st := openStore(t)
+	r := realRunner(t, st)
+	ctx := context.Background()
+	init := make([]float32, 16)
+	init[3] = 1
+	j, err := NewTTSJob(ctx, r, d, TTSConfig{Model: tinyVoice(t), Epochs: 2, Procs: 1, Threads: 1, SpeakerInit: init})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := TTSMetaOf(j)
+	if len(m.Train) == 0 || len(m.HeldOut) == 0 || m.GPT {
+		t.Fatalf("meta %+v", m)
+	}
+	b, _ := os.ReadFile(filepath.Join(j.Spec.Dir, "clips.jsonl"))
+	for _, id := range m.HeldOut {
+		if strings.Contains(string(b), id) {
+			t.Fatalf("held-out clip %s in the training clips", id)
+		}
+	}
+	if j, err = r.Run(ctx, j.ID, nil); err != nil {
+		t.Fatalf("job: %v (%s)", err, j.Error)
+	}
+	if !slices.Equal(j.Progress.StagesDone, []string{"prepare", "train", "export"}) {
+		t.Fatalf("stages %v", j.Progress.StagesDone)
+	}
+	spk, err := TrainedSpeaker(j)
+	if err != nil || len(spk) != 16 {
+		t.Fatalf("speaker %v: %v", spk, err)
+	}
+	if slices.Equal(spk, init) {
+		t.Error("the speaker did not move from its starting point")
+	}
+	lib, _ := voices.Open(t.TempDir())
+	mgr, _ := assets.NewManager(nil, assets.Options{Dir: t.TempDir()})
+	id, err := InstallVoice(ctx, mgr, lib, j, "anna", false)
+	if err != nil || id != "" {
+		t.Fatalf("install: %q %v", id, err)
+	}
+	v, err := lib.Get("anna")
+	if err != nil || v.Kind != voices.KindEmbedding || v.Engine != "chattts" || len(v.Embedding.Data) != 16 {
+		t.Fatalf("voice %+v: %v", v, err)
+	}
+	if _, err := InstallVoice(ctx, mgr, lib, j, "anna", false); !errors.Is(err, voices.ErrExists) {
+		t.Fatalf("second install: %v", err)
+	}
+
+	// the GPT too: a new model, installed as a local model with the voice
+	g, err := NewTTSJob(ctx, r, d, TTSConfig{Model: tinyVoice(t), GPT: true, Epochs: 1, Procs: 1, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err = r.Run(ctx, g.ID, nil); err != nil {
+		t.Fatalf("gpt job: %v (%s)", err, g.Error)
+	}
+	if _, err := InstallVoice(ctx, mgr, lib, g, "anna", false); !errors.Is(err, voices.ErrExists) {
+		t.Fatalf("taken name: %v", err)
+	}
+	if _, err := mgr.Registry().Lookup("chattts-anna"); err == nil {
+		t.Fatal("a refused install left its model")
+	}
+	id, err = InstallVoice(ctx, mgr, lib, g, "anna-gpt", false)
+	if err != nil || id != "chattts-anna" {
+		t.Fatalf("gpt install: %q %v", id, err)
+	}
+	fresh, _ := assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
+	if p, err := fresh.Path(ctx, id); err != nil || p == "" {
+		t.Fatalf("model %s: %v", id, err)
+	}
+}
