@@ -460,3 +460,24 @@ class InferTest(unittest.TestCase):
         self.assertEqual(torch.isfinite(w).sum(-1).tolist(), [3, 3, 3, 3])
         w = warp(torch.tensor([[5.0, 4.0, 0.0, -1.0, -2.0]]), 0.5, 0)
         self.assertEqual(torch.isfinite(w).sum().item(), 3)
+
+
+class CardTest(unittest.TestCase):
+    def test_card_is_what_the_engine_reads(self):
+        """The card's goal is a number (Go's chattts.Card.Goal is a float64: a string would make the
+        whole config.json unreadable) and meets_goal follows the ratio to espeak-ng's CER."""
+        from train.chattts.export import add_card
+        with tempfile.TemporaryDirectory() as d:
+            for demo, meets in ((0.30, True), (0.50, False)):
+                conf, res = os.path.join(d, "config.json"), os.path.join(d, "results.json")
+                with open(conf, "w") as f:
+                    json.dump({"format": "parley-chattts-onnx"}, f)
+                with open(res, "w") as f:
+                    json.dump({"cer": {"demo_heldout": demo, "espeak_heldout": 0.25, "demo_seen": 0.2, "espeak_seen": 0.2},
+                               "cer_ratio_heldout": round(demo / 0.25, 3)}, f)
+                add_card(conf, res)
+                with open(conf) as f:
+                    card = json.load(f)["card"]["intelligibility"]
+                self.assertIsInstance(card["goal"], float)
+                self.assertIsInstance(card["ratio"], float)
+                self.assertEqual(card["meets_goal"], meets)
