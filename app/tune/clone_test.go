@@ -125,7 +125,9 @@ func TestEvaluateVoices(t *testing.T) {
 		t.Fatalf("reference %v: %v", ref, err)
 	}
 	// the person's clips are quiet speech (mean near 0); seed 0 speaks at 0.0, seed 9 at 0.9
-	cands := []VoiceCandidate{{Name: "far", Request: tts.Request{Seed: 9, HasSeed: true}}, {Name: "near", Request: tts.Request{Seed: 0}}}
+	var kept []int // sentences the "near" voice handed over, and their lengths
+	keep := func(i int, pcm []float32) error { kept = append(kept, i, len(pcm)); return nil }
+	cands := []VoiceCandidate{{Name: "far", Request: tts.Request{Seed: 9, HasSeed: true}}, {Name: "near", Request: tts.Request{Seed: 0}, Keep: keep}}
 	scores, err := EvaluateVoices(ctx, fakeVoice{}, cands, []string{"hello there", "what time is it"}, ref, fakeEmbed{}, fakeEar{clone.Heard{Text: "hello there"}})
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +140,19 @@ func TestEvaluateVoices(t *testing.T) {
 	}
 	if math.Abs(scores[0].AudioSeconds-2) > 0.01 {
 		t.Fatalf("audio %.2f s", scores[0].AudioSeconds)
+	}
+	// per sentence: what was heard, its errors, and the similarities that make the mean
+	if it := scores[0].Items; len(it) != 2 || it[1].Text != "what time is it" || it[1].Heard != "hello there" || it[0].Errors != 0 || it[1].Errors == 0 ||
+		math.Abs((it[0].Similarity+it[1].Similarity)/2-scores[0].Similarity) > 1e-9 {
+		t.Fatalf("items %+v", it)
+	}
+	if len(kept) != 4 || kept[0] != 0 || kept[2] != 1 || kept[1] != 16000 {
+		t.Fatalf("kept %v", kept)
+	}
+	boom := errors.New("disk full")
+	cands[1].Keep = func(int, []float32) error { return boom }
+	if _, err := EvaluateVoices(ctx, fakeVoice{}, cands, []string{"hello there"}, ref, fakeEmbed{}, fakeEar{clone.Heard{Text: "hello there"}}); !errors.Is(err, boom) {
+		t.Fatalf("a voice that cannot be kept: %v", err)
 	}
 	if _, err := ReferenceEmbedding(ctx, d, []string{"nope"}, fakeEmbed{}); !errors.Is(err, ErrTooFewClips) {
 		t.Fatalf("no clips: %v", err)

@@ -92,6 +92,10 @@ func FindTrainDir() (string, error) {
 	return "", fmt.Errorf("%w (looked in %s); set train.dir in the configuration or PARLEY_TRAIN_DIR", ErrNoTrainer, strings.Join(tried, ", "))
 }
 
+// Resolve fills in the defaults (the interpreter, FindTrainDir) and checks that the train
+// package is there: what a job will run.
+func (e Env) Resolve() (Env, error) { return e.resolve() }
+
 // resolve fills in the defaults and checks that the train package is there.
 func (e Env) resolve() (Env, error) {
 	if e.Python == "" {

@@ -20,6 +20,9 @@ import (
 type VoiceCandidate struct {
 	Name    string
 	Request tts.Request
+	// Keep, when set, receives each sentence's speech as it was scored (16 kHz mono): the
+	// desktop wizard keeps it for A/B listening.
+	Keep func(sentence int, pcm []float32) error
 }
 
 // VoiceScore is one candidate's result.
@@ -32,6 +35,17 @@ type VoiceScore struct {
 	Sentences    int     `json:"sentences"`
 	AudioSeconds float64 `json:"audio_s"`
 	SynthSeconds float64 `json:"synth_s"` // wall time synthesising
+	// Items is each sentence: what the recogniser heard and how alike it sounded.
+	Items []SentenceScore `json:"items,omitempty"`
+}
+
+// SentenceScore is one sentence a candidate spoke.
+type SentenceScore struct {
+	Text       string  `json:"text"`
+	Heard      string  `json:"heard"`
+	Errors     int     `json:"errors"`
+	Chars      int     `json:"chars"`
+	Similarity float64 `json:"similarity"`
 }
 
 // ReferenceEmbedding is the mean unit embedding of clips of the dataset (the person's voice).
@@ -83,7 +97,7 @@ func EvaluateVoices(ctx context.Context, eng tts.Engine, cands []VoiceCandidate,
 	for _, c := range cands {
 		s := VoiceScore{Name: c.Name}
 		var sims float64
-		for _, text := range texts {
+		for i, text := range texts {
 			req := c.Request
 			req.Text = text
 			t0 := time.Now()
@@ -93,17 +107,26 @@ func EvaluateVoices(ctx context.Context, eng tts.Engine, cands []VoiceCandidate,
 			}
 			s.SynthSeconds += time.Since(t0).Seconds()
 			s.AudioSeconds += float64(len(pcm)) / 16000
+			if c.Keep != nil {
+				if err := c.Keep(i, pcm); err != nil {
+					return out, fmt.Errorf("%s: %w", c.Name, err)
+				}
+			}
+			item := SentenceScore{Text: text}
 			if e, err := emb.Embed(ctx, pcm); err == nil {
-				sims += cosine(ref, e)
+				item.Similarity = cosine(ref, e)
+				sims += item.Similarity
 			}
 			h, err := ear.Transcribe(ctx, pcm)
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", c.Name, err)
 			}
-			e, n := CharErrors(text, h.Text)
-			s.Errors += e
-			s.Chars += n
+			item.Heard = h.Text
+			item.Errors, item.Chars = CharErrors(text, h.Text)
+			s.Errors += item.Errors
+			s.Chars += item.Chars
 			s.Sentences++
+			s.Items = append(s.Items, item)
 		}
 		if s.Sentences > 0 {
 			s.Similarity = sims / float64(s.Sentences)

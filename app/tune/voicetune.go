@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
 )
@@ -136,6 +137,38 @@ func NewTTSJob(ctx context.Context, r *Runner, d *clone.Dataset, cfg TTSConfig) 
 		}
 	}
 	return j, nil
+}
+
+// SeedSpeakers is a voice model whose seeds stand for speaker vectors (ChatTTS).
+type SeedSpeakers interface {
+	tts.Engine
+	SampleSpeaker(seed int64) ([]float32, error)
+}
+
+// StartingSpeaker is the speaker vector a voice fine-tune starts from: of the seed speakers
+// 1..n, the one the speaker encoder finds closest to the dataset's training clip nearest 5 s.
+func StartingSpeaker(ctx context.Context, d *clone.Dataset, eng SeedSpeakers, emb Embedder, n int) (seed int64, sim float64, spk []float32, err error) {
+	train, _, err := SplitClips(d, 0.2)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	var ids []string
+	for _, c := range train {
+		ids = append(ids, c.ID)
+	}
+	clip, err := ClipNear(d, ids, 5)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	pcm, err := d.ReadClip(clip.Path)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	if seed, sim, err = ClosestSeed(ctx, eng, emb, pcm, clip.Text, n); err != nil { // clips are 16 kHz
+		return 0, 0, nil, err
+	}
+	spk, err = eng.SampleSpeaker(seed)
+	return seed, sim, spk, err
 }
 
 // TrainedSpeaker reads the speaker vector a finished voice job exported.
