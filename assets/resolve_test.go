@@ -40,8 +40,17 @@ func TestResolve(t *testing.T) {
 	if _, _, err := mgr.Resolve(ctx, KindASR, "sensevoice-smal"); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("Resolve(misspelt id) = %v, want ErrUnknownModel", err)
 	}
-	// nothing of the kind installed
-	if _, _, err := mgr.Resolve(ctx, KindTTS, ""); !errors.Is(err, ErrNotInstalled) {
+	// nothing of the kind installed (every kind has an embedded or bundled model in the real
+	// registry, so a registry of one downloadable model)
+	bare, err := newRegistry([]*Model{oneFileModel("m", "https://example.invalid/m.onnx", 1, "00")}, embedSource{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bareMgr, err := NewManager(bare, Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bareMgr.Resolve(ctx, KindTTS, ""); !errors.Is(err, ErrNotInstalled) {
 		t.Errorf("Resolve(tts, \"\") with nothing installed = %v, want ErrNotInstalled", err)
 	}
 }

@@ -3,7 +3,8 @@
     python3 -m train.chattts.corpus --out train/out/chattts/corpus --train 3000 --val 100 --test 120
 
 Every utterance is one speaker (an en-us espeak-ng variant with its own pitch and base rate)
-reading a sentence of train/corpus/sentences with control tokens placed in it:
+reading a sentence of train/corpus/sentences, punctuated (questions get "?", others often "."
+or "!", some a comma), with control tokens placed in it:
 
   [uv_break] [v_break] [lbreak] [break_N]   a pause of 150 / 250 / 600 / N x 100 ms in the audio
                                             (the control grammar's calibration, tts/README.md)
@@ -191,6 +192,25 @@ def with_controls(words: List[str], rng: random.Random, p_pause: float, p_laugh:
     return " ".join(out)
 
 
+QUESTION_WORDS = {"what", "how", "when", "where", "who", "why", "which", "is", "are", "can", "could", "do", "does",
+                  "will", "would", "should", "did"}
+
+
+def punctuate(words: List[str], rng: random.Random) -> List[str]:
+    """Written form for the speaker: a question mark on questions, otherwise often a full stop
+    or an exclamation mark, and now and then a comma (espeak-ng pauses and intones at them)."""
+    out = list(words)
+    if len(out) > 4 and rng.random() < 0.3:
+        i = rng.randint(1, len(out) - 3)
+        out[i] += ","
+    if out[0] in QUESTION_WORDS:
+        out[-1] += "?"
+    else:
+        r = rng.random()
+        out[-1] += "." if r < 0.5 else "!" if r < 0.6 else ""
+    return out
+
+
 def plan(split: str, n: int, speakers: List[Tuple[str, int, int]], seed: int, banned: set,
          p_pause: float = 0.4, p_laugh: float = 0.15, p_speed: float = 0.4, speaker_offset: int = 0) -> List[dict]:
     rng = random.Random(f"{seed}-{split}")
@@ -208,7 +228,7 @@ def plan(split: str, n: int, speakers: List[Tuple[str, int, int]], seed: int, ba
             continue
         si = rng.randrange(len(speakers))
         speed = rng.randint(2, 8) if rng.random() < p_speed else 5
-        items.append({"key": f"{split}-{len(items):06d}", "text": with_controls(words, rng, p_pause, p_laugh),
+        items.append({"key": f"{split}-{len(items):06d}", "text": with_controls(punctuate(words, rng), rng, p_pause, p_laugh),
                       "plain": s, "speaker": speakers[si], "speaker_index": si + speaker_offset, "speed": speed})
     return items
 

@@ -212,6 +212,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     m, tok, ck = load(a.checkpoint, a.feats)
     fe = ck["frontend"]
     base = Sampling(**{k: v for k, v in ck["code_defaults"].items() if k in Sampling.__dataclass_fields__})
+    base.neutral_streams = tuple(ck.get("neutral_streams") or ())
     if a.temperature is not None:
         base.temperature = a.temperature
     if a.max_new is not None:

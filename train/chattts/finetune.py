@@ -40,7 +40,7 @@ from .corpus import phonemize
 from .export import save_bundle
 from .model import ChatTTS, mel_features
 from .tokenizer import WordPieceTokenizer
-from .train import DemoModel, add_train_flags, collate_gpt
+from .train import NEUTRAL_CODE, DemoModel, add_train_flags, collate_gpt
 
 
 class FinetuneError(RuntimeError):
@@ -70,7 +70,8 @@ def prompt_text(text: str, frontend: dict) -> str:
 class ClipData(torch.utils.data.Dataset):
     """The clips as the gpt stage's items: prompt ids, DVAE codes, mel (targets computed once)."""
 
-    def __init__(self, model: ChatTTS, tok: WordPieceTokenizer, frontend: dict, clips: List[dict]):
+    def __init__(self, model: ChatTTS, tok: WordPieceTokenizer, frontend: dict, clips: List[dict],
+                 neutral_streams: Optional[List[int]] = None):
         spec = mel_features(model.cfg.n_mels, model.cfg.sample_rate, model.cfg.n_fft, model.cfg.hop)
         self.items = []
         self.spk_id = tok.token_id("[spk_emb]")
@@ -82,6 +83,8 @@ class ClipData(torch.utils.data.Dataset):
                 mel = torch.log(torch.clip(spec(x), min=1e-5))  # (100, F)
                 _, codes = model.dvae.encode(mel.unsqueeze(0))
                 codes = codes[0].t().contiguous()  # (T, 4)
+                if neutral_streams:  # as the base model's gpt stage was trained (train.encode_codes)
+                    codes[:, neutral_streams] = NEUTRAL_CODE
                 ids = tok.encode(f"[Stts][spk_emb][speed_5]{prompt_text(c['text'], frontend)}[Ptts]")
                 self.unknown += ids.count(unk)
                 self.items.append({"prompt": torch.tensor(ids), "codes": codes, "mel": mel[:, : 2 * codes.shape[0]],
@@ -172,7 +175,8 @@ def build(init: str, speaker_init: Optional[str], gpt: bool):
     for name, p in m.named_parameters():
         if not gpt:
             p.requires_grad = name.startswith("speakers.")
-    extra = {k: ck[k] for k in ("config", "tokenizer", "spk_stat", "frontend", "refine", "size", "code_defaults") if k in ck}
+    extra = {k: ck[k] for k in ("config", "tokenizer", "spk_stat", "frontend", "refine", "size", "code_defaults",
+                                   "neutral_streams") if k in ck}
     extra["gpt_trained"] = gpt
     return m, extra
 
@@ -183,7 +187,8 @@ def train(a, cfg: TrainConfig) -> None:
     try:
         model, extra = build(a.init, a.speaker_init, a.gpt)
         tok = WordPieceTokenizer(extra["tokenizer"])
-        data = ClipData(model, tok, extra.get("frontend") or {"type": "wordpiece"}, read_clips(a.clips))
+        data = ClipData(model, tok, extra.get("frontend") or {"type": "wordpiece"}, read_clips(a.clips),
+                        extra.get("neutral_streams"))
         if data.unknown and info.is_main:
             print(f"warning: {data.unknown} [UNK] tokens in the prompts (text the voice model cannot read)", file=sys.stderr)
         Trainer(cfg, model, FinetuneTask(model, data, extra), info).fit(stop_at_step=a.stop_at_step)
@@ -211,7 +216,7 @@ def export(run: str, out: str) -> dict:
         paths = save_bundle(m, ck["tokenizer"], ck["spk_stat"], out, size=ck.get("size", "demo"),
                             comment=f"parley ChatTTS voice fine-tuned by train.chattts.finetune ({os.path.basename(path)})",
                             frontend=ck.get("frontend") or {"type": "wordpiece"}, refine=bool(ck.get("refine", False)),
-                            code_defaults=ck.get("code_defaults"))
+                            code_defaults=ck.get("code_defaults"), neutral_streams=ck.get("neutral_streams"))
         sp = os.path.join(out, "speaker.json")
         with open(sp, "w") as f:
             json.dump({"dim": len(ck["speaker"]), "data": ck["speaker"]}, f)

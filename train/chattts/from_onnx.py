@@ -194,7 +194,8 @@ def recover(d: str, work: Optional[str] = None) -> Tuple[ChatTTS, dict]:
     spk_stat = read_spk_stat(os.path.join(d, files["spk_stat"]), cfg.gpt.hidden)
     extra = {"config": cfg.to_dict(), "tokenizer": spec, "spk_stat": spk_stat, "frontend": conf.get("frontend", {"type": "wordpiece"}),
              "refine": bool((conf.get("refine") or {}).get("enabled", False)), "size": size,
-             "code_defaults": conf.get("code"), "recovered_from": os.path.abspath(d)}
+             "code_defaults": conf.get("code"), "recovered_from": os.path.abspath(d),
+             "neutral_streams": list((conf.get("dvae") or {}).get("neutral_streams") or [])}
     return model, extra
 
 

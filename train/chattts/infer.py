@@ -15,6 +15,7 @@ from .model import ChatTTS
 from .tokenizer import WordPieceTokenizer
 
 MIN_TOKENS_TO_KEEP = 3
+NEUTRAL_CODE = 312
 
 
 @dataclass
@@ -27,6 +28,9 @@ class Sampling:
     max_new_tokens: int = 2048
     min_new_tokens: int = 0
     seed: int = 0
+    # streams the model was trained to hold the neutral code in (config.json dvae.neutral_streams):
+    # written, not sampled, as the Go engine does
+    neutral_streams: Tuple[int, ...] = ()
 
 
 def speaker_from_seed(spk_stat: torch.Tensor, seed: int) -> torch.Tensor:
@@ -68,6 +72,9 @@ def generate_codes(m: ChatTTS, prompt: List[int], spk: Optional[torch.Tensor], s
                    s: Sampling) -> Tuple[List[List[int]], torch.Tensor]:
     g = m.cfg.gpt
     eos = m.cfg.num_codes
+    if len(prompt) + 1 >= g.max_positions:
+        raise ValueError(f"prompt of {len(prompt)} tokens leaves no room for audio in the model's "
+                         f"{g.max_positions} positions: split the text into sentences")
     graph = GPTGraph(m, spk_emb_id).eval()
     gen = torch.Generator().manual_seed(s.seed)
     n = len(prompt)
@@ -91,6 +98,8 @@ def generate_codes(m: ChatTTS, prompt: List[int], spk: Optional[torch.Tensor], s
             logits[:, eos] = -float("inf")
         probs = logits.softmax(-1)
         nxt = torch.multinomial(probs, 1, generator=gen).view(-1)
+        if s.neutral_streams:
+            nxt[list(s.neutral_streams)] = NEUTRAL_CODE
         if (nxt == eos).any():
             break
         codes.append(nxt.tolist())

@@ -13,7 +13,8 @@ Stages (each trains its part; the others are frozen and carried along in the che
   dvae   log-mel -> GFSQ codes -> log-mel autoencoder (straight-through rounding).
   gpt    [Stts][spk_emb][speed_N] phonemes [Ptts] + code frames: cross-entropy on the 4 code heads
          (EOS frame = 625 everywhere), the Decoder on the hidden states -> log-mel L1, a per-speaker
-         vector table injected at [spk_emb], and a guided-attention loss on two heads of two layers
+         vector table injected at [spk_emb], dropout 0.5 on the code-frame input embeddings (so the
+         next frame cannot be copied from the last one), and a guided-attention loss on two heads of two layers
          (1 - the attention mass an audio query puts on a Gaussian band of phonemes around the
          diagonal), which makes a small model align quickly.
 Every flag of TrainConfig is available (``--help``); ``--resume auto`` continues a stopped run.
@@ -149,6 +150,7 @@ class DemoModel(ChatTTS):
         self.stage = "gpt"
         self.ga_layers = [min(1, cfg.gpt.layers - 1), min(2, cfg.gpt.layers - 1)]
         self.ga_weight = 1.0
+        self.code_dropout = 0.0
         self.mel_weight = 1.0
 
     def set_stage(self, stage: str) -> None:
@@ -212,7 +214,12 @@ class DemoModel(ChatTTS):
         ids, tm, am, spk_i = b["ids"], b["text_mask"], b["attn"], b["speaker"]
         g = self.cfg.gpt
         spk = self.speakers(spk_i)
-        emb = apply_speaker(self.embed(ids, tm), ids, tm, spk, b["spk_emb_id"])
+        emb = self.embed(ids, tm)
+        if self.training and self.code_dropout > 0:
+            # dropout on the previous frames' embeddings (Tacotron's pre-net dropout): a frame
+            # cannot be copied from its predecessor, so the model must read the phonemes
+            emb = torch.where(tm.unsqueeze(-1), emb, F.dropout(emb, self.code_dropout, True))
+        emb = apply_speaker(emb, ids, tm, spk, b["spk_emb_id"])
         pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
         h, _ = self.gpt(emb, am, pos)
         # code targets: positions S-1 .. S-1+T predict frames 0..T-1 and the EOS frame
@@ -452,6 +459,7 @@ class DemoTask(Task):
     def checkpoint_extra(self) -> dict:
         m = self.model
         return {"config": m.cfg.to_dict(), "tokenizer": self.spec, "spk_stat": m.spk_stat(), "frontend": FRONTEND,
+                "neutral_streams": self.a.neutral_list,
                 "refine": False, "size": "demo", "stage": self.stage, "speakers": self.a.speaker_names,
                 "code_defaults": dict(temperature=0.3, top_p=0.7, top_k=20, repetition_penalty=1.05,
                                       repetition_window=16, max_new_tokens=2048, min_new_tokens=0, prompt="[speed_5]")}
@@ -466,8 +474,16 @@ def _is_main() -> bool:
 # ------------------------------------------------------------------------------ codes
 
 
+# The FSQ code with every level at its centre (index 2 of 5 on each of 4 dims): 2*(1+5+25+125).
+NEUTRAL_CODE = 312
+
+
 @torch.no_grad()
-def encode_codes(feats_dir: str, checkpoint: str) -> None:
+def encode_codes(feats_dir: str, checkpoint: str, neutral_streams: Optional[List[int]] = None) -> None:
+    """DVAE codes of every split.  ``neutral_streams`` (e.g. [1, 3], the second residual of each
+    group) are set to NEUTRAL_CODE: those streams carry fine detail that a small GPT cannot
+    predict (6% accuracy, 4.6 nats), and sampling them feeds noise back into the history; the
+    decoder works from the GPT's hidden states, not from the codes, so the audio keeps its detail."""
     ck = torch.load(checkpoint, map_location="cpu")
     cfg = ChatTTSConfig.from_dict(ck["config"])
     m = ChatTTS(cfg)
@@ -483,6 +499,8 @@ def encode_codes(feats_dir: str, checkpoint: str) -> None:
             mel = torch.from_numpy(f.get_mel(i)).t().unsqueeze(0)
             _, c = m.dvae.encode(mel)
             c = c[0].t().numpy().astype(np.int16)  # (T,4)
+            if neutral_streams:
+                c[:, neutral_streams] = NEUTRAL_CODE
             out.append(c)
             off.append([a, a + len(c)])
             a += len(c)
@@ -510,7 +528,7 @@ def merge(checkpoint: str, vocos: Optional[str], out: str) -> None:
             if k.startswith("vocos."):
                 model[k] = v[k]
     keep = {k: ck[k] for k in ("config", "tokenizer", "spk_stat", "frontend", "refine", "size", "speakers",
-                               "code_defaults") if k in ck}
+                               "code_defaults", "neutral_streams") if k in ck}
     keep["model"] = model
     keep["sources"] = {"gpt": os.path.basename(checkpoint), "vocos": os.path.basename(vocos) if vocos else None}
     tmp = out + ".partial"
@@ -550,10 +568,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--feats", required=True, help="the features dir (prepare writes it)")
     ap.add_argument("--checkpoint", help="codes: the DVAE-stage checkpoint; merge: the gpt-stage one")
     ap.add_argument("--vocos", help="merge: the vocos-stage checkpoint")
+    ap.add_argument("--neutral-streams", default="", help="codes: streams set to the neutral code, e.g. 1,3")
     ap.add_argument("--init", help="start from this checkpoint's weights (the previous stage)")
     ap.add_argument("--size", default="demo", choices=["demo", "tiny"])
     ap.add_argument("--crop-frames", type=int, default=64, help="vocos/dvae: mel frames per example")
     ap.add_argument("--ga-weight", type=float, default=1.0, help="gpt: guided-attention loss weight")
+    ap.add_argument("--code-dropout", type=float, default=0.5, help="gpt: dropout on the code-frame input embeddings")
     ap.add_argument("--stop-at-step", type=int, default=0)
     ap.add_argument("--out", dest="out_dir", default="train/out/chattts/run")
     ap.add_argument("--epochs", dest="max_epochs", type=int, default=10)
@@ -568,7 +588,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if a.stage == "codes":
         if not a.checkpoint:
             raise SystemExit("codes needs --checkpoint")
-        encode_codes(a.feats, a.checkpoint)
+        encode_codes(a.feats, a.checkpoint, [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else None)
         return 0
     if a.stage == "merge":
         if not a.checkpoint:
@@ -592,7 +612,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if a.init:
             ck = torch.load(a.init, map_location="cpu")
             model.load_state_dict(ck["model"])
+        a.neutral_list = [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else []
         model.ga_weight = a.ga_weight
+        model.code_dropout = a.code_dropout
         model.set_stage(a.stage)
         task = DemoTask(a.stage, a.feats, spec, model, cfg, a)
         Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)

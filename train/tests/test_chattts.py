@@ -435,3 +435,49 @@ class DemoPipelineTest(unittest.TestCase):
             self.assertTrue(math.isfinite(loss.item()))
             if stage == "gpt":
                 self.assertGreater(st["ga"], 0)
+
+
+class InferTest(unittest.TestCase):
+    def test_bad_texts_give_audio_or_a_clear_error(self):
+        from train.chattts.infer import Sampling, generate_codes, speaker_from_seed, synthesize, warp
+
+        m, tok = tiny(13)
+        fe = {"type": "wordpiece"}
+        spk = speaker_from_seed(synthetic_spk_stat(m.cfg.gpt.hidden, 1), 5)
+        s = Sampling(max_new_tokens=6, seed=1)
+        for text in ["[laugh][uv_break]", "", "☃ ⌘ \u0007 zzz", "[break_7][speed_9]"]:
+            audio, codes = synthesize(m, tok, fe, text, spk, s)
+            self.assertEqual(audio.numel(), 256 * max(0, 2 * len(codes) - 1) if codes else 0)
+        t0 = time.time()
+        with self.assertRaisesRegex(ValueError, "split the text into sentences"):
+            synthesize(m, tok, fe, "hello world " * 420, spk, s)  # 5040 characters
+        self.assertLess(time.time() - t0, 5)
+        # same seed, same codes; top-k 1 keeps min_tokens_to_keep (3) candidates per stream
+        a, _ = generate_codes(m, tok.encode("[Stts][spk_emb]hello[Ptts]"), spk, tok.token_id("[spk_emb]"), s)
+        b, _ = generate_codes(m, tok.encode("[Stts][spk_emb]hello[Ptts]"), spk, tok.token_id("[spk_emb]"), s)
+        self.assertEqual(a, b)
+        w = warp(torch.randn(4, 626), 1.0, 1)
+        self.assertEqual(torch.isfinite(w).sum(-1).tolist(), [3, 3, 3, 3])
+        w = warp(torch.tensor([[5.0, 4.0, 0.0, -1.0, -2.0]]), 0.5, 0)
+        self.assertEqual(torch.isfinite(w).sum().item(), 3)
+
+
+class CardTest(unittest.TestCase):
+    def test_card_is_what_the_engine_reads(self):
+        """The card's goal is a number (Go's chattts.Card.Goal is a float64: a string would make the
+        whole config.json unreadable) and meets_goal follows the ratio to espeak-ng's CER."""
+        from train.chattts.export import add_card
+        with tempfile.TemporaryDirectory() as d:
+            for demo, meets in ((0.30, True), (0.50, False)):
+                conf, res = os.path.join(d, "config.json"), os.path.join(d, "results.json")
+                with open(conf, "w") as f:
+                    json.dump({"format": "parley-chattts-onnx"}, f)
+                with open(res, "w") as f:
+                    json.dump({"cer": {"demo_heldout": demo, "espeak_heldout": 0.25, "demo_seen": 0.2, "espeak_seen": 0.2},
+                               "cer_ratio_heldout": round(demo / 0.25, 3)}, f)
+                add_card(conf, res)
+                with open(conf) as f:
+                    card = json.load(f)["card"]["intelligibility"]
+                self.assertIsInstance(card["goal"], float)
+                self.assertIsInstance(card["ratio"], float)
+                self.assertEqual(card["meets_goal"], meets)

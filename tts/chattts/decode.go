@@ -268,6 +268,10 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		done := false
 		if o.mode == modeCode {
 			for q := 0; q < Q; q++ {
+				if code, ok := e.mc.neutral(q); ok {
+					next[q] = code
+					continue
+				}
 				tok, err := o.sampler.Sample(q, lCode[q*A:(q+1)*A], hist[q], step)
 				if err != nil {
 					return nil, err

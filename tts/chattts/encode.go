@@ -283,5 +283,6 @@ func (e *SampleEncoder) EncodeMel(ctx context.Context, mel []float32, frames int
 			flat[t*Q+q] = int32(c)
 		}
 	}
+	e.mc.Neutralize(flat) // as the model was trained: see DVAEConfig
 	return flat, nil
 }

@@ -69,6 +69,41 @@ type ModelConfig struct {
 	MinTokensToKeep int            `json:"min_tokens_to_keep"`
 	DefaultSeed     *int64         `json:"default_seed"` // the model's own default voice, if it names one
 	Card            *Card          `json:"card"`         // measured quality (Parley's own models)
+	DVAE            *DVAEConfig    `json:"dvae"`
+}
+
+// DVAEConfig describes the export's speech codes. A model trained with neutral streams never
+// saw anything but NeutralCode in them (a small GPT cannot predict the second residual of
+// each FSQ group), so the engine writes that code there instead of sampling, and a clone
+// prompt is given the same.
+type DVAEConfig struct {
+	NeutralStreams []int `json:"neutral_streams"`
+	NeutralCode    int   `json:"neutral_code"`
+}
+
+// neutral reports whether stream q is a neutral stream, and its code.
+func (c *ModelConfig) neutral(q int) (int32, bool) {
+	if c.DVAE == nil {
+		return 0, false
+	}
+	for _, s := range c.DVAE.NeutralStreams {
+		if s == q {
+			return int32(c.DVAE.NeutralCode), true
+		}
+	}
+	return 0, false
+}
+
+// Neutralize sets the neutral streams of codes (frames × num_vq, row-major) to the neutral code.
+func (c *ModelConfig) Neutralize(codes []int32) {
+	Q := c.GPT.NumVQ
+	for q := 0; q < Q; q++ {
+		if code, ok := c.neutral(q); ok {
+			for i := q; i < len(codes); i += Q {
+				codes[i] = code
+			}
+		}
+	}
 }
 
 // Card is a model's measured quality, as its trainer recorded it in config.json.
@@ -76,7 +111,8 @@ type Card struct {
 	Intelligibility *struct {
 		Metric    string  `json:"metric"`
 		Value     float64 `json:"value"`
-		Goal      float64 `json:"goal"`
+		Goal      float64 `json:"goal"` // the value to meet: a ratio to espeak-ng's when Ratio is set
+		Ratio     float64 `json:"ratio"`
 		MeetsGoal bool    `json:"meets_goal"`
 	} `json:"intelligibility"`
 	Measured string `json:"measured"`
@@ -201,6 +237,12 @@ func (c *ModelConfig) check(path string) error {
 	for _, t := range []string{"[Stts]", "[Ptts]", "[spk_emb]", "[empty_spk]", "[Sbreak]", "[Pbreak]", "[Ebreak]", "[break_0]"} {
 		id, ok := c.Tokens[t]
 		want(ok && id >= 0 && id < g.NumTextTokens, "tokens[%q] missing or outside the text vocabulary", t)
+	}
+	if d := c.DVAE; d != nil && len(d.NeutralStreams) > 0 {
+		want(d.NeutralCode >= 0 && d.NeutralCode < c.EOSCode, "dvae.neutral_code %d outside 0..%d", d.NeutralCode, c.EOSCode-1)
+		for _, q := range d.NeutralStreams {
+			want(q > 0 && q < g.NumVQ, "dvae.neutral_streams holds %d (want 1..%d: stream 0 carries the speech)", q, g.NumVQ-1)
+		}
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%w: %s: %s", ErrModel, path, strings.Join(bad, "; "))

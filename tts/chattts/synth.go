@@ -306,5 +306,7 @@ func (e *Engine) prepareSample(s *SpeakerSample) (*promptSample, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &promptSample{text: e.tok.Encode(ft), codes: s.Codes}, nil
+	codes := append([]int32(nil), s.Codes...)
+	e.mc.Neutralize(codes) // a prompt encoded before the model's neutral streams were known
+	return &promptSample{text: e.tok.Encode(ft), codes: codes}, nil
 }
