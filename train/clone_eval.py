@@ -279,7 +279,7 @@ def report(a, r, ev, voice, gpt_voice, clone_name, pick, status, lab_err, lab_le
         base = random_v["cer"]
         goals["clone CER <= 1.3x random seed's"] = zero_v["cer"] <= 1.3 * base if base > 0 else zero_v["cer"] == 0
     out = {
-        "command": " ".join(sys.argv),
+        "command": " ".join(["python3 -m train.clone_eval", *sys.argv[1:]]),
         "speaker": {"voice": a.voice, "text": a.text, "rate": a.rate, "pitch": a.pitch, "sentences_read": n_sent,
                     "speech_minutes": round(said / 60, 2)},
         "dataset": {"usable_clips": status["usable"], "usable_minutes": round(status["usable_minutes"], 2),
