@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/chattts"
@@ -21,10 +24,11 @@ import (
 
 func init() {
 	finetuneVerbs["evaluate"] = finetuneVerb{
-		usage: `  evaluate NAME [--voice V]… [--clone-seconds S] [--sentences N] [--json]
+		usage: `  evaluate NAME [--voice V[@MODEL]]… [--clone-seconds S] [--sentences N] [--json]
                                     how alike and how clear voices sound against your
                                     held-out clips: a random seed voice, a zero-shot clone
-                                    from one S-second clip, and library voices (--voice)
+                                    from one S-second clip, and library voices (--voice;
+                                    @MODEL: spoken by that model, e.g. a fine-tuned one)
 `,
 		run: runFinetuneEvaluate,
 	}
@@ -37,9 +41,11 @@ Scores ChatTTS voices against the person of dataset NAME: the sentences of the h
 (never trained on) are synthesised with each voice; the speaker encoder says how alike each
 sounds to the held-out clips (cosine similarity, 1 = same) and the recogniser how clear it is
 (character error rate). The voices: a random seed speaker, a zero-shot clone made from one
-training clip of about --clone-seconds, and the library voices named by --voice.`)
+training clip of about --clone-seconds, and the library voices named by --voice, spoken by the
+voice model (--model) or, written NAME@MODEL, by MODEL (an installed model id or an export
+directory: the model a fine-tune with --gpt installed).`)
 	var extra stringList
-	fs.Var(&extra, "voice", "a library voice to score too (repeatable)")
+	fs.Var(&extra, "voice", "a library voice to score too, NAME or NAME@MODEL (repeatable)")
 	cloneSecs := fs.Float64("clone-seconds", 3, "length of the clip the zero-shot clone is made from")
 	sentences := fs.Int("sentences", 8, "held-out sentences to synthesise")
 	model := fs.String("model", "", "ChatTTS export directory (default: the installed one, else the demo voice)")
@@ -131,12 +137,16 @@ training clip of about --clone-seconds, and the library voices named by --voice.
 		return err
 	}
 	cands = append(cands, tune.VoiceCandidate{Name: fmt.Sprintf("zero-shot clone (%.1f s clip %s)", cl.Seconds, clip.ID), Request: req})
+	// library voices: spoken by the base model, or NAME@MODEL by a model of their own (a
+	// fine-tune that trained the GPT installs one)
+	var own []ownModelVoice
 	if len(extra) > 0 {
 		lib, err := voices.Open(voices.DefaultDir())
 		if err != nil {
 			return err
 		}
-		for _, name := range extra {
+		for _, arg := range extra {
+			name, model, _ := strings.Cut(arg, "@")
 			v, err := lib.Get(name)
 			if err != nil {
 				return err
@@ -145,12 +155,33 @@ training clip of about --clone-seconds, and the library voices named by --voice.
 			if err != nil {
 				return err
 			}
-			cands = append(cands, tune.VoiceCandidate{Name: name, Request: req})
+			c := tune.VoiceCandidate{Name: arg, Request: req}
+			if model == "" {
+				cands = append(cands, c)
+				continue
+			}
+			mdir, err := chatTTSModelDir(ctx, env, model)
+			if err != nil {
+				return fmt.Errorf("--voice %s: %w", arg, err)
+			}
+			own = append(own, ownModelVoice{c, mdir})
 		}
 	}
 	scores, err := tune.EvaluateVoices(ctx, eng, cands, texts, ref, se, ear)
 	if err != nil {
 		return err
+	}
+	for _, o := range own {
+		oe, err := chattts.New(chattts.Config{Dir: o.dir, Options: fac.GPU(), Log: env.Log})
+		if err != nil {
+			return fmt.Errorf("--voice %s: %w", o.cand.Name, err)
+		}
+		sc, err := tune.EvaluateVoices(ctx, oe, []tune.VoiceCandidate{o.cand}, texts, ref, se, ear)
+		oe.Close()
+		if err != nil {
+			return err
+		}
+		scores = append(scores, sc...)
 	}
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(map[string]any{"dataset": d.Name, "model": dir, "speaker_encoder": sm.ID,
@@ -164,4 +195,29 @@ training clip of about --clone-seconds, and the library voices named by --voice.
 		fmt.Fprintf(tw, "%s\t%.3f\t%.1f%%\t%.1f s\t%.1f s\n", s.Name, s.Similarity, 100*s.CER, s.AudioSeconds, s.SynthSeconds)
 	}
 	return tw.Flush()
+}
+
+// ownModelVoice is a library voice scored with a model of its own.
+type ownModelVoice struct {
+	cand tune.VoiceCandidate
+	dir  string
+}
+
+// chatTTSModelDir resolves a ChatTTS model given as an export directory or an installed id.
+func chatTTSModelDir(ctx context.Context, env *cliEnv, model string) (string, error) {
+	if _, err := os.Stat(filepath.Join(model, chattts.ConfigFile)); err == nil {
+		return model, nil
+	}
+	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
+	if err != nil {
+		return "", err
+	}
+	dir, err := mgr.Path(ctx, model)
+	if err != nil {
+		return "", fmt.Errorf("no ChatTTS model %q (an installed model id or an export directory): %w", model, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, chattts.ConfigFile)); err != nil {
+		return "", fmt.Errorf("%s (%s) is not a ChatTTS export: no %s", model, dir, chattts.ConfigFile)
+	}
+	return dir, nil
 }

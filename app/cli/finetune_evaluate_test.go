@@ -46,4 +46,29 @@ func TestFinetuneEvaluate(t *testing.T) {
 	if code, _, errs := runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--voice", "nobody"); code == 0 || !strings.Contains(errs, "nobody") {
 		t.Errorf("unknown --voice: %d %s", code, errs)
 	}
+
+	// NAME@MODEL: a voice spoken by a model of its own (what a --gpt fine-tune installs)
+	if code, out, errs := runCLI(t, "voices", "create", "bob", "--engine", "chattts", "--seed", "7"); code != 0 {
+		t.Fatalf("voices create: %d %s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "1", "--voice", "bob", "--voice", "bob@"+tiny, "--json")
+	if code != 0 {
+		t.Fatalf("evaluate bob@MODEL: %d %s%s", code, out, errs)
+	}
+	res.Voices = nil
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Voices) != 4 {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if res.Voices[2].Name != "bob" || res.Voices[3].Name != "bob@"+tiny || res.Voices[3].Sentences != 1 || res.Voices[3].AudioSeconds <= 0 {
+		t.Errorf("voices %+v", res.Voices)
+	}
+	// the same model and voice, so the same sentence synthesised the same way
+	if res.Voices[2].AudioSeconds != res.Voices[3].AudioSeconds {
+		t.Errorf("bob %.3f s, bob@tiny %.3f s: the same model should say the same", res.Voices[2].AudioSeconds, res.Voices[3].AudioSeconds)
+	}
+	for _, bad := range []string{"bob@no-such-model", "bob@" + t.TempDir()} {
+		if code, _, errs := runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--voice", bad); code == 0 || !strings.Contains(errs, "bob@") {
+			t.Errorf("--voice %s: %d %s", bad, code, errs)
+		}
+	}
 }

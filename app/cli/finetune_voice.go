@@ -203,10 +203,13 @@ and the voice panel. A failure leaves nothing half-installed.`)
 		return err
 	}
 	r.SetResult(context.WithoutCancel(ctx), job.ID, "install", map[string]string{"voice": *name, "model": modelID})
-	fmt.Fprintf(env.Stdout, "voice %s installed", *name)
-	if modelID != "" {
-		fmt.Fprintf(env.Stdout, " with its model %s", modelID)
+	if modelID == "" {
+		fmt.Fprintf(env.Stdout, "voice %s installed\ntry it: parley say --engine chattts --voice %s \"Hello there.\"\ncompare: parley finetune evaluate %s --voice %s\n",
+			*name, *name, d.Name, *name)
+		return nil
 	}
-	fmt.Fprintf(env.Stdout, "\ntry it: parley say --engine chattts --voice %s \"Hello there.\"\ncompare: parley finetune evaluate %s --voice %s\n", *name, d.Name, *name)
+	// the voice speaks with the model trained along with it
+	fmt.Fprintf(env.Stdout, "voice %s installed with its model %s\ntry it: parley say --engine chattts --model \"$(parley models path %s)\" --voice %s \"Hello there.\"\n"+
+		"compare: parley finetune evaluate %s --voice %s@%s\n", *name, modelID, modelID, *name, d.Name, *name, modelID)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -20,6 +21,7 @@ func TestFinetuneTrainInstall(t *testing.T) {
 	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
 		t.Skipf("no PyTorch: %v", err)
 	}
+	vad := filepath.Join(assets.ModelsDir(), "silero-vad-v5") // set up by make setup
 	isolate(t)
 	labelledDataset(t, "anna", 10)
 	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
@@ -44,5 +46,26 @@ func TestFinetuneTrainInstall(t *testing.T) {
 	}
 	if st, err := os.Stat(wav); err != nil || st.Size() < 1000 {
 		t.Fatalf("no audio: %v", err)
+	}
+
+	// --gpt: the model is installed with the voice, and the voice is scored with that model
+	code, out, errs = runCLI(t, "finetune", "train", "anna", "--gpt", "--new", "--model", tiny, "--epochs", "1", "--seeds", "0", "--procs", "1")
+	if code != 0 {
+		t.Fatalf("train --gpt: %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "finetune", "install", "anna", "--name", "anna-gpt")
+	if code != 0 || !strings.Contains(out, "voice anna-gpt installed with its model chattts-anna") || !strings.Contains(out, "--voice anna-gpt@chattts-anna") {
+		t.Fatalf("install --gpt: %d %s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(vad, "silero_vad.onnx")); err != nil {
+		t.Logf("no Silero VAD (make setup): the --gpt voice is not evaluated: %v", err)
+		return
+	}
+	if err := os.Symlink(vad, filepath.Join(assets.ModelsDir(), "silero-vad-v5")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "1", "--voice", "anna-gpt@chattts-anna", "--json")
+	if code != 0 || !strings.Contains(out, `"name":"anna-gpt@chattts-anna"`) {
+		t.Fatalf("evaluate anna-gpt@chattts-anna: %d %s%s", code, out, errs)
 	}
 }
