@@ -152,6 +152,8 @@ class DemoModel(ChatTTS):
         self.ga_weight = 1.0
         self.code_dropout = 0.0
         self.mel_weight = 1.0
+        self.sched_sampling = 0.0
+        self.neutral_streams: List[int] = []
 
     def set_stage(self, stage: str) -> None:
         self.stage = stage
@@ -210,7 +212,28 @@ class DemoModel(ChatTTS):
                       "mel_l1": float(l1) * n}
 
     # -- gpt + decoder
+    def own_codes(self, b) -> torch.Tensor:
+        """Scheduled sampling: ids with a share of the code frames replaced by the model's own
+        greedy prediction of them (no gradient), so training sees the frames it will read when
+        it runs free (teacher-forced CER 21.8 % vs free-running 53 % was the demo voice's gap)."""
+        ids, tm, am = b["ids"], b["text_mask"], b["attn"]
+        with torch.no_grad():
+            emb = apply_speaker(self.embed(ids, tm), ids, tm, self.speakers(b["speaker"]), b["spk_emb_id"])
+            pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
+            h, _ = self.gpt(emb, am, pos)
+            pred = self.embed.logits_code(h).argmax(-1)  # (B,L,4): the frame read at the next position
+        audio_in = (~tm) & (am > 0)
+        swap = audio_in[:, 1:] & (torch.rand(audio_in[:, 1:].shape) < self.sched_sampling)
+        new = ids.clone()
+        new[:, 1:][swap] = pred[:, :-1][swap]
+        if self.neutral_streams:
+            new[:, :, self.neutral_streams] = torch.where(audio_in[..., None], torch.full_like(new[:, :, self.neutral_streams], NEUTRAL_CODE),
+                                                          new[:, :, self.neutral_streams])
+        return new
+
     def loss_gpt(self, b):
+        if self.training and self.sched_sampling > 0:
+            b = {**b, "ids": self.own_codes(b)}
         ids, tm, am, spk_i = b["ids"], b["text_mask"], b["attn"], b["speaker"]
         g = self.cfg.gpt
         spk = self.speakers(spk_i)
@@ -573,6 +596,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--size", default="demo", choices=["demo", "tiny"])
     ap.add_argument("--crop-frames", type=int, default=64, help="vocos/dvae: mel frames per example")
     ap.add_argument("--ga-weight", type=float, default=1.0, help="gpt: guided-attention loss weight")
+    ap.add_argument("--sched-sampling", type=float, default=0.0,
+                    help="gpt: share of code frames replaced by the model's own greedy prediction")
     ap.add_argument("--code-dropout", type=float, default=0.5, help="gpt: dropout on the code-frame input embeddings")
     ap.add_argument("--stop-at-step", type=int, default=0)
     ap.add_argument("--out", dest="out_dir", default="train/out/chattts/run")
@@ -615,6 +640,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         a.neutral_list = [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else []
         model.ga_weight = a.ga_weight
         model.code_dropout = a.code_dropout
+        model.sched_sampling = a.sched_sampling
+        model.neutral_streams = list(a.neutral_list)
         model.set_stage(a.stage)
         task = DemoTask(a.stage, a.feats, spec, model, cfg, a)
         Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)

@@ -384,6 +384,31 @@ class DemoPipelineTest(unittest.TestCase):
         self.assertEqual(calls, ["hello there", "how are you", "fine"])
         self.assertEqual(corpus.split_controls("a[break_3]b"), [("a", False), ("[break_3]", True), ("b", False)])
 
+    def test_scheduled_sampling_replaces_only_code_frames(self):
+        """--sched-sampling: a code frame becomes the model's own greedy prediction of it (made at
+        the position before), text positions stay, neutral streams keep the neutral code."""
+        from train.chattts.train import NEUTRAL_CODE, DemoModel, collate_gpt
+
+        torch.manual_seed(0)
+        m = DemoModel(config_for("tiny", num_text_tokens=40), 2)
+        items = [{"prompt": torch.tensor([1, 2, 3, 10, 11, 4]), "codes": torch.full((5, 4), 7),
+                  "mel": torch.ones(100, 10), "speaker": 0, "spk_emb_id": 2}]
+        b = collate_gpt(items)
+        m.sched_sampling, m.neutral_streams = 1.0, [1, 3]
+        new = m.own_codes(b)
+        self.assertTrue(torch.equal(new[0, :6], b["ids"][0, :6]))  # the prompt
+        with torch.no_grad():
+            from train.chattts.model import apply_speaker
+            ids, tm = b["ids"], b["text_mask"]
+            emb = apply_speaker(m.embed(ids, tm), ids, tm, m.speakers(b["speaker"]), 2)
+            h, _ = m.gpt(emb, b["attn"], torch.arange(ids.shape[1]).unsqueeze(0))
+            pred = m.embed.logits_code(h).argmax(-1)
+        for k in range(5):  # frame k sits at position 6+k and is predicted at 5+k
+            self.assertEqual(new[0, 6 + k, [0, 2]].tolist(), pred[0, 5 + k, [0, 2]].tolist())
+            self.assertEqual(new[0, 6 + k, [1, 3]].tolist(), [NEUTRAL_CODE] * 2)
+        m.sched_sampling = 0.0
+        self.assertTrue(torch.equal(m.own_codes(b)[0, :, [0, 2]], b["ids"][0, :, [0, 2]]))
+
     def test_gpt_batch_alignment(self):
         from train.chattts.train import collate_gpt
 
