@@ -363,7 +363,12 @@ def collate_dvae(items):
 
 
 class GPTData(torch.utils.data.Dataset):
-    def __init__(self, feats: Feats, tok: WordPieceTokenizer):
+    """The gpt stage's items.  With prefix_prob > 0 that share of the items (fixed by seed) get
+    another utterance of the same speaker as a speaker sample, laid out as the engine lays out
+    a clone prompt (tts/chattts synth.go): [Stts][spk_emb][speed_N] sample text, text [Ptts]
+    sample codes, codes — so the model learns to carry on from a recording."""
+
+    def __init__(self, feats: Feats, tok: WordPieceTokenizer, prefix_prob: float = 0.0, seed: int = 0):
         if feats.codes is None:
             raise ValueError("no DVAE codes for this split: run `train.chattts.train codes` first")
         self.f, self.tok = feats, tok
@@ -371,12 +376,31 @@ class GPTData(torch.utils.data.Dataset):
         self.spk_id = tok.token_id("[spk_emb]")
         unk = tok.token_id("[UNK]")
         self.unknown = sum(p.count(unk) for p in self.prompts)
+        self.partner = [-1] * len(self.prompts)
+        if prefix_prob > 0:
+            rng = np.random.default_rng(seed)
+            by_spk: Dict[int, List[int]] = {}
+            for i, r in enumerate(feats.index):
+                by_spk.setdefault(r["speaker_index"], []).append(i)
+            for i, r in enumerate(feats.index):
+                others = [j for j in by_spk[r["speaker_index"]] if j != i]
+                if others and rng.random() < prefix_prob:
+                    j = others[int(rng.integers(len(others)))]
+                    self.partner[i] = j
+                    head = tok.encode(f"[Stts][spk_emb][speed_{r['speed']}]")
+                    self.prompts[i] = (head + tok.encode(feats.index[j]["phonemes"]) + tok.encode(r["phonemes"])
+                                       + tok.encode("[Ptts]"))
 
     def set_epoch(self, e):
         pass
 
+    def frames(self, i):
+        a, b = self.f.code_off[i]
+        j = self.partner[i]
+        return b - a + (self.f.code_off[j][1] - self.f.code_off[j][0] if j >= 0 else 0)
+
     def lengths(self):
-        return [len(p) + (b - a) + 1 for p, (a, b) in zip(self.prompts, self.f.code_off)]
+        return [len(p) + self.frames(i) + 1 for i, p in enumerate(self.prompts)]
 
     def __len__(self):
         return len(self.f)
@@ -384,6 +408,11 @@ class GPTData(torch.utils.data.Dataset):
     def __getitem__(self, i):
         codes = torch.from_numpy(self.f.get_codes(i))
         mel = torch.from_numpy(self.f.get_mel(i)[: 2 * codes.shape[0]]).t()
+        j = self.partner[i]
+        if j >= 0:  # the speaker sample's codes and mel come first, as in a clone prompt
+            sc = torch.from_numpy(self.f.get_codes(j))
+            sm = torch.from_numpy(self.f.get_mel(j)[: 2 * sc.shape[0]]).t()
+            codes, mel = torch.cat([sc, codes]), torch.cat([sm, mel], dim=1)
         return {"prompt": torch.tensor(self.prompts[i]), "codes": codes, "mel": mel,
                 "speaker": self.f.index[i]["speaker_index"], "spk_emb_id": self.spk_id}
 
@@ -444,7 +473,7 @@ class DemoTask(Task):
             elif self.stage == "dvae":
                 self._ds = DVAEData(self.train_feats, self.a.crop_frames, self.cfg.seed)
             else:
-                self._ds = GPTData(self.train_feats, self.tok)
+                self._ds = GPTData(self.train_feats, self.tok, self.a.prefix_prob, self.cfg.seed)
                 if self._ds.unknown and _is_main():
                     print(f"warning: {self._ds.unknown} [UNK] tokens in the training prompts", file=sys.stderr)
         self._ds.set_epoch(epoch)
@@ -596,6 +625,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--size", default="demo", choices=["demo", "tiny"])
     ap.add_argument("--crop-frames", type=int, default=64, help="vocos/dvae: mel frames per example")
     ap.add_argument("--ga-weight", type=float, default=1.0, help="gpt: guided-attention loss weight")
+    ap.add_argument("--prefix-prob", type=float, default=0.0,
+                    help="gpt: share of items given another utterance of their speaker as a clone prompt")
     ap.add_argument("--sched-sampling", type=float, default=0.0,
                     help="gpt: share of code frames replaced by the model's own greedy prediction")
     ap.add_argument("--code-dropout", type=float, default=0.5, help="gpt: dropout on the code-frame input embeddings")

@@ -409,6 +409,43 @@ class DemoPipelineTest(unittest.TestCase):
         m.sched_sampling = 0.0
         self.assertTrue(torch.equal(m.own_codes(b)[0, :, [0, 2]], b["ids"][0, :, [0, 2]]))
 
+    def test_clone_prompt_items(self):
+        """--prefix-prob: an item carries another utterance of its speaker as the clone prompt, in
+        the engine's layout (sample text before the text, sample codes and mel before its own)."""
+        from train.chattts.train import Feats, GPTData
+        from train.chattts.tokenizer import build_spec
+
+        tok = WordPieceTokenizer(build_spec(list("abcdefgh"), lowercase=False, strip_accents=False))
+        with tempfile.TemporaryDirectory() as d:
+            index, codes, offs, mel = [], [], [], []
+            for i, (ph, spk, t) in enumerate([("ab", 0, 2), ("cd", 0, 3), ("ef", 1, 2), ("gh", 1, 4)]):
+                index.append({"phonemes": ph, "speed": 5, "speaker_index": spk, "m0": len(mel), "m1": len(mel) + 2 * t})
+                offs.append([len(codes), len(codes) + t])
+                codes += [[10 * i + k] * 4 for k in range(t)]
+                mel += [[float(i)] * 100] * (2 * t)
+            with open(os.path.join(d, "x.index.json"), "w") as f:
+                json.dump(index, f)
+            with open(os.path.join(d, "x.codes.json"), "w") as f:
+                json.dump(offs, f)
+            np.save(os.path.join(d, "x.codes.npy"), np.array(codes, dtype=np.int16))
+            np.save(os.path.join(d, "x.mel.npy"), np.array(mel, dtype=np.float32))
+            np.save(os.path.join(d, "x.audio.npy"), np.zeros(10, dtype=np.int16))
+            f = Feats(d, "x")
+            plain = GPTData(f, tok)
+            ds = GPTData(f, tok, prefix_prob=1.0, seed=3)
+            for i in range(4):
+                j = ds.partner[i]
+                self.assertEqual(f.index[j]["speaker_index"], f.index[i]["speaker_index"])
+                self.assertNotEqual(i, j)
+                it, own, smp = ds[i], plain[i], plain[j]
+                head = tok.encode("[Stts][spk_emb][speed_5]")
+                self.assertEqual(it["prompt"].tolist(), head + tok.encode(f.index[j]["phonemes"]) + tok.encode(f.index[i]["phonemes"])
+                                 + tok.encode("[Ptts]"))
+                self.assertTrue(torch.equal(it["codes"], torch.cat([smp["codes"], own["codes"]])))
+                self.assertEqual(it["mel"].shape[1], 2 * it["codes"].shape[0])
+                self.assertEqual(ds.lengths()[i], len(it["prompt"]) + it["codes"].shape[0] + 1)
+            self.assertEqual(GPTData(f, tok, prefix_prob=0.0).partner, [-1] * 4)
+
     def test_gpt_batch_alignment(self):
         from train.chattts.train import collate_gpt
 
