@@ -35,9 +35,6 @@ var (
 	ErrLanguage = errors.New("tune: language mismatch")
 	// ErrNoTranscript: no transcript given and none heard.
 	ErrNoTranscript = errors.New("tune: no transcript")
-	// ErrCloneSilent: with the clip as its prompt the voice model stops almost at once (a
-	// model never trained to carry on from a recording, such as Parley's demo voice).
-	ErrCloneSilent = errors.New("tune: the voice model cannot speak from this clip")
 )
 
 // Prompter encodes a recording into speaker-sample codes (chattts.SampleEncoder).
@@ -172,45 +169,8 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 	if err := v.Validate(); err != nil {
 		return res, err
 	}
-	if o.Voice != nil {
-		step("trying the clone")
-		if err := tryClone(ctx, o.Voice, v, text, o.Model); err != nil {
-			return res, err
-		}
-	}
 	res.Voice = v
 	return res, nil
-}
-
-// cloneMinShare is how much of a seed voice's duration for the same sentence a clone must
-// speak: less means the model stopped early, not that the person speaks fast.
-const cloneMinShare = 0.4
-
-// tryClone speaks the clip's own sentence with the clone and with its seed speaker alone, and
-// refuses a clone that says much less, so that no silent voice reaches the library.
-func tryClone(ctx context.Context, eng tts.Engine, v *voices.Voice, text, model string) error {
-	seed := int64(1)
-	if v.Seed != nil {
-		seed = *v.Seed
-	}
-	base, err := synth16k(ctx, eng, tts.Request{Text: text, Seed: seed, HasSeed: true})
-	if err != nil {
-		return err
-	}
-	got, err := synth16k(ctx, eng, tts.Request{Text: text, Seed: seed, HasSeed: true,
-		Sample: &tts.Sample{Text: v.Sample.Text, Codes: v.Sample.Codes}})
-	if err != nil {
-		return err
-	}
-	b, c := float64(len(base))/16000, float64(len(got))/16000
-	if b > 0 && c < cloneMinShare*b {
-		hint := "fine-tune on a few minutes of the voice instead (parley finetune), or install an official ChatTTS export"
-		if strings.HasSuffix(model, "-demo") {
-			hint = "Parley's demo voice was not trained to carry on from a recording; " + hint
-		}
-		return fmt.Errorf("%w: with it as the prompt the model speaks %.1f s of the clip's own sentence, %.1f s without it; %s", ErrCloneSilent, c, b, hint)
-	}
-	return nil
 }
 
 // ClosestSeed synthesizes text with seed speakers 1..n and returns the seed whose speaker
