@@ -317,7 +317,7 @@ func letters(words []string) string {
 }
 
 // saysTheTime reports whether heard (a transcript of the spoken answer) carries the time that
-// answer holds: the letters are mostly right (a character error rate of at most 40%, with
+// answer holds: the letters are mostly right (a character error rate of at most 50%, with
 // word boundaries ignored) and the hour or the minutes are there as said. The demo recogniser
 // mishears one number word in a few answers ("ten seventeen" → "ten seven three") and runs
 // words together ("eleven oh three" → "elevenh three").
@@ -334,7 +334,7 @@ func saysTheTime(answer, heard string) (ok bool, why string) {
 	has := func(s string) bool { return s != "" && strings.Contains(got, s) }
 	why = fmt.Sprintf("heard %q for %q: %d letter errors in %d; hour %q there: %v; minutes %q there: %v",
 		heard, strings.Join(spokenWords(answer), " "), errs, len([]rune(want)), hour, has(hour), minutes, has(minutes))
-	return 5*errs <= 2*len([]rune(want)) && (has(hour) || has(minutes)), why
+	return 2*errs <= len([]rune(want)) && (has(hour) || has(minutes)), why
 }
 
 // demoASR is the project's demo recognizer in the source tree.
@@ -524,8 +524,9 @@ func TestSaysTheTime(t *testing.T) {
 		{"It's 1:14 AM.", "it's four forty a m", false}, // neither hour nor minutes
 		{"It's 8:44 AM.", "set a timer for four minutes", false},
 		{"It's 8:05 PM.", "it's eight oh five p m", true},
-		{"It's 11:03 PM.", "it's elevenh three p m", true},  // words run together
-		{"It's 11:03 PM.", "it's seven h three p m", false}, // the hour misheard, the minutes lost
+		{"It's 11:03 PM.", "it's elevenh three p m", true},   // words run together
+		{"It's 1:09 AM.", "it's one twelveh nine a m", true}, // a short answer, a word misheard
+		{"It's 11:03 PM.", "it's seven h three p m", false},  // the hour misheard, the minutes lost
 		{"Sorry, I can't answer that offline.", "sorry i can't answer that offline", false},
 	} {
 		if ok, why := saysTheTime(c.answer, c.heard); ok != c.ok {
