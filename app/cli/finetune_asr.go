@@ -50,6 +50,27 @@ func openTuneRunner(env *cliEnv) (*tune.Runner, *store.Store, error) {
 	return tune.NewRunner(st, tune.Options{Env: e, Log: env.Log}), st, nil
 }
 
+// openTraining opens dataset name and the job runner for a new or resumed training job: jobs
+// left running by a Parley that died are recovered, and Python and PyTorch are checked first.
+func openTraining(ctx context.Context, env *cliEnv, name string) (*clone.Dataset, *tune.Runner, *store.Store, error) {
+	d, err := openDataset(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r, st, err := openTuneRunner(env)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if _, err := r.Recover(ctx); err == nil {
+		_, err = r.Check(ctx)
+	}
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	return d, r, st, nil
+}
+
 func runFinetuneASR(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "finetune asr", `usage: parley finetune asr NAME [flags]
 
@@ -70,21 +91,11 @@ the training; running the command again resumes it from its last checkpoint.`)
 	if fs.NArg() != 1 {
 		return usageError("finetune asr", "which dataset?")
 	}
-	d, err := openDataset(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	r, st, err := openTuneRunner(env)
+	d, r, st, err := openTraining(ctx, env, fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, err := r.Recover(ctx); err != nil {
-		return err
-	}
-	if _, err := r.Check(ctx); err != nil {
-		return err
-	}
 	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
 	if err != nil {
 		return err

@@ -53,21 +53,11 @@ running the command again resumes it. Then: parley finetune install NAME.`)
 	if fs.NArg() != 1 {
 		return usageError("finetune train", "which dataset?")
 	}
-	d, err := openDataset(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	r, st, err := openTuneRunner(env)
+	d, r, st, err := openTraining(ctx, env, fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if _, err := r.Recover(ctx); err != nil {
-		return err
-	}
-	if _, err := r.Check(ctx); err != nil {
-		return err
-	}
 	job, resumed, err := findVoiceJob(ctx, r, d, *fresh, false)
 	if err != nil {
 		return err
