@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -92,12 +93,21 @@ func TestSampleEncoderReference(t *testing.T) {
 		if len(got) != Q*T {
 			t.Fatalf("%s: %d codes, want %d×%d", what, len(got), T, Q)
 		}
+		// codes are rounded floats: on another CPU a value on a rounding boundary may land on
+		// the neighbouring code, so a few differences (≤ 2 %) are allowed, not a different encoding
+		var diff []string
 		for q := range Q {
 			for f := range T {
 				if int64(got[f*Q+q]) != want[q][f] {
-					t.Fatalf("%s: frame %d stream %d: %d, want %d", what, f, q, got[f*Q+q], want[q][f])
+					diff = append(diff, fmt.Sprintf("frame %d stream %d: %d, want %d", f, q, got[f*Q+q], want[q][f]))
 				}
 			}
+		}
+		if len(diff) > 0 {
+			t.Logf("%s: %d of %d codes differ from PyTorch's: %v", what, len(diff), Q*T, diff[:min(len(diff), 5)])
+		}
+		if 50*len(diff) > Q*T {
+			t.Fatalf("%s: %d of %d codes differ from PyTorch's: %v", what, len(diff), Q*T, diff[:min(len(diff), 5)])
 		}
 	}
 	codes, err := e.EncodeMel(context.Background(), r.Mel.LogMel, r.Mel.Shape[2])
