@@ -64,6 +64,7 @@ type wizard struct {
 	// nothing on the UI goroutine reads or changes it.
 	busy    context.CancelFunc
 	playing context.CancelFunc // the clip being played
+	playSeq int                // counts playbacks, so a late end clears only its own
 	heldMic bool               // the wizard muted the assistant while it records
 
 	picker   *widget.Select
@@ -625,19 +626,31 @@ func (w *wizard) playClip(rel string, status func(string)) {
 		status("Cannot play: " + err.Error())
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.playing = cancel
+	ctx, done := w.startPlaying()
 	svc := w.svc
 	go func() {
 		err := svc.Play(ctx, pcm)
 		w.u.do(func() {
-			cancel()
+			done()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				status("Cannot play: " + err.Error())
 			}
-			w.playing = nil
 		})
 	}()
+}
+
+// startPlaying marks a clip as playing; done (on the UI goroutine) ends it. A playback that
+// was stopped and followed by another must not end the newer one when it finishes late.
+func (w *wizard) startPlaying() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.playing, w.playSeq = cancel, w.playSeq+1
+	seq := w.playSeq
+	return ctx, func() {
+		cancel()
+		if w.playSeq == seq {
+			w.playing = nil
+		}
+	}
 }
 
 func (w *wizard) stopPlaying() {

@@ -63,6 +63,18 @@ func (f *testCloning) Play(ctx context.Context, pcm []float32) error {
 	return nil
 }
 
+// waitPlayed waits until the n-th clip has played and the wizard has seen it end: tapping
+// another play button while one plays stops it instead (the wizard's toggle), so the next tap
+// must wait for the end, not only for the speaker to be handed the clip.
+func waitPlayed(t *testing.T, u *UI, svc *testCloning, n int, what string) {
+	t.Helper()
+	waitFor(t, u, what+" played", func() bool {
+		svc.mu.Lock()
+		defer svc.mu.Unlock()
+		return svc.played == n && u.wizard.playing == nil
+	})
+}
+
 // requireWizardModels skips when the set-up models or espeak-ng are missing.
 func requireWizardModels(t testing.TB) {
 	t.Helper()
@@ -423,7 +435,7 @@ func TestWizardGuidedRecording(t *testing.T) {
 		t.Errorf("after a take: %q, play disabled=%v", p.record.Text, p.playTake.Disabled())
 	}
 	test.Tap(p.playTake)
-	waitFor(t, u, "the take played", func() bool { svc.mu.Lock(); defer svc.mu.Unlock(); return svc.played == 1 })
+	waitPlayed(t, u, svc, 1, "the take")
 	test.Tap(p.record)
 	test.Tap(p.record)
 	waitIdle(t, u)
@@ -698,5 +710,26 @@ func TestRecordFrom(t *testing.T) {
 	pcm, err = recordFrom(context.Background(), &slowSource{}, 500*time.Millisecond, nil)
 	if err != nil || len(pcm) != 8000 {
 		t.Errorf("a take at its limit: %d samples, %v", len(pcm), err)
+	}
+}
+
+// TestWizardPlaybackEnds: a playback stopped and followed by another, which ends late, leaves
+// the newer one playing (and stoppable); the newer one's own end clears it.
+func TestWizardPlaybackEnds(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	w := u.wizard
+	first, endFirst := w.startPlaying()
+	w.stopPlaying()
+	if first.Err() == nil || w.playing != nil {
+		t.Fatal("stop did not cancel the first playback")
+	}
+	second, endSecond := w.startPlaying()
+	endFirst()
+	if w.playing == nil || second.Err() != nil {
+		t.Fatal("the first playback's late end stopped the second")
+	}
+	endSecond()
+	if w.playing != nil || second.Err() == nil {
+		t.Fatal("the second playback's end left it playing")
 	}
 }

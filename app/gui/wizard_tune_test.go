@@ -168,9 +168,9 @@ func TestWizardQuickClone(t *testing.T) {
 	}
 	t.Logf("%s", q.result.Text)
 	test.Tap(q.playA)
-	waitFor(t, u, "A played", func() bool { svc.mu.Lock(); defer svc.mu.Unlock(); return svc.played == 1 })
+	waitPlayed(t, u, svc, 1, "A")
 	test.Tap(q.playB)
-	waitFor(t, u, "B played", func() bool { svc.mu.Lock(); defer svc.mu.Unlock(); return svc.played == 2 })
+	waitPlayed(t, u, svc, 2, "B")
 	// the recognition goal has its own train step: no quick clone there
 	w.goalSel.SetSelected(goalLabels[goalRecognition])
 	if q.box.Visible() {
@@ -333,7 +333,7 @@ func TestWizardVoiceFineTune(t *testing.T) {
 	}
 	for i, b := range buttons[:3] { // the clip, A, B
 		b.OnTapped()
-		waitFor(t, u, "playing", func() bool { svc.mu.Lock(); defer svc.mu.Unlock(); return svc.played == i+1 })
+		waitPlayed(t, u, svc, i+1, "clip, A or B")
 	}
 
 	// 7 Install: a voice the speaker encoder does not find closer to the person than a random

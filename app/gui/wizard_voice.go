@@ -191,8 +191,7 @@ func (q *quickClone) speak(cloned bool) {
 	if cloned {
 		name = q.name()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w.playing = cancel
+	ctx, done := w.startPlaying()
 	svc, seed, text := w.svc, q.seed, q.texts[0]
 	go func() {
 		pcm, err := svc.Say(ctx, name, seed, text)
@@ -200,8 +199,7 @@ func (q *quickClone) speak(cloned bool) {
 			err = svc.Play(ctx, pcm)
 		}
 		w.u.do(func() {
-			cancel()
-			w.playing = nil
+			done()
 			if err != nil && ctx.Err() == nil {
 				q.msg.SetText("Cannot play: " + err.Error())
 			}
