@@ -212,7 +212,7 @@ def main(argv=None) -> int:
     train_args = ["finetune", "train", name, *model]
     if a.epochs:
         train_args += ["--epochs", str(a.epochs)]
-    r.cli("train", *train_args)
+    r.cli("train", *train_args, "--gpt=false")  # the speaker vector (on the demo voice --gpt is the default)
     m = re.search(r"voice (\S+) installed", r.cli("install", "finetune", "install", name).stdout)
     voice = m.group(1) if m else name
     gpt_voice = ""

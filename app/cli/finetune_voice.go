@@ -17,10 +17,11 @@ import (
 
 func init() {
 	finetuneVerbs["train"] = finetuneVerb{
-		usage: `  train NAME [--gpt] [--epochs N] [--seeds K] [--model DIR] [--new]
+		usage: `  train NAME [--gpt[=false]] [--epochs N] [--seeds K] [--model DIR] [--new]
                                     fine-tune the ChatTTS voice model on the clips: a speaker
-                                    vector (--gpt: also the model) starting from the closest
-                                    seed speaker; run it again to resume
+                                    vector (--gpt: also the model; the demo voice's default)
+                                    starting from the closest seed speaker; run it again to
+                                    resume
 `,
 		run: runFinetuneTrain,
 	}
@@ -35,12 +36,14 @@ func runFinetuneTrain(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "finetune train", `usage: parley finetune train NAME [flags]
 
 Fine-tunes the installed ChatTTS voice model on the dataset's clips (the held-out clips, the
-same as the recogniser's, are never trained on; finetune evaluate scores against them). By
-default only a speaker vector is trained, starting from the seed speaker closest to the
-person (of --seeds tried with the speaker encoder), so the result is a voice for the installed
-model; --gpt also trains the model's GPT and decoder, making a new model. Ctrl-C stops it;
-running the command again resumes it. Then: parley finetune install NAME.`)
-	gpt := fs.Bool("gpt", false, "train the GPT, embeddings and decoder too (a new model)")
+same as the recogniser's, are never trained on; finetune evaluate scores against them). A
+speaker vector is trained, starting from the seed speaker closest to the person (of --seeds
+tried with the speaker encoder); with --gpt the model's GPT and decoder are trained with it,
+making a new model that is installed beside the voice. --gpt is the default on the small demo
+voice (the one fine-tune of it that moves towards the person) and --gpt=false elsewhere (a
+full-size model). Ctrl-C stops it; running the command again resumes it. Then: parley
+finetune install NAME.`)
+	gpt := fs.Bool("gpt", false, "train the GPT, embeddings and decoder too (a new model; default on the demo voice)")
 	epochs := fs.Int("epochs", 0, "training epochs (default 30, or 15 with --gpt)")
 	lr := fs.Float64("lr", 0, "learning rate (default 3e-3, or 2e-4 with --gpt)")
 	seeds := fs.Int("seeds", 8, "seed speakers tried for the starting speaker (0 = the model's mean speaker)")
@@ -68,6 +71,9 @@ running the command again resumes it. Then: parley finetune install NAME.`)
 			if dir, _ = engines.FindChatTTS("", true); dir == "" {
 				return errors.New("a voice fine-tune needs a ChatTTS voice model (an export of ChatTTS, or the demo voice)")
 			}
+		}
+		if !flagSet(fs.FlagSet, "gpt") {
+			*gpt = engines.IsChatTTSDemo(dir)
 		}
 		cfg := tune.TTSConfig{Model: dir, GPT: *gpt, Epochs: *epochs, LR: *lr, Procs: *procs}
 		if *seeds > 0 {

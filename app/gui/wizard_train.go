@@ -36,7 +36,7 @@ type Training interface {
 	// Latest is the dataset's newest job of goal (nil when there is none).
 	Latest(ctx context.Context, d *clone.Dataset, goal string) (*tune.Job, error)
 	// Create records a new job for the dataset (the clips it trains on and holds out).
-	Create(ctx context.Context, d *clone.Dataset, goal string) (tune.Job, error)
+	Create(ctx context.Context, d *clone.Dataset, goal string, opt JobOptions) (tune.Job, error)
 	// Start runs a job, or resumes one that stopped; events arrive on the job's goroutine.
 	// wait returns when the job has stopped: nil when it finished, context.Canceled when
 	// cancelled (ctx), else why it failed.
@@ -48,6 +48,13 @@ type Training interface {
 	Evaluation(j tune.Job) *Evaluation
 	// Install adds the fine-tuned model (recogniser or voice) for use; it returns its id.
 	Install(ctx context.Context, j tune.Job) (string, error)
+}
+
+// JobOptions are the choices a new job takes from the train step.
+type JobOptions struct {
+	// WholeModel (the voice goal): train the voice model's GPT, embeddings and decoder with
+	// the speaker, making a new model, not only a speaker vector for the installed one.
+	WholeModel bool
 }
 
 // Evaluation is a fine-tune's before/after, as the evaluate step shows it.
@@ -95,16 +102,21 @@ type trainPage struct {
 	status *notice
 	plot   *lossPlot
 	quick  *quickClone
-	box    fyne.CanvasObject
+	// what (the voice goal) chooses a speaker vector or the whole model; its default follows
+	// the base model until the person picks one
+	what       *widget.RadioGroup
+	whatPicked bool
+	box        fyne.CanvasObject
 
 	// for the current dataset and goal
-	key     string    // dataset dir + goal the fields below belong to
-	loaded  bool      // Latest was asked
-	job     *tune.Job // newest job (nil: none)
-	checked string    // Check's description ("" until known)
-	checkEr error
-	base    string
-	baseEr  error
+	key      string    // dataset dir + goal the fields below belong to
+	loaded   bool      // Latest was asked
+	job      *tune.Job // newest job (nil: none)
+	checked  string    // Check's description ("" until known)
+	checkEr  error
+	base     string
+	baseDemo bool
+	baseEr   error
 
 	// the job running in this process (any dataset)
 	run      bool
@@ -132,11 +144,14 @@ func newTrainPage(w *wizard) *trainPage {
 	p.status = newNotice()
 	p.plot = newLossPlot()
 	p.quick = newQuickClone(w)
+	p.what = widget.NewRadioGroup([]string{whatWhole, whatSpeaker}, func(string) { p.whatPicked = true })
+	p.what.Required = true
+	p.what.Hide()
 	intro := "Parley fine-tunes the installed model on your clips as a job: a progress bar with the time left, a live loss plot and Cancel; " +
 		"if Parley closes while it trains, it resumes from its last checkpoint. Python and PyTorch are checked first; " +
 		"with more than one GPU (or enough cores) it trains on several at once. A part of your clips is held out to test the result."
 	p.box = pageFrame("5  Train", intro,
-		container.NewVBox(p.needs, p.checks, p.why, container.NewHBox(p.start, p.resume, p.cancel), p.bar, p.status),
+		container.NewVBox(p.needs, p.checks, p.what, p.why, container.NewHBox(p.start, p.resume, p.cancel), p.bar, p.status),
 		container.NewBorder(p.quick.box, nil, nil, nil, p.plot))
 	return p
 }
@@ -191,7 +206,7 @@ func (p *trainPage) sync() {
 		return
 	}
 	p.key, p.loaded, p.job = key, true, nil
-	p.checked, p.checkEr, p.base, p.baseEr = "", nil, "", nil
+	p.checked, p.checkEr, p.base, p.baseDemo, p.baseEr = "", nil, "", false, nil
 	tr, d, goal := p.w.u.svc.Training, p.w.d, p.w.goal
 	if tr == nil || d == nil || tr.Supports(goal) != nil {
 		return
@@ -217,15 +232,47 @@ func (p *trainPage) sync() {
 			if p.checked == "" && cerr == nil {
 				p.checked = "ready"
 			}
-			p.base, p.baseEr = base, berr
+			p.base, p.baseDemo, p.baseEr = base, demo, berr
+			p.setWhat()
 			p.w.refresh()
 		})
 	}()
 }
 
+// The voice goal's two kinds of fine-tune.
+const (
+	whatWhole   = "The whole voice model, with a speaker: closest to you; installs a new model beside the voice"
+	whatSpeaker = "A speaker vector only: small, and keeps the installed model"
+)
+
+// setWhat picks the default kind of voice fine-tune for the base model, unless the person
+// chose: the whole model for the small demo voice (the one fine-tune of it that measurably
+// moves towards the person, and the faster one), a speaker vector for a full-size model.
+func (p *trainPage) setWhat() {
+	if p.whatPicked {
+		return
+	}
+	sel := whatSpeaker
+	if p.baseDemo {
+		sel = whatWhole
+	}
+	p.what.SetSelected(sel)
+	p.whatPicked = false // SetSelected calls OnChanged
+}
+
 func (p *trainPage) refresh() {
 	w := p.w
 	p.sync()
+	if w.goal == goalVoice && p.blocked() == "" {
+		p.what.Show()
+		if p.running() {
+			p.what.Disable()
+		} else {
+			p.what.Enable()
+		}
+	} else {
+		p.what.Hide()
+	}
 	s := w.d.Summary()
 	what := "a voice that sounds like you"
 	if w.goal == goalRecognition {
@@ -420,6 +467,7 @@ func (p *trainPage) begin(resume bool) {
 	}
 	w.proof.commit()
 	key, d, goal := p.key, w.d, w.goal
+	opt := JobOptions{WholeModel: goal == goalVoice && p.what.Selected == whatWhole}
 	var id int64
 	if resume && p.job != nil {
 		id = p.job.ID
@@ -440,11 +488,12 @@ func (p *trainPage) begin(resume bool) {
 	}
 	p.mu.Unlock()
 	p.status.SetText("Starting…")
+	p.cancel.Enable() // a job cancelled before left it disabled
 	w.refresh()
 	go func() {
 		defer close(finished)
 		if id == 0 {
-			j, err := tr.Create(ctx, d, goal)
+			j, err := tr.Create(ctx, d, goal, opt)
 			if err != nil {
 				p.ended(key, d, goal, 0, err)
 				return

@@ -30,10 +30,12 @@ type fakeTraining struct {
 	installs int
 	// unsupported: goals this "build" cannot train, and why
 	unsupported map[string]error
+	opts        map[int64]JobOptions // each job's options from the train step
+	fullSize    bool                 // Base: a full-size model, not a demo-grade one
 }
 
 func newFakeTraining() *fakeTraining {
-	return &fakeTraining{meta: map[int64]string{}, evals: map[int64]*Evaluation{}, tick: make(chan struct{}), steps: 10}
+	return &fakeTraining{meta: map[int64]string{}, evals: map[int64]*Evaluation{}, opts: map[int64]JobOptions{}, tick: make(chan struct{}), steps: 10}
 }
 
 func (f *fakeTraining) Supports(goal string) error { return f.unsupported[goal] }
@@ -45,7 +47,10 @@ func (f *fakeTraining) Check(context.Context) (string, error) {
 	return "PyTorch 1.13.0 on CPU, 2 cores", nil
 }
 
-func (f *fakeTraining) Base(context.Context, string) (string, bool, error) {
+func (f *fakeTraining) Base(_ context.Context, goal string) (string, bool, error) {
+	if goal == goalVoice {
+		return "chattts-demo", !f.fullSize, nil
+	}
 	return "sensevoice-demo", true, nil
 }
 
@@ -63,13 +68,14 @@ func (f *fakeTraining) Latest(_ context.Context, d *clone.Dataset, goal string) 
 	return nil, nil
 }
 
-func (f *fakeTraining) Create(_ context.Context, d *clone.Dataset, goal string) (tune.Job, error) {
+func (f *fakeTraining) Create(_ context.Context, d *clone.Dataset, goal string, opt JobOptions) (tune.Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j := &tune.Job{Job: store.Job{ID: int64(len(f.jobs) + 1), Kind: "asr-finetune", Status: store.JobQueued},
 		Spec: tune.Spec{Steps: []tune.Step{{Name: "train", Module: "train.x", Train: true}}}}
 	f.jobs = append(f.jobs, j)
 	f.meta[j.ID] = d.Dir() + goal
+	f.opts[j.ID] = opt
 	return *j, nil
 }
 
@@ -330,5 +336,66 @@ func TestWizardTrainBlocked(t *testing.T) {
 	w.goalSel.SetSelected(goalLabels[goalRecognition])
 	if !w.train.start.Disabled() || !strings.Contains(w.train.why.Text, "not in this build") {
 		t.Errorf("a goal this build cannot train: %q", w.train.why.Text)
+	}
+}
+
+// TestWizardVoiceWhatToTrain: the voice goal's train step offers the whole model or a speaker
+// vector, defaulting to the whole model on the demo voice and to a speaker vector on a
+// full-size model; the choice (the default or the person's) reaches the new job, and the
+// recognition goal does not show it.
+func TestWizardVoiceWhatToTrain(t *testing.T) {
+	requireWizardModels(t)
+	for _, full := range []bool{false, true} {
+		svc := newTestCloning(t)
+		tr := newFakeTraining()
+		tr.fullSize = full
+		u, _ := newTestUI(t, Services{Clone: svc, Training: tr})
+		w := u.wizard
+		labelledDataset(t, u, "Cy", goalVoice)
+		test.Tap(w.stepBtns[stepTrain])
+		p := w.train
+		waitFor(t, u, "the checks", func() bool { return strings.Contains(p.checks.Text, "Starting point") && !p.start.Disabled() })
+		want := whatWhole
+		if full {
+			want = whatSpeaker
+		}
+		if !p.what.Visible() || p.what.Selected != want {
+			t.Fatalf("full-size %v: visible=%v, selected %q", full, p.what.Visible(), p.what.Selected)
+		}
+		test.Tap(p.start)
+		waitFor(t, u, "the job to start", func() bool { return p.running() })
+		if !p.what.Disabled() {
+			t.Error("the choice can change while the job runs")
+		}
+		test.Tap(p.cancel)
+		waitFor(t, u, "the job to stop", func() bool { return !p.run })
+		tr.mu.Lock()
+		got := tr.opts[1].WholeModel
+		tr.mu.Unlock()
+		if got != !full {
+			t.Errorf("full-size %v: the job's WholeModel is %v", full, got)
+		}
+		// the person's choice wins over the default, and is kept
+		other := map[bool]string{false: whatSpeaker, true: whatWhole}[full]
+		p.what.SetSelected(other)
+		w.refresh()
+		if p.what.Selected != other {
+			t.Errorf("the choice %q was reset to %q", other, p.what.Selected)
+		}
+		test.Tap(p.start)
+		waitFor(t, u, "the second job to start", func() bool { return p.running() })
+		test.Tap(p.cancel)
+		waitFor(t, u, "the second job to stop", func() bool { return !p.run })
+		tr.mu.Lock()
+		got = tr.opts[2].WholeModel
+		tr.mu.Unlock()
+		if got != full {
+			t.Errorf("full-size %v: the person's choice %q gave WholeModel %v", full, other, got)
+		}
+		w.goalSel.SetSelected(goalLabels[goalRecognition])
+		w.refresh()
+		if p.what.Visible() {
+			t.Error("the recognition goal shows the voice's choice")
+		}
 	}
 }

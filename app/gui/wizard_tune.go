@@ -136,12 +136,12 @@ func (s *trainingService) Latest(ctx context.Context, d *clone.Dataset, goal str
 	return nil, nil
 }
 
-func (s *trainingService) Create(ctx context.Context, d *clone.Dataset, goal string) (tune.Job, error) {
+func (s *trainingService) Create(ctx context.Context, d *clone.Dataset, goal string, opt JobOptions) (tune.Job, error) {
 	if err := s.Supports(goal); err != nil {
 		return tune.Job{}, err
 	}
 	if goal == goalVoice {
-		return s.createVoice(ctx, d)
+		return s.createVoice(ctx, d, opt.WholeModel)
 	}
 	dir, id, _, err := s.base(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,13 +64,28 @@ func TestTrainingService(t *testing.T) {
 	if j, err := ts.Latest(ctx, d, goalRecognition); err != nil || j != nil {
 		t.Fatalf("a new dataset has job %v (%v)", j, err)
 	}
-	if _, err := ts.Create(ctx, d, goalRecognition); !errors.Is(err, tune.ErrTooFewClips) {
+	if _, err := ts.Create(ctx, d, goalRecognition, JobOptions{}); !errors.Is(err, tune.ErrTooFewClips) {
 		t.Fatalf("3 clips: %v, want ErrTooFewClips", err)
 	}
 	moreSpeech(t, u)
-	j, err := ts.Create(ctx, d, goalRecognition)
+	j, err := ts.Create(ctx, d, goalRecognition, JobOptions{})
 	if err != nil {
 		t.Fatalf("create: %v (%d usable clips)", err, d.Summary().Usable)
+	}
+	// the voice goal's choice: the whole model makes a --gpt job, a speaker vector does not
+	for _, whole := range []bool{true, false} {
+		vj, err := ts.Create(ctx, d, goalVoice, JobOptions{WholeModel: whole})
+		if err != nil {
+			t.Fatalf("voice job (whole model %v): %v", whole, err)
+		}
+		vm, _ := tune.TTSMetaOf(vj)
+		gpt := false
+		for _, st := range vj.Spec.Steps {
+			gpt = gpt || (st.Train && slices.Contains(st.Args, "--gpt"))
+		}
+		if vm.GPT != whole || gpt != whole {
+			t.Errorf("whole model %v: the job's meta says GPT %v, its trainer --gpt %v", whole, vm.GPT, gpt)
+		}
 	}
 	m, _ := tune.ASRMetaOf(j)
 	if m.Dataset != d.Dir() || len(m.HeldOut) == 0 || m.BaseID != "sensevoice-demo" {

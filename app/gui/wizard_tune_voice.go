@@ -63,10 +63,10 @@ func (s *trainingService) voiceModel() (dir string, demo bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	return dir, filepath.Base(filepath.Clean(dir)) == engines.ChatTTSDemo, nil
+	return dir, engines.IsChatTTSDemo(dir), nil
 }
 
-func (s *trainingService) createVoice(ctx context.Context, d *clone.Dataset) (tune.Job, error) {
+func (s *trainingService) createVoice(ctx context.Context, d *clone.Dataset, whole bool) (tune.Job, error) {
 	dir, _, err := s.voiceModel()
 	if err != nil {
 		return tune.Job{}, err
@@ -74,7 +74,7 @@ func (s *trainingService) createVoice(ctx context.Context, d *clone.Dataset) (tu
 	if _, _, err := tune.SplitClips(d, 0.2); err != nil { // before loading any model
 		return tune.Job{}, err
 	}
-	cfg := tune.TTSConfig{Model: dir, Epochs: s.voiceEpochs, Procs: s.procs, Threads: s.threads}
+	cfg := tune.TTSConfig{Model: dir, GPT: whole, Epochs: s.voiceEpochs, Procs: s.procs, Threads: s.threads}
 	seeds := voiceStartSeeds
 	if s.voice.seeds > 0 {
 		seeds = s.voice.seeds

@@ -160,7 +160,7 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 	v.Sample = &voices.Sample{Text: text, NumVQ: o.NumVQ, Codes: codes, Model: o.Model, Seconds: res.Seconds}
 	if o.Seeds > 0 && o.Embedder != nil && o.Voice != nil {
 		step("choosing the closest seed speaker")
-		res.Seed, res.SeedSimilarity, err = ClosestSeed(ctx, o.Voice, o.Embedder, p16, text, o.Seeds)
+		res.Seed, res.SeedSimilarity, err = ClosestSeed(ctx, o.Voice, o.Embedder, []Utterance{{PCM: p16, Text: text}}, o.Seeds)
 		if err != nil {
 			return res, err
 		}
@@ -173,24 +173,44 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 	return res, nil
 }
 
-// ClosestSeed synthesizes text with seed speakers 1..n and returns the seed whose speaker
-// embedding is closest (cosine) to that of p16 (16 kHz).
-func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, p16 []float32, text string, n int) (int64, float64, error) {
-	want, err := emb.Embed(ctx, p16)
-	if err != nil {
-		return 0, 0, err
-	}
-	best, bestSim := int64(0), -2.0
-	for seed := int64(1); seed <= int64(n); seed++ {
-		got, err := synth16k(ctx, eng, tts.Request{Text: text, Seed: seed, HasSeed: true})
+// Utterance is a recording of the person (16 kHz mono) and what it says.
+type Utterance struct {
+	PCM  []float32
+	Text string
+}
+
+// ClosestSeed speaks each utterance's text with seed speakers 1..n and returns the seed
+// whose mean speaker embedding is closest (cosine) to the person's mean over the utterances.
+// Several utterances make the choice steadier than one: one clip's embedding moves with what
+// it says and how it was said.
+func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utterance, n int) (int64, float64, error) {
+	var want meanEmbedding
+	for _, u := range person {
+		e, err := emb.Embed(ctx, u.PCM)
 		if err != nil {
 			return 0, 0, err
 		}
-		e, err := emb.Embed(ctx, got)
-		if err != nil {
-			continue // too short to embed
+		want.add(e)
+	}
+	if want.n == 0 {
+		return 0, 0, errors.New("tune: no recording of the person to compare seed speakers with")
+	}
+	best, bestSim := int64(0), -2.0
+	for seed := int64(1); seed <= int64(n); seed++ {
+		var got meanEmbedding
+		for _, u := range person {
+			pcm, err := synth16k(ctx, eng, tts.Request{Text: u.Text, Seed: seed, HasSeed: true})
+			if err != nil {
+				return 0, 0, err
+			}
+			if e, err := emb.Embed(ctx, pcm); err == nil { // else too short to embed
+				got.add(e)
+			}
 		}
-		if sim := cosine(want, e); sim > bestSim {
+		if got.n == 0 {
+			continue
+		}
+		if sim := cosine(want.mean(), got.mean()); sim > bestSim {
 			best, bestSim = seed, sim
 		}
 	}
@@ -198,6 +218,39 @@ func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, p16 []float3
 		return 0, 0, errors.New("tune: no seed speaker could be compared (the voice model gave no usable audio)")
 	}
 	return best, bestSim, nil
+}
+
+// meanEmbedding averages speaker embeddings scaled to unit length (a loud clip's embedding
+// does not outweigh a quiet one's).
+type meanEmbedding struct {
+	sum []float64
+	n   int
+}
+
+func (m *meanEmbedding) add(e []float32) {
+	if m.sum == nil {
+		m.sum = make([]float64, len(e))
+	}
+	norm := 0.0
+	for _, v := range e {
+		norm += float64(v) * float64(v)
+	}
+	norm = math.Sqrt(norm)
+	if norm == 0 || len(e) != len(m.sum) {
+		return
+	}
+	for i, v := range e {
+		m.sum[i] += float64(v) / norm
+	}
+	m.n++
+}
+
+func (m *meanEmbedding) mean() []float32 {
+	out := make([]float32, len(m.sum))
+	for i, v := range m.sum {
+		out[i] = float32(v / float64(max(m.n, 1)))
+	}
+	return out
 }
 
 // synth16k synthesizes a request to 16 kHz mono.

@@ -162,4 +162,38 @@ func TestEvaluateVoices(t *testing.T) {
 	if err != nil || c.ID != d.Clips[2].ID {
 		t.Fatalf("clip near 3 s: %v %v", c, err)
 	}
+	d.Clips[4].Seconds, d.Clips[5].Seconds = 1.5, 5.5 // 1.5 s: too short to judge a voice by
+	cs, err := ClipsNear(d, []string{d.Clips[2].ID, d.Clips[3].ID, d.Clips[4].ID, d.Clips[5].ID}, 5, 2)
+	if err != nil || len(cs) != 2 || cs[0].ID != d.Clips[5].ID || cs[1].ID != d.Clips[2].ID {
+		t.Fatalf("2 clips near 5 s: %v %v", cs, err)
+	}
+	if _, err := ClipsNear(d, []string{d.Clips[4].ID}, 5, 3); !errors.Is(err, ErrTooFewClips) {
+		t.Fatalf("only a short clip: %v", err)
+	}
+}
+
+// TestClosestSeedOverClips: the seed speaker is chosen against the person's mean over all the
+// clips given (fakeVoice: seed k sounds at angle k/10; the clips at 0.2 and 0.4 average to
+// 0.3, seed 3), not against one clip (0.2 alone: seed 2).
+func TestClosestSeedOverClips(t *testing.T) {
+	ctx := context.Background()
+	level := func(v float32) []float32 {
+		x := make([]float32, 16000)
+		for i := range x {
+			x[i] = v
+		}
+		return x
+	}
+	one := []Utterance{{PCM: level(0.2), Text: "hello"}}
+	two := append(one, Utterance{PCM: level(0.4), Text: "good night"})
+	if seed, _, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, one, 6); err != nil || seed != 2 {
+		t.Fatalf("one clip: seed %d, %v", seed, err)
+	}
+	seed, sim, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, two, 6)
+	if err != nil || seed != 3 || sim < 0.99 {
+		t.Fatalf("two clips: seed %d (similarity %.3f), %v", seed, sim, err)
+	}
+	if _, _, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, nil, 6); err == nil {
+		t.Fatal("no clip of the person: no error")
+	}
 }

@@ -1,9 +1,11 @@
 package tune
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/parley-voice/parley/tts"
@@ -50,8 +52,7 @@ type SentenceScore struct {
 
 // ReferenceEmbedding is the mean unit embedding of clips of the dataset (the person's voice).
 func ReferenceEmbedding(ctx context.Context, d *clone.Dataset, ids []string, emb Embedder) ([]float32, error) {
-	var sum []float64
-	n := 0
+	var m meanEmbedding
 	for _, id := range ids {
 		c, err := d.Clip(id)
 		if err != nil {
@@ -65,30 +66,12 @@ func ReferenceEmbedding(ctx context.Context, d *clone.Dataset, ids []string, emb
 		if err != nil {
 			return nil, fmt.Errorf("clip %s: %w", id, err)
 		}
-		if sum == nil {
-			sum = make([]float64, len(e))
-		}
-		norm := 0.0
-		for _, v := range e {
-			norm += float64(v) * float64(v)
-		}
-		norm = math.Sqrt(norm)
-		if norm == 0 || len(e) != len(sum) {
-			continue
-		}
-		for i, v := range e {
-			sum[i] += float64(v) / norm
-		}
-		n++
+		m.add(e)
 	}
-	if n == 0 {
+	if m.n == 0 {
 		return nil, fmt.Errorf("%w: no held-out clip to compare voices with", ErrTooFewClips)
 	}
-	out := make([]float32, len(sum))
-	for i, v := range sum {
-		out[i] = float32(v / float64(n))
-	}
-	return out, nil
+	return m.mean(), nil
 }
 
 // EvaluateVoices synthesises every text with every candidate and scores it.
@@ -142,18 +125,28 @@ func EvaluateVoices(ctx context.Context, eng tts.Engine, cands []VoiceCandidate,
 // ClipNear is the usable clip among ids whose length is nearest secs (at least 2 s): the
 // recording a "3-second clone" is made from.
 func ClipNear(d *clone.Dataset, ids []string, secs float64) (*clone.Clip, error) {
-	var best *clone.Clip
+	cs, err := ClipsNear(d, ids, secs, 1)
+	if err != nil {
+		return nil, err
+	}
+	return cs[0], nil
+}
+
+// ClipsNear is up to k usable clips of at least 2 s, the nearest secs long first.
+func ClipsNear(d *clone.Dataset, ids []string, secs float64, k int) ([]*clone.Clip, error) {
+	var cs []*clone.Clip
 	for _, id := range ids {
 		c, err := d.Clip(id)
 		if err != nil || !c.Usable() || c.Seconds < 2 {
 			continue
 		}
-		if best == nil || math.Abs(c.Seconds-secs) < math.Abs(best.Seconds-secs) {
-			best = c
-		}
+		cs = append(cs, c)
 	}
-	if best == nil {
+	if len(cs) == 0 {
 		return nil, fmt.Errorf("%w: no clip of at least 2 s to clone from", ErrTooFewClips)
 	}
-	return best, nil
+	slices.SortStableFunc(cs, func(a, b *clone.Clip) int {
+		return cmp.Compare(math.Abs(a.Seconds-secs), math.Abs(b.Seconds-secs))
+	})
+	return cs[:min(k, len(cs))], nil
 }

@@ -146,7 +146,8 @@ type SeedSpeakers interface {
 }
 
 // StartingSpeaker is the speaker vector a voice fine-tune starts from: of the seed speakers
-// 1..n, the one the speaker encoder finds closest to the dataset's training clip nearest 5 s.
+// 1..n, the one the speaker encoder finds closest to the person over the dataset's
+// startingClips training clips nearest 5 s (one clip's embedding is a noisy judge).
 func StartingSpeaker(ctx context.Context, d *clone.Dataset, eng SeedSpeakers, emb Embedder, n int) (seed int64, sim float64, spk []float32, err error) {
 	train, _, err := SplitClips(d, 0.2)
 	if err != nil {
@@ -156,20 +157,27 @@ func StartingSpeaker(ctx context.Context, d *clone.Dataset, eng SeedSpeakers, em
 	for _, c := range train {
 		ids = append(ids, c.ID)
 	}
-	clip, err := ClipNear(d, ids, 5)
+	clips, err := ClipsNear(d, ids, 5, startingClips)
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	pcm, err := d.ReadClip(clip.Path)
-	if err != nil {
-		return 0, 0, nil, err
+	var person []Utterance
+	for _, c := range clips {
+		pcm, err := d.ReadClip(c.Path) // clips are 16 kHz
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		person = append(person, Utterance{PCM: pcm, Text: c.Text})
 	}
-	if seed, sim, err = ClosestSeed(ctx, eng, emb, pcm, clip.Text, n); err != nil { // clips are 16 kHz
+	if seed, sim, err = ClosestSeed(ctx, eng, emb, person, n); err != nil {
 		return 0, 0, nil, err
 	}
 	spk, err = eng.SampleSpeaker(seed)
 	return seed, sim, spk, err
 }
+
+// startingClips is how many of the person's clips choose the starting speaker.
+const startingClips = 3
 
 // TrainedSpeaker reads the speaker vector a finished voice job exported.
 func TrainedSpeaker(j Job) ([]float32, error) {

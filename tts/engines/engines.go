@@ -126,6 +126,12 @@ func FindChatTTS(models string, withDemo bool) (dir string, demo bool) {
 	return "", false
 }
 
+// IsChatTTSDemo says whether dir is the demo voice (embedded or installed under its id): a
+// small demo-grade model, whose voice fine-tune trains the whole model by default.
+func IsChatTTSDemo(dir string) bool {
+	return dir != "" && filepath.Base(filepath.Clean(dir)) == ChatTTSDemo
+}
+
 // FindKokoro returns the first installed Kokoro model directory, or "".
 func FindKokoro(models string) string {
 	for _, id := range KokoroModels {

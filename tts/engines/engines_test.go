@@ -147,3 +147,19 @@ func TestApplyVoiceChatTTS(t *testing.T) {
 		t.Error("chattts voice accepted for kokoro")
 	}
 }
+
+func TestIsChatTTSDemo(t *testing.T) {
+	for dir, want := range map[string]bool{
+		"/home/a/.local/share/parley/models/chattts-demo":  true,
+		"/home/a/.local/share/parley/models/chattts-demo/": true,
+		"chattts-demo":                     true,
+		"/models/chattts-official":         false,
+		"/models/chattts-demo-copy":        false,
+		"/models/chattts-demo/chattts-ada": false,
+		"":                                 false,
+	} {
+		if got := IsChatTTSDemo(dir); got != want {
+			t.Errorf("IsChatTTSDemo(%q) = %v, want %v", dir, got, want)
+		}
+	}
+}
