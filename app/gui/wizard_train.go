@@ -241,8 +241,8 @@ func (p *trainPage) sync() {
 
 // The voice goal's two kinds of fine-tune.
 const (
-	whatWhole   = "The whole voice model, with a speaker: closest to you; installs a new model beside the voice"
-	whatSpeaker = "A speaker vector only: small, and keeps the installed model"
+	whatWhole   = "The whole voice model (closest to you; adds a model)"
+	whatSpeaker = "A speaker vector only (small; keeps the model)"
 )
 
 // setWhat picks the default kind of voice fine-tune for the base model, unless the person

@@ -362,6 +362,9 @@ func TestWizardVoiceWhatToTrain(t *testing.T) {
 		if !p.what.Visible() || p.what.Selected != want {
 			t.Fatalf("full-size %v: visible=%v, selected %q", full, p.what.Visible(), p.what.Selected)
 		}
+		if got := u.Content().MinSize().Width; got > 700 {
+			t.Errorf("the train step with the choice needs %.0f px, want ≤ 700 (the choice %.0f, the quick clone %.0f)", got, p.what.MinSize().Width, p.quick.box.MinSize().Width)
+		}
 		test.Tap(p.start)
 		waitFor(t, u, "the job to start", func() bool { return p.running() })
 		if !p.what.Disabled() {

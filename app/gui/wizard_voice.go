@@ -45,7 +45,7 @@ func newQuickClone(w *wizard) *quickClone {
 	q.intro = widget.NewLabel("Quick clone: no training, ready in seconds — a zero-shot clone from one of your clips. " +
 		"It copies your voice less closely than a fine-tune; compare it with a random voice right here.")
 	q.intro.Wrapping = fyne.TextWrapWord
-	q.make = widget.NewButtonWithIcon("Make a zero-shot clone", theme.ContentAddIcon(), func() { q.makeClone() })
+	q.make = widget.NewButtonWithIcon("Make a quick clone", theme.ContentAddIcon(), func() { q.makeClone() })
 	q.make.Importance = widget.HighImportance
 	q.compare = widget.NewButtonWithIcon("Compare with a random voice", theme.SearchIcon(), func() { q.runCompare() })
 	q.playA = widget.NewButtonWithIcon("A: random voice", theme.MediaPlayIcon(), func() { q.speak(false) })
@@ -84,7 +84,7 @@ func (q *quickClone) refresh() {
 		q.make.SetText("Make it again")
 		q.make.Importance = widget.MediumImportance
 	} else {
-		q.make.SetText("Make a zero-shot clone")
+		q.make.SetText("Make a quick clone")
 		q.make.Importance = widget.HighImportance
 	}
 	idle := w.busy == nil
