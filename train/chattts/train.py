@@ -153,6 +153,8 @@ class DemoModel(ChatTTS):
         self.code_dropout = 0.0
         self.mel_weight = 1.0
         self.sched_sampling = 0.0
+        self.sched_passes = 1
+        self.sched_temperature = 0.0
         self.neutral_streams: List[int] = []
 
     def set_stage(self, stage: str) -> None:
@@ -214,21 +216,34 @@ class DemoModel(ChatTTS):
     # -- gpt + decoder
     def own_codes(self, b) -> torch.Tensor:
         """Scheduled sampling: ids with a share of the code frames replaced by the model's own
-        greedy prediction of them (no gradient), so training sees the frames it will read when
-        it runs free (teacher-forced CER 21.8 % vs free-running 53 % was the demo voice's gap)."""
+        prediction of them (no gradient), so training sees the frames it will read when it runs
+        free (teacher-forced CER 21.8 % vs free-running 53 % was the demo voice's gap).
+
+        sched_passes > 1 predicts again from the mixed frames and replaces the same frames, so
+        a replaced frame follows earlier replaced frames as in free running (parallel
+        scheduled sampling); sched_temperature > 0 draws the frames at that temperature, as
+        the engine does, instead of taking the most likely one."""
         ids, tm, am = b["ids"], b["text_mask"], b["attn"]
-        with torch.no_grad():
-            emb = apply_speaker(self.embed(ids, tm), ids, tm, self.speakers(b["speaker"]), b["spk_emb_id"])
-            pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
-            h, _ = self.gpt(emb, am, pos)
-            pred = self.embed.logits_code(h).argmax(-1)  # (B,L,4): the frame read at the next position
         audio_in = (~tm) & (am > 0)
-        swap = audio_in[:, 1:] & (torch.rand(audio_in[:, 1:].shape) < self.sched_sampling)
+        swap = None
         new = ids.clone()
-        new[:, 1:][swap] = pred[:, :-1][swap]
-        if self.neutral_streams:
-            new[:, :, self.neutral_streams] = torch.where(audio_in[..., None], torch.full_like(new[:, :, self.neutral_streams], NEUTRAL_CODE),
-                                                          new[:, :, self.neutral_streams])
+        pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
+        for _ in range(max(1, self.sched_passes)):
+            with torch.no_grad():
+                emb = apply_speaker(self.embed(new, tm), new, tm, self.speakers(b["speaker"]), b["spk_emb_id"])
+                h, _ = self.gpt(emb, am, pos)
+                logits = self.embed.logits_code(h)  # (B,L,4,A): the frame read at the next position
+                if self.sched_temperature > 0:
+                    probs = F.softmax(logits / self.sched_temperature, -1)
+                    pred = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1).reshape(probs.shape[:-1])
+                else:
+                    pred = logits.argmax(-1)
+            if swap is None:  # drawn after the first pass: the one-pass recipe's random stream
+                swap = audio_in[:, 1:] & (torch.rand(audio_in[:, 1:].shape) < self.sched_sampling)
+            new[:, 1:][swap] = pred[:, :-1][swap]
+            if self.neutral_streams:
+                new[:, :, self.neutral_streams] = torch.where(audio_in[..., None], torch.full_like(new[:, :, self.neutral_streams], NEUTRAL_CODE),
+                                                              new[:, :, self.neutral_streams])
         return new
 
     def loss_gpt(self, b):
@@ -629,6 +644,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="gpt: share of items given another utterance of their speaker as a clone prompt")
     ap.add_argument("--sched-sampling", type=float, default=0.0,
                     help="gpt: share of code frames replaced by the model's own greedy prediction")
+    ap.add_argument("--sched-passes", type=int, default=1,
+                    help="gpt: predict the replaced frames again from the mixed frames this many times")
+    ap.add_argument("--sched-temperature", type=float, default=0.0,
+                    help="gpt: draw the replaced frames at this temperature (0: the most likely)")
     ap.add_argument("--code-dropout", type=float, default=0.5, help="gpt: dropout on the code-frame input embeddings")
     ap.add_argument("--stop-at-step", type=int, default=0)
     ap.add_argument("--out", dest="out_dir", default="train/out/chattts/run")
@@ -672,6 +691,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         model.ga_weight = a.ga_weight
         model.code_dropout = a.code_dropout
         model.sched_sampling = a.sched_sampling
+        model.sched_passes, model.sched_temperature = a.sched_passes, a.sched_temperature
         model.neutral_streams = list(a.neutral_list)
         model.set_stage(a.stage)
         task = DemoTask(a.stage, a.feats, spec, model, cfg, a)

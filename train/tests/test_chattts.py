@@ -406,6 +406,20 @@ class DemoPipelineTest(unittest.TestCase):
         for k in range(5):  # frame k sits at position 6+k and is predicted at 5+k
             self.assertEqual(new[0, 6 + k, [0, 2]].tolist(), pred[0, 5 + k, [0, 2]].tolist())
             self.assertEqual(new[0, 6 + k, [1, 3]].tolist(), [NEUTRAL_CODE] * 2)
+        # two passes: each frame is predicted again from the frames the first pass replaced
+        m.sched_passes = 2
+        two = m.own_codes(b)
+        with torch.no_grad():
+            emb = apply_speaker(m.embed(new, tm), new, tm, m.speakers(b["speaker"]), 2)
+            h, _ = m.gpt(emb, b["attn"], torch.arange(ids.shape[1]).unsqueeze(0))
+            pred2 = m.embed.logits_code(h).argmax(-1)
+        for k in range(5):
+            self.assertEqual(two[0, 6 + k, [0, 2]].tolist(), pred2[0, 5 + k, [0, 2]].tolist())
+        # drawn at a temperature: frames vary with the random stream, and stay valid codes
+        m.sched_passes, m.sched_temperature = 1, 5.0
+        draws = {tuple(m.own_codes(b)[0, 6:, 0].tolist()) for _ in range(8)}
+        self.assertGreater(len(draws), 1)
+        m.sched_temperature = 0.0
         m.sched_sampling = 0.0
         self.assertTrue(torch.equal(m.own_codes(b)[0, :, [0, 2]], b["ids"][0, :, [0, 2]]))
 
