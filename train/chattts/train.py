@@ -225,6 +225,8 @@ class DemoModel(ChatTTS):
         the engine does, instead of taking the most likely one."""
         ids, tm, am = b["ids"], b["text_mask"], b["attn"]
         audio_in = (~tm) & (am > 0)
+        # a clone prompt's frames are a recording's at inference, never the model's own
+        own = audio_in & ~b["sample"] if "sample" in b else audio_in
         swap = None
         new = ids.clone()
         pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
@@ -239,7 +241,7 @@ class DemoModel(ChatTTS):
                 else:
                     pred = logits.argmax(-1)
             if swap is None:  # drawn after the first pass: the one-pass recipe's random stream
-                swap = audio_in[:, 1:] & (torch.rand(audio_in[:, 1:].shape) < self.sched_sampling)
+                swap = own[:, 1:] & (torch.rand(audio_in[:, 1:].shape) < self.sched_sampling)
             new[:, 1:][swap] = pred[:, :-1][swap]
             if self.neutral_streams:
                 new[:, :, self.neutral_streams] = torch.where(audio_in[..., None], torch.full_like(new[:, :, self.neutral_streams], NEUTRAL_CODE),
@@ -429,7 +431,8 @@ class GPTData(torch.utils.data.Dataset):
             sm = torch.from_numpy(self.f.get_mel(j)[: 2 * sc.shape[0]]).t()
             codes, mel = torch.cat([sc, codes]), torch.cat([sm, mel], dim=1)
         return {"prompt": torch.tensor(self.prompts[i]), "codes": codes, "mel": mel,
-                "speaker": self.f.index[i]["speaker_index"], "spk_emb_id": self.spk_id}
+                "speaker": self.f.index[i]["speaker_index"], "spk_emb_id": self.spk_id,
+                "sample_frames": sc.shape[0] if j >= 0 else 0}
 
 
 def collate_gpt(items, eos: int = 625, nvq: int = 4, sigma: float = 0.2):
@@ -446,12 +449,14 @@ def collate_gpt(items, eos: int = 625, nvq: int = 4, sigma: float = 0.2):
     mel = torch.zeros(B, 100, 2 * T)
     mel_mask = torch.zeros(B, 2 * T)
     ga = torch.zeros(B, L, L)
+    sample = torch.zeros(B, L, dtype=torch.bool)  # a clone prompt's recorded frames
     for b, x in enumerate(items):
         p, c = x["prompt"], x["codes"]
         s, t = len(p), c.shape[0]
         ids[b, :s] = p.view(-1, 1)
         ids[b, s:s + t] = c
         tm[b, :s] = True
+        sample[b, s:s + x.get("sample_frames", 0)] = True
         am[b, :s + t] = 1
         tgt[b, s - 1:s - 1 + t] = c
         tgt[b, s - 1 + t] = eos
@@ -467,7 +472,7 @@ def collate_gpt(items, eos: int = 625, nvq: int = 4, sigma: float = 0.2):
             kj = (torch.arange(nt, dtype=torch.float32) + 0.5) / nt
             ga[b, s - 1:s - 1 + t, 3:3 + nt] = torch.exp(-((qi[:, None] - kj[None, :]) ** 2) / (2 * sigma ** 2))
     return {"ids": ids, "text_mask": tm, "attn": am, "targets": tgt, "target_mask": tmask, "hid_idx": hid_idx,
-            "hid_mask": hid_mask, "mel": mel, "mel_mask": mel_mask, "ga_w": ga,
+            "hid_mask": hid_mask, "mel": mel, "mel_mask": mel_mask, "ga_w": ga, "sample": sample,
             "speaker": torch.tensor([x["speaker"] for x in items]), "spk_emb_id": items[0]["spk_emb_id"]}
 
 

@@ -420,6 +420,13 @@ class DemoPipelineTest(unittest.TestCase):
         draws = {tuple(m.own_codes(b)[0, 6:, 0].tolist()) for _ in range(8)}
         self.assertGreater(len(draws), 1)
         m.sched_temperature = 0.0
+        # a clone prompt's recorded frames (the first 2 of the 5) stay as recorded
+        items[0]["sample_frames"] = 2
+        bs = collate_gpt(items)
+        self.assertEqual(bs["sample"][0].nonzero().flatten().tolist(), [6, 7])
+        kept = m.own_codes(bs)
+        self.assertTrue(torch.equal(kept[0, 6:8, [0, 2]], bs["ids"][0, 6:8, [0, 2]]))
+        self.assertFalse(torch.equal(kept[0, 8:11, [0, 2]], bs["ids"][0, 8:11, [0, 2]]))
         m.sched_sampling = 0.0
         self.assertTrue(torch.equal(m.own_codes(b)[0, :, [0, 2]], b["ids"][0, :, [0, 2]]))
 
