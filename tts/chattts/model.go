@@ -142,6 +142,10 @@ type DecodeDefaults struct {
 	RepetitionWindow  int     `json:"repetition_window"`
 	MaxNewTokens      int     `json:"max_new_tokens"`
 	MinNewTokens      int     `json:"min_new_tokens"`
+	// MinFramesPerToken also holds the end token back for this many frames per text token
+	// of the sentence (not of a clone prompt's text): a small GPT may otherwise end a
+	// sentence at once or half-way, most often after a clone prompt. 0 = off (ChatTTS).
+	MinFramesPerToken float64 `json:"min_frames_per_token"`
 	Prompt            string  `json:"prompt"`
 }
 
@@ -237,6 +241,12 @@ func (c *ModelConfig) check(path string) error {
 	for _, t := range []string{"[Stts]", "[Ptts]", "[spk_emb]", "[empty_spk]", "[Sbreak]", "[Pbreak]", "[Ebreak]", "[break_0]"} {
 		id, ok := c.Tokens[t]
 		want(ok && id >= 0 && id < g.NumTextTokens, "tokens[%q] missing or outside the text vocabulary", t)
+	}
+	for _, d := range []struct {
+		name string
+		v    float64
+	}{{"code", c.Code.MinFramesPerToken}, {"refine", c.Refine.MinFramesPerToken}} {
+		want(d.v >= 0 && d.v <= 64, "%s.min_frames_per_token %g (want 0..64)", d.name, d.v)
 	}
 	if d := c.DVAE; d != nil && len(d.NeutralStreams) > 0 {
 		want(d.NeutralCode >= 0 && d.NeutralCode < c.EOSCode, "dvae.neutral_code %d outside 0..%d", d.NeutralCode, c.EOSCode-1)

@@ -77,6 +77,7 @@ type Sampler struct {
 	cand []int     // candidate token ids, best first
 	prob []float64 // scratch: candidate weights
 	seen map[int32]int
+	hold int // HoldEOS
 }
 
 // NewSampler returns a sampler drawing from rng (which may be nil when p.Greedy).
@@ -95,6 +96,10 @@ func NewSampler(p SampleParams, rng *RNG) *Sampler {
 
 // Params returns the settings in use.
 func (s *Sampler) Params() SampleParams { return s.p }
+
+// HoldEOS masks the end token for the first n steps of the decodes that follow (a
+// sentence's minimum length), besides the settings' MinNewTokens.
+func (s *Sampler) HoldEOS(n int) { s.hold = n }
 
 func (s *Sampler) temperature(stream int) float32 {
 	switch len(s.p.Temperature) {
@@ -164,7 +169,7 @@ func (s *Sampler) Process(stream int, logits []float32, history []int32, step in
 		cand = cand[:keep]
 	}
 	// everything outside cand is what ChatTTS's warpers set to −∞
-	if step < s.p.MinNewTokens && s.p.EOS < len(logits) {
+	if (step < s.p.MinNewTokens || step < s.hold) && s.p.EOS < len(logits) {
 		if i := slices.Index(cand, s.p.EOS); i >= 0 {
 			cand = slices.Delete(cand, i, i+1)
 		}

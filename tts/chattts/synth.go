@@ -191,6 +191,7 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 			ids = refined
 		}
 	}
+	codeSampler.HoldEOS(int(e.mc.Code.MinFramesPerToken * float64(len(ids))))
 	var prefix []int32
 	if smp != nil {
 		ids = append(append([]int(nil), smp.text...), ids...)
