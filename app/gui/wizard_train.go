@@ -245,19 +245,28 @@ const (
 	whatSpeaker = "A speaker vector only (small; keeps the model)"
 )
 
-// setWhat picks the default kind of voice fine-tune for the base model, unless the person
-// chose: the whole model for the small demo voice (the one fine-tune of it that measurably
-// moves towards the person, and the faster one), a speaker vector for a full-size model.
+// setWhat picks the default kind of voice fine-tune, unless the person chose: what the
+// dataset's last job trained, else the whole model for the small demo voice (the one
+// fine-tune of it that measurably moves towards the person, and the faster one) and a speaker
+// vector for a full-size model.
 func (p *trainPage) setWhat() {
 	if p.whatPicked {
 		return
 	}
 	sel := whatSpeaker
-	if p.baseDemo {
+	if m, err := p.jobMeta(); err == nil && m.GPT || err != nil && p.baseDemo {
 		sel = whatWhole
 	}
 	p.what.SetSelected(sel)
 	p.whatPicked = false // SetSelected calls OnChanged
+}
+
+// jobMeta is the dataset's last voice job's record.
+func (p *trainPage) jobMeta() (tune.TTSMeta, error) {
+	if p.job == nil {
+		return tune.TTSMeta{}, errors.New("no job")
+	}
+	return tune.TTSMetaOf(*p.job)
 }
 
 func (p *trainPage) refresh() {

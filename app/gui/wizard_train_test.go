@@ -2,6 +2,7 @@ package gui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -76,6 +77,10 @@ func (f *fakeTraining) Create(_ context.Context, d *clone.Dataset, goal string, 
 	f.jobs = append(f.jobs, j)
 	f.meta[j.ID] = d.Dir() + goal
 	f.opts[j.ID] = opt
+	if goal == goalVoice { // the record the train step reads back
+		j.Spec.Kind = tune.TTSKind
+		j.Spec.Meta, _ = json.Marshal(tune.TTSMeta{Dataset: d.Dir(), Name: d.Name, GPT: opt.WholeModel})
+	}
 	return *j, nil
 }
 
@@ -394,6 +399,18 @@ func TestWizardVoiceWhatToTrain(t *testing.T) {
 		tr.mu.Unlock()
 		if got != full {
 			t.Errorf("full-size %v: the person's choice %q gave WholeModel %v", full, other, got)
+		}
+		// Parley restarts: the choice shown is what the dataset's last job trained
+		u2, _ := newTestUI(t, Services{Clone: svc, Training: tr})
+		u2.app.Preferences().SetString("wizard.dataset", "Cy")
+		u2.app.Preferences().SetString("wizard.goal.Cy", goalVoice)
+		u2.wizard.d = nil
+		u2.wizard.openNamed("Cy")
+		test.Tap(u2.wizard.stepBtns[stepTrain])
+		p2 := u2.wizard.train
+		waitFor(t, u2, "the last job found", func() bool { return p2.job != nil && p2.what.Selected != "" })
+		if p2.what.Selected != other {
+			t.Errorf("full-size %v, after a restart: %q shown, the last job trained %q", full, p2.what.Selected, other)
 		}
 		w.goalSel.SetSelected(goalLabels[goalRecognition])
 		w.refresh()
