@@ -4,7 +4,7 @@ EOS masking, independent per-stream sampling, then decoder -> Vocos -> ISTFT.  U
 demo voice's evaluation and by tests; the graphs are the exported ones' PyTorch twins."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import List, Optional, Tuple
 
 import torch
@@ -27,6 +27,9 @@ class Sampling:
     repetition_window: int = 16
     max_new_tokens: int = 2048
     min_new_tokens: int = 0
+    # the end token is also held back for this many frames per text token (config.json
+    # code.min_frames_per_token; the Go engine applies the same), so a sentence is not cut off
+    min_frames_per_token: float = 0.0
     seed: int = 0
     # streams the model was trained to hold the neutral code in (config.json dvae.neutral_streams):
     # written, not sampled, as the Go engine does
@@ -130,5 +133,7 @@ def prompt_ids(tok: WordPieceTokenizer, text: str, frontend: dict, speed: int = 
 def synthesize(m: ChatTTS, tok: WordPieceTokenizer, frontend: dict, text: str, spk: torch.Tensor,
                s: Sampling, speed: int = 5) -> Tuple[torch.Tensor, List[List[int]]]:
     p = prompt_ids(tok, text, frontend, speed)
+    if s.min_frames_per_token > 0:  # the text's tokens: the prompt less [Stts][spk_emb][speed_N] and [Ptts]
+        s = replace(s, min_new_tokens=max(s.min_new_tokens, int(s.min_frames_per_token * (len(p) - 4))))
     codes, h = generate_codes(m, p, spk, tok.token_id("[spk_emb]"), s)
     return vocode(m, h), codes

@@ -436,7 +436,8 @@ class DemoPipelineTest(unittest.TestCase):
         from train.chattts.train import Feats, GPTData
         from train.chattts.tokenizer import build_spec
 
-        tok = WordPieceTokenizer(build_spec(list("abcdefgh"), lowercase=False, strip_accents=False))
+        spec = build_spec(list("abcdefgh"), lowercase=False, strip_accents=False)
+        tok = WordPieceTokenizer(spec)
         with tempfile.TemporaryDirectory() as d:
             index, codes, offs, mel = [], [], [], []
             for i, (ph, spk, t) in enumerate([("ab", 0, 2), ("cd", 0, 3), ("ef", 1, 2), ("gh", 1, 4)]):
@@ -466,6 +467,11 @@ class DemoPipelineTest(unittest.TestCase):
                 self.assertEqual(it["mel"].shape[1], 2 * it["codes"].shape[0])
                 self.assertEqual(ds.lengths()[i], len(it["prompt"]) + it["codes"].shape[0] + 1)
             self.assertEqual(GPTData(f, tok, prefix_prob=0.0).partner, [-1] * 4)
+            # the merge's end-token hold-back: 3/4 of the fastest speech's frames per token
+            from train.chattts.train import min_frames_per_token
+            fastest = min(t / len(tok.encode(ph)) for ph, t in [("ab", 2), ("cd", 3), ("ef", 2), ("gh", 4)])
+            self.assertAlmostEqual(min_frames_per_token(d, spec, "x"),
+                                   0.75 * fastest, delta=0.02)
 
     def test_gpt_batch_alignment(self):
         from train.chattts.train import collate_gpt
@@ -539,6 +545,18 @@ class InferTest(unittest.TestCase):
         a, _ = generate_codes(m, tok.encode("[Stts][spk_emb]hello[Ptts]"), spk, tok.token_id("[spk_emb]"), s)
         b, _ = generate_codes(m, tok.encode("[Stts][spk_emb]hello[Ptts]"), spk, tok.token_id("[spk_emb]"), s)
         self.assertEqual(a, b)
+        # min_frames_per_token: the end token, made the only likely one, waits for that many
+        # frames per text token of the sentence
+        import train.chattts.infer as infer
+        eos, orig = m.cfg.num_codes, infer.warp
+        infer.warp = lambda logits, p, k: orig(logits.index_fill(-1, torch.tensor([eos]), 1e4), p, k)
+        try:
+            _, none = synthesize(m, tok, fe, "hello world again", spk, Sampling(max_new_tokens=50, seed=1))
+            _, held = synthesize(m, tok, fe, "hello world again", spk, Sampling(max_new_tokens=50, seed=1, min_frames_per_token=2.5))
+        finally:
+            infer.warp = orig
+        n = len(tok.encode("hello world again"))
+        self.assertEqual((len(none), len(held)), (0, int(2.5 * n)))
         w = warp(torch.randn(4, 626), 1.0, 1)
         self.assertEqual(torch.isfinite(w).sum(-1).tolist(), [3, 3, 3, 3])
         w = warp(torch.tensor([[5.0, 4.0, 0.0, -1.0, -2.0]]), 0.5, 0)
