@@ -282,11 +282,19 @@ def main(argv: Optional[List[str]] = None) -> int:
             ds.append(float((np.array(x[:n]) != np.array(y[:n])).mean()))
         return round(float(np.mean(ds)), 4) if ds else 0.0
 
+    # disagreement between 8 samples of each of the 4 control sentences, averaged: one
+    # sentence's 5 samples (the first cards) were too few to order 0.3 and 0.6 reliably
     temps = {}
+    prompts = [prompt_ids(tok, t, fe) for t in CONTROL_TEXTS]
     for tmp in (0.1, 0.3, 0.6, 0.9):
-        cl = [generate_codes(m, p0, spk0, tok.token_id("[spk_emb]"), Sampling(**{**base.__dict__, "temperature": tmp, "seed": s}))[0]
-              for s in range(5)]
-        temps[str(tmp)] = {"code_disagreement": disagreement(cl), "frames": [len(c) for c in cl]}
+        per, frames = [], []
+        for p in prompts:
+            cl = [generate_codes(m, p, spk0, tok.token_id("[spk_emb]"), Sampling(**{**base.__dict__, "temperature": tmp, "seed": s}))[0]
+                  for s in range(8)]
+            per.append(disagreement(cl))
+            frames += [len(c) for c in cl]
+        temps[str(tmp)] = {"code_disagreement": round(float(np.mean(per)), 4), "per_sentence": per,
+                           "frames_mean": round(float(np.mean(frames)), 1)}
     ctl["temperature"] = temps
     ctl["temperature_monotonic"] = all(temps[a_]["code_disagreement"] < temps[b_]["code_disagreement"]
                                        for a_, b_ in zip(list(temps)[:-1], list(temps)[1:]))
