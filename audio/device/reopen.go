@@ -103,6 +103,7 @@ type reopener[E endpoint] struct {
 	rec    Recovery
 	open   func(spec string) (E, error)
 	rescan func() (bool, error) // nil: never
+	ready  func() error         // nil: always; else why the device cannot be tried yet
 	after  func(time.Duration) <-chan time.Time
 	now    func() time.Time
 	onSwap func(prev, cur E) // called with mu held when a new stream is installed
@@ -289,6 +290,12 @@ func (r *reopener[E]) reopen() bool {
 // try opens the configured device; failing that, rescans and tries again; failing that, the
 // default device.
 func (r *reopener[E]) try() (E, bool, error) {
+	if r.ready != nil {
+		if err := r.ready(); err != nil {
+			var zero E
+			return zero, false, err
+		}
+	}
 	s, err := r.open(r.spec)
 	if err == nil {
 		return s, false, nil

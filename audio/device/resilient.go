@@ -38,6 +38,7 @@ func (h *Host) OpenResilientCapture(cfg CaptureConfig, rec Recovery) (*Resilient
 		return h.OpenCapture(cc)
 	}, h.log)
 	c.r.rescan = pa.rescan
+	c.r.ready = newPulseGate().check
 	c.r.start(first)
 	return c, nil
 }
@@ -178,6 +179,7 @@ func (h *Host) OpenResilientPlayback(cfg PlaybackConfig, rec Recovery) (*Resilie
 		return h.OpenPlayback(pc)
 	}, h.log)
 	p.r.rescan = pa.rescan
+	p.r.ready = newPulseGate().check
 	p.r.onSwap = p.swapped
 	if first.echo != nil {
 		p.segs = []echoSeg{{p: first}}

@@ -1,0 +1,95 @@
+package device
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// PortAudio 19.6 (Debian 12) aborts the whole process when ALSA's pulse plugin cannot open a
+// capture stream because the PulseAudio server went away mid-way (an assertion in
+// PaAlsaStream_DetermineFramesPerBuffer after the capture open failed). A PulseAudio or
+// PipeWire restart is exactly when the reopener tries to open devices, so while the server
+// that the plugin would talk to refuses connections, the reopener does not call PortAudio at
+// all. A stale socket of a server that is gone for good would keep a plain-ALSA device from
+// ever reopening, so the gate gives way after pulseGrace of refusals.
+
+// pulseGrace is how long refusals hold reopening back before PortAudio is tried anyway.
+const pulseGrace = 30 * time.Second
+
+// pulseSocket is the unix socket of the PulseAudio server ALSA's pulse plugin would use:
+// PULSE_SERVER's first unix entry, else XDG_RUNTIME_DIR/pulse/native when it exists; "" when
+// there is none to check (plain ALSA, or a TCP server).
+func pulseSocket() string {
+	if s := os.Getenv("PULSE_SERVER"); s != "" {
+		for _, e := range strings.Fields(s) {
+			if i := strings.LastIndex(e, "}"); i >= 0 { // "{machine-id}unix:/path"
+				e = e[i+1:]
+			}
+			switch {
+			case strings.HasPrefix(e, "unix:"):
+				return strings.TrimPrefix(e, "unix:")
+			case strings.HasPrefix(e, "/"):
+				return e
+			}
+		}
+		return ""
+	}
+	dir := os.Getenv("XDG_RUNTIME_DIR")
+	if dir == "" {
+		return ""
+	}
+	p := filepath.Join(dir, "pulse", "native")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// pulseGate answers whether PortAudio may be asked to open a stream now.
+type pulseGate struct {
+	socket func() string
+	dial   func(path string) error
+	now    func() time.Time
+
+	mu    sync.Mutex
+	since time.Time // first refusal of the current run; zero when the last check passed
+}
+
+func newPulseGate() *pulseGate {
+	return &pulseGate{socket: pulseSocket, now: time.Now, dial: func(path string) error {
+		c, err := net.DialTimeout("unix", path, 250*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}}
+}
+
+// check returns an error naming the server while it refuses connections (for at most
+// pulseGrace in a row), else nil.
+func (g *pulseGate) check() error {
+	path := g.socket()
+	if path == "" {
+		return nil
+	}
+	err := g.dial(path)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err == nil {
+		g.since = time.Time{}
+		return nil
+	}
+	now := g.now()
+	if g.since.IsZero() {
+		g.since = now
+	}
+	if now.Sub(g.since) >= pulseGrace {
+		return nil
+	}
+	return fmt.Errorf("device: the PulseAudio server at %s does not answer yet: %w", path, err)
+}
