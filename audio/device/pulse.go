@@ -93,3 +93,18 @@ func (g *pulseGate) check() error {
 	}
 	return fmt.Errorf("device: the PulseAudio server at %s does not answer yet: %w", path, err)
 }
+
+// startWait is how long a first open waits for a PulseAudio server that is still starting.
+const startWait = 2 * time.Second
+
+// await waits up to wait for the server to answer, so that a first open does not meet a
+// server still starting (the same abort); after that it returns and PortAudio is tried anyway.
+func (g *pulseGate) await(wait time.Duration, sleep func(time.Duration)) {
+	path := g.socket()
+	if path == "" {
+		return
+	}
+	for end := g.now().Add(wait); g.dial(path) != nil && g.now().Before(end); {
+		sleep(100 * time.Millisecond)
+	}
+}

@@ -115,3 +115,35 @@ func TestReopenWaitsForTheServer(t *testing.T) {
 	clk.fire <- clk.now
 	op.expect(t, "mic", fakeCapture(t, "mic"), nil)
 }
+
+// TestPulseAwait: a first open waits for a server still starting (until it answers), and
+// gives up waiting after the bound.
+func TestPulseAwait(t *testing.T) {
+	now := time.Unix(1000, 0)
+	refusals := 3
+	g := &pulseGate{socket: func() string { return "/run/pulse/native" }, now: func() time.Time { return now },
+		dial: func(string) error {
+			if refusals > 0 {
+				refusals--
+				return errors.New("refused")
+			}
+			return nil
+		}}
+	sleeps := 0
+	sleep := func(d time.Duration) { sleeps++; now = now.Add(d) }
+	g.await(startWait, sleep)
+	if sleeps != 3 {
+		t.Fatalf("waited %d times for a server that answered on the 4th try", sleeps)
+	}
+	refusals, sleeps = 1<<30, 0
+	g.await(startWait, sleep)
+	if sleeps != int(startWait/(100*time.Millisecond)) {
+		t.Fatalf("a server that never answers: %d waits", sleeps)
+	}
+	g.socket = func() string { return "" }
+	sleeps = 0
+	g.await(startWait, sleep)
+	if sleeps != 0 {
+		t.Fatal("waited with no socket to check")
+	}
+}

@@ -27,6 +27,8 @@ type ResilientCapture struct {
 // OpenResilientCapture opens a capture like OpenCapture (the first open fails the same way:
 // a wrong device name is a configuration error, not a loss) and keeps it open.
 func (h *Host) OpenResilientCapture(cfg CaptureConfig, rec Recovery) (*ResilientCapture, error) {
+	gate := newPulseGate()
+	gate.await(startWait, time.Sleep)
 	first, err := h.OpenCapture(cfg)
 	if err != nil {
 		return nil, err
@@ -38,7 +40,7 @@ func (h *Host) OpenResilientCapture(cfg CaptureConfig, rec Recovery) (*Resilient
 		return h.OpenCapture(cc)
 	}, h.log)
 	c.r.rescan = pa.rescan
-	c.r.ready = newPulseGate().check
+	c.r.ready = gate.check
 	c.r.start(first)
 	return c, nil
 }
@@ -167,6 +169,8 @@ const maxEchoSegs = 4
 
 // OpenResilientPlayback opens a playback like OpenPlayback and keeps it open.
 func (h *Host) OpenResilientPlayback(cfg PlaybackConfig, rec Recovery) (*ResilientPlayback, error) {
+	gate := newPulseGate()
+	gate.await(startWait, time.Sleep)
 	first, err := h.OpenPlayback(cfg)
 	if err != nil {
 		return nil, err
@@ -179,7 +183,7 @@ func (h *Host) OpenResilientPlayback(cfg PlaybackConfig, rec Recovery) (*Resilie
 		return h.OpenPlayback(pc)
 	}, h.log)
 	p.r.rescan = pa.rescan
-	p.r.ready = newPulseGate().check
+	p.r.ready = gate.check
 	p.r.onSwap = p.swapped
 	if first.echo != nil {
 		p.segs = []echoSeg{{p: first}}
