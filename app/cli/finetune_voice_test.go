@@ -54,7 +54,7 @@ func TestFinetuneTrainInstall(t *testing.T) {
 		t.Fatalf("train --gpt: %d\n%s%s", code, out, errs)
 	}
 	code, out, errs = runCLI(t, "finetune", "install", "anna", "--name", "anna-gpt")
-	if code != 0 || !strings.Contains(out, "voice anna-gpt installed with its model chattts-anna") || !strings.Contains(out, "--voice anna-gpt@chattts-anna") {
+	if code != 0 || !strings.Contains(out, "voice anna-gpt installed with its model chattts-anna-gpt") || !strings.Contains(out, "--voice anna-gpt@chattts-anna-gpt") {
 		t.Fatalf("install --gpt: %d %s%s", code, out, errs)
 	}
 	if _, err := os.Stat(filepath.Join(vad, "silero_vad.onnx")); err != nil {
@@ -64,8 +64,8 @@ func TestFinetuneTrainInstall(t *testing.T) {
 	if err := os.Symlink(vad, filepath.Join(assets.ModelsDir(), "silero-vad-v5")); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs = runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "1", "--voice", "anna-gpt@chattts-anna", "--json")
-	if code != 0 || !strings.Contains(out, `"name":"anna-gpt@chattts-anna"`) {
-		t.Fatalf("evaluate anna-gpt@chattts-anna: %d %s%s", code, out, errs)
+	code, out, errs = runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "1", "--voice", "anna-gpt@chattts-anna-gpt", "--json")
+	if code != 0 || !strings.Contains(out, `"name":"anna-gpt@chattts-anna-gpt"`) {
+		t.Fatalf("evaluate anna-gpt@chattts-anna-gpt: %d %s%s", code, out, errs)
 	}
 }

@@ -226,7 +226,21 @@ func InstallVoice(ctx context.Context, mgr *assets.Manager, lib *voices.Library,
 	v.Description = fmt.Sprintf("%s's voice, fine-tuned from %s on %d clips", m.Name, filepath.Base(m.Model), len(m.Train))
 	modelID := ""
 	if m.GPT {
-		modelID = "chattts-" + strings.TrimPrefix(LocalID(m.Name), "sensevoice-")
+		// the model is named after the voice, so a second whole-model fine-tune of a dataset
+		// installs beside the first under another voice name, or replaces it with the voice
+		modelID = "chattts-" + strings.TrimPrefix(LocalID(name), "sensevoice-")
+		// a fresh view of the models: mgr's registry may predate an earlier install
+		now, err := assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
+		if err != nil {
+			return "", err
+		}
+		if old, err := now.Registry().Lookup(modelID); err == nil && old.Origin != "local" {
+			return "", fmt.Errorf("%w: %s is one of Parley's models; choose another voice name", voices.ErrExists, modelID)
+		} else if err == nil && overwrite { // only a fine-tune's own local model is replaced
+			if err := now.Remove(ctx, modelID); err != nil {
+				return "", fmt.Errorf("tune: replacing the model %s: %w", modelID, err)
+			}
+		}
 		files := []string{}
 		for _, f := range []string{"config.json", "gpt.onnx", "decoder.onnx", "vocos.onnx", "dvae_encoder.onnx", "tokenizer.json", "spk_stat.bin"} {
 			if _, err := os.Stat(filepath.Join(ModelDir(j), f)); err == nil {

@@ -89,11 +89,32 @@ func TestVoiceFineTuneTiny(t *testing.T) {
 		t.Fatal("a refused install left its model")
 	}
 	id, err = InstallVoice(ctx, mgr, lib, g, "anna-gpt", false)
-	if err != nil || id != "chattts-anna" {
+	if err != nil || id != "chattts-anna-gpt" {
 		t.Fatalf("gpt install: %q %v", id, err)
 	}
 	fresh, _ := assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
 	if p, err := fresh.Path(ctx, id); err != nil || p == "" {
 		t.Fatalf("model %s: %v", id, err)
+	}
+	// trained again: beside the first under another name, or over it (voice and model)
+	if _, err := InstallVoice(ctx, mgr, lib, g, "anna-gpt", false); !errors.Is(err, voices.ErrExists) {
+		t.Fatalf("the same name again without replacing: %v", err)
+	}
+	if id2, err := InstallVoice(ctx, mgr, lib, g, "anna-gpt2", false); err != nil || id2 != "chattts-anna-gpt2" {
+		t.Fatalf("a second install beside the first: %q %v", id2, err)
+	}
+	if id3, err := InstallVoice(ctx, mgr, lib, g, "anna-gpt", true); err != nil || id3 != "chattts-anna-gpt" {
+		t.Fatalf("replacing the first: %q %v", id3, err)
+	}
+	fresh, _ = assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
+	if p, err := fresh.Path(ctx, "chattts-anna-gpt"); err != nil || p == "" {
+		t.Fatalf("the replaced model: %v", err)
+	}
+	// a voice named so that its model would be one of Parley's own is refused, never replaced
+	if _, err := InstallVoice(ctx, fresh, lib, g, "demo", true); !errors.Is(err, voices.ErrExists) || !strings.Contains(err.Error(), "chattts-demo") {
+		t.Fatalf("a voice named demo: %v", err)
+	}
+	if _, err := fresh.Registry().Lookup("chattts-demo"); err != nil {
+		t.Fatalf("the demo voice's entry: %v", err)
 	}
 }

@@ -582,3 +582,26 @@ class CardTest(unittest.TestCase):
                 self.assertIsInstance(card["goal"], float)
                 self.assertIsInstance(card["ratio"], float)
                 self.assertEqual(card["meets_goal"], meets)
+
+
+class FinetuneBuildTest(unittest.TestCase):
+    def test_whole_model_keeps_the_demo_recipe(self):
+        """finetune --gpt on the demo voice trains with the demo's own regularisers (guided
+        attention, code-input dropout, 80 % of the frames the model's own); on another model,
+        or for a speaker vector only, none of them, and only the speaker trains."""
+        from train.chattts.finetune import build
+
+        m, tok = tiny(3)
+        with tempfile.TemporaryDirectory() as d:
+            for size, gpt in (("demo", True), ("tiny", True), ("demo", False)):
+                init = os.path.join(d, f"{size}-{gpt}.pt")
+                torch.save({"model": m.state_dict(), "config": m.cfg.to_dict(), "tokenizer": tiny_tokenizer_spec(),
+                            "spk_stat": synthetic_spk_stat(m.cfg.gpt.hidden, 1), "size": size}, init)
+                fm, extra = build(init, None, gpt)
+                demo = size == "demo" and gpt
+                self.assertEqual((fm.sched_sampling, fm.sched_passes, fm.ga_weight, fm.code_dropout),
+                                 (0.8, 2, 1.0, 0.3) if demo else (0.0, 1, 0.0, 0.0), (size, gpt))
+                self.assertEqual(any(l.self_attn.keep_attn for l in fm.gpt.layers), demo)
+                trained = {n.split(".")[0] for n, p in fm.named_parameters() if p.requires_grad}
+                self.assertEqual(trained, {"gpt", "embed", "decoder", "speakers"} if gpt else {"speakers"})
+                self.assertEqual(extra["gpt_trained"], gpt)
