@@ -496,49 +496,75 @@ func Install(ctx context.Context, mgr *assets.Manager, j Job, res ASRResult) (st
 	desc := fmt.Sprintf("SenseVoice fine-tuned on %s's voice from %s (held-out CER %.1f%% → %.1f%%)", m.Name, base, 100*res.Before.CER, 100*res.After.CER)
 	lm := assets.LocalModel{ID: id, Kind: assets.KindASR, Description: desc, Files: files}
 
-	var backup string
-	var oldFiles []string
-	if old, err := mgr.Registry().Lookup(id); err == nil {
-		for _, f := range old.Files {
-			oldFiles = append(oldFiles, f.Path)
-		}
-		if old.Origin != "local" {
-			return "", fmt.Errorf("tune: %s is a model of the registry, not a fine-tune; rename the dataset", id)
-		}
-		oldDir, err := mgr.ModelDir(id)
-		if err != nil {
-			return "", err
-		}
-		backup = filepath.Join(j.Spec.Dir, "replaced-"+id)
-		os.RemoveAll(backup)
-		if err := copyDir(oldDir, backup); err != nil {
-			os.RemoveAll(backup)
-			return "", fmt.Errorf("tune: keeping a copy of the installed %s: %w", id, err)
-		}
-		if err := mgr.Remove(ctx, id); err != nil {
-			return "", err
-		}
-	}
-	// a fresh manager: the registry it reads now lacks the removed entry
-	fresh, err := assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
-	if err != nil {
-		return "", err
-	}
-	dir, err := fresh.InstallLocal(ctx, src, lm)
-	if err != nil && backup != "" {
-		if _, rerr := fresh.InstallLocal(context.WithoutCancel(ctx), backup, assets.LocalModel{ID: id, Kind: assets.KindASR, Description: "SenseVoice fine-tuned on " + m.Name + "'s voice (restored)", Files: oldFiles}); rerr != nil {
-			return "", fmt.Errorf("tune: installing %s: %w (and the earlier version could not be put back: %v; a copy is in %s)", id, err, rerr, backup)
-		}
-		os.RemoveAll(backup)
-		return "", fmt.Errorf("tune: installing %s: %w (the earlier version is still installed)", id, err)
+	dir, err := installLocal(ctx, mgr, src, lm, true, j.Spec.Dir)
+	if errors.Is(err, errRegistryModel) {
+		return "", fmt.Errorf("tune: %s is a model of the registry, not a fine-tune; rename the dataset", id)
 	}
 	if err != nil {
 		return "", fmt.Errorf("tune: installing %s: %w", id, err)
 	}
+	return dir, nil
+}
+
+// errRegistryModel: a fine-tune would take the id of one of Parley's own models.
+var errRegistryModel = errors.New("it is one of Parley's own models, not a fine-tune")
+
+// installLocal installs src as the local model lm. An earlier fine-tune of that id is
+// replaced when replace is set, else refused (assets.ErrExists); it is copied aside into
+// keepDir first and put back if the new one cannot be installed. A registry model of that id
+// is never replaced (errRegistryModel). It returns the installed directory.
+func installLocal(ctx context.Context, mgr *assets.Manager, src string, lm assets.LocalModel, replace bool, keepDir string) (string, error) {
+	id := lm.ID
+	// a fresh view of the models: mgr's registry is fixed when it was made, so it may miss an
+	// earlier install, and it keeps a removed entry
+	fresh, err := assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
+	if err != nil {
+		return "", err
+	}
+	var backup, oldDesc string
+	var oldFiles []string
+	if old, err := fresh.Registry().Lookup(id); err == nil {
+		if old.Origin != "local" {
+			return "", fmt.Errorf("%w: %s: %w", assets.ErrExists, id, errRegistryModel)
+		}
+		if !replace {
+			return "", fmt.Errorf("%w: %s (choose another name, or replace it)", assets.ErrExists, id)
+		}
+		oldDesc = old.Description
+		for _, f := range old.Files {
+			oldFiles = append(oldFiles, f.Path)
+		}
+		oldDir, err := fresh.ModelDir(id)
+		if err != nil {
+			return "", err
+		}
+		backup = filepath.Join(keepDir, "replaced-"+id)
+		os.RemoveAll(backup)
+		if err := copyDir(oldDir, backup); err != nil {
+			os.RemoveAll(backup)
+			return "", fmt.Errorf("keeping a copy of the installed %s: %w", id, err)
+		}
+		if err := fresh.Remove(ctx, id); err != nil {
+			return "", err
+		}
+		if fresh, err = assets.NewManager(nil, assets.Options{Dir: mgr.Dir()}); err != nil { // without the removed entry
+			return "", err
+		}
+	}
+	dir, err := fresh.InstallLocal(ctx, src, lm)
+	if err != nil && backup != "" {
+		restored := lm
+		restored.Description, restored.Files = oldDesc, oldFiles
+		if _, rerr := fresh.InstallLocal(context.WithoutCancel(ctx), backup, restored); rerr != nil {
+			return "", fmt.Errorf("%w (and the earlier version could not be put back: %v; a copy is in %s)", err, rerr, backup)
+		}
+		os.RemoveAll(backup)
+		return "", fmt.Errorf("%w (the earlier version is still installed)", err)
+	}
 	if backup != "" {
 		os.RemoveAll(backup)
 	}
-	return dir, nil
+	return dir, err
 }
 
 func copyDir(src, dst string) error {

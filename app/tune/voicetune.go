@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -229,26 +230,19 @@ func InstallVoice(ctx context.Context, mgr *assets.Manager, lib *voices.Library,
 		// the model is named after the voice, so a second whole-model fine-tune of a dataset
 		// installs beside the first under another voice name, or replaces it with the voice
 		modelID = "chattts-" + strings.TrimPrefix(LocalID(name), "sensevoice-")
-		// a fresh view of the models: mgr's registry may predate an earlier install
-		now, err := assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
-		if err != nil {
-			return "", err
-		}
-		if old, err := now.Registry().Lookup(modelID); err == nil && old.Origin != "local" {
-			return "", fmt.Errorf("%w: %s is one of Parley's models; choose another voice name", voices.ErrExists, modelID)
-		} else if err == nil && overwrite { // only a fine-tune's own local model is replaced
-			if err := now.Remove(ctx, modelID); err != nil {
-				return "", fmt.Errorf("tune: replacing the model %s: %w", modelID, err)
-			}
-		}
 		files := []string{}
 		for _, f := range []string{"config.json", "gpt.onnx", "decoder.onnx", "vocos.onnx", "dvae_encoder.onnx", "tokenizer.json", "spk_stat.bin"} {
 			if _, err := os.Stat(filepath.Join(ModelDir(j), f)); err == nil {
 				files = append(files, f)
 			}
 		}
-		if _, err := mgr.InstallLocal(ctx, ModelDir(j), assets.LocalModel{ID: modelID, Kind: assets.KindTTS,
-			Description: fmt.Sprintf("ChatTTS fine-tuned on %s's voice from %s", m.Name, filepath.Base(m.Model)), Files: files}); err != nil {
+		lm := assets.LocalModel{ID: modelID, Kind: assets.KindTTS, Files: files,
+			Description: fmt.Sprintf("ChatTTS fine-tuned on %s's voice from %s", m.Name, filepath.Base(m.Model))}
+		_, err := installLocal(ctx, mgr, ModelDir(j), lm, overwrite, j.Spec.Dir)
+		if errors.Is(err, errRegistryModel) {
+			return "", fmt.Errorf("%w: %s is one of Parley's models; choose another voice name", voices.ErrExists, modelID)
+		}
+		if err != nil {
 			return "", fmt.Errorf("tune: installing the fine-tuned model: %w", err)
 		}
 		v.Description += "; speak it with the model " + modelID + " (parley say --model $(parley models path " + modelID + "))"
