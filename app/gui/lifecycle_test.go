@@ -248,13 +248,7 @@ func quitOnce(t *testing.T, display string, pulse *audiotest.Pulse) (string, *lo
 			t.Fatalf("exit after SIGTERM: %v\n%s", err, tail([]byte(out.String()), 4000))
 		}
 	case <-time.After(30 * time.Second):
-		cmd.Process.Signal(syscall.SIGQUIT)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-		}
+		signalThenKill(cmd.Process, syscall.SIGQUIT, exited) // SIGQUIT: the goroutine dump
 		return dir, out, true
 	}
 	return dir, out, false

@@ -433,13 +433,7 @@ func startXvfb(t testing.TB, xvfb string, n int) (string, bool) {
 	go func() { done <- cmd.Wait() }()
 	stop := func() {
 		// SIGTERM lets Xvfb remove its lock file and socket; SIGKILL only if it hangs
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		signalThenKill(cmd.Process, syscall.SIGTERM, done)
 		r.Close()
 	}
 	line := make(chan string, 1)
@@ -592,6 +586,18 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// signalThenKill sends sig and waits for the process to exit (exited: its Wait), killing it
+// if it has not after 5 s.
+func signalThenKill(p *os.Process, sig os.Signal, exited <-chan error) {
+	p.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		p.Kill()
+		<-exited
+	}
 }
 
 func head(b []byte, n int) string {

@@ -254,20 +254,18 @@ func (p *trainPage) setWhat() {
 	if p.whatPicked {
 		return
 	}
+	whole := p.baseDemo
+	if p.job != nil {
+		if m, err := tune.TTSMetaOf(*p.job); err == nil {
+			whole = m.GPT
+		}
+	}
 	sel := whatSpeaker
-	if m, err := p.jobMeta(); err == nil && m.GPT || err != nil && p.baseDemo {
+	if whole {
 		sel = whatWhole
 	}
 	p.what.SetSelected(sel)
 	p.whatPicked = false // SetSelected calls OnChanged
-}
-
-// jobMeta is the dataset's last voice job's record.
-func (p *trainPage) jobMeta() (tune.TTSMeta, error) {
-	if p.job == nil {
-		return tune.TTSMeta{}, errors.New("no job")
-	}
-	return tune.TTSMetaOf(*p.job)
 }
 
 func (p *trainPage) refresh() {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -50,14 +49,13 @@ func pulseSocket() string {
 	return p
 }
 
-// pulseGate answers whether PortAudio may be asked to open a stream now.
+// pulseGate answers whether PortAudio may be asked to open a stream now. One reopener uses
+// it, from its one goroutine.
 type pulseGate struct {
 	socket func() string
 	dial   func(path string) error
 	now    func() time.Time
-
-	mu    sync.Mutex
-	since time.Time // first refusal of the current run; zero when the last check passed
+	since  time.Time // first refusal of the current run; zero when the last check passed
 }
 
 func newPulseGate() *pulseGate {
@@ -78,8 +76,6 @@ func (g *pulseGate) check() error {
 		return nil
 	}
 	err := g.dial(path)
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if err == nil {
 		g.since = time.Time{}
 		return nil

@@ -40,7 +40,7 @@ from .corpus import phonemize
 from .export import save_bundle
 from .model import ChatTTS, mel_features
 from .tokenizer import WordPieceTokenizer
-from .train import NEUTRAL_CODE, DemoModel, add_train_flags, collate_gpt
+from .train import LATE_PHASE, NEUTRAL_CODE, DemoModel, add_train_flags, collate_gpt
 
 
 class FinetuneError(RuntimeError):
@@ -170,12 +170,11 @@ def build(init: str, speaker_init: Optional[str], gpt: bool):
         m.speakers.weight[0].copy_(v)
     m.set_stage("gpt")
     if gpt and ck.get("size") == "demo":
-        # the whole model trains as the demo voice's own last phases did (train/Makefile
-        # GPT5FLAGS): guided attention, dropout on the code inputs, 80 % of the code frames the
-        # model's own. Without them a few minutes of one person's speech pulled the small GPT
-        # off its text alignment: similarity 0.48 but CER 79 % against 43 % (babble).
-        m.ga_weight, m.code_dropout = 1.0, 0.3
-        m.sched_sampling, m.sched_passes, m.sched_temperature = 0.8, 2, 0.3
+        # the whole model trains as the demo voice's own last phases did. Without them a few
+        # minutes of one person's speech pulled the small GPT off its text alignment:
+        # similarity 0.48 but CER 79 % against 43 % (babble).
+        for k, v in LATE_PHASE.items():
+            setattr(m, k, v)
     else:
         m.ga_weight = 0.0  # the base model is aligned already; no attention maps kept
         for layer in m.gpt.layers:

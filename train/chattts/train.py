@@ -226,7 +226,7 @@ class DemoModel(ChatTTS):
         ids, tm, am = b["ids"], b["text_mask"], b["attn"]
         audio_in = (~tm) & (am > 0)
         # a clone prompt's frames are a recording's at inference, never the model's own
-        own = audio_in & ~b["sample"] if "sample" in b else audio_in
+        own = audio_in & ~b["sample"]
         swap = None
         new = ids.clone()
         pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
@@ -548,6 +548,11 @@ def _is_main() -> bool:
 
 # The FSQ code with every level at its centre (index 2 of 5 on each of 4 dims): 2*(1+5+25+125).
 NEUTRAL_CODE = 312
+
+# The regularisers of the demo voice's last GPT phases (train/Makefile GPT5FLAGS: guided
+# attention, dropout on the code inputs, 80 % of the code frames the model's own, predicted
+# twice and drawn at the engine's temperature); train.chattts.finetune --gpt keeps them.
+LATE_PHASE = {"ga_weight": 1.0, "code_dropout": 0.3, "sched_sampling": 0.8, "sched_passes": 2, "sched_temperature": 0.3}
 
 
 @torch.no_grad()
