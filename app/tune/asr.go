@@ -496,75 +496,115 @@ func Install(ctx context.Context, mgr *assets.Manager, j Job, res ASRResult) (st
 	desc := fmt.Sprintf("SenseVoice fine-tuned on %s's voice from %s (held-out CER %.1f%% → %.1f%%)", m.Name, base, 100*res.Before.CER, 100*res.After.CER)
 	lm := assets.LocalModel{ID: id, Kind: assets.KindASR, Description: desc, Files: files}
 
-	dir, err := installLocal(ctx, mgr, src, lm, true, j.Spec.Dir)
+	in, err := installLocal(ctx, mgr, src, lm, true, j.Spec.Dir)
 	if errors.Is(err, errRegistryModel) {
 		return "", fmt.Errorf("tune: %s is a model of the registry, not a fine-tune; rename the dataset", id)
 	}
 	if err != nil {
 		return "", fmt.Errorf("tune: installing %s: %w", id, err)
 	}
-	return dir, nil
+	in.Keep()
+	return in.Dir, nil
 }
 
 // errRegistryModel: a fine-tune would take the id of one of Parley's own models.
 var errRegistryModel = errors.New("it is one of Parley's own models, not a fine-tune")
 
+// localInstall is a fine-tune just installed by installLocal. The earlier fine-tune it
+// replaced stays copied aside until Keep, so that a caller whose next step fails (saving the
+// voice that names the model) can Undo: the new model out, the earlier one back.
+type localInstall struct {
+	Dir    string // the installed model's directory
+	mgrDir string
+	id     string
+	backup string            // the replaced fine-tune's copy, "" when none
+	old    assets.LocalModel // its entry
+}
+
+// Keep drops the copy of the replaced fine-tune.
+func (in *localInstall) Keep() {
+	if in.backup != "" {
+		os.RemoveAll(in.backup)
+	}
+}
+
+// Undo removes the new install and puts the replaced fine-tune back.
+func (in *localInstall) Undo(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	fresh, err := assets.NewManager(nil, assets.Options{Dir: in.mgrDir})
+	if err != nil {
+		return err
+	}
+	if err := fresh.Remove(ctx, in.id); err != nil {
+		return err
+	}
+	if in.backup == "" {
+		return nil
+	}
+	if fresh, err = assets.NewManager(nil, assets.Options{Dir: in.mgrDir}); err != nil {
+		return err
+	}
+	if _, err := fresh.InstallLocal(ctx, in.backup, in.old); err != nil {
+		return fmt.Errorf("putting the earlier %s back: %w (a copy is in %s)", in.id, err, in.backup)
+	}
+	os.RemoveAll(in.backup)
+	return nil
+}
+
 // installLocal installs src as the local model lm. An earlier fine-tune of that id is
 // replaced when replace is set, else refused (assets.ErrExists); it is copied aside into
-// keepDir first and put back if the new one cannot be installed. A registry model of that id
-// is never replaced (errRegistryModel). It returns the installed directory.
-func installLocal(ctx context.Context, mgr *assets.Manager, src string, lm assets.LocalModel, replace bool, keepDir string) (string, error) {
+// keepDir first, put back if the new one cannot be installed, and kept there until the
+// caller's Keep or Undo. A registry model of that id is never replaced (errRegistryModel).
+func installLocal(ctx context.Context, mgr *assets.Manager, src string, lm assets.LocalModel, replace bool, keepDir string) (*localInstall, error) {
 	id := lm.ID
 	// a fresh view of the models: mgr's registry is fixed when it was made, so it may miss an
 	// earlier install, and it keeps a removed entry
 	fresh, err := assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var backup, oldDesc string
-	var oldFiles []string
+	in := &localInstall{mgrDir: mgr.Dir(), id: id}
 	if old, err := fresh.Registry().Lookup(id); err == nil {
 		if old.Origin != "local" {
-			return "", fmt.Errorf("%w: %s: %w", assets.ErrExists, id, errRegistryModel)
+			return nil, fmt.Errorf("%w: %s: %w", assets.ErrExists, id, errRegistryModel)
 		}
 		if !replace {
-			return "", fmt.Errorf("%w: %s (choose another name, or replace it)", assets.ErrExists, id)
+			return nil, fmt.Errorf("%w: %s (choose another name, or replace it)", assets.ErrExists, id)
 		}
-		oldDesc = old.Description
+		in.old = assets.LocalModel{ID: id, Kind: old.Kind, Description: old.Description}
 		for _, f := range old.Files {
-			oldFiles = append(oldFiles, f.Path)
+			in.old.Files = append(in.old.Files, f.Path)
 		}
 		oldDir, err := fresh.ModelDir(id)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		backup = filepath.Join(keepDir, "replaced-"+id)
-		os.RemoveAll(backup)
-		if err := copyDir(oldDir, backup); err != nil {
-			os.RemoveAll(backup)
-			return "", fmt.Errorf("keeping a copy of the installed %s: %w", id, err)
+		in.backup = filepath.Join(keepDir, "replaced-"+id)
+		os.RemoveAll(in.backup)
+		if err := copyDir(oldDir, in.backup); err != nil {
+			os.RemoveAll(in.backup)
+			return nil, fmt.Errorf("keeping a copy of the installed %s: %w", id, err)
 		}
 		if err := fresh.Remove(ctx, id); err != nil {
-			return "", err
+			return nil, err
 		}
 		if fresh, err = assets.NewManager(nil, assets.Options{Dir: mgr.Dir()}); err != nil { // without the removed entry
-			return "", err
+			return nil, err
 		}
 	}
 	dir, err := fresh.InstallLocal(ctx, src, lm)
-	if err != nil && backup != "" {
-		restored := lm
-		restored.Description, restored.Files = oldDesc, oldFiles
-		if _, rerr := fresh.InstallLocal(context.WithoutCancel(ctx), backup, restored); rerr != nil {
-			return "", fmt.Errorf("%w (and the earlier version could not be put back: %v; a copy is in %s)", err, rerr, backup)
+	if err != nil {
+		if in.backup != "" {
+			if _, rerr := fresh.InstallLocal(context.WithoutCancel(ctx), in.backup, in.old); rerr != nil {
+				return nil, fmt.Errorf("%w (and the earlier version could not be put back: %v; a copy is in %s)", err, rerr, in.backup)
+			}
+			os.RemoveAll(in.backup)
+			return nil, fmt.Errorf("%w (the earlier version is still installed)", err)
 		}
-		os.RemoveAll(backup)
-		return "", fmt.Errorf("%w (the earlier version is still installed)", err)
+		return nil, err
 	}
-	if backup != "" {
-		os.RemoveAll(backup)
-	}
-	return dir, err
+	in.Dir = dir
+	return in, nil
 }
 
 func copyDir(src, dst string) error {

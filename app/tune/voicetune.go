@@ -206,7 +206,8 @@ func TrainedSpeaker(j Job) ([]float32, error) {
 // voice (the trained speaker) for the voice model; when the GPT was trained, the exported model
 // is installed first as the local tts model "chattts-<dataset>" and the voice names it in its
 // description. Nothing is left half-installed: a voice that cannot be saved takes its model
-// back out. It returns the model id installed ("" when none).
+// back out, and puts back the earlier fine-tune it replaced. It returns the model id installed
+// ("" when none).
 func InstallVoice(ctx context.Context, mgr *assets.Manager, lib *voices.Library, j Job, name string, overwrite bool) (string, error) {
 	m, err := TTSMetaOf(j)
 	if err != nil {
@@ -226,6 +227,7 @@ func InstallVoice(ctx context.Context, mgr *assets.Manager, lib *voices.Library,
 	v.Embedding = &voices.Embedding{Dim: len(spk), Data: spk}
 	v.Description = fmt.Sprintf("%s's voice, fine-tuned from %s on %d clips", m.Name, filepath.Base(m.Model), len(m.Train))
 	modelID := ""
+	var in *localInstall
 	if m.GPT {
 		// the model is named after the voice, so a second whole-model fine-tune of a dataset
 		// installs beside the first under another voice name, or replaces it with the voice
@@ -238,7 +240,7 @@ func InstallVoice(ctx context.Context, mgr *assets.Manager, lib *voices.Library,
 		}
 		lm := assets.LocalModel{ID: modelID, Kind: assets.KindTTS, Files: files,
 			Description: fmt.Sprintf("ChatTTS fine-tuned on %s's voice from %s", m.Name, filepath.Base(m.Model))}
-		_, err := installLocal(ctx, mgr, ModelDir(j), lm, overwrite, j.Spec.Dir)
+		in, err = installLocal(ctx, mgr, ModelDir(j), lm, overwrite, j.Spec.Dir)
 		if errors.Is(err, errRegistryModel) {
 			return "", fmt.Errorf("%w: %s is one of Parley's models; choose another voice name", voices.ErrExists, modelID)
 		}
@@ -248,12 +250,15 @@ func InstallVoice(ctx context.Context, mgr *assets.Manager, lib *voices.Library,
 		v.Description += "; speak it with the model " + modelID + " (parley say --model $(parley models path " + modelID + "))"
 	}
 	if err := lib.Save(v, overwrite); err != nil {
-		if modelID != "" {
-			if fresh, ferr := assets.NewManager(nil, assets.Options{Dir: mgr.Dir()}); ferr == nil {
-				fresh.Remove(context.WithoutCancel(ctx), modelID)
+		if in != nil {
+			if uerr := in.Undo(ctx); uerr != nil {
+				return "", fmt.Errorf("%w (and undoing the model install: %v)", err, uerr)
 			}
 		}
 		return "", err
+	}
+	if in != nil {
+		in.Keep()
 	}
 	return modelID, nil
 }

@@ -110,6 +110,32 @@ func TestVoiceFineTuneTiny(t *testing.T) {
 	if p, err := fresh.Path(ctx, "chattts-anna-gpt"); err != nil || p == "" {
 		t.Fatalf("the replaced model: %v", err)
 	}
+	// a voice that cannot be saved (its library gone) takes the new model out and puts the
+	// fine-tune it replaced back
+	libDir := lib.Dir()
+	if err := os.Rename(libDir, libDir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	oldDir, _ := fresh.ModelDir("chattts-anna-gpt")
+	before, _ := os.ReadFile(filepath.Join(oldDir, "config.json"))
+	if _, err := InstallVoice(ctx, fresh, lib, g, "anna-gpt", true); err == nil {
+		t.Fatal("installed a voice into a library that is gone")
+	}
+	os.Rename(libDir+".away", libDir)
+	fresh, _ = assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
+	if p, err := fresh.Path(ctx, "chattts-anna-gpt"); err != nil || p == "" {
+		t.Fatalf("the earlier fine-tune after a failed replace: %v", err)
+	}
+	newDir, _ := fresh.ModelDir("chattts-anna-gpt")
+	if after, _ := os.ReadFile(filepath.Join(newDir, "config.json")); len(before) == 0 || string(after) != string(before) {
+		t.Fatalf("the earlier fine-tune's config changed: %d vs %d bytes", len(before), len(after))
+	}
+	if _, err := lib.Get("anna-gpt"); err != nil {
+		t.Fatalf("the earlier voice: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(g.Spec.Dir, "replaced-*")); len(left) != 0 {
+		t.Fatalf("copies left behind: %v", left)
+	}
 	// a voice named so that its model would be one of Parley's own is refused, never replaced
 	if _, err := InstallVoice(ctx, fresh, lib, g, "demo", true); !errors.Is(err, voices.ErrExists) || !strings.Contains(err.Error(), "chattts-demo") {
 		t.Fatalf("a voice named demo: %v", err)
