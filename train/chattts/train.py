@@ -17,6 +17,9 @@ Stages (each trains its part; the others are frozen and carried along in the che
          next frame cannot be copied from the last one), and a guided-attention loss on two heads of two layers
          (1 - the attention mass an audio query puts on a Gaussian band of phonemes around the
          diagonal), which makes a small model align quickly.
+``--init`` also takes train.chattts.from_onnx's init.pt (an exported bundle's weights, for more
+phases on a shipped voice): its training speaker table is lost in the export, so it starts as
+seed speakers of the bundle's spk_stat and ``gpt --only speakers`` re-fits it first.
 Every flag of TrainConfig is available (``--help``); ``--resume auto`` continues a stopped run.
 """
 from __future__ import annotations
@@ -157,9 +160,16 @@ class DemoModel(ChatTTS):
         self.sched_temperature = 0.0
         self.neutral_streams: List[int] = []
 
-    def set_stage(self, stage: str) -> None:
+    def set_stage(self, stage: str, only: Optional[List[str]] = None) -> None:
+        """``only`` narrows the stage's trainable parts (e.g. ["speakers"]: re-fit the speaker
+        table of a model whose table was lost, everything else kept)."""
         self.stage = stage
         train = {"vocos": ["vocos"], "dvae": ["dvae"], "gpt": ["gpt", "embed", "decoder", "speakers"]}[stage]
+        if only:
+            bad = [x for x in only if x not in train]
+            if bad:
+                raise ValueError(f"--only {','.join(bad)}: the {stage} stage trains {', '.join(train)}")
+            train = list(only)
         for name, p in self.named_parameters():
             # the text head serves the refine pass, which the demo voice does not train
             p.requires_grad = name.split(".", 1)[0] in train and not name.startswith("embed.head_text.")
@@ -638,6 +648,29 @@ def add_train_flags(ap: argparse.ArgumentParser) -> None:
             ap.add_argument(flag, type=type(val), default=val)
 
 
+def load_init(model: DemoModel, path: str) -> None:
+    """Start from a checkpoint's weights.  One made by train.chattts.from_onnx (an exported
+    bundle's weights) has no training speaker table: the table then starts as draws from the
+    bundle's spk_stat, as seed voices do (re-fit it with ``gpt --only speakers``).  Anything
+    else missing, extra or misshaped is an error naming the tensor."""
+    ck = torch.load(path, map_location="cpu")
+    state = ck["model"]
+    own = model.state_dict()
+    for k, v in state.items():
+        if k in own and tuple(v.shape) != tuple(own[k].shape):
+            raise SystemExit(f"{path}: {k} is {tuple(v.shape)}, this model's is {tuple(own[k].shape)}")
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if k != "speakers.weight"]
+    if missing or unexpected:
+        raise SystemExit(f"{path}: not this model's checkpoint: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    if "speakers.weight" not in state and ck.get("spk_stat") is not None:
+        h = model.speakers.weight.shape[1]
+        stat = torch.as_tensor(ck["spk_stat"]).float().view(-1)
+        std, mean = stat[:h], stat[h:2 * h]
+        with torch.no_grad():
+            model.speakers.weight.copy_(torch.randn_like(model.speakers.weight) * std + mean)
+
+
 def build_model(feats_dir: str, tok: WordPieceTokenizer, size: str) -> DemoModel:
     with open(os.path.join(feats_dir, "coef.json")) as f:
         coef = torch.tensor(json.load(f)["coef"]).view(1, -1, 1)
@@ -671,6 +704,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--sched-temperature", type=float, default=0.0,
                     help="gpt: draw the replaced frames at this temperature (0: the most likely)")
     ap.add_argument("--code-dropout", type=float, default=0.5, help="gpt: dropout on the code-frame input embeddings")
+    ap.add_argument("--only", default="", help="train only these parts of the stage, e.g. speakers")
     ap.add_argument("--stop-at-step", type=int, default=0)
     ap.add_argument("--out", dest="out_dir", default="train/out/chattts/run")
     ap.add_argument("--epochs", dest="max_epochs", type=int, default=10)
@@ -707,15 +741,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             names[r["speaker_index"]] = r["speaker"]
         a.speaker_names = [names.get(i, "") for i in range(model.speakers.num_embeddings)]
         if a.init:
-            ck = torch.load(a.init, map_location="cpu")
-            model.load_state_dict(ck["model"])
+            load_init(model, a.init)
         a.neutral_list = [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else []
         model.ga_weight = a.ga_weight
         model.code_dropout = a.code_dropout
         model.sched_sampling = a.sched_sampling
         model.sched_passes, model.sched_temperature = a.sched_passes, a.sched_temperature
         model.neutral_streams = list(a.neutral_list)
-        model.set_stage(a.stage)
+        model.set_stage(a.stage, [x for x in a.only.split(",") if x])
         task = DemoTask(a.stage, a.feats, spec, model, cfg, a)
         Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)
     finally:

@@ -63,3 +63,79 @@ class FromONNXTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ContinueTrainingTest(unittest.TestCase):
+    """A recovered bundle is a starting point for more demo-voice phases (make -C train
+    demo-tts-more): every tensor but the lost speaker table comes from it, the table starts as
+    seed speakers of its spk_stat, and ``--only speakers`` re-fits the table alone."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="parley-ctts-")
+        rc, _, err = run(from_onnx.main, "--model", TINY, "--out", self.dir)
+        self.assertEqual(rc, 0, err)
+        self.init = os.path.join(self.dir, "init.pt")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def model(self, n_spk):
+        import torch
+
+        from train.chattts.config import ChatTTSConfig
+        from train.chattts.train import DemoModel
+
+        ck = torch.load(self.init, map_location="cpu")
+        return DemoModel(ChatTTSConfig.from_dict(ck["config"]), n_spk), ck
+
+    def test_load_init_and_refit_speakers(self):
+        import torch
+
+        from train.chattts.train import collate_gpt, load_init
+        from train.chattts.tokenizer import WordPieceTokenizer
+
+        torch.manual_seed(0)
+        m, ck = self.model(4000)
+        load_init(m, self.init)
+        own = m.state_dict()
+        for k, v in ck["model"].items():
+            self.assertTrue(torch.equal(own[k], v), k)
+        h = m.speakers.weight.shape[1]
+        stat = ck["spk_stat"].float().view(-1)
+        w = m.speakers.weight.detach()
+        self.assertLess((w.mean(0) - stat[h:]).abs().max().item(), 0.2 * stat[:h].max().item() + 1e-3)
+        self.assertLess((w.std(0) / stat[:h] - 1).abs().max().item(), 0.1)
+
+        m.set_stage("gpt", ["speakers"])
+        tok = WordPieceTokenizer(ck["tokenizer"])
+        p = tok.encode("[Stts][spk_emb]hello[Ptts]")
+        b = collate_gpt([{"prompt": torch.tensor(p), "codes": torch.randint(0, 625, (5, ck["config"]["gpt"]["num_vq"])),
+                          "mel": torch.randn(ck["config"]["n_mels"], 10), "speaker": 7,
+                          "spk_emb_id": tok.token_id("[spk_emb]")}])
+        loss, _ = m(b)
+        loss.backward()
+        trained = {n for n, q in m.named_parameters() if q.grad is not None and q.grad.abs().sum() > 0}
+        self.assertEqual(trained, {"speakers.weight"})
+        with self.assertRaisesRegex(ValueError, "vocos"):
+            m.set_stage("gpt", ["vocos"])
+
+    def test_misfits_are_named(self):
+        import torch
+
+        from train.chattts.train import load_init
+
+        ck = torch.load(self.init, map_location="cpu")
+        name = next(k for k in ck["model"] if k.startswith("gpt."))
+        bad = dict(ck)
+        bad["model"] = dict(ck["model"])
+        bad["model"][name] = torch.zeros(3, 3)
+        p = os.path.join(self.dir, "bad.pt")
+        torch.save(bad, p)
+        m, _ = self.model(2)
+        with self.assertRaisesRegex(SystemExit, name):
+            load_init(m, p)
+        bad["model"] = dict(ck["model"])
+        bad["model"]["gpt.extra"] = torch.zeros(1)
+        torch.save(bad, p)
+        with self.assertRaisesRegex(SystemExit, "gpt.extra"):
+            load_init(m, p)
