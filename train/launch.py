@@ -48,6 +48,9 @@ def _worker(local_rank: int, nproc: int, port: int, module: str, args: List[str]
     except SystemExit as e:
         if e.code not in (None, 0):
             raise RuntimeError(f"rank {local_rank}: {module} exited with status {e.code}") from None
+    from train import dist as pdist
+
+    pdist.exit_worker()  # the work is done and saved; skip gloo's teardown at exit
 
 
 class _Terminated(Exception):

@@ -89,3 +89,4 @@ def scenarios(rank: int, world: int, port: int, out_dir: str) -> None:
     with open(os.path.join(out_dir, f"res-{rank}.json"), "w") as f:
         json.dump(res, f)
     pdist.destroy()
+    pdist.exit_worker()
