@@ -36,11 +36,18 @@ class Sampling:
     neutral_streams: Tuple[int, ...] = ()
 
 
+def spk_stat_parts(spk_stat: torch.Tensor):
+    """(std, mean) of a spk_stat, which holds the std then the mean of the speaker vectors."""
+    s = torch.as_tensor(spk_stat).float().view(-1)
+    h = s.numel() // 2
+    return s[:h], s[h:]
+
+
 def speaker_from_seed(spk_stat: torch.Tensor, seed: int) -> torch.Tensor:
     """ChatTTS Speaker._sample_random with a seeded generator: randn * std + mean."""
-    h = spk_stat.numel() // 2
+    std, mean = spk_stat_parts(spk_stat)
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(h, generator=g) * spk_stat[:h] + spk_stat[h:]
+    return torch.randn(std.numel(), generator=g) * std + mean
 
 
 def warp(logits: torch.Tensor, top_p: float, top_k: int) -> torch.Tensor:

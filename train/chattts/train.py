@@ -41,6 +41,7 @@ from torch import nn
 from .. import dist as pdist
 from ..trainer import CheckpointError, Task, TrainConfig, Trainer
 from .config import ChatTTSConfig, config_for
+from .infer import spk_stat_parts
 from .model import ChatTTS, apply_speaker, istft, mel_features
 from .tokenizer import WordPieceTokenizer, build_spec
 
@@ -664,9 +665,7 @@ def load_init(model: DemoModel, path: str) -> None:
     if missing or unexpected:
         raise SystemExit(f"{path}: not this model's checkpoint: missing {missing[:5]}, unexpected {unexpected[:5]}")
     if "speakers.weight" not in state and ck.get("spk_stat") is not None:
-        h = model.speakers.weight.shape[1]
-        stat = torch.as_tensor(ck["spk_stat"]).float().view(-1)
-        std, mean = stat[:h], stat[h:2 * h]
+        std, mean = spk_stat_parts(ck["spk_stat"])
         with torch.no_grad():
             model.speakers.weight.copy_(torch.randn_like(model.speakers.weight) * std + mean)
 
