@@ -235,7 +235,9 @@ func (a *Assistant) Close() error {
 
 // Subscribe returns a channel of events and a function that ends the subscription. The loop
 // never waits for a subscriber: level events are coalesced and, past a large backlog, other
-// events are dropped. The channel is closed when the subscription or the assistant ends.
+// events are dropped. The first subscriber also gets the events published before it subscribed
+// (a microphone that failed at start-up; levels excepted, at most 64). The channel is closed
+// when the subscription or the assistant ends.
 func (a *Assistant) Subscribe(buf int) (<-chan Event, func()) { return a.bus.subscribe(buf) }
 
 // State is the loop's state now.

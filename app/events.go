@@ -88,6 +88,10 @@ type Exchange struct {
 // maxQueued bounds what one slow subscriber may hold before events are dropped.
 const maxQueued = 4096
 
+// maxEarly bounds the events kept for the first subscriber: the loop and the microphone start
+// in New, before anyone can subscribe, and a device that fails at once must still be reported.
+const maxEarly = 64
+
 // bus fans events out to subscribers without ever blocking the publisher: each subscriber has
 // its own queue and goroutine; level events are coalesced (only the newest waits), other events
 // queue up to maxQueued and are then dropped (counted).
@@ -95,6 +99,8 @@ type bus struct {
 	mu     sync.Mutex
 	subs   map[*sub]struct{}
 	closed bool
+	hadSub bool    // someone has subscribed; early is no longer kept
+	early  []Event // non-level events published before the first subscription
 }
 
 type sub struct {
@@ -121,6 +127,10 @@ func (b *bus) subscribe(buf int) (<-chan Event, func()) {
 	}
 	if b.subs == nil {
 		b.subs = map[*sub]struct{}{}
+	}
+	if !b.hadSub {
+		b.hadSub = true
+		s.q, b.early = b.early, nil
 	}
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -184,6 +194,9 @@ func (s *sub) put(e Event) {
 
 func (b *bus) publish(e Event) {
 	b.mu.Lock()
+	if !b.hadSub && !b.closed && e.Kind != EvLevel && len(b.early) < maxEarly {
+		b.early = append(b.early, e)
+	}
 	for s := range b.subs {
 		s.put(e)
 	}
