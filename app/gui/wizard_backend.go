@@ -276,7 +276,7 @@ func (s *cloneService) clone(ctx context.Context, pcm []float32, text, name stri
 		return nil, err
 	}
 	defer eng.Close()
-	det, err := fac.VAD(vad.Config{})
+	det, err := fac.VAD(vad.Config{MinSilence: tune.CloneVADMinSilence})
 	if err != nil {
 		return nil, fmt.Errorf("voice activity detection: %w", err)
 	}

@@ -255,7 +255,7 @@ func (s *trainingService) zeroShot(ctx context.Context, d *clone.Dataset, m tune
 		return nil, err
 	}
 	fac := s.voice.factory()
-	det, err := fac.VAD(vad.Config{})
+	det, err := fac.VAD(vad.Config{MinSilence: tune.CloneVADMinSilence})
 	if err != nil {
 		return nil, fmt.Errorf("voice activity detection: %w", err)
 	}

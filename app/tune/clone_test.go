@@ -80,7 +80,7 @@ func TestClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := res.Voice
-	if v.Kind != voices.KindClone || v.Sample.Text != "hello there" || v.Sample.Model != "tiny" || len(v.Sample.Codes)%4 != 0 {
+	if v.Kind != voices.KindClone || v.Sample.Text != "hello there." || v.Sample.Model != "tiny" || len(v.Sample.Codes)%4 != 0 {
 		t.Fatalf("voice %+v", v)
 	}
 	if math.Abs(res.Seconds-4.4) > 0.01 || p.got != int(4.4*16000) {
@@ -90,7 +90,7 @@ func TestClone(t *testing.T) {
 		t.Fatalf("closest seed %d (%.3f)", res.Seed, res.SeedSimilarity)
 	}
 	o.Text = "my own words"
-	if res, err := Clone(ctx, pcm, 24000, o); err != nil || res.Voice.Sample.Text != "my own words" || res.Heard != "hello there" {
+	if res, err := Clone(ctx, pcm, 24000, o); err != nil || res.Voice.Sample.Text != "my own words" || res.Heard != "hello there." {
 		t.Fatalf("given text: %v", err)
 	}
 
@@ -113,6 +113,58 @@ func TestClone(t *testing.T) {
 		if _, err := Clone(ctx, make([]float32, 16000*70), 16000, oo); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
+	}
+}
+
+// phraseSpeech reports speech in several spans (seconds).
+type phraseSpeech [][2]float64
+
+func (f phraseSpeech) Segments(ctx context.Context, src audio.Source) ([]vad.Segment, error) {
+	var out []vad.Segment
+	for _, s := range f {
+		out = append(out, vad.Segment{Start: int64(s[0] * 16000), End: int64(s[1] * 16000), StartSec: s[0], EndSec: s[1]})
+	}
+	return out, nil
+}
+
+// phraseEar hears each phrase by its level (the clip's phrases are at 0.1, 0.2, …).
+type phraseEar struct{ words map[int]string }
+
+func (e phraseEar) Transcribe(ctx context.Context, pcm []float32) (clone.Heard, error) {
+	var top float32
+	for _, v := range pcm {
+		top = max(top, v)
+	}
+	return clone.Heard{Text: e.words[int(math.Round(float64(top)*10))], Lang: "en", Event: "Speech"}, nil
+}
+
+// The transcript marks the clip's pauses: each phrase is heard alone, joined by commas and
+// closed by a full stop, so the prompt's text has a pause token where its audio pauses.
+func TestCloneTranscriptPauses(t *testing.T) {
+	pcm := make([]float32, 16000*8)
+	spans := [][2]float64{{0.5, 2}, {2.1, 2.8}, {3.3, 5}, {5.6, 7}} // 0.1 s: one phrase; 0.5 s, 0.6 s: pauses
+	levels := []float32{0.1, 0.1, 0.2, 0.3}
+	for i, sp := range spans {
+		for j := int(sp[0] * 16000); j < int(sp[1]*16000); j++ {
+			pcm[j] = levels[i]
+		}
+	}
+	o := CloneOptions{Name: "anna", Prompter: &fakePrompter{}, NumVQ: 4, Speech: phraseSpeech(spans),
+		Ear: phraseEar{map[int]string{1: "well then", 2: "what is it?", 3: "tell me"}}}
+	res, err := Clone(context.Background(), pcm, 16000, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "well then, what is it? tell me."; res.Heard != want || res.Voice.Sample.Text != want {
+		t.Fatalf("heard %q, voice text %q; want %q", res.Heard, res.Voice.Sample.Text, want)
+	}
+	for _, c := range []struct{ in, want string }{{"你好", "你好。"}, {"done!", "done!"}, {"", ""}} {
+		if got := closePhrase(c.in, true); got != c.want {
+			t.Errorf("closePhrase(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := closePhrase("你好", false); got != "你好，" {
+		t.Errorf("closePhrase(你好, not last) = %q", got)
 	}
 }
 
