@@ -649,19 +649,34 @@ def add_train_flags(ap: argparse.ArgumentParser) -> None:
             ap.add_argument(flag, type=type(val), default=val)
 
 
-def load_init(model: DemoModel, path: str) -> None:
+def gpt_layer_count(state: dict) -> int:
+    return len({k.split(".")[2] for k in state if k.startswith("gpt.layers.")})
+
+
+def load_init(model: DemoModel, path: str, deepen: bool = False) -> None:
     """Start from a checkpoint's weights.  One made by train.chattts.from_onnx (an exported
     bundle's weights) has no training speaker table: the table then starts as draws from the
-    bundle's spk_stat, as seed voices do (re-fit it with ``gpt --only speakers``).  Anything
-    else missing, extra or misshaped is an error naming the tensor."""
+    bundle's spk_stat, as seed voices do (re-fit it with ``gpt --only speakers``).  With
+    ``deepen`` a checkpoint with fewer GPT layers than the model is accepted: the extra layers
+    go on top and start as the identity (their output projections zero), so the deeper model
+    says exactly what the checkpoint said and training goes on from there.  Anything else
+    missing, extra or misshaped is an error naming the tensor."""
     ck = torch.load(path, map_location="cpu")
     state = ck["model"]
     own = model.state_dict()
     for k, v in state.items():
         if k in own and tuple(v.shape) != tuple(own[k].shape):
             raise SystemExit(f"{path}: {k} is {tuple(v.shape)}, this model's is {tuple(own[k].shape)}")
+    have, want = gpt_layer_count(state), len(model.gpt.layers)
+    added = []
+    if deepen and 0 < have < want:
+        added = [f"gpt.layers.{i}." for i in range(have, want)]
+        with torch.no_grad():
+            for layer in model.gpt.layers[have:]:
+                layer.self_attn.o_proj.weight.zero_()
+                layer.mlp.down_proj.weight.zero_()
     missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [k for k in missing if k != "speakers.weight"]
+    missing = [k for k in missing if k != "speakers.weight" and not k.startswith(tuple(added))]
     if missing or unexpected:
         raise SystemExit(f"{path}: not this model's checkpoint: missing {missing[:5]}, unexpected {unexpected[:5]}")
     if "speakers.weight" not in state and ck.get("spk_stat") is not None:
@@ -703,6 +718,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--sched-temperature", type=float, default=0.0,
                     help="gpt: draw the replaced frames at this temperature (0: the most likely)")
     ap.add_argument("--code-dropout", type=float, default=0.5, help="gpt: dropout on the code-frame input embeddings")
+    ap.add_argument("--deepen", action="store_true",
+                    help="gpt: --init may have fewer GPT layers; the extra ones start as the identity")
     ap.add_argument("--only", default="", help="train only these parts of the stage, e.g. speakers")
     ap.add_argument("--stop-at-step", type=int, default=0)
     ap.add_argument("--out", dest="out_dir", default="train/out/chattts/run")
@@ -740,7 +757,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             names[r["speaker_index"]] = r["speaker"]
         a.speaker_names = [names.get(i, "") for i in range(model.speakers.num_embeddings)]
         if a.init:
-            load_init(model, a.init)
+            load_init(model, a.init, deepen=a.deepen)
         a.neutral_list = [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else []
         model.ga_weight = a.ga_weight
         model.code_dropout = a.code_dropout

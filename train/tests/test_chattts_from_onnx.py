@@ -139,3 +139,44 @@ class ContinueTrainingTest(unittest.TestCase):
         torch.save(bad, p)
         with self.assertRaisesRegex(SystemExit, "gpt.extra"):
             load_init(m, p)
+
+    def test_deepen(self):
+        """--deepen: a checkpoint with fewer GPT layers starts a deeper model that says exactly
+        what it said (the new top layers are the identity) and whose new layers then learn;
+        without --deepen the missing layers are named."""
+        import dataclasses
+
+        import torch
+
+        from train.chattts.config import ChatTTSConfig
+        from train.chattts.train import DemoModel, load_init
+
+        ck = torch.load(self.init, map_location="cpu")
+        cfg = ChatTTSConfig.from_dict(ck["config"])
+        n = cfg.gpt.layers
+        deep = dataclasses.replace(cfg, gpt=dataclasses.replace(cfg.gpt, layers=n + 2))
+        torch.manual_seed(1)
+        shallow, _ = self.model(3)
+        load_init(shallow, self.init)
+        m = DemoModel(deep, 3)
+        with self.assertRaisesRegex(SystemExit, f"gpt.layers.{n}."):
+            load_init(m, self.init)
+        m = DemoModel(deep, 3)
+        load_init(m, self.init, deepen=True)
+        m.speakers.weight.data.copy_(shallow.speakers.weight.data)
+        x = torch.randn(2, 9, cfg.gpt.hidden)
+        pos = torch.arange(9).unsqueeze(0).expand(2, -1)
+        am = torch.ones(2, 9, dtype=torch.long)
+        shallow.eval()
+        m.eval()
+        with torch.no_grad():
+            a, _ = shallow.gpt(x, am, pos)
+            b, _ = m.gpt(x, am, pos)
+        self.assertEqual(len(m.gpt.layers), n + 2)
+        self.assertLess((a - b).abs().max().item(), 1e-6)
+        m.train()
+        h, _ = m.gpt(x, am, pos)
+        h.pow(2).sum().backward()
+        top = m.gpt.layers[n]
+        self.assertGreater(top.self_attn.o_proj.weight.grad.abs().sum().item(), 0)
+        self.assertGreater(top.mlp.down_proj.weight.grad.abs().sum().item(), 0)
