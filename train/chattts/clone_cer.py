@@ -89,6 +89,8 @@ def main(argv=None) -> int:
     ap.add_argument("--asr", default="assets/demo/sensevoice")
     ap.add_argument("--per-speaker", type=int, default=0, help="test sentences per speaker (0: all)")
     ap.add_argument("--seed-voice", default="seed:7")
+    ap.add_argument("--transcript", choices=("given", "heard"), default="given",
+                    help="the clip's transcript: the corpus text, or what the recogniser hears (no --text)")
     a = ap.parse_args(argv)
     out = os.path.abspath(a.out)
     data = os.path.join(out, "data")
@@ -107,7 +109,7 @@ def main(argv=None) -> int:
     test = rows("test.jsonl")
     clips = pick_clips(rows("adapt.jsonl"))
     speakers = sorted({r["speaker"] for r in test})
-    res: dict = {"model": a.model, "seed_voice": a.seed_voice, "speakers": {}, "skipped": []}
+    res: dict = {"model": a.model, "seed_voice": a.seed_voice, "transcript": a.transcript, "speakers": {}, "skipped": []}
     if not speakers:
         raise SystemExit(f"{a.corpus}/test.jsonl: no sentences")
     pairs, tot = [], {"clone": [0, 0, 0.0], "seed": [0, 0, 0.0]}  # edits, chars, seconds
@@ -121,11 +123,17 @@ def main(argv=None) -> int:
         if len(src) > 1:
             clip = os.path.join(out, name + "-clip.wav")
             text = join_clips(a.corpus, src, clip)
-        r = subprocess.run([a.parley, "voices", "clone", clip, "--text", text,
+        given = ["--text", text] if a.transcript == "given" else []  # heard: the default recogniser
+        r = subprocess.run([a.parley, "voices", "clone", clip, *given,
                             "--name", name, "--model", a.model, "--seeds", "8", "--force"],
                            env=env, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise SystemExit(f"parley voices clone ({spk}): {r.stderr.strip()[-500:]}")
+        try:  # the transcript the voice keeps (the recogniser's, with --transcript heard)
+            with open(os.path.join(data, "parley", "voices", name + ".json"), encoding="utf-8") as f:
+                kept = json.load(f).get("sample", {}).get("text", "")
+        except (OSError, ValueError):
+            kept = ""
         sents = [t for t in test if t["speaker"] == spk]
         if a.per_speaker:
             sents = sents[:a.per_speaker]
@@ -144,7 +152,7 @@ def main(argv=None) -> int:
         chars = sum(len(x) for x in refs)
         pairs += list(zip(e["clone"], e["seed"]))
         row = {"clip": [x["source"] for x in src], "clip_seconds": round(sum(x["seconds"] for x in src), 3),
-               "sentences": len(sents)}
+               "clip_text": text, "voice_text": kept, "sentences": len(sents)}
         for k in got:
             secs = sum(float(subprocess.run(["soxi", "-D", p], capture_output=True, text=True).stdout or 0)
                        for p in paths[k])

@@ -136,12 +136,21 @@ def _stack(idim, odim, hidden, n_layer, bn_dim) -> ConvNeXtStackConfig:
 
 
 # Named sizes.  "official" is the published model (random weights only for benchmarks; never
-# committed).  "demo" is Parley's trained voice (assets/demo/chattts); "tiny" is for the Go
+# committed).  "demo" is Parley's trained voice (assets/demo/chattts), "demo4" its shallower
+# first phases; "tiny" is for the Go
 # engine's test fixture (testdata/chattts/tiny, a few hundred KB).  num_text_tokens of demo and
 # tiny is set from their tokenizer.
 SIZES: Dict[str, dict] = {
     "official": {},
     "demo": dict(
+        gpt=GPTConfig(hidden=192, ffn=576, heads=4, layers=6, max_positions=2048, num_text_tokens=0),
+        decoder=_stack(96, 96, 128, 4, 64),
+        dvae_dim=64, dvae_encoder=_stack(64, 128, 96, 3, 48), dvae_decoder=_stack(64, 64, 96, 3, 48), vq_dim=128,
+        vocos=VocosConfig(dim=192, intermediate=576, layers=4),
+    ),
+    # the demo voice's first phases (and its bundles up to phase 9) had 4 GPT layers; phase 10
+    # went on with 6 (train.chattts.train gpt --deepen)
+    "demo4": dict(
         gpt=GPTConfig(hidden=192, ffn=576, heads=4, layers=4, max_positions=2048, num_text_tokens=0),
         decoder=_stack(96, 96, 128, 4, 64),
         dvae_dim=64, dvae_encoder=_stack(64, 128, 96, 3, 48), dvae_decoder=_stack(64, 64, 96, 3, 48), vq_dim=128,

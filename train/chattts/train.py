@@ -543,7 +543,7 @@ class DemoTask(Task):
         m = self.model
         return {"config": m.cfg.to_dict(), "tokenizer": self.spec, "spk_stat": m.spk_stat(), "frontend": FRONTEND,
                 "neutral_streams": self.a.neutral_list,
-                "refine": False, "size": "demo", "stage": self.stage, "speakers": self.a.speaker_names,
+                "refine": False, "size": self.a.size, "stage": self.stage, "speakers": self.a.speaker_names,
                 "code_defaults": dict(temperature=0.3, top_p=0.7, top_k=20, repetition_penalty=1.05,
                                       repetition_window=16, max_new_tokens=2048, min_new_tokens=0, prompt="[speed_5]")}
 
@@ -706,7 +706,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--vocos", help="merge: the vocos-stage checkpoint")
     ap.add_argument("--neutral-streams", default="", help="codes: streams set to the neutral code, e.g. 1,3")
     ap.add_argument("--init", help="start from this checkpoint's weights (the previous stage)")
-    ap.add_argument("--size", default="demo", choices=["demo", "tiny"])
+    ap.add_argument("--size", choices=["demo", "demo4", "tiny"],
+                    help="the model's size (default: --init's, else demo)")
     ap.add_argument("--crop-frames", type=int, default=64, help="vocos/dvae: mel frames per example")
     ap.add_argument("--ga-weight", type=float, default=1.0, help="gpt: guided-attention loss weight")
     ap.add_argument("--prefix-prob", type=float, default=0.0,
@@ -749,6 +750,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         spec = load_tokenizer(a.feats)
         tok = WordPieceTokenizer(spec)
         torch.manual_seed(cfg.seed)
+        if not a.size:
+            a.size = (torch.load(a.init, map_location="cpu").get("size") if a.init else None) or "demo"
         model = build_model(a.feats, tok, a.size)
         with open(os.path.join(a.feats, "train.index.json"), encoding="utf-8") as f:
             idx = json.load(f)
