@@ -75,6 +75,9 @@ class TrainConfig:
     keep_checkpoints: int = 3
     resume: str = ""  # checkpoint path, or "auto" for the newest in out_dir
     device: str = "auto"
+    # seconds this run may train; the cosine is fitted to the steps that fit (measured after
+    # the warm-up), and the run saves and stops when the time is up.  0 = no limit.
+    time_budget_s: float = 0.0
     find_unused_parameters: bool = False
 
     def to_dict(self) -> dict:
@@ -155,11 +158,73 @@ def _set_rng_state(s: dict) -> None:
         torch.cuda.set_rng_state(s["cuda"])
 
 
+def load_torch(path: str):
+    """torch.load of a file this project wrote (checkpoints carry RNG states and configs):
+    torch 2.6+ loads only bare tensors by default, torch 1.13 has no such default.  A
+    directory is a checkpoint saved by save_split."""
+    if os.path.isdir(path):
+        return _load_split(path)
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def save_split(obj: dict, out_dir: str, max_bytes: int) -> List[str]:
+    """Save a checkpoint dict as out_dir/part-NNN.pt files of about max_bytes at most each (a
+    single tensor larger than that gets a part of its own): its "model" tensors spread over
+    the parts, everything else in part-000.  For carrying a model through a channel with a
+    per-file limit; load_torch(out_dir) puts it together again."""
+    model = obj.get("model") or {}
+    parts: List[dict] = [{}]
+    size = 0
+    for k, v in model.items():
+        n = v.numel() * v.element_size() if torch.is_tensor(v) else 0
+        if parts[-1] and size + n > max_bytes:
+            parts.append({})
+            size = 0
+        parts[-1][k] = v
+        size += n
+    os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "part-*.pt")):
+        os.remove(old)
+    paths = []
+    for i, tensors in enumerate(parts):
+        head = {k: v for k, v in obj.items() if k != "model"} if i == 0 else {}
+        head.update({"model": tensors, "part": i, "parts": len(parts)})
+        path = os.path.join(out_dir, f"part-{i:03d}.pt")
+        torch.save(head, path + ".partial")
+        os.replace(path + ".partial", path)
+        paths.append(path)
+    return paths
+
+
+def _load_split(path: str) -> dict:
+    files = sorted(glob.glob(os.path.join(path, "part-*.pt")))
+    if not files:
+        raise FileNotFoundError(f"{path}: a directory without part-*.pt files is not a checkpoint")
+    obj = torch.load(files[0], map_location="cpu", weights_only=False)
+    want = obj.get("parts")
+    if want != len(files):
+        raise CheckpointError(f"{path}: {len(files)} part files, the first says {want}")
+    model = dict(obj["model"])
+    for f in files[1:]:
+        model.update(torch.load(f, map_location="cpu", weights_only=False)["model"])
+    obj["model"] = model
+    del obj["part"], obj["parts"]
+    return obj
+
+
+def _grad_scaler(enabled: bool):
+    """torch.amp.GradScaler("cuda") where it exists (torch 2.3+, which deprecates the old
+    name), else torch.cuda.amp.GradScaler (Debian's torch 1.13)."""
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda", enabled=enabled)
+    return torch.cuda.amp.GradScaler(enabled=enabled)
+
+
 def load_checkpoint(path: str) -> dict:
     if not os.path.isfile(path):
         raise CheckpointError(f"{path}: checkpoint not found")
     try:
-        ck = torch.load(path, map_location="cpu")
+        ck = load_torch(path)
     except Exception as e:  # noqa: BLE001
         raise CheckpointError(f"{path}: unreadable checkpoint ({type(e).__name__}: {e})") from e
     if not isinstance(ck, dict) or "model" not in ck or "trainer" not in ck:
@@ -212,7 +277,7 @@ class Trainer:
         self.opt = self._make_optimizer()
         self.total_steps = cfg.max_steps or 0
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(cfg, lambda: self.total_steps or 10 ** 9))
-        self.scaler = torch.cuda.amp.GradScaler(enabled=self.amp == "fp16")
+        self.scaler = _grad_scaler(self.amp == "fp16")
         self.step = 0
         self.pos = {"epoch": 0, "part": 0, "batch": 0}
         self.best = None
@@ -526,7 +591,33 @@ class Trainer:
                 self.save()
             if (cfg.max_steps and self.step >= cfg.max_steps) or (stop_at_step and self.step >= stop_at_step):
                 return True
+            if cfg.time_budget_s and self._over_budget(t_start, steps_at_start):
+                return True
         return False
+
+    def _over_budget(self, t_start: float, steps_at_start: int) -> bool:
+        """Fits the schedule to the time budget twice: once the warm-up and 10 more steps are
+        timed (the first steps, with workers starting and kernels compiling, are left out of the
+        rate), and again half-way; then stops when the time is up."""
+        cfg, now = self.cfg, time.time()
+        done = self.step - steps_at_start
+        if done == 10:
+            self._rate_t0 = now
+        probe = max(30, cfg.warmup_steps + 10)
+        fit = getattr(self, "_budget_fits", 0)
+        if done >= probe and (fit == 0 or (fit == 1 and self.step >= self.total_steps // 2)):
+            per_step = (now - self._rate_t0) / max(1, done - 10)
+            left = int(max(0.0, cfg.time_budget_s - (now - t_start)) / per_step)
+            if fit == 0:
+                self._budget_cap = self.total_steps  # what the epochs or max_steps allow
+            total = self.step + left
+            if self._budget_cap:
+                total = min(total, self._budget_cap)
+            self.total_steps = max(self.step + 1, total)
+            self._budget_fits = fit + 1
+            self.emit({"event": "budget", "step": self.step, "total_steps": self.total_steps,
+                       "s_per_step": round(per_step, 4), "budget_s": cfg.time_budget_s})
+        return now - t_start >= cfg.time_budget_s or (fit > 0 and self.step >= self.total_steps)
 
     def _fallback_batch(self, ds):
         """A padding batch for a rank that has no batch at all in this part."""

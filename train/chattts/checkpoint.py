@@ -31,6 +31,7 @@ import torch
 from . import safetensors as st
 from .config import ChatTTSConfig, GPTConfig, config_for
 from .model import ChatTTS
+from ..trainer import load_torch
 
 
 class CheckpointError(ValueError):
@@ -257,7 +258,7 @@ def load_ours(path: str, size: Optional[str] = None) -> Tuple[ChatTTS, dict]:
     """A checkpoint written by train.chattts.train (model state under 'model', config under
     'config', plus 'tokenizer' (the tokenizer.json object) and 'spk_stat')."""
     try:
-        ck = torch.load(path, map_location="cpu")
+        ck = load_torch(path)
     except Exception as e:  # noqa: BLE001
         raise CheckpointError(f"{path}: cannot read checkpoint: {e}") from e
     if not isinstance(ck, dict):
@@ -265,6 +266,9 @@ def load_ours(path: str, size: Optional[str] = None) -> Tuple[ChatTTS, dict]:
     for k in ("model", "config", "tokenizer"):
         if k not in ck:
             raise CheckpointError(f"{path}: checkpoint lacks {k!r} (not made by train.chattts.train?)")
+    if ck.get("untrained"):
+        raise CheckpointError(f"{path}: {', '.join(ck['untrained'])} never trained in this run (random); "
+                              "fill them in with `train.chattts.train merge --base` first")
     try:
         cfg = ChatTTSConfig.from_dict(ck["config"])
     except (TypeError, ValueError) as e:

@@ -32,6 +32,7 @@ import torch
 from .infer import Sampling, generate_codes, prompt_ids, speaker_from_seed, synthesize, vocode
 from .tokenizer import WordPieceTokenizer
 from .train import Feats, GPTData, collate_gpt, build_model
+from ..trainer import load_torch
 
 SR = 24000
 CONTROL_TEXTS = ["what time is it", "turn on the kitchen lights", "set a timer for ten minutes",
@@ -39,7 +40,7 @@ CONTROL_TEXTS = ["what time is it", "turn on the kitchen lights", "set a timer f
 
 
 def load(checkpoint: str, feats: str):
-    ck = torch.load(checkpoint, map_location="cpu")
+    ck = load_torch(checkpoint)
     tok = WordPieceTokenizer(ck["tokenizer"])
     m = build_model(feats, tok, ck.get("size", "demo"))
     m.load_state_dict(ck["model"])

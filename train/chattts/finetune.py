@@ -34,7 +34,7 @@ import soundfile as sf
 import torch
 
 from .. import dist as pdist
-from ..trainer import CheckpointError, Task, TrainConfig, Trainer
+from ..trainer import CheckpointError, Task, TrainConfig, Trainer, load_torch
 from .config import ChatTTSConfig
 from .corpus import phonemize
 from .export import save_bundle
@@ -147,7 +147,7 @@ def read_clips(path: str) -> List[dict]:
 
 def build(init: str, speaker_init: Optional[str], gpt: bool):
     try:
-        ck = torch.load(init, map_location="cpu")
+        ck = load_torch(init)
     except Exception as e:  # noqa: BLE001
         raise FinetuneError(f"{init}: cannot read the starting point: {e}") from e
     for k in ("model", "config", "tokenizer", "spk_stat"):
@@ -211,7 +211,7 @@ def export(run: str, out: str) -> dict:
             raise FinetuneError(f"{run}: no checkpoint (ckpt-*.pt)")
         path = cks[-1]
     try:
-        ck = torch.load(path, map_location="cpu")
+        ck = load_torch(path)
     except Exception as e:  # noqa: BLE001
         raise FinetuneError(f"{path}: cannot read checkpoint: {e}") from e
     if "speaker" not in ck or "config" not in ck:

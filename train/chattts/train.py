@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import dist as pdist
-from ..trainer import CheckpointError, Task, TrainConfig, Trainer
+from ..trainer import CheckpointError, Task, TrainConfig, Trainer, load_torch, save_split
 from .config import ChatTTSConfig, config_for
 from .infer import spk_stat_parts
 from .model import ChatTTS, apply_speaker, istft, mel_features
@@ -108,8 +108,11 @@ class Feats:
     def __init__(self, d: str, split: str):
         with open(os.path.join(d, f"{split}.index.json"), encoding="utf-8") as f:
             self.index = json.load(f)
-        self.audio = np.load(os.path.join(d, f"{split}.audio.npy"), mmap_mode="r")
-        self.mel = np.load(os.path.join(d, f"{split}.mel.npy"), mmap_mode="r")
+        self.dir, self.split = d, split
+        # a codes-only pack (train.chattts.train pack) has neither: the gpt stage then trains
+        # without the decoder's mel loss
+        self.audio = _load_optional(os.path.join(d, f"{split}.audio.npy"))
+        self.mel = _load_optional(os.path.join(d, f"{split}.mel.npy"))
         cp = os.path.join(d, f"{split}.codes.npy")
         self.codes = np.load(cp, mmap_mode="r") if os.path.exists(cp) else None
         cip = os.path.join(d, f"{split}.codes.json")
@@ -119,16 +122,24 @@ class Feats:
         return len(self.index)
 
     def get_mel(self, i) -> np.ndarray:  # (F, 100)
+        if self.mel is None:
+            raise FileNotFoundError(f"{self.dir}: no {self.split}.mel.npy (a codes-only pack)")
         r = self.index[i]
         return np.asarray(self.mel[r["m0"]:r["m1"]], dtype=np.float32)
 
     def get_audio(self, i) -> np.ndarray:
+        if self.audio is None:
+            raise FileNotFoundError(f"{self.dir}: no {self.split}.audio.npy (a codes-only pack)")
         r = self.index[i]
         return np.asarray(self.audio[r["a0"]:r["a1"]], dtype=np.float32) / 32768.0
 
     def get_codes(self, i) -> np.ndarray:  # (T, 4)
         a, b = self.code_off[i]
         return np.asarray(self.codes[a:b], dtype=np.int64)
+
+
+def _load_optional(path: str):
+    return np.load(path, mmap_mode="r") if os.path.exists(path) else None
 
 
 def load_tokenizer(d: str) -> dict:
@@ -160,6 +171,7 @@ class DemoModel(ChatTTS):
         self.sched_passes = 1
         self.sched_temperature = 0.0
         self.neutral_streams: List[int] = []
+        self.untrained: List[str] = []  # parts still at their random start (load_init)
 
     def set_stage(self, stage: str, only: Optional[List[str]] = None) -> None:
         """``only`` narrows the stage's trainable parts (e.g. ["speakers"]: re-fit the speaker
@@ -240,7 +252,7 @@ class DemoModel(ChatTTS):
         own = audio_in & ~b["sample"]
         swap = None
         new = ids.clone()
-        pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
+        pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0).expand(ids.shape[0], -1)
         for _ in range(max(1, self.sched_passes)):
             with torch.no_grad():
                 emb = apply_speaker(self.embed(new, tm), new, tm, self.speakers(b["speaker"]), b["spk_emb_id"])
@@ -252,7 +264,7 @@ class DemoModel(ChatTTS):
                 else:
                     pred = logits.argmax(-1)
             if swap is None:  # drawn after the first pass: the one-pass recipe's random stream
-                swap = own[:, 1:] & (torch.rand(audio_in[:, 1:].shape) < self.sched_sampling)
+                swap = own[:, 1:] & (torch.rand(audio_in[:, 1:].shape, device=ids.device) < self.sched_sampling)
             new[:, 1:][swap] = pred[:, :-1][swap]
             if self.neutral_streams:
                 new[:, :, self.neutral_streams] = torch.where(audio_in[..., None], torch.full_like(new[:, :, self.neutral_streams], NEUTRAL_CODE),
@@ -271,7 +283,7 @@ class DemoModel(ChatTTS):
             # cannot be copied from its predecessor, so the model must read the phonemes
             emb = torch.where(tm.unsqueeze(-1), emb, F.dropout(emb, self.code_dropout, True))
         emb = apply_speaker(emb, ids, tm, spk, b["spk_emb_id"])
-        pos = torch.arange(ids.shape[1]).unsqueeze(0).expand(ids.shape[0], -1)
+        pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0).expand(ids.shape[0], -1)
         h, _ = self.gpt(emb, am, pos)
         # code targets: positions S-1 .. S-1+T predict frames 0..T-1 and the EOS frame
         sel = b["target_mask"] > 0  # (B,L): the positions that predict a frame
@@ -280,22 +292,26 @@ class DemoModel(ChatTTS):
         ce = F.cross_entropy(logits.reshape(-1, g.num_audio_tokens), tgt.reshape(-1))
         with torch.no_grad():
             acc = (logits.argmax(-1) == tgt).float().mean()
-        # decoder on the hidden states that produced frames 0..T-1
-        hid = torch.gather(h, 1, b["hid_idx"].unsqueeze(-1).expand(-1, -1, g.hidden)) * b["hid_mask"][..., None]
-        mel_hat = self.decoder.decode(hid.transpose(1, 2))
-        mm = b["mel_mask"][:, None, :]
-        l_mel = ((mel_hat - b["mel"]).abs() * mm).sum() / (mm.sum() * mel_hat.shape[1])
+        # decoder on the hidden states that produced frames 0..T-1 (a codes-only batch has no
+        # mel: the decoder is then left as it is and fitted later with --only decoder)
+        l_mel = torch.zeros((), device=h.device)
+        if b.get("mel") is not None:
+            hid = torch.gather(h, 1, b["hid_idx"].unsqueeze(-1).expand(-1, -1, g.hidden)) * b["hid_mask"][..., None]
+            mel_hat = self.decoder.decode(hid.transpose(1, 2))
+            mm = b["mel_mask"][:, None, :]
+            l_mel = ((mel_hat - b["mel"]).abs() * mm).sum() / (mm.sum() * mel_hat.shape[1])
         # guided attention: two heads of two layers should put their attention on the phonemes
         # near the diagonal (reward sum_j att * G, G a Gaussian band over the text keys)
-        l_ga = torch.zeros(())
-        rows = b["ga_w"].gt(0).any(-1)  # (B,L) audio queries
-        n_rows = rows.sum() * 2 + 1e-6
-        for li in self.ga_layers:
-            if not self.gpt.layers[li].self_attn.keep_attn:
-                continue
-            att = self.gpt.layers[li].self_attn.last_attn[:, :2]  # (B,2,L,L)
-            hit = (att * b["ga_w"][:, None]).sum(-1)  # (B,2,L)
-            l_ga = l_ga + ((1 - hit) * rows[:, None]).sum() / n_rows
+        l_ga = torch.zeros((), device=h.device)
+        kept = [li for li in self.ga_layers if self.gpt.layers[li].self_attn.keep_attn] if self.ga_weight else []
+        if kept:
+            ga_w = guided_attention(b["ga_span"], ids.shape[1])
+            rows = ga_w.gt(0).any(-1)  # (B,L) audio queries
+            n_rows = rows.sum() * 2 + 1e-6
+            for li in kept:
+                att = self.gpt.layers[li].self_attn.last_attn[:, :2]  # (B,2,L,L)
+                hit = (att * ga_w[:, None]).sum(-1)  # (B,2,L)
+                l_ga = l_ga + ((1 - hit) * rows[:, None]).sum() / n_rows
         l_ga = l_ga / len(self.ga_layers)
         loss = ce + self.mel_weight * l_mel + self.ga_weight * l_ga
         n = ids.shape[0]
@@ -435,18 +451,36 @@ class GPTData(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         codes = torch.from_numpy(self.f.get_codes(i))
-        mel = torch.from_numpy(self.f.get_mel(i)[: 2 * codes.shape[0]]).t()
+        with_mel = self.f.mel is not None
+        mel = torch.from_numpy(self.f.get_mel(i)[: 2 * codes.shape[0]]).t() if with_mel else None
         j = self.partner[i]
         if j >= 0:  # the speaker sample's codes and mel come first, as in a clone prompt
             sc = torch.from_numpy(self.f.get_codes(j))
-            sm = torch.from_numpy(self.f.get_mel(j)[: 2 * sc.shape[0]]).t()
-            codes, mel = torch.cat([sc, codes]), torch.cat([sm, mel], dim=1)
+            codes = torch.cat([sc, codes])
+            if with_mel:
+                mel = torch.cat([torch.from_numpy(self.f.get_mel(j)[: 2 * sc.shape[0]]).t(), mel], dim=1)
         return {"prompt": torch.tensor(self.prompts[i]), "codes": codes, "mel": mel,
                 "speaker": self.f.index[i]["speaker_index"], "spk_emb_id": self.spk_id,
                 "sample_frames": sc.shape[0] if j >= 0 else 0}
 
 
-def collate_gpt(items, eos: int = 625, nvq: int = 4, sigma: float = 0.2):
+def guided_attention(spans: torch.Tensor, length: int, sigma: float = 0.2) -> torch.Tensor:
+    """The guided-attention target of a batch, (B, L, L): an audio query (positions s-1 ..
+    s-2+t) puts weight on the phoneme keys (3 .. s-2) in a Gaussian band around the diagonal.
+    spans (B, 2) holds each item's prompt length s and frame count t; built where the loss
+    runs (the GPU), not in the data loader, since it is L x L per item."""
+    s = spans[:, 0].view(-1, 1, 1).float()
+    t = spans[:, 1].view(-1, 1, 1).float()
+    nt = s - 4
+    i = torch.arange(length, device=spans.device, dtype=torch.float32).view(1, -1, 1)
+    j = torch.arange(length, device=spans.device, dtype=torch.float32).view(1, 1, -1)
+    qi = (i - (s - 1) + 0.5) / t.clamp_min(1)
+    kj = (j - 3 + 0.5) / nt.clamp_min(1)
+    inside = (i >= s - 1) & (i < s - 1 + t) & (j >= 3) & (j < 3 + nt) & (nt > 0) & (t > 0)
+    return torch.where(inside, torch.exp(-((qi - kj) ** 2) / (2 * sigma ** 2)), torch.zeros((), device=spans.device))
+
+
+def collate_gpt(items, eos: int = 625, nvq: int = 4):
     B = len(items)
     L = max(len(x["prompt"]) + x["codes"].shape[0] for x in items)
     T = max(x["codes"].shape[0] for x in items)
@@ -457,9 +491,10 @@ def collate_gpt(items, eos: int = 625, nvq: int = 4, sigma: float = 0.2):
     tmask = torch.zeros(B, L)
     hid_idx = torch.zeros(B, T, dtype=torch.long)
     hid_mask = torch.zeros(B, T)
-    mel = torch.zeros(B, 100, 2 * T)
-    mel_mask = torch.zeros(B, 2 * T)
-    ga = torch.zeros(B, L, L)
+    with_mel = all(x.get("mel") is not None for x in items)
+    mel = torch.zeros(B, 100, 2 * T) if with_mel else None
+    mel_mask = torch.zeros(B, 2 * T) if with_mel else None
+    ga_span = torch.zeros(B, 2, dtype=torch.long)
     sample = torch.zeros(B, L, dtype=torch.bool)  # a clone prompt's recorded frames
     for b, x in enumerate(items):
         p, c = x["prompt"], x["codes"]
@@ -474,16 +509,12 @@ def collate_gpt(items, eos: int = 625, nvq: int = 4, sigma: float = 0.2):
         tmask[b, s - 1:s + t] = 1
         hid_idx[b, :t] = torch.arange(s - 1, s - 1 + t)
         hid_mask[b, :t] = 1
-        mel[b, :, :x["mel"].shape[1]] = x["mel"]
-        mel_mask[b, :x["mel"].shape[1]] = 1
-        # text keys 3..s-2 (the phonemes), audio queries s-1..s-2+t
-        nt = s - 4
-        if nt > 0 and t > 0:
-            qi = (torch.arange(t, dtype=torch.float32) + 0.5) / t
-            kj = (torch.arange(nt, dtype=torch.float32) + 0.5) / nt
-            ga[b, s - 1:s - 1 + t, 3:3 + nt] = torch.exp(-((qi[:, None] - kj[None, :]) ** 2) / (2 * sigma ** 2))
+        if with_mel:
+            mel[b, :, :x["mel"].shape[1]] = x["mel"]
+            mel_mask[b, :x["mel"].shape[1]] = 1
+        ga_span[b] = torch.tensor([s, t])
     return {"ids": ids, "text_mask": tm, "attn": am, "targets": tgt, "target_mask": tmask, "hid_idx": hid_idx,
-            "hid_mask": hid_mask, "mel": mel, "mel_mask": mel_mask, "ga_w": ga, "sample": sample,
+            "hid_mask": hid_mask, "mel": mel, "mel_mask": mel_mask, "ga_span": ga_span, "sample": sample,
             "speaker": torch.tensor([x["speaker"] for x in items]), "spk_emb_id": items[0]["spk_emb_id"]}
 
 
@@ -527,8 +558,10 @@ class DemoTask(Task):
         idx = list(range(info.rank, len(ds), info.world_size))
         sums = {"ce": 0.0, "acc": 0.0, "mel_l1": 0.0, "n": 0.0}
         m = model.module if hasattr(model, "module") else model
+        dev = next(m.parameters()).device
         for s in range(0, len(idx), 8):
             b = collate_gpt([ds[i] for i in idx[s:s + 8]])
+            b = {k: (v.to(dev) if torch.is_tensor(v) else v) for k, v in b.items()}
             _, st = m.loss_gpt(b)
             for k in ("ce", "acc", "mel_l1"):
                 sums[k] += st[k]
@@ -542,6 +575,7 @@ class DemoTask(Task):
     def checkpoint_extra(self) -> dict:
         m = self.model
         return {"config": m.cfg.to_dict(), "tokenizer": self.spec, "spk_stat": m.spk_stat(), "frontend": FRONTEND,
+                "untrained": list(m.untrained),
                 "neutral_streams": self.a.neutral_list,
                 "refine": False, "size": self.a.size, "stage": self.stage, "speakers": self.a.speaker_names,
                 "code_defaults": dict(temperature=0.3, top_p=0.7, top_k=20, repetition_penalty=1.05,
@@ -572,7 +606,7 @@ def encode_codes(feats_dir: str, checkpoint: str, neutral_streams: Optional[List
     group) are set to NEUTRAL_CODE: those streams carry fine detail that a small GPT cannot
     predict (6% accuracy, 4.6 nats), and sampling them feeds noise back into the history; the
     decoder works from the GPT's hidden states, not from the codes, so the audio keeps its detail."""
-    ck = torch.load(checkpoint, map_location="cpu")
+    ck = load_torch(checkpoint)
     cfg = ChatTTSConfig.from_dict(ck["config"])
     m = ChatTTS(cfg)
     m.dvae.load_state_dict({k[5:]: v for k, v in ck["model"].items() if k.startswith("dvae.")})
@@ -602,6 +636,59 @@ def encode_codes(feats_dir: str, checkpoint: str, neutral_streams: Optional[List
               flush=True)
 
 
+PACK_FIELDS = ("key", "phonemes", "speed", "speaker", "speaker_index")
+
+
+# what a gpt stage without mel trains; pack carries them as its init.pt
+GPT_PARTS = ("gpt", "embed", "speakers")
+
+
+def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] = None) -> dict:
+    """A codes-only copy of a features dir, as one .tar.xz: what the gpt stage reads without
+    the decoder's mel loss (index, DVAE codes, tokenizer, mel coef), for a GPU machine that
+    cannot take the gigabytes of audio and mel.  Unpacked, it is a features dir.  With
+    ``init``, that checkpoint's GPT parts go in as init.pt in float16 (half the bytes to
+    carry; the rounding, about 5e-4 relative, is far below what a training phase changes):
+    ``gpt --init FEATS/init.pt`` starts from them, the parts it does not use left out."""
+    import io
+    import tarfile
+
+    def add(tf, name: str, data: bytes) -> None:
+        info = tarfile.TarInfo(name)
+        info.size, info.mtime, info.mode = len(data), 0, 0o644
+        tf.addfile(info, io.BytesIO(data))
+
+    sizes = {}
+    tmp = out + ".partial"
+    with tarfile.open(tmp, "w:xz") as tf:
+        for name in ("tokenizer.json", "coef.json"):
+            with open(os.path.join(feats_dir, name), "rb") as f:
+                add(tf, name, f.read())
+        if init:
+            ck = load_torch(init)
+            small = {k: v for k, v in ck.items() if k not in ("model", "optimizer", "scheduler", "scaler", "trainer", "rng")}
+            small["model"] = {k: (v.half() if v.is_floating_point() else v) for k, v in ck["model"].items()
+                              if k.split(".", 1)[0] in GPT_PARTS}
+            buf = io.BytesIO()
+            torch.save(small, buf)
+            add(tf, "init.pt", buf.getvalue())
+        for split in splits:
+            f = Feats(feats_dir, split)
+            if f.codes is None:
+                raise ValueError(f"{feats_dir}: no {split}.codes.npy: run `train.chattts.train codes` first")
+            index = [{k: r[k] for k in PACK_FIELDS if k in r} for r in f.index]
+            add(tf, f"{split}.index.json", json.dumps(index, ensure_ascii=False).encode())
+            add(tf, f"{split}.codes.json", json.dumps(f.code_off).encode())
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(f.codes))
+            add(tf, f"{split}.codes.npy", buf.getvalue())
+            sizes[split] = len(index)
+    os.replace(tmp, out)
+    res = {"pack": out, "bytes": os.path.getsize(out), "utterances": sizes}
+    print(json.dumps(res), flush=True)
+    return res
+
+
 # ------------------------------------------------------------------------------ main
 
 
@@ -615,25 +702,42 @@ def min_frames_per_token(feats_dir: str, tok_spec: dict, split: str = "train") -
     return round(0.75 * float(np.percentile(ratios, 1)), 2) if ratios else 0.0
 
 
-def merge(checkpoint: str, vocos: Optional[str], out: str, feats_dir: Optional[str] = None) -> None:
+def merge(checkpoint: str, vocos: Optional[str], out: str, feats_dir: Optional[str] = None,
+          split_mb: float = 0, base: Optional[str] = None) -> None:
     """The final model: the gpt stage's checkpoint with the vocos stage's Vocos (the two
-    stages train in parallel), without optimizer state."""
-    ck = torch.load(checkpoint, map_location="cpu")
-    model = dict(ck["model"])
+    stages train in parallel), without optimizer state.  Parts the run never had (its
+    "untrained" list, e.g. a GPU run from a carried GPT) come from ``base``.  With split_mb,
+    ``out`` is a directory of parts of at most that many MB (trainer.save_split; --init reads
+    it)."""
+    ck = load_torch(checkpoint)
+    untrained = list(ck.get("untrained") or [])
+    # an untrained part is random: it is left out, and base (or a later merge) puts it in
+    model = {k: v for k, v in ck["model"].items() if k.split(".", 1)[0] not in untrained}
+    if untrained and base:
+        b = load_torch(base)["model"]
+        for part in untrained:
+            got = {k: v for k, v in b.items() if k.split(".", 1)[0] == part}
+            if not got:
+                raise SystemExit(f"{base}: no {part} tensors, which {checkpoint} needs")
+            model.update(got)
+        untrained = []
     if vocos:
-        v = torch.load(vocos, map_location="cpu")["model"]
-        for k in model:
-            if k.startswith("vocos."):
-                model[k] = v[k]
+        model.update({k: v for k, v in load_torch(vocos)["model"].items() if k.startswith("vocos.")})
+        untrained = [p for p in untrained if p != "vocos"]
     keep = {k: ck[k] for k in ("config", "tokenizer", "spk_stat", "frontend", "refine", "size", "speakers",
                                "code_defaults", "neutral_streams") if k in ck}
+    if untrained:
+        keep["untrained"] = untrained
     keep["model"] = model
     if feats_dir and "code_defaults" in keep:
         keep["code_defaults"] = {**keep["code_defaults"], "min_frames_per_token": min_frames_per_token(feats_dir, keep["tokenizer"])}
     keep["sources"] = {"gpt": os.path.basename(checkpoint), "vocos": os.path.basename(vocos) if vocos else None}
-    tmp = out + ".partial"
-    torch.save(keep, tmp)
-    os.replace(tmp, out)
+    if split_mb:
+        save_split(keep, out, int(split_mb * 1e6))
+    else:
+        tmp = out + ".partial"
+        torch.save(keep, tmp)
+        os.replace(tmp, out)
     print(json.dumps({"merged": out, **keep["sources"], "code_defaults": keep.get("code_defaults")}))
 
 
@@ -653,15 +757,19 @@ def gpt_layer_count(state: dict) -> int:
     return len({k.split(".")[2] for k in state if k.startswith("gpt.layers.")})
 
 
-def load_init(model: DemoModel, path: str, deepen: bool = False) -> None:
+def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple = ()) -> None:
     """Start from a checkpoint's weights.  One made by train.chattts.from_onnx (an exported
     bundle's weights) has no training speaker table: the table then starts as draws from the
     bundle's spk_stat, as seed voices do (re-fit it with ``gpt --only speakers``).  With
     ``deepen`` a checkpoint with fewer GPT layers than the model is accepted: the extra layers
     go on top and start as the identity (their output projections zero), so the deeper model
     says exactly what the checkpoint said and training goes on from there.  Anything else
-    missing, extra or misshaped is an error naming the tensor."""
-    ck = torch.load(path, map_location="cpu")
+    missing, extra or misshaped is an error naming the tensor, except that a part named in
+    ``unused`` (one the stage neither trains nor reads, e.g. vocos for the gpt stage) may be
+    absent as a whole: it keeps its random start and is recorded in ``model.untrained``, which
+    the run's checkpoints carry, so that merge --base fills it in and export refuses it until
+    then."""
+    ck = load_torch(path)
     state = ck["model"]
     own = model.state_dict()
     for k, v in state.items():
@@ -677,6 +785,9 @@ def load_init(model: DemoModel, path: str, deepen: bool = False) -> None:
                 layer.mlp.down_proj.weight.zero_()
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if k != "speakers.weight" and not k.startswith(tuple(added))]
+    absent = [p for p in unused if not any(k.startswith(p + ".") for k in state)]
+    model.untrained = sorted(set(absent) | set(ck.get("untrained") or []))
+    missing = [k for k in missing if k.split(".", 1)[0] not in absent]
     if missing or unexpected:
         raise SystemExit(f"{path}: not this model's checkpoint: missing {missing[:5]}, unexpected {unexpected[:5]}")
     if "speakers.weight" not in state and ck.get("spk_stat") is not None:
@@ -699,11 +810,13 @@ def build_model(feats_dir: str, tok: WordPieceTokenizer, size: str) -> DemoModel
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m train.chattts.train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=("prepare", "codes", "merge") + STAGES)
+    ap.add_argument("stage", choices=("prepare", "codes", "merge", "pack") + STAGES)
     ap.add_argument("--corpus", help="prepare: the corpus dir from train.chattts.corpus")
     ap.add_argument("--feats", required=True, help="the features dir (prepare writes it)")
-    ap.add_argument("--checkpoint", help="codes: the DVAE-stage checkpoint; merge: the gpt-stage one")
+    ap.add_argument("--checkpoint", help="codes: the DVAE-stage checkpoint; merge: the gpt-stage one; "
+                                         "pack: the one whose GPT goes in as init.pt")
     ap.add_argument("--vocos", help="merge: the vocos-stage checkpoint")
+    ap.add_argument("--base", help="merge: the checkpoint that fills in the parts the run never had (its 'untrained')")
     ap.add_argument("--neutral-streams", default="", help="codes: streams set to the neutral code, e.g. 1,3")
     ap.add_argument("--init", help="start from this checkpoint's weights (the previous stage)")
     ap.add_argument("--size", choices=["demo", "demo4", "tiny"],
@@ -723,7 +836,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="gpt: --init may have fewer GPT layers; the extra ones start as the identity")
     ap.add_argument("--only", default="", help="train only these parts of the stage, e.g. speakers")
     ap.add_argument("--stop-at-step", type=int, default=0)
-    ap.add_argument("--out", dest="out_dir", default="train/out/chattts/run")
+    ap.add_argument("--split-mb", type=float, default=0,
+                    help="merge: write the model as a directory of parts of at most this many MB")
+    ap.add_argument("--out", dest="out_dir", default="train/out/chattts/run",
+                    help="the run's directory; merge: the model file; pack: the .tar.xz")
     ap.add_argument("--epochs", dest="max_epochs", type=int, default=10)
     ap.add_argument("--warmup", dest="warmup_steps", type=int, default=0)
     add_train_flags(ap)
@@ -738,10 +854,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise SystemExit("codes needs --checkpoint")
         encode_codes(a.feats, a.checkpoint, [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else None)
         return 0
+    if a.stage == "pack":
+        pack(a.feats, a.out_dir, init=a.checkpoint)
+        return 0
     if a.stage == "merge":
         if not a.checkpoint:
             raise SystemExit("merge needs --checkpoint (and --vocos)")
-        merge(a.checkpoint, a.vocos, a.out_dir, a.feats)
+        merge(a.checkpoint, a.vocos, a.out_dir, a.feats, a.split_mb, a.base)
         return 0
     cfg = TrainConfig(**{k: getattr(a, k) for k in TrainConfig().to_dict()})
     torch.set_num_threads(int(os.environ.get("PARLEY_TORCH_THREADS", "1")))
@@ -751,7 +870,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         tok = WordPieceTokenizer(spec)
         torch.manual_seed(cfg.seed)
         if not a.size:
-            a.size = (torch.load(a.init, map_location="cpu").get("size") if a.init else None) or "demo"
+            a.size = (load_torch(a.init).get("size") if a.init else None) or "demo"
         model = build_model(a.feats, tok, a.size)
         with open(os.path.join(a.feats, "train.index.json"), encoding="utf-8") as f:
             idx = json.load(f)
@@ -760,7 +879,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             names[r["speaker_index"]] = r["speaker"]
         a.speaker_names = [names.get(i, "") for i in range(model.speakers.num_embeddings)]
         if a.init:
-            load_init(model, a.init, deepen=a.deepen)
+            # the gpt stage never reads vocos or dvae, nor the decoder when the features have no mel
+            unused = ("vocos", "dvae") + (("decoder",) if Feats(a.feats, "train").mel is None else ())
+            load_init(model, a.init, deepen=a.deepen, unused=unused if a.stage == "gpt" else ())
         a.neutral_list = [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else []
         model.ga_weight = a.ga_weight
         model.code_dropout = a.code_dropout

@@ -25,6 +25,7 @@ import torch
 from . import model as svm
 from .features import FEAT_DIM, LFR_M, LFR_N, load_am_mvn
 from .tokens import SPECIAL_TOKENS, BASE_TOKENS, Vocab, WORD_START, char_vocab, load_vocab
+from ..trainer import load_torch
 
 OPSET = 13
 
@@ -178,7 +179,7 @@ def save_bundle(model: svm.SenseVoiceSmall, vocab: Vocab, neg_mean, inv_stddev, 
 
 def load_our_checkpoint(path: str):
     try:
-        ck = torch.load(path, map_location="cpu")
+        ck = load_torch(path)
     except Exception as e:  # noqa: BLE001
         raise SystemExit(f"{path}: cannot read checkpoint: {e}")
     for k in ("model", "config", "tokens", "cmvn"):

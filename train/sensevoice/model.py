@@ -23,6 +23,7 @@ from typing import Dict, Optional, Tuple
 import torch
 import torch.nn.functional as F
 from torch import nn
+from ..trainer import load_torch
 
 # Prompt-embedding rows, as in FunASR (lid_dict / textnorm_dict).  Rows 1 and 2
 # are the fixed event and emotion queries.
@@ -275,7 +276,7 @@ def count_params(model: nn.Module) -> int:
 def load_checkpoint_weights(model: SenseVoiceSmall, path: str, strict: bool = True):
     """Load an official FunASR ``model.pt`` (or one of our checkpoints) into ``model``."""
     try:
-        obj = torch.load(path, map_location="cpu")
+        obj = load_torch(path)
     except Exception as e:  # noqa: BLE001 - report the file
         raise RuntimeError(f"{path}: cannot read checkpoint: {e}") from e
     if isinstance(obj, dict) and "model" in obj and isinstance(obj["model"], dict):

@@ -22,7 +22,7 @@ import torch
 
 from .. import dist as pdist
 from ..data import ManifestIndex, read_manifest
-from ..trainer import CheckpointError, Task, TrainConfig, Trainer
+from ..trainer import CheckpointError, Task, TrainConfig, Trainer, load_torch
 from . import model as svm
 from .dataset import (SenseVoiceDataset, check_targets, collate, greedy_decode, report_targets, score,
                       too_long_for_ctc)
@@ -145,7 +145,7 @@ def from_init(path: Optional[str], over: dict):
     if not path:
         raise ValueError("--from-init needs --init")
     try:
-        ck = torch.load(path, map_location="cpu")
+        ck = load_torch(path)
     except Exception as e:  # noqa: BLE001
         raise ValueError(f"{path}: cannot read checkpoint: {e}") from e
     missing = [k for k in ("config", "tokens", "cmvn") if not isinstance(ck, dict) or k not in ck]

@@ -18,6 +18,7 @@ from typing import List, Optional
 import torch
 
 from . import model as spm
+from ..trainer import load_torch
 
 
 def metadata(comment: str, dim: int) -> dict:
@@ -59,7 +60,7 @@ def reference_cases(enc: spm.SpeakerEncoder, seed: int) -> List[dict]:
 
 def load_checkpoint(path: str) -> spm.SpeakerEncoder:
     try:
-        ck = torch.load(path, map_location="cpu")
+        ck = load_torch(path)
     except Exception as e:  # noqa: BLE001
         raise SystemExit(f"{path}: cannot read checkpoint: {e}")
     if not isinstance(ck, dict) or "model" not in ck or "speaker_config" not in ck:

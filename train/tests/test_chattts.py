@@ -491,10 +491,21 @@ class DemoPipelineTest(unittest.TestCase):
         self.assertEqual(b["text_mask"][1].tolist(), [1, 1, 1, 1, 1, 0, 0, 0, 0])
         self.assertEqual(b["mel_mask"][1].sum().item(), 4)
         # guided attention: only audio queries x phoneme keys carry weight, most near the diagonal
-        w = b["ga_w"][0]
+        from train.chattts.train import guided_attention
+
+        self.assertEqual(b["ga_span"].tolist(), [[6, 3], [5, 2]])
+        ga = guided_attention(b["ga_span"], b["ids"].shape[1])
+        w = ga[0]
         self.assertTrue(torch.all(w[:5] == 0) and torch.all(w[:, :3] == 0) and torch.all(w[:, 5:] == 0))
         self.assertGreater(w[5, 3].item(), w[5, 4].item())
         self.assertGreater(w[7, 4].item(), w[7, 3].item())
+        # the band itself: audio query k of t against phoneme key m of nt, a Gaussian of
+        # sigma 0.2 in their relative positions; item 1 (one phoneme) has weight on key 3 alone
+        for k in range(3):
+            for m in range(2):
+                want = math.exp(-(((k + 0.5) / 3 - (m + 0.5) / 2) ** 2) / (2 * 0.2 ** 2))
+                self.assertAlmostEqual(w[5 + k, 3 + m].item(), want, places=6)
+        self.assertEqual(ga[1].nonzero().tolist(), [[4, 3], [5, 3]])
 
     def test_stage_losses_backpropagate(self):
         from train.chattts.train import DemoModel, collate_dvae, collate_gpt

@@ -180,3 +180,116 @@ class ContinueTrainingTest(unittest.TestCase):
         top = m.gpt.layers[n]
         self.assertGreater(top.self_attn.o_proj.weight.grad.abs().sum().item(), 0)
         self.assertGreater(top.mlp.down_proj.weight.grad.abs().sum().item(), 0)
+
+
+class GPUPackTest(unittest.TestCase):
+    """A GPT phase away from the features (train/chattts/gpu_phase.sh): pack carries the codes
+    and the GPT only; the run records the parts it never had, export refuses its model until
+    merge --base puts them back, and ``--only decoder`` then fits the decoder alone."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="parley-ctts-")
+        rc, _, err = run(from_onnx.main, "--model", TINY, "--out", self.dir)
+        self.assertEqual(rc, 0, err)
+        self.init = os.path.join(self.dir, "init.pt")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def feats(self, tok_spec) -> str:
+        """A features dir of 6 utterances by 2 speakers, with mel and DVAE codes."""
+        import numpy as np
+
+        d = os.path.join(self.dir, "feats")
+        os.makedirs(d)
+        for split, n in (("train", 6), ("val", 2)):
+            rng = np.random.default_rng(len(split))
+            index, codes, offs, mels = [], [], [], 0
+            for i in range(n):
+                t = 3 + i
+                index.append({"key": f"{split}-{i}", "phonemes": "hello world", "speed": 5, "speaker": f"s{i % 2}",
+                              "speaker_index": i % 2, "m0": mels, "m1": mels + 2 * t, "a0": 0, "a1": 0, "text": "x"})
+                offs.append([len(codes), len(codes) + t])
+                codes += rng.integers(0, 625, (t, 4)).tolist()
+                mels += 2 * t
+            with open(os.path.join(d, f"{split}.index.json"), "w") as f:
+                json.dump(index, f)
+            with open(os.path.join(d, f"{split}.codes.json"), "w") as f:
+                json.dump(offs, f)
+            np.save(os.path.join(d, f"{split}.codes.npy"), np.array(codes, dtype=np.int16))
+            np.save(os.path.join(d, f"{split}.mel.npy"), rng.standard_normal((mels, 100)).astype(np.float16))
+            np.save(os.path.join(d, f"{split}.audio.npy"), np.zeros(10, dtype=np.int16))
+        with open(os.path.join(d, "tokenizer.json"), "w") as f:
+            json.dump(tok_spec, f)
+        with open(os.path.join(d, "coef.json"), "w") as f:
+            json.dump({"coef": [1.0] * 100, "utterances": 6}, f)
+        return d
+
+    def test_pack_train_merge_base_and_fit_the_decoder(self):
+        import tarfile
+
+        import torch
+
+        from train.chattts import checkpoint as ck_mod
+        from train.chattts.train import main as train_main
+        from train.trainer import load_torch
+
+        base = torch.load(self.init, map_location="cpu")
+        feats = self.feats(base["tokenizer"])
+        pack = os.path.join(self.dir, "pack.tar.xz")
+        rc, _, err = run(train_main, "pack", "--feats", feats, "--checkpoint", self.init, "--out", pack)
+        self.assertEqual(rc, 0, err)
+        with tarfile.open(pack) as t:
+            names = sorted(t.getnames())
+        self.assertEqual(names, ["coef.json", "init.pt", "tokenizer.json", "train.codes.json", "train.codes.npy",
+                                 "train.index.json", "val.codes.json", "val.codes.npy", "val.index.json"])
+        packed = os.path.join(self.dir, "packed")
+        with tarfile.open(pack) as t:
+            t.extractall(packed)
+        small = torch.load(os.path.join(packed, "init.pt"), map_location="cpu")
+        self.assertEqual({k.split(".", 1)[0] for k in small["model"]}, {"gpt", "embed"})
+        self.assertEqual({v.dtype for v in small["model"].values()}, {torch.float16})
+        with open(os.path.join(packed, "train.index.json")) as f:
+            self.assertEqual(sorted(json.load(f)[0]), ["key", "phonemes", "speaker", "speaker_index", "speed"])
+
+        # the phase, from the pack alone: no mel, so no decoder loss; the parts it never had are named
+        flags = ["--epochs", "1", "--max-steps", "2", "--batch-size", "200", "--device", "cpu", "--seed", "3",
+                 "--neutral-streams", "1,3", "--sched-sampling", "0.8", "--sched-passes", "2"]
+        run_dir = os.path.join(self.dir, "run")
+        rc, _, err = run(train_main, "gpt", "--feats", packed, "--init", os.path.join(packed, "init.pt"),
+                         "--out", run_dir, *flags)
+        self.assertEqual(rc, 0, err)
+        last = sorted(f for f in os.listdir(run_dir) if f.startswith("ckpt-"))[-1]
+        trained = load_torch(os.path.join(run_dir, last))
+        self.assertEqual(trained["untrained"], ["decoder", "dvae", "vocos"])
+        moved = [k for k, v in base["model"].items() if k.startswith("gpt.")
+                 and not torch.allclose(trained["model"][k], v.float(), atol=1e-3)]
+        self.assertTrue(moved, "the GPT did not train")
+
+        split = os.path.join(self.dir, "model")
+        rc, _, err = run(train_main, "merge", "--feats", packed, "--checkpoint", os.path.join(run_dir, last),
+                         "--split-mb", "0.02", "--out", split)
+        self.assertEqual(rc, 0, err)
+        self.assertGreater(len(os.listdir(split)), 1)
+        with self.assertRaisesRegex(ck_mod.CheckpointError, "decoder, dvae, vocos never trained"):
+            ck_mod.load_ours(split)
+        whole = os.path.join(self.dir, "whole.pt")
+        rc, _, err = run(train_main, "merge", "--feats", packed, "--checkpoint", split, "--base", self.init,
+                         "--out", whole)
+        self.assertEqual(rc, 0, err)
+        m, got = ck_mod.load_ours(whole)
+        self.assertNotIn("untrained", got)
+        for k, v in base["model"].items():
+            want = v if k.split(".", 1)[0] in ("decoder", "dvae", "vocos") else trained["model"][k]
+            self.assertTrue(torch.equal(got["model"][k], want), k)
+
+        # the decoder fitted to the new GPT on the features with mel, nothing else moving
+        fit = os.path.join(self.dir, "fit")
+        rc, _, err = run(train_main, "gpt", "--feats", feats, "--init", whole, "--only", "decoder", "--out", fit,
+                         "--ga-weight", "0", "--code-dropout", "0", "--lr", "1e-2", *flags)
+        self.assertEqual(rc, 0, err)
+        last = sorted(f for f in os.listdir(fit) if f.startswith("ckpt-"))[-1]
+        after = load_torch(os.path.join(fit, last))
+        self.assertEqual(after["untrained"], [])
+        changed = {k.split(".", 1)[0] for k, v in got["model"].items() if not torch.equal(after["model"][k], v)}
+        self.assertEqual(changed, {"decoder"})

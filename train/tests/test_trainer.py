@@ -88,6 +88,71 @@ class TrainerTest(unittest.TestCase):
         d = float((params(one.model) - params(acc.model)).abs().max())
         self.assertLessEqual(d, 1e-5, f"accumulated 1 + 12 vs one batch of 13: max abs diff {d}")
 
+    def test_time_budget_fits_the_cosine_to_the_steps_that_fit(self):
+        # A fake clock: the first step costs 5 s more (workers starting), each step 0.125 s.
+        # The rate leaves the first 10 steps out, so the 11.25 s budget holds 50 steps (not the
+        # 38 a rate over all steps would give), the cosine ends there, and the run stops.
+        from train import trainer as trainer_mod
+
+        class Clock:
+            t = 1000.0
+
+            def time(self):
+                return self.t
+
+        clock = Clock()
+        tr = Trainer(self.cfg("budget", max_epochs=50, time_budget_s=11.25), toy_model(), ToyTask(),
+                     pdist.DistInfo(), out=io.StringIO())
+        step = tr.opt.step
+
+        def timed(*a, **kw):
+            clock.t += 0.125 + (5.0 if tr.step == 0 else 0.0)
+            return step(*a, **kw)
+
+        tr.opt.step = timed
+        real = trainer_mod.time
+        trainer_mod.time = clock
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                tr.fit()
+        finally:
+            trainer_mod.time = real
+        events = [json.loads(line) for line in tr.out.getvalue().splitlines()]
+        fits = [e for e in events if e["event"] == "budget"]
+        self.assertEqual([(e["step"], e["total_steps"]) for e in fits], [(30, 50), (31, 50)])
+        self.assertEqual(tr.step, 50, "the run stops when its time is up, not after 50 epochs (800 steps)")
+        last = [e for e in events if e["event"] == "train"][-1]
+        self.assertEqual(last["step"], 50)
+        self.assertLess(last["lr"], 1e-6, "the cosine reaches its end with the budget")
+        self.assertEqual(events[-1]["event"], "done")
+
+    def test_split_checkpoint_round_trip(self):
+        from train.trainer import CheckpointError, load_torch, save_split
+
+        model = {f"w{i}": torch.randn(100, 10) for i in range(5)}  # 4000 bytes each
+        model["big"] = torch.randn(3000)  # 12000 bytes: over the limit, a part of its own
+        obj = {"model": model, "config": {"a": 1}, "spk_stat": torch.ones(4)}
+        out = os.path.join(self.dir, "split")
+        paths = save_split(obj, out, 9000)
+        self.assertEqual([os.path.basename(p) for p in paths], ["part-000.pt", "part-001.pt", "part-002.pt",
+                                                                "part-003.pt"])
+        for p in paths:
+            self.assertLessEqual(sum(v.numel() * 4 for v in torch.load(p)["model"].values()), 12000)
+        back = load_torch(out)
+        self.assertEqual(list(back["model"]), list(model))
+        for k, v in model.items():
+            self.assertTrue(torch.equal(back["model"][k], v), k)
+        self.assertEqual(back["config"], {"a": 1})
+        self.assertTrue(torch.equal(back["spk_stat"], torch.ones(4)))
+        self.assertNotIn("parts", back)
+        # a lost part is named, never a silently smaller model
+        os.remove(paths[2])
+        with self.assertRaisesRegex(CheckpointError, "3 part files, the first says 4"):
+            load_torch(out)
+        with self.assertRaisesRegex(FileNotFoundError, "without part"):
+            load_torch(self.dir)
+
 
 if __name__ == "__main__":
     unittest.main()
