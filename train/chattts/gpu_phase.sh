@@ -11,7 +11,8 @@
 # comes from an exported bundle, which has no table) -> the phase itself, phases 5-10's
 # regularisers at a GPU batch, for SECONDS (default 420) with the cosine fitted to the steps that
 # fit, one run per learning rate in LRS -> merge each into OUT_DIR/lrLR/model.  Environment: PY
-# (default python3), WORK (scratch, default /tmp/parley-gpu), LRS (default 6e-4), GPU_FLAGS
+# (default python3), WORK (scratch, default /tmp/parley-gpu), LRS (default 6e-4), SPK_STEPS (the
+# speaker table's steps, default 150), GPU_FLAGS
 # (extra flags for the phase).  Back here: merge --base fills in the decoder, Vocos and
 # DVAE the pack left out, then `gpt --only decoder` fits the decoder to the new GPT (train/Makefile
 # demo-tts-gpu).
@@ -35,7 +36,7 @@ COMMON="--neutral-streams 1,3 --prefix-prob 0.5 --ga-weight 1.0 --code-dropout 0
 
 log "speakers"
 "$PY" -m train.chattts.train gpt --feats "$work/feats" --out "$work/spk" --init "$work/feats/init.pt" \
-	--only speakers $COMMON $BATCH --epochs 1 --max-steps 150 --lr 1e-2 --warmup 10 --weight-decay 0 \
+	--only speakers $COMMON $BATCH --epochs 1 --max-steps "${SPK_STEPS:-150}" --lr 1e-2 --warmup 10 --weight-decay 0 \
 	--log-interval 25 --seed 51 2>&1 | tee "$out/spk.log"
 
 # One run per learning rate in LRS, side by side (a small model leaves the GPU idle between

@@ -33,7 +33,6 @@ import sys
 from typing import Dict, List, Optional
 
 import numpy as np
-import soundfile as sf
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -57,6 +56,8 @@ FRONTEND = {"type": "espeak-ipa", "voice": "en-us", "marks": ",.;:!?"}
 def prepare(corpus: str, out: str) -> None:
     """Log-mel and audio of every split into memory-mappable arrays, the mel coef and the
     IPA tokenizer."""
+    import soundfile as sf  # here only: the training stages run where it may be missing (a GPU machine)
+
     os.makedirs(out, exist_ok=True)
     spec = mel_features()
     chars: Dict[str, int] = {}
