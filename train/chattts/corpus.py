@@ -33,8 +33,6 @@ from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-import soundfile as sf
-from scipy.signal import resample_poly
 
 from ..corpus.sentences import sentence
 from .tokenizer import CHATTTS_SPECIALS
@@ -112,6 +110,11 @@ def phonemize(text: str, voice: str = VOICE) -> str:
 
 
 def espeak_wav(text: str, variant: str, pitch: int, rate: int, tmpdir: str) -> np.ndarray:
+    # audio libraries imported here: the front-end above is imported by training stages that
+    # run where they may be missing (a GPU machine's PyTorch)
+    import soundfile as sf
+    from scipy.signal import resample_poly
+
     fd, path = tempfile.mkstemp(suffix=".wav", dir=tmpdir)
     os.close(fd)
     try:
@@ -145,6 +148,8 @@ def trim(x: np.ndarray, margin_s: float = 0.01, thresh: float = 0.02) -> np.ndar
 
 def render(item: dict, out_dir: str, tmpdir: str) -> dict:
     """Synthesise one planned utterance; returns its manifest row."""
+    import soundfile as sf
+
     variant, pitch, base = item["speaker"]
     rate = int(round(base * (0.5 + 0.1 * item["speed"])))
     parts: List[np.ndarray] = [np.zeros(int(0.1 * SR), np.float32)]
