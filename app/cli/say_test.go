@@ -22,9 +22,17 @@ func TestSayCLI(t *testing.T) {
 	if !strings.Contains(errOut, "[bogus]") {
 		t.Errorf("unknown control not reported: %q", errOut)
 	}
+	// the default voice (tts.engine auto) is the demo voice, whose card meets its goal: 24 kHz
 	b, err := audio.ReadWAVFile(out)
-	if err != nil || b.Duration().Seconds() < 0.5 || b.SampleRate != 22050 {
+	if err != nil || b.Duration().Seconds() < 0.5 || b.SampleRate != 24000 {
 		t.Fatalf("wav: %v %v", b, err)
+	}
+	espeak := filepath.Join(dir, "espeak.wav")
+	if code, _, errOut := runCLI(t, "say", "--engine", "espeak", "-o", espeak, "--seed", "7", "Hello [uv_break] world."); code != 0 {
+		t.Fatalf("say --engine espeak exited %d: %s", code, errOut)
+	}
+	if b, err := audio.ReadWAVFile(espeak); err != nil || b.Duration().Seconds() < 0.5 || b.SampleRate != 22050 {
+		t.Fatalf("espeak wav: %v %v", b, err)
 	}
 	// resampled output and raw formats
 	code, _, errOut = runCLI(t, "say", "-o", filepath.Join(dir, "o16.wav"), "--rate", "16000", "hi")
@@ -54,8 +62,12 @@ func TestSayCLI(t *testing.T) {
 		t.Errorf("-format wav overrides the name: %d %s", code, errOut)
 	}
 	code, stdout, _ := runCLI(t, "say", "--capabilities")
-	if code != 0 || !strings.Contains(stdout, `"laugh": "emulated"`) {
+	if code != 0 || !strings.Contains(stdout, `"engine": "chattts"`) || !strings.Contains(stdout, `"laugh": "native"`) {
 		t.Errorf("capabilities: %d %s", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "say", "--engine", "espeak", "--capabilities")
+	if code != 0 || !strings.Contains(stdout, `"laugh": "emulated"`) {
+		t.Errorf("espeak capabilities: %d %s", code, stdout)
 	}
 }
 
@@ -146,13 +158,24 @@ func TestSayChatTTS(t *testing.T) {
 }
 
 // TestChatTTSBecomesDefault: after `parley models import DIR` of a ChatTTS export, tts.engine
-// auto (the default) speaks with it; before, with espeak-ng.
+// auto (the default) speaks with it; before, with the demo voice (its card meets its goal).
 func TestChatTTSBecomesDefault(t *testing.T) {
 	gputest.RequireORT(t)
 	isolate(t)
+	inUse := func(o, id string) bool {
+		for _, line := range strings.Split(o, "\n") {
+			if strings.HasPrefix(line, id+" ") {
+				return strings.Contains(line, "in use")
+			}
+		}
+		return false
+	}
 	code, stdout, _ := runCLI(t, "say", "--capabilities")
-	if code != 0 || !strings.Contains(stdout, `"engine": "espeak-ng"`) {
+	if code != 0 || !strings.Contains(stdout, `"engine": "chattts"`) {
 		t.Fatalf("before: %d %s", code, stdout)
+	}
+	if code, o, _ := runCLI(t, "models", "list"); code != 0 || !inUse(o, "chattts-demo") || inUse(o, "chattts") {
+		t.Errorf("models list before: %s", o)
 	}
 	if code, o, e := runCLI(t, "models", "import", "-model", "chattts", "../../testdata/chattts/tiny"); code != 0 {
 		t.Fatalf("import: %d %s %s", code, o, e)
@@ -161,7 +184,7 @@ func TestChatTTSBecomesDefault(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, `"engine": "chattts"`) || !strings.Contains(stdout, `"laugh": "native"`) {
 		t.Fatalf("after import: %d %s", code, stdout)
 	}
-	if code, o, _ := runCLI(t, "models", "list"); code != 0 || !strings.Contains(o, "chattts") || !strings.Contains(o, "in use") {
+	if code, o, _ := runCLI(t, "models", "list"); code != 0 || !inUse(o, "chattts") || inUse(o, "chattts-demo") {
 		t.Errorf("models list: %s", o)
 	}
 }
