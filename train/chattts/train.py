@@ -879,9 +879,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         for r in idx:
             names[r["speaker_index"]] = r["speaker"]
         a.speaker_names = [names.get(i, "") for i in range(model.speakers.num_embeddings)]
+        with_mel = Feats(a.feats, "train").mel is not None
         if a.init:
             # the gpt stage never reads vocos or dvae, nor the decoder when the features have no mel
-            unused = ("vocos", "dvae") + (("decoder",) if Feats(a.feats, "train").mel is None else ())
+            unused = ("vocos", "dvae") + (() if with_mel else ("decoder",))
             load_init(model, a.init, deepen=a.deepen, unused=unused if a.stage == "gpt" else ())
         a.neutral_list = [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else []
         model.ga_weight = a.ga_weight
@@ -890,6 +891,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         model.sched_passes, model.sched_temperature = a.sched_passes, a.sched_temperature
         model.neutral_streams = list(a.neutral_list)
         model.set_stage(a.stage, [x for x in a.only.split(",") if x])
+        # a part this run trains is no longer at its random start (a decoder only with mel)
+        trains = {n.split(".", 1)[0] for n, q in model.named_parameters() if q.requires_grad}
+        if a.stage == "gpt" and not with_mel:
+            trains.discard("decoder")
+        model.untrained = [p for p in model.untrained if p not in trains]
         task = DemoTask(a.stage, a.feats, spec, model, cfg, a)
         Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)
     finally:
