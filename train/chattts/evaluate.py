@@ -31,7 +31,7 @@ import torch
 
 from .infer import Sampling, generate_codes, prompt_ids, speaker_from_seed, synthesize, vocode
 from .tokenizer import WordPieceTokenizer
-from .train import Feats, GPTData, collate_gpt, build_model
+from .train import Feats, GPTData, build_model, collate_gpt, table_size
 from ..trainer import load_torch
 
 SR = 24000
@@ -42,7 +42,7 @@ CONTROL_TEXTS = ["what time is it", "turn on the kitchen lights", "set a timer f
 def load(checkpoint: str, feats: str):
     ck = load_torch(checkpoint)
     tok = WordPieceTokenizer(ck["tokenizer"])
-    m = build_model(feats, tok, ck.get("size", "demo"))
+    m = build_model(feats, tok, ck.get("size", "demo"), table_size(ck))
     m.load_state_dict(ck["model"])
     m.eval()
     return m, tok, ck

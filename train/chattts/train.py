@@ -117,7 +117,10 @@ class Feats:
         cp = os.path.join(d, f"{split}.codes.npy")
         self.codes = np.load(cp, mmap_mode="r") if os.path.exists(cp) else None
         cip = os.path.join(d, f"{split}.codes.json")
-        self.code_off = json.load(open(cip)) if os.path.exists(cip) else None
+        self.code_off = None
+        if os.path.exists(cip):
+            with open(cip) as f:
+                self.code_off = json.load(f)
 
     def __len__(self):
         return len(self.index)
@@ -644,13 +647,16 @@ PACK_FIELDS = ("key", "phonemes", "speed", "speaker", "speaker_index")
 GPT_PARTS = ("gpt", "embed", "speakers")
 
 
-def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] = None) -> dict:
+def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] = None,
+         more: Optional[List[str]] = None) -> dict:
     """A codes-only copy of a features dir, as one .tar.xz: what the gpt stage reads without
     the decoder's mel loss (index, DVAE codes, tokenizer, mel coef), for a GPU machine that
     cannot take the gigabytes of audio and mel.  Unpacked, it is a features dir.  With
     ``init``, that checkpoint's GPT parts go in as init.pt in float16 (half the bytes to
     carry; the rounding, about 5e-4 relative, is far below what a training phase changes):
-    ``gpt --init FEATS/init.pt`` starts from them, the parts it does not use left out."""
+    ``gpt --init FEATS/init.pt`` starts from them, the parts it does not use left out.  The
+    train splits of the features dirs in ``more`` (e.g. corpus --speakers extra) are appended
+    to the first one's."""
     import io
     import tarfile
 
@@ -674,14 +680,19 @@ def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] 
             torch.save(small, buf)
             add(tf, "init.pt", buf.getvalue())
         for split in splits:
-            f = Feats(feats_dir, split)
-            if f.codes is None:
-                raise ValueError(f"{feats_dir}: no {split}.codes.npy: run `train.chattts.train codes` first")
-            index = [{k: r[k] for k in PACK_FIELDS if k in r} for r in f.index]
+            index, offs, codes = [], [], []
+            for d in [feats_dir] + (list(more or []) if split == "train" else []):
+                f = Feats(d, split)
+                if f.codes is None:
+                    raise ValueError(f"{d}: no {split}.codes.npy: run `train.chattts.train codes` first")
+                base = sum(len(c) for c in codes)
+                index += [{k: r[k] for k in PACK_FIELDS if k in r} for r in f.index]
+                offs += [[a + base, b + base] for a, b in f.code_off]
+                codes.append(np.asarray(f.codes))
             add(tf, f"{split}.index.json", json.dumps(index, ensure_ascii=False).encode())
-            add(tf, f"{split}.codes.json", json.dumps(f.code_off).encode())
+            add(tf, f"{split}.codes.json", json.dumps(offs).encode())
             buf = io.BytesIO()
-            np.save(buf, np.asarray(f.codes))
+            np.save(buf, np.concatenate(codes))
             add(tf, f"{split}.codes.npy", buf.getvalue())
             sizes[split] = len(index)
     os.replace(tmp, out)
@@ -758,7 +769,13 @@ def gpt_layer_count(state: dict) -> int:
     return len({k.split(".")[2] for k in state if k.startswith("gpt.layers.")})
 
 
-def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple = ()) -> None:
+def table_size(ck: dict) -> int:
+    """Rows of a checkpoint's training speaker table (0 without one)."""
+    w = ck.get("model", {}).get("speakers.weight")
+    return int(w.shape[0]) if w is not None else 0
+
+
+def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple = (), ck: Optional[dict] = None) -> None:
     """Start from a checkpoint's weights.  One made by train.chattts.from_onnx (an exported
     bundle's weights) has no training speaker table: the table then starts as draws from the
     bundle's spk_stat, as seed voices do (re-fit it with ``gpt --only speakers``).  With
@@ -769,8 +786,8 @@ def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple =
     ``unused`` (one the stage neither trains nor reads, e.g. vocos for the gpt stage) may be
     absent as a whole: it keeps its random start and is recorded in ``model.untrained``, which
     the run's checkpoints carry, so that merge --base fills it in and export refuses it until
-    then."""
-    ck = load_torch(path)
+    then.  ``ck`` is the checkpoint at path when the caller has read it already."""
+    ck = ck if ck is not None else load_torch(path)
     state = ck["model"]
     own = model.state_dict()
     for k, v in state.items():
@@ -797,11 +814,13 @@ def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple =
             model.speakers.weight.copy_(torch.randn_like(model.speakers.weight) * std + mean)
 
 
-def build_model(feats_dir: str, tok: WordPieceTokenizer, size: str) -> DemoModel:
+def build_model(feats_dir: str, tok: WordPieceTokenizer, size: str, n_speakers: int = 0) -> DemoModel:
+    """A model for the features' speakers, or n_speakers when that is more (a checkpoint
+    trained beside more speakers than these features have, e.g. corpus --speakers extra)."""
     with open(os.path.join(feats_dir, "coef.json")) as f:
         coef = torch.tensor(json.load(f)["coef"]).view(1, -1, 1)
     with open(os.path.join(feats_dir, "train.index.json"), encoding="utf-8") as f:
-        n_spk = 1 + max(r["speaker_index"] for r in json.load(f))
+        n_spk = max(n_speakers, 1 + max(r["speaker_index"] for r in json.load(f)))
     m = DemoModel(demo_config(tok, size), n_spk)
     m.decoder.coef.copy_(coef)
     m.dvae.coef.copy_(coef)
@@ -818,6 +837,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                          "pack: the one whose GPT goes in as init.pt")
     ap.add_argument("--vocos", help="merge: the vocos-stage checkpoint")
     ap.add_argument("--base", help="merge: the checkpoint that fills in the parts the run never had (its 'untrained')")
+    ap.add_argument("--more-feats", default="", help="pack: features dirs whose train splits are appended, comma-separated")
     ap.add_argument("--neutral-streams", default="", help="codes: streams set to the neutral code, e.g. 1,3")
     ap.add_argument("--init", help="start from this checkpoint's weights (the previous stage)")
     ap.add_argument("--size", choices=["demo", "demo4", "tiny"],
@@ -856,7 +876,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         encode_codes(a.feats, a.checkpoint, [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else None)
         return 0
     if a.stage == "pack":
-        pack(a.feats, a.out_dir, init=a.checkpoint)
+        pack(a.feats, a.out_dir, init=a.checkpoint, more=[d for d in a.more_feats.split(",") if d])
         return 0
     if a.stage == "merge":
         if not a.checkpoint:
@@ -870,12 +890,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         spec = load_tokenizer(a.feats)
         tok = WordPieceTokenizer(spec)
         torch.manual_seed(cfg.seed)
+        init = load_torch(a.init) if a.init else {}
         if not a.size:
-            a.size = (load_torch(a.init).get("size") if a.init else None) or "demo"
-        model = build_model(a.feats, tok, a.size)
+            a.size = init.get("size") or "demo"
+        model = build_model(a.feats, tok, a.size, table_size(init))
         with open(os.path.join(a.feats, "train.index.json"), encoding="utf-8") as f:
             idx = json.load(f)
-        names = {}
+        names = dict(enumerate(init.get("speakers") or []))
         for r in idx:
             names[r["speaker_index"]] = r["speaker"]
         a.speaker_names = [names.get(i, "") for i in range(model.speakers.num_embeddings)]
@@ -883,7 +904,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if a.init:
             # the gpt stage never reads vocos or dvae, nor the decoder when the features have no mel
             unused = ("vocos", "dvae") + (() if with_mel else ("decoder",))
-            load_init(model, a.init, deepen=a.deepen, unused=unused if a.stage == "gpt" else ())
+            load_init(model, a.init, deepen=a.deepen, unused=unused if a.stage == "gpt" else (), ck=init)
         a.neutral_list = [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else []
         model.ga_weight = a.ga_weight
         model.code_dropout = a.code_dropout

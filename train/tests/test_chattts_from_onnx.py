@@ -196,19 +196,20 @@ class GPUPackTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir)
 
-    def feats(self, tok_spec) -> str:
+    def feats(self, tok_spec, name: str = "feats", first_speaker: int = 0) -> str:
         """A features dir of 6 utterances by 2 speakers, with mel and DVAE codes."""
         import numpy as np
 
-        d = os.path.join(self.dir, "feats")
+        d = os.path.join(self.dir, name)
         os.makedirs(d)
         for split, n in (("train", 6), ("val", 2)):
             rng = np.random.default_rng(len(split))
             index, codes, offs, mels = [], [], [], 0
             for i in range(n):
                 t = 3 + i
-                index.append({"key": f"{split}-{i}", "phonemes": "hello world", "speed": 5, "speaker": f"s{i % 2}",
-                              "speaker_index": i % 2, "m0": mels, "m1": mels + 2 * t, "a0": 0, "a1": 0, "text": "x"})
+                spk = first_speaker + i % 2
+                index.append({"key": f"{split}-{i}", "phonemes": "hello world", "speed": 5, "speaker": f"s{spk}",
+                              "speaker_index": spk, "m0": mels, "m1": mels + 2 * t, "a0": 0, "a1": 0, "text": "x"})
                 offs.append([len(codes), len(codes) + t])
                 codes += rng.integers(0, 625, (t, 4)).tolist()
                 mels += 2 * t
@@ -237,7 +238,9 @@ class GPUPackTest(unittest.TestCase):
         base = torch.load(self.init, map_location="cpu")
         feats = self.feats(base["tokenizer"])
         pack = os.path.join(self.dir, "pack.tar.xz")
-        rc, _, err = run(train_main, "pack", "--feats", feats, "--checkpoint", self.init, "--out", pack)
+        more = self.feats(base["tokenizer"], "more", first_speaker=2)  # two more speakers
+        rc, _, err = run(train_main, "pack", "--feats", feats, "--more-feats", more, "--checkpoint", self.init,
+                         "--out", pack)
         self.assertEqual(rc, 0, err)
         with tarfile.open(pack) as t:
             names = sorted(t.getnames())
@@ -249,8 +252,15 @@ class GPUPackTest(unittest.TestCase):
         small = torch.load(os.path.join(packed, "init.pt"), map_location="cpu")
         self.assertEqual({k.split(".", 1)[0] for k in small["model"]}, {"gpt", "embed"})
         self.assertEqual({v.dtype for v in small["model"].values()}, {torch.float16})
-        with open(os.path.join(packed, "train.index.json")) as f:
-            self.assertEqual(sorted(json.load(f)[0]), ["key", "phonemes", "speaker", "speaker_index", "speed"])
+        from train.chattts.train import Feats
+
+        f = Feats(packed, "train")
+        self.assertEqual(sorted(f.index[0]), ["key", "phonemes", "speaker", "speaker_index", "speed"])
+        self.assertEqual([r["speaker_index"] for r in f.index], [0, 1] * 3 + [2, 3] * 3)
+        self.assertIsNone(f.mel)
+        for i, src in enumerate([Feats(feats, "train")] * 6 + [Feats(more, "train")] * 6):
+            self.assertTrue((f.get_codes(i) == src.get_codes(i % 6)).all(), i)
+        self.assertEqual(len(Feats(packed, "val")), 2)
 
         # the phase, from the pack alone: no mel, so no decoder loss; the parts it never had are named
         flags = ["--epochs", "1", "--max-steps", "2", "--batch-size", "200", "--device", "cpu", "--seed", "3",
@@ -262,6 +272,8 @@ class GPUPackTest(unittest.TestCase):
         last = sorted(f for f in os.listdir(run_dir) if f.startswith("ckpt-"))[-1]
         trained = load_torch(os.path.join(run_dir, last))
         self.assertEqual(trained["untrained"], ["decoder", "dvae", "vocos"])
+        self.assertEqual(trained["model"]["speakers.weight"].shape[0], 4)
+        self.assertEqual(trained["speakers"], ["s0", "s1", "s2", "s3"])
         moved = [k for k, v in base["model"].items() if k.startswith("gpt.")
                  and not torch.allclose(trained["model"][k], v.float(), atol=1e-3)]
         self.assertTrue(moved, "the GPT did not train")
@@ -300,5 +312,7 @@ class GPUPackTest(unittest.TestCase):
         last = sorted(f for f in os.listdir(fit) if f.startswith("ckpt-"))[-1]
         after = load_torch(os.path.join(fit, last))
         self.assertEqual(after["untrained"], [])
+        # the features have 2 speakers, the model 4: the table and its names are kept
+        self.assertEqual(after["speakers"], ["s0", "s1", "s2", "s3"])
         changed = {k.split(".", 1)[0] for k, v in got["model"].items() if not torch.equal(after["model"][k], v)}
         self.assertEqual(changed, {"decoder"})
