@@ -109,7 +109,7 @@ type LLM struct {
 
 // TTS configures the voice.
 type TTS struct {
-	Engine      string  `toml:"engine" help:"auto (ChatTTS when installed, else espeak-ng) | espeak | kokoro | chattts"`
+	Engine      string  `toml:"engine" help:"auto (an installed ChatTTS export, else the demo voice when its card meets its goal, else espeak-ng) | espeak | kokoro | chattts"`
 	Voice       string  `toml:"voice"`
 	Seed        int64   `toml:"seed"`
 	Temperature float64 `toml:"temperature"`
