@@ -73,9 +73,12 @@ type e2e struct {
 	asr   *asr.Recognizer
 	db    string
 	rec   *recorder
+	voice string // tts.engine
 }
 
-func start(t *testing.T, mode string) *e2e {
+// start runs the assistant on a private PulseAudio null sink in mode, speaking with engine
+// (tts.engine: "auto", the default voice, or one engine).
+func start(t *testing.T, mode, engine string) *e2e {
 	t.Helper()
 	pulse := audiotest.RequirePulse(t)
 	gputest.RequireORT(t)
@@ -98,6 +101,8 @@ func start(t *testing.T, mode string) *e2e {
 	// a seeded voice says a text the same way every time, so the harness can make its own copy
 	// of what Parley says (spoken) and look for it in the sink's recording
 	cfg.TTS.Seed = e2eSeed
+	cfg.TTS.Engine = engine
+	x.voice = engine
 	o := wire.Options{StorePath: x.db, Transcript: x.tr, Stream: func(dir device.Direction, sc *device.StreamConfig) {
 		sc.SampleRate = pulse.Rate // the null sink's own rate, as the device package's tests do
 		if dir == device.Output {
@@ -222,12 +227,12 @@ func (r *recorder) stop() []float32 {
 // e2eSeed is the harness's tts.seed.
 const e2eSeed = 7
 
-// spoken is what Parley's default voice (tts.engine auto: the demo voice, whose card meets its
-// goal, else espeak-ng) says for text with the harness's seed, at 16 kHz.
-func spoken(t *testing.T, text string) []float32 {
-	e, err := factory.New(config.Default(), nil).Voice(factory.Voice{})
+// spoken is what the harness's voice (tts.engine) says for text with the harness's seed, at
+// 16 kHz.
+func (x *e2e) spoken(t *testing.T, text string) []float32 {
+	e, err := factory.New(config.Default(), nil).Voice(factory.Voice{Engine: x.voice})
 	if err != nil {
-		t.Fatal("the default voice:", err)
+		t.Fatal("the voice:", err)
 	}
 	defer e.Close()
 	ctx := context.Background()
@@ -331,7 +336,6 @@ func saysTheTime(answer, heard string) (ok bool, why string) {
 	want := letters(spokenWords(answer))
 	got := letters(strings.Fields(strings.ToLower(heard)))
 	errs := editDistance([]rune(want), []rune(got))
-	mostly := 2*errs <= len([]rune(want))
 	m := clock.FindStringSubmatch(answer)
 	if m == nil {
 		return false, "the answer holds no time"
@@ -341,19 +345,7 @@ func saysTheTime(answer, heard string) (ok bool, why string) {
 	has := func(s string) bool { return s != "" && strings.Contains(got, s) }
 	why = fmt.Sprintf("heard %q for %q: %d letter errors in %d; hour %q there: %v; minutes %q there: %v",
 		heard, strings.Join(spokenWords(answer), " "), errs, len([]rune(want)), hour, has(hour), minutes, has(minutes))
-	return mostly && (has(hour) || has(minutes)), why
-}
-
-// soundsLike reports whether two transcripts of the same speech, one of the harness's clean
-// copy and one of the sink's recording, are the same to within a quarter of the letters
-// (word boundaries ignored): what playback and capture did to the audio, not how clear the
-// voice is.
-func soundsLike(clean, heard string) (ok bool, why string) {
-	a := letters(strings.Fields(strings.ToLower(clean)))
-	b := letters(strings.Fields(strings.ToLower(heard)))
-	errs := editDistance([]rune(a), []rune(b))
-	why = fmt.Sprintf("the clean copy heard as %q, the recording as %q: %d letter errors in %d", clean, heard, errs, len([]rune(a)))
-	return len(a) > 0 && 4*errs <= len([]rune(a)), why
+	return 2*errs <= len([]rune(want)) && (has(hour) || has(minutes)), why
 }
 
 // demoASR is the project's demo recognizer in the source tree.
@@ -361,8 +353,13 @@ const demoASR = "../../assets/demo/sensevoice"
 
 var clock = regexp.MustCompile(`\b(\d{1,2}):(\d{2})\b`)
 
+// TestEndToEndWhatTimeIsIt speaks with espeak-ng: the harness's ear (the demo recogniser)
+// must hear the hour or the minutes, and it hears espeak-ng's number words reliably; from the
+// demo voice it hears "it's eight" as "it's six" for most seeds and flips "twenty four" and
+// "forty four" between two recordings of the same audio. The demo voice, the default, is the
+// voice of TestEndToEndBargeIn.
 func TestEndToEndWhatTimeIsIt(t *testing.T) {
-	x := start(t, "hands-free")
+	x := start(t, "hands-free", "espeak")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	asked := time.Now()
@@ -401,16 +398,13 @@ func TestEndToEndWhatTimeIsIt(t *testing.T) {
 
 	// the answer was really played aloud: find it in the harness's own recording of the sink
 	rec := x.rec.stop()
-	ref := spoken(t, ex.Answer)
+	ref := x.spoken(t, ex.Answer)
 	if d := os.Getenv("PARLEY_E2E_DUMP"); d != "" {
 		audio.WriteWAVFile(filepath.Join(d, "rec.wav"), &audio.Buffer{Format: audio.Mono16k, Data: rec}, audio.F32)
 		audio.WriteWAVFile(filepath.Join(d, "ref.wav"), &audio.Buffer{Format: audio.Mono16k, Data: ref}, audio.F32)
 	}
 	// the harness's ear: the recogniser transcribes the answer where it lies in the recording,
-	// and the harness's clean copy of it. The recording must sound to it like the copy; the
-	// letters must be mostly the answer's. Whether the hour or the minutes come through is the
-	// voice's clarity, which its card measures: the demo recogniser hears "it's eight" as
-	// "it's six" from most seeds of the demo voice and as "six eight" from espeak-ng.
+	// and the hour is in it, in words
 	at := audiotest.Find(rec, ref).Lag
 	from, to := max(0, at-app.SampleRate/4), min(len(rec), at+len(ref)+app.SampleRate/4)
 	if from >= to {
@@ -420,22 +414,15 @@ func TestEndToEndWhatTimeIsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clean, err := x.asr.Transcribe(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	timeOK, why := saysTheTime(ex.Answer, heard.Text)
-	t.Logf("the harness's ear: %s (the time in it: %v)", why, timeOK)
-	if like, why := soundsLike(clean.Text, heard.Text); !like {
-		t.Errorf("the answer as heard from the sink is not what the voice says: %s", why)
-	}
-	if w := letters(spokenWords(ex.Answer)); 2*editDistance([]rune(w), []rune(letters(strings.Fields(strings.ToLower(heard.Text))))) > len([]rune(w)) {
-		t.Errorf("the answer as heard from the sink is not the answer: %s", why)
+	ok, why := saysTheTime(ex.Answer, heard.Text)
+	t.Logf("the harness's ear: %s", why)
+	if !ok {
+		t.Errorf("the answer as heard from the sink does not say the time: %s", why)
 	}
 	// PulseAudio on a busy 2-core host under-runs and shifts parts of it: judge 50 ms blocks,
 	// each at its best lag, and compare with a control sentence that was never played
 	good := matchingBlocks(rec, ref)
-	control := matchingBlocks(rec, spoken(t, "The quick brown fox jumps over the lazy dog."))
+	control := matchingBlocks(rec, x.spoken(t, "The quick brown fox jumps over the lazy dog."))
 	t.Logf("answer found in the sink recording: %.0f%% of its 50 ms blocks match at ≥ 6 dB (control sentence: %.0f%%)", 100*good, 100*control)
 	if good < 0.4 || good < 2*control+0.2 {
 		t.Errorf("the spoken answer is not in the sink's recording (%.0f%% of blocks, control %.0f%%)", 100*good, 100*control)
@@ -503,7 +490,7 @@ func TestEndToEndBargeIn(t *testing.T) {
 // bargeInOnce asks "what can you do", interrupts the long answer with "what time is it" and
 // checks the loop, its transcript and its history; it returns what went wrong.
 func bargeInOnce(t *testing.T) (errs []string) {
-	x := start(t, "hands-free")
+	x := start(t, "hands-free", "auto")
 	defer x.pulse.Close() // a fresh sound server for the next attempt
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -540,25 +527,6 @@ func bargeInOnce(t *testing.T) (errs []string) {
 		t.Logf("KNOWN ISSUE: the second answer was cut short too (%q of %q)", second.Answer, second.FullAnswer)
 	}
 	return errs
-}
-
-func TestSoundsLike(t *testing.T) {
-	for _, c := range []struct {
-		clean, heard string
-		ok           bool
-	}{
-		{"it's six seventeen p m", "it's six seventeen p m", true},
-		{"it's six seventeen p m", "its sixseventeen pm", true},           // boundaries and marks ignored
-		{"it's six seventeen p m", "it's six seventeen b m", true},        // 1 letter of 17
-		{"it's six seventeen p m", "it's six seventeen", true},            // 2 of 17 lost
-		{"it's six seventeen p m", "it's sixteen p m", false},             // 5 of 17
-		{"it's six seventeen p m", "set a timer for four minutes", false}, // another sentence
-		{"", "", false}, // nothing heard from the clean copy proves nothing
-	} {
-		if ok, why := soundsLike(c.clean, c.heard); ok != c.ok {
-			t.Errorf("soundsLike(%q, %q) = %v, want %v (%s)", c.clean, c.heard, ok, c.ok, why)
-		}
-	}
 }
 
 func TestSaysTheTime(t *testing.T) {
