@@ -71,7 +71,7 @@ func Open(o Options) (tts.Engine, error) {
 			if dir, demo = FindChatTTS(o.ModelsDir, true); dir == "" {
 				return nil, fmt.Errorf("no ChatTTS model is installed (looked for %s under %s): export 2noise/ChatTTS with `python3 -m train.chattts.export --official ASSET_DIR --out DIR` and install it with `parley models import DIR chattts`", strings.Join(ChatTTSModels, ", "), modelsDir(o.ModelsDir))
 			} else if demo && o.Log != nil {
-				o.Log.Info("chattts: using Parley's demo voice; install a real ChatTTS export for full quality", "dir", dir)
+				o.Log.Debug("chattts: using Parley's demo voice; install a real ChatTTS export for full quality", "dir", dir)
 			}
 		}
 		return chattts.New(chattts.Config{Dir: dir, Voice: o.Voice, Options: o.GPU, Log: o.Log})
