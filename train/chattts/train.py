@@ -320,7 +320,8 @@ class DemoModel(ChatTTS):
         loss = ce + self.mel_weight * l_mel + self.ga_weight * l_ga
         n = ids.shape[0]
         return loss, {"loss_sum": float(loss.detach()) * n, "samples": n, "utts": n, "tokens": float(am.sum()),
-                      "ce": float(ce) * n, "acc": float(acc) * n, "mel_l1": float(l_mel) * n, "ga": float(l_ga) * n}
+                      "ce": float(ce.detach()) * n, "acc": float(acc) * n, "mel_l1": float(l_mel.detach()) * n,
+                      "ga": float(l_ga.detach()) * n}
 
 
 def mr_stft_loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
