@@ -65,10 +65,8 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class ContinueTrainingTest(unittest.TestCase):
-    """A recovered bundle is a starting point for more demo-voice phases (make -C train
-    demo-tts-more): every tensor but the lost speaker table comes from it, the table starts as
-    seed speakers of its spk_stat, and ``--only speakers`` re-fits the table alone."""
+class Recovered(unittest.TestCase):
+    """A test with the tiny bundle recovered as a PyTorch checkpoint at self.init."""
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="parley-ctts-")
@@ -78,6 +76,12 @@ class ContinueTrainingTest(unittest.TestCase):
 
     def tearDown(self):
         shutil.rmtree(self.dir)
+
+
+class ContinueTrainingTest(Recovered):
+    """A recovered bundle is a starting point for more demo-voice phases (make -C train
+    demo-tts-more): every tensor but the lost speaker table comes from it, the table starts as
+    seed speakers of its spk_stat, and ``--only speakers`` re-fits the table alone."""
 
     def model(self, n_spk):
         import torch
@@ -182,19 +186,10 @@ class ContinueTrainingTest(unittest.TestCase):
         self.assertGreater(top.mlp.down_proj.weight.grad.abs().sum().item(), 0)
 
 
-class GPUPackTest(unittest.TestCase):
+class GPUPackTest(Recovered):
     """A GPT phase away from the features (train/chattts/gpu_phase.sh): pack carries the codes
     and the GPT only; the run records the parts it never had, export refuses its model until
     merge --base puts them back, and ``--only decoder`` then fits the decoder alone."""
-
-    def setUp(self):
-        self.dir = tempfile.mkdtemp(prefix="parley-ctts-")
-        rc, _, err = run(from_onnx.main, "--model", TINY, "--out", self.dir)
-        self.assertEqual(rc, 0, err)
-        self.init = os.path.join(self.dir, "init.pt")
-
-    def tearDown(self):
-        shutil.rmtree(self.dir)
 
     def feats(self, tok_spec, name: str = "feats", first_speaker: int = 0) -> str:
         """A features dir of 6 utterances by 2 speakers, with mel and DVAE codes."""
