@@ -164,6 +164,10 @@ def load_torch(path: str):
     directory is a checkpoint saved by save_split."""
     if os.path.isdir(path):
         return _load_split(path)
+    return _load_file(path)
+
+
+def _load_file(path: str):
     return torch.load(path, map_location="cpu", weights_only=False)
 
 
@@ -200,13 +204,13 @@ def _load_split(path: str) -> dict:
     files = sorted(glob.glob(os.path.join(path, "part-*.pt")))
     if not files:
         raise FileNotFoundError(f"{path}: a directory without part-*.pt files is not a checkpoint")
-    obj = torch.load(files[0], map_location="cpu", weights_only=False)
+    obj = _load_file(files[0])
     want = obj.get("parts")
     if want != len(files):
         raise CheckpointError(f"{path}: {len(files)} part files, the first says {want}")
     model = dict(obj["model"])
     for f in files[1:]:
-        model.update(torch.load(f, map_location="cpu", weights_only=False)["model"])
+        model.update(_load_file(f)["model"])
     obj["model"] = model
     del obj["part"], obj["parts"]
     return obj
@@ -279,6 +283,9 @@ class Trainer:
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lr_lambda(cfg, lambda: self.total_steps or 10 ** 9))
         self.scaler = _grad_scaler(self.amp == "fp16")
         self.step = 0
+        # the time budget's fitting (_over_budget): when the rate's window opened, how many
+        # fits were made, and the length the epochs or max_steps allow
+        self._rate_t0, self._budget_fits, self._budget_cap = 0.0, 0, 0
         self.pos = {"epoch": 0, "part": 0, "batch": 0}
         self.best = None
         self.resumed = False
@@ -604,7 +611,7 @@ class Trainer:
         if done == 10:
             self._rate_t0 = now
         probe = max(30, cfg.warmup_steps + 10)
-        fit = getattr(self, "_budget_fits", 0)
+        fit = self._budget_fits
         if done >= probe and (fit == 0 or (fit == 1 and self.step >= self.total_steps // 2)):
             per_step = (now - self._rate_t0) / max(1, done - 10)
             left = int(max(0.0, cfg.time_budget_s - (now - t_start)) / per_step)

@@ -901,7 +901,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         for r in idx:
             names[r["speaker_index"]] = r["speaker"]
         a.speaker_names = [names.get(i, "") for i in range(model.speakers.num_embeddings)]
-        with_mel = Feats(a.feats, "train").mel is not None
+        # (the file's presence, as Feats decides; no third read of a large index at start-up)
+        with_mel = os.path.exists(os.path.join(a.feats, "train.mel.npy"))
         if a.init:
             # the gpt stage never reads vocos or dvae, nor the decoder when the features have no mel
             unused = ("vocos", "dvae") + (() if with_mel else ("decoder",))
