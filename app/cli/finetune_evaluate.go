@@ -26,7 +26,7 @@ func init() {
 	finetuneVerbs["evaluate"] = finetuneVerb{
 		usage: `  evaluate NAME [--voice V[@MODEL]]… [--clone-seconds S] [--sentences N] [--json]
                                     how alike and how clear voices sound against your
-                                    held-out clips: a random seed voice, a zero-shot clone
+                                    held-out clips: random seed voices, a zero-shot clone
                                     from one S-second clip, and library voices (--voice;
                                     @MODEL: spoken by that model, e.g. a fine-tuned one)
 `,
@@ -40,14 +40,17 @@ func runFinetuneEvaluate(ctx context.Context, env *cliEnv, args []string) error 
 Scores ChatTTS voices against the person of dataset NAME: the sentences of the held-out clips
 (never trained on) are synthesised with each voice; the speaker encoder says how alike each
 sounds to the held-out clips (cosine similarity, 1 = same) and the recogniser how clear it is
-(character error rate). The voices: a random seed speaker, a zero-shot clone made from one
-training clip of about --clone-seconds, and the library voices named by --voice, spoken by the
+(character error rate). The voices: --random random seed speakers, a zero-shot clone made from
+one training clip of about --clone-seconds (as voices clone makes it: the clip's codes and the
+closest of --seeds seed speakers), and the library voices named by --voice, spoken by the
 voice model (--model) or, written NAME@MODEL, by MODEL (an installed model id or an export
 directory: the model a fine-tune with --gpt installed).`)
 	var extra stringList
 	fs.Var(&extra, "voice", "a library voice to score too, NAME or NAME@MODEL (repeatable)")
 	cloneSecs := fs.Float64("clone-seconds", 3, "length of the clip the zero-shot clone is made from")
 	sentences := fs.Int("sentences", 8, "held-out sentences to synthesise")
+	randoms := fs.Int("random", 3, "random seed voices to score (one draw is luck; compare with their mean)")
+	seeds := fs.Int("seeds", 8, "seed speakers the zero-shot clone tries for the closest one, as voices clone does")
 	model := fs.String("model", "", "ChatTTS export directory (default: the installed one, else the demo voice)")
 	asrModel := fs.String("asr", "", "recogniser that scores clarity (default: asr.model, else the best installed)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -104,10 +107,14 @@ directory: the model a fine-tune with --gpt installed).`)
 		return err
 	}
 
+	// random seeds from the dataset's name, kept apart from the clone's candidates 1..--seeds
 	h := fnv.New32a()
 	h.Write([]byte(d.Name))
-	seed := int64(1 + h.Sum32()%10000)
-	cands := []tune.VoiceCandidate{{Name: fmt.Sprintf("random seed (seed:%d)", seed), Request: tts.Request{Seed: seed, HasSeed: true}}}
+	var cands []tune.VoiceCandidate
+	for i := range max(1, *randoms) {
+		seed := int64(1001 + (h.Sum32()+uint32(i)*7919)%9000)
+		cands = append(cands, tune.VoiceCandidate{Name: fmt.Sprintf("random seed (seed:%d)", seed), Request: tts.Request{Seed: seed, HasSeed: true}})
+	}
 
 	clip, err := tune.ClipNear(d, trainIDs, *cloneSecs)
 	if err != nil {
@@ -127,8 +134,9 @@ directory: the model a fine-tune with --gpt installed).`)
 		return err
 	}
 	defer enc.Close()
+	// the clone a user gets from `parley voices clone`: prompt codes and the closest seed speaker
 	cl, err := tune.Clone(ctx, pcm, 16000, tune.CloneOptions{Name: "zero-shot", Text: clip.Text, Prompter: enc, NumVQ: eng.Model().GPT.NumVQ,
-		Langs: eng.Capabilities().Languages, Speech: det})
+		Langs: eng.Capabilities().Languages, Speech: det, Seeds: *seeds, Embedder: se, Voice: eng})
 	if err != nil {
 		return fmt.Errorf("zero-shot clone from clip %s: %w", clip.ID, err)
 	}
@@ -136,7 +144,7 @@ directory: the model a fine-tune with --gpt installed).`)
 	if err != nil {
 		return err
 	}
-	cands = append(cands, tune.VoiceCandidate{Name: fmt.Sprintf("zero-shot clone (%.1f s clip %s)", cl.Seconds, clip.ID), Request: req})
+	cands = append(cands, tune.VoiceCandidate{Name: fmt.Sprintf("zero-shot clone (%.1f s clip %s, seed:%d)", cl.Seconds, clip.ID, cl.Seed), Request: req})
 	// library voices: spoken by the base model, or NAME@MODEL by a model of their own (a
 	// fine-tune that trained the GPT installs one)
 	var own []ownModelVoice

@@ -24,7 +24,7 @@ func TestFinetuneEvaluate(t *testing.T) {
 	t.Setenv("PARLEY_MODELS", models)
 	labelledDataset(t, "anna", 10)
 	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
-	code, out, errs := runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "2", "--json")
+	code, out, errs := runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "2", "--random", "2", "--json")
 	if code != 0 {
 		t.Fatalf("evaluate: %d %s%s", code, out, errs)
 	}
@@ -32,11 +32,16 @@ func TestFinetuneEvaluate(t *testing.T) {
 		Sentences int
 		Voices    []tune.VoiceScore
 	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sentences != 2 || len(res.Voices) != 2 {
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sentences != 2 || len(res.Voices) != 3 {
 		t.Fatalf("%s: %v", out, err)
 	}
-	if !strings.HasPrefix(res.Voices[0].Name, "random seed") || !strings.HasPrefix(res.Voices[1].Name, "zero-shot clone") {
+	if !strings.HasPrefix(res.Voices[0].Name, "random seed") || !strings.HasPrefix(res.Voices[1].Name, "random seed") ||
+		res.Voices[0].Name == res.Voices[1].Name || !strings.HasPrefix(res.Voices[2].Name, "zero-shot clone") {
 		t.Fatalf("voices %+v", res.Voices)
+	}
+	// the clone is the one voices clone makes: with the closest of the seed speakers tried
+	if !strings.Contains(res.Voices[2].Name, "seed:") || strings.Contains(res.Voices[2].Name, "seed:0)") {
+		t.Errorf("zero-shot clone %q: no closest seed speaker", res.Voices[2].Name)
 	}
 	for _, v := range res.Voices {
 		if v.Sentences != 2 || v.Chars == 0 || v.AudioSeconds <= 0 {
@@ -51,7 +56,7 @@ func TestFinetuneEvaluate(t *testing.T) {
 	if code, out, errs := runCLI(t, "voices", "create", "bob", "--engine", "chattts", "--seed", "7"); code != 0 {
 		t.Fatalf("voices create: %d %s%s", code, out, errs)
 	}
-	code, out, errs = runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "1", "--voice", "bob", "--voice", "bob@"+tiny, "--json")
+	code, out, errs = runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "1", "--random", "1", "--voice", "bob", "--voice", "bob@"+tiny, "--json")
 	if code != 0 {
 		t.Fatalf("evaluate bob@MODEL: %d %s%s", code, out, errs)
 	}

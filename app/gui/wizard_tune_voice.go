@@ -194,7 +194,7 @@ func (s *trainingService) evaluateVoice(ctx context.Context, j tune.Job) (*Evalu
 	cands := []tune.VoiceCandidate{{Name: fmt.Sprintf("a random voice (seed %d)", seed), Request: tts.Request{Seed: seed, HasSeed: true},
 		Keep: keep("a", &res.PlayA)}}
 	note := ""
-	if c, err := s.zeroShot(ctx, d, m, eng); err != nil {
+	if c, err := s.zeroShot(ctx, d, m, eng, se); err != nil {
 		note = "No zero-shot clone to compare with: " + sentence(strings.TrimPrefix(err.Error(), "tune: "))
 	} else {
 		cands = append(cands, *c)
@@ -244,8 +244,9 @@ func (s *trainingService) evaluateVoice(ctx context.Context, j tune.Job) (*Evalu
 }
 
 // zeroShot is the candidate the fine-tune is measured against besides the random voice: a
-// clone from one training clip of about voiceCloneSeconds (not saved to the library).
-func (s *trainingService) zeroShot(ctx context.Context, d *clone.Dataset, m tune.TTSMeta, eng *chattts.Engine) (*tune.VoiceCandidate, error) {
+// clone from one training clip of about voiceCloneSeconds (not saved to the library), made as
+// the clone panel makes one: the clip's codes and the closest seed speaker.
+func (s *trainingService) zeroShot(ctx context.Context, d *clone.Dataset, m tune.TTSMeta, eng *chattts.Engine, se tune.Embedder) (*tune.VoiceCandidate, error) {
 	clip, err := tune.ClipNear(d, m.Train, voiceCloneSeconds)
 	if err != nil {
 		return nil, err
@@ -266,7 +267,7 @@ func (s *trainingService) zeroShot(ctx context.Context, d *clone.Dataset, m tune
 	}
 	defer enc.Close()
 	cl, err := tune.Clone(ctx, pcm, audio.Mono16k.SampleRate, tune.CloneOptions{Name: "zero-shot", Text: clip.Text, Prompter: enc,
-		NumVQ: eng.Model().GPT.NumVQ, Langs: eng.Capabilities().Languages, Speech: det})
+		NumVQ: eng.Model().GPT.NumVQ, Langs: eng.Capabilities().Languages, Speech: det, Seeds: voiceStartSeeds, Embedder: se, Voice: eng})
 	if err != nil {
 		return nil, fmt.Errorf("clip %s: %w", clip.ID, err)
 	}

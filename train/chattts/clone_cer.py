@@ -109,7 +109,10 @@ def main(argv=None) -> int:
     test = rows("test.jsonl")
     clips = pick_clips(rows("adapt.jsonl"))
     speakers = sorted({r["speaker"] for r in test})
-    res: dict = {"model": a.model, "seed_voice": a.seed_voice, "transcript": a.transcript, "speakers": {}, "skipped": []}
+    with open(os.path.join(a.model, "config.json"), encoding="utf-8") as f:
+        weight = json.load(f).get("code", {}).get("sample_weight") or 1.0
+    res: dict = {"model": a.model, "seed_voice": a.seed_voice, "transcript": a.transcript, "sample_weight": weight,
+                 "speakers": {}, "skipped": []}
     if not speakers:
         raise SystemExit(f"{a.corpus}/test.jsonl: no sentences")
     pairs, tot = [], {"clone": [0, 0, 0.0], "seed": [0, 0, 0.0]}  # edits, chars, seconds

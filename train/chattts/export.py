@@ -469,6 +469,10 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", action="store_true", help="write reference.json for the parity tests")
     ap.add_argument("--reference-name", default="reference.json")
     ap.add_argument("--card", help="results.json of train.chattts.evaluate: its figures go into config.json 'card'")
+    ap.add_argument("--sample-weight", type=float, default=0.0,
+                    help="code.sample_weight: a clone voice's code logits are this share of the prompted "
+                         "sequence's, the rest the same text's without the speaker sample (0: not written = 1)")
+    ap.add_argument("--clone-card", help="results.json of train.chattts.clone_cer: the clone's CER goes into the card")
     a = ap.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -526,6 +530,10 @@ def main(argv=None) -> int:
             comment = f"parley ChatTTS-architecture voice trained by train.chattts.train ({os.path.basename(a.checkpoint)})"
     except ck.CheckpointError as e:
         raise SystemExit(f"error: {e}")
+    if not 0 <= a.sample_weight <= 1:
+        raise SystemExit(f"--sample-weight {a.sample_weight}: want 0..1")
+    if a.sample_weight:
+        code_defaults = {**(code_defaults or CODE_DEFAULTS), "sample_weight": a.sample_weight}
     ref_texts, examples = None, None
     if frontend.get("type") == "espeak-ipa" and a.reference:
         from .corpus import phonemize
@@ -538,6 +546,8 @@ def main(argv=None) -> int:
                         neutral_streams=neutral)
     if a.card:
         add_card(paths["config"], a.card)
+    if a.clone_card:
+        add_clone_card(paths["config"], a.clone_card)
     print(json.dumps({"params": count_params(m), **paths}))
     return 0
 
@@ -562,6 +572,29 @@ def add_card(config_path: str, results_path: str) -> None:
             "seed_speakers": c.get("demo_seeds"), "goal": GOAL_RATIO,
             "goal_text": f"ratio = demo CER / espeak-ng CER <= {GOAL_RATIO}", "meets_goal": bool(ratio <= GOAL_RATIO)},
         "measured": "make -C train demo-tts (python3 -m train.chattts.evaluate)",
+    }
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump(conf, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+CLONE_GOAL_RATIO = 1.3  # issue 19: a zero-shot clone's CER at most 1.3x the seed voice's
+
+
+def add_clone_card(config_path: str, results_path: str) -> None:
+    """config.json 'card.clone': the zero-shot clone's CER against a seed voice's on held-out
+    speakers (train.chattts.clone_cer) and the sample weight it was measured at."""
+    with open(results_path) as f:
+        r = json.load(f)
+    with open(config_path, encoding="utf-8") as f:
+        conf = json.load(f)
+    conf.setdefault("card", {})["clone"] = {
+        "metric": "CER by the demo ASR of 3-4.5 s zero-shot clones of held-out speakers, over a seed voice's CER "
+                  "on the same sentences",
+        "value": r["clone"]["cer"], "seed_value": r["seed"]["cer"], "ratio": r["ratio"], "ratio_95": r.get("ratio_95"),
+        "sentences": r.get("sentences"), "sample_weight": r.get("sample_weight"), "goal": CLONE_GOAL_RATIO,
+        "meets_goal": bool(r["ratio"] <= CLONE_GOAL_RATIO),
+        "measured": "python3 -m train.chattts.clone_cer (make -C train demo-tts-clone-card)",
     }
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(conf, f, indent=1, ensure_ascii=False)

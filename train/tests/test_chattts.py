@@ -594,6 +594,29 @@ class CardTest(unittest.TestCase):
                 self.assertIsInstance(card["ratio"], float)
                 self.assertEqual(card["meets_goal"], meets)
 
+    def test_clone_card_keeps_the_intelligibility_card(self):
+        """The clone card sits beside the intelligibility card (which decides the default voice)
+        and meets its goal by the 1.3x ratio of clone_cer's results."""
+        from train.chattts.export import add_card, add_clone_card
+        with tempfile.TemporaryDirectory() as d:
+            conf, res, cl = (os.path.join(d, n) for n in ("config.json", "results.json", "clone.json"))
+            with open(conf, "w") as f:
+                json.dump({"format": "parley-chattts-onnx", "code": {"sample_weight": 0.3}}, f)
+            with open(res, "w") as f:
+                json.dump({"cer": {"demo_heldout": 0.2, "espeak_heldout": 0.2, "demo_seen": 0.2, "espeak_seen": 0.2},
+                           "cer_ratio_heldout": 1.0}, f)
+            add_card(conf, res)
+            for ratio, meets in ((1.25, True), (1.6, False)):
+                with open(cl, "w") as f:
+                    json.dump({"clone": {"cer": 0.2 * ratio}, "seed": {"cer": 0.2}, "ratio": ratio,
+                               "ratio_95": [1.0, 1.9], "sentences": 120, "sample_weight": 0.3}, f)
+                add_clone_card(conf, cl)
+                with open(conf) as f:
+                    c = json.load(f)
+                self.assertTrue(c["card"]["intelligibility"]["meets_goal"])
+                self.assertEqual(c["card"]["clone"]["meets_goal"], meets)
+                self.assertEqual((c["card"]["clone"]["sample_weight"], c["code"]["sample_weight"]), (0.3, 0.3))
+
 
 class FinetuneBuildTest(unittest.TestCase):
     def test_whole_model_keeps_the_demo_recipe(self):

@@ -310,3 +310,70 @@ func BenchmarkDemoVoice(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDemoClone: the demo voice speaking as a zero-shot clone (a 3 s sample, encoded by
+// its DVAE encoder) on one CPU core: the real-time factor with the model's sample weight (two
+// sequences per frame, decodeOptions.guide), with the sample alone (weight 1) and without a
+// sample, each in the same run, and the guided clone's over the plain voice's.
+func BenchmarkDemoClone(b *testing.B) {
+	dir := demoDir()
+	if _, err := os.Stat(dir + "/config.json"); err != nil {
+		b.Skipf("no demo voice in %s yet", dir)
+	}
+	gputest.RequireORT(b)
+	opts := gpu.Options{Provider: "cpu", IntraOpThreads: 1}
+	guided, err := New(Config{Dir: dir, Options: opts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer guided.Close()
+	alone, err := New(Config{Dir: dir, Options: opts, SampleWeight: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer alone.Close()
+	ctx := context.Background()
+	st, err := guided.Synthesize(ctx, tts.Request{Text: "Remind me to take out the trash at five fifty.", Seed: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	clip, err := tts.ReadAll(ctx, st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, err := NewSampleEncoder(dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	codes, err := enc.Encode(ctx, clip.Data, clip.Format.SampleRate)
+	enc.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	smp := &SpeakerSample{Text: "Remind me to take out the trash at five fifty.", Codes: codes}
+	req := tts.Request{Text: "It is a quarter past ten and the kitchen light is on.", Seed: 1}
+	rtf := func(e *Engine, s *SpeakerSample) float64 {
+		t0 := time.Now()
+		st, err := e.SynthesizeWithSample(ctx, req, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf, err := tts.ReadAll(ctx, st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0).Seconds() / buf.Duration().Seconds()
+	}
+	var g, a, p float64
+	n := 0
+	for b.Loop() {
+		g += rtf(guided, smp)
+		a += rtf(alone, smp)
+		p += rtf(guided, nil)
+		n++
+	}
+	b.ReportMetric(g/float64(n), "RTF-clone")
+	b.ReportMetric(a/float64(n), "RTF-sample-alone")
+	b.ReportMetric(p/float64(n), "RTF-no-sample")
+	b.ReportMetric(g/p, "clone/plain")
+}

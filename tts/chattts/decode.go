@@ -40,6 +40,14 @@ type decodeOptions struct {
 	frames func(n int, hiddens []float32) error
 	// timing, when not nil, accumulates the time spent inside ONNX Runtime (for benchmarks).
 	timing *decodeTiming
+	// guide, with weight in (0, 1), runs a second sequence beside the prompt (a clone's:
+	// sample text, text and the sample's frames) that has the text alone: every frame is
+	// drawn from weight·(prompted logits) + (1−weight)·(guide logits) and fed to both, and
+	// the hidden states (the voice the decoder hears) are the prompted sequence's. A small
+	// GPT carried on from a voice it never heard skips and slurs words; the guide keeps it on
+	// the text while the prompted sequence keeps the voice.
+	guide       []int
+	guideWeight float32
 }
 
 type decodeTiming struct {
@@ -103,8 +111,7 @@ func (e *Engine) putKV(b *kvBuffer) {
 // the end token or o.maxNew frames.
 func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*decodeResult, error) {
 	g := e.mc.GPT
-	Q, H, L, heads, hd := g.NumVQ, g.Hidden, g.Layers, g.Heads, g.HeadDim
-	A, V := g.NumAudioTokens, g.NumTextTokens
+	Q, H, A, V := g.NumVQ, g.Hidden, g.NumAudioTokens, g.NumTextTokens
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("%w: empty prompt", ErrRun)
 	}
@@ -116,6 +123,7 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 			return nil, fmt.Errorf("%w: prefix code %d outside 0..%d", ErrRun, c, A-1)
 		}
 	}
+	guided := len(o.guide) > 0 && o.guideWeight > 0 && o.guideWeight < 1 && o.mode == modeCode
 	nPrompt := len(prompt) + len(o.prefix)/Q
 	maxNew := min(o.maxNew, g.MaxPositions-nPrompt)
 	if maxNew < 1 {
@@ -132,7 +140,6 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	}
 	start := time.Now()
 
-	// tensors that keep their shape from step to step
 	spk := make([]float32, H)
 	copy(spk, o.spk)
 	tSpk, err := ort.NewTensor(ort.NewShape(1, int64(H)), spk)
@@ -140,58 +147,28 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer tSpk.Destroy()
-	lText := make([]float32, V)
-	lCode := make([]float32, Q*A)
-	hid := make([]float32, H)
-	outText, err := ort.NewTensor(ort.NewShape(1, int64(V)), lText)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRun, err)
-	}
-	defer outText.Destroy()
-	outCode, err := ort.NewTensor(ort.NewShape(1, int64(Q), int64(A)), lCode)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRun, err)
-	}
-	defer outCode.Destroy()
-	outHid, err := ort.NewTensor(ort.NewShape(1, int64(H)), hid)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRun, err)
-	}
-	defer outHid.Destroy()
 	opts, done, err := gpu.RunOptions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer done()
 
-	// per-call inputs; ids/mask/positions sized for the prefill, reused (first element) by steps
-	S := nPrompt
-	ids := make([]int64, S*Q)
-	mask := make([]bool, S)
-	pos := make([]int64, S)
-	for i, id := range prompt {
-		for q := 0; q < Q; q++ {
-			ids[i*Q+q] = int64(id)
+	main, err := e.newGPTSeq(prompt, o.prefix, maxNew)
+	if err != nil {
+		return nil, err
+	}
+	defer main.close()
+	seqs := []*gptSeq{main}
+	var mixed []float32
+	if guided {
+		gs, err := e.newGPTSeq(o.guide, nil, maxNew)
+		if err != nil {
+			return nil, err
 		}
-		mask[i] = true
+		defer gs.close()
+		seqs = append(seqs, gs)
+		mixed = make([]float32, Q*A)
 	}
-	for i, c := range o.prefix { // audio positions: text_mask false
-		ids[len(prompt)*Q+i] = int64(c)
-	}
-	for i := range pos {
-		pos[i] = int64(i)
-	}
-	ones := make([]int64, S+maxNew)
-	for i := range ones {
-		ones[i] = 1
-	}
-	kv := [2]*kvBuffer{e.getKV(), e.getKV()}
-	defer e.putKV(kv[0])
-	defer e.putKV(kv[1])
-	perPos := L * 2 * heads * hd
-	hint := S + min(maxNew, 128)
-	cur := 0 // kv[cur] holds the past
-	kvShape := func(t int) ort.Shape { return ort.NewShape(int64(L), 2, 1, int64(heads), int64(t), int64(hd)) }
 
 	res := &decodeResult{}
 	if o.mode == modeCode {
@@ -200,68 +177,23 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	}
 	hist := make([][]int32, Q) // per stream generated tokens (the repetition penalty's input)
 	next := make([]int32, Q)
-	total := 0 // positions in the cache
 	for step := 0; ; step++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		seq := S
-		if step > 0 {
-			seq = 1
-		}
-		tT := time.Now()
-		tIDs, err := ort.NewTensor(ort.NewShape(1, int64(seq), int64(Q)), ids[:seq*Q])
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrRun, err)
-		}
-		tMask, err := ort.NewTensor(ort.NewShape(1, int64(seq)), mask[:seq])
-		if err != nil {
-			tIDs.Destroy()
-			return nil, fmt.Errorf("%w: %v", ErrRun, err)
-		}
-		tAttn, err := ort.NewTensor(ort.NewShape(1, int64(total+seq)), ones[:total+seq])
-		if err != nil {
-			tIDs.Destroy()
-			tMask.Destroy()
-			return nil, fmt.Errorf("%w: %v", ErrRun, err)
-		}
-		tPos, err := ort.NewTensor(ort.NewShape(1, int64(seq)), pos[:seq])
-		if err != nil {
-			tIDs.Destroy()
-			tMask.Destroy()
-			tAttn.Destroy()
-			return nil, fmt.Errorf("%w: %v", ErrRun, err)
-		}
-		past, err := kv[cur].tensor(kvShape(total), perPos, hint)
-		if err == nil {
-			var present *ort.Tensor[float32]
-			present, err = kv[1-cur].tensor(kvShape(total+seq), perPos, hint)
-			if err == nil {
-				t0 := time.Now()
-				if o.timing != nil {
-					o.timing.Tensors += t0.Sub(tT)
-				}
-				err = e.gpt.RunWithOptions([]ort.Value{tIDs, tMask, tSpk, tAttn, tPos, past},
-					[]ort.Value{outText, outCode, outHid, present}, opts)
-				if o.timing != nil {
-					o.timing.ORT += time.Since(t0)
-				}
-				present.Destroy()
+		for _, s := range seqs {
+			if err := e.runGPT(ctx, s, tSpk, opts, o.timing); err != nil {
+				return nil, err
 			}
-			past.Destroy()
 		}
-		tIDs.Destroy()
-		tMask.Destroy()
-		tAttn.Destroy()
-		tPos.Destroy()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		lCode, lText, hid := main.lCode, main.lText, main.hid
+		if guided {
+			w := o.guideWeight
+			for i, x := range main.lCode {
+				mixed[i] = w*x + (1-w)*seqs[1].lCode[i]
+			}
+			lCode = mixed
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrRun, e.files["gpt"], err)
-		}
-		cur = 1 - cur
-		total += seq
 
 		// sample the next frame
 		tS := time.Now()
@@ -280,7 +212,7 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 				done = done || tok == eos
 			}
 		} else {
-			tok, err := o.sampler.Sample(0, lText, hist[0], step)
+			tok, err := o.sampler.Sample(0, lText[:V], hist[0], step)
 			if err != nil {
 				return nil, err
 			}
@@ -313,20 +245,152 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 		if res.Frames >= maxNew {
 			break
 		}
-		// the next step's inputs
-		for q := 0; q < Q; q++ {
-			if o.mode == modeCode {
-				ids[q] = int64(next[q])
-			} else {
-				ids[q] = int64(next[0])
-			}
+		for _, s := range seqs {
+			s.feed(next, o.mode == modeText)
 		}
-		mask[0] = o.mode == modeText
-		pos[0] = int64(total)
 	}
 	if o.timing != nil {
 		o.timing.Steps += res.Frames + 1
 		o.timing.Total += time.Since(start)
 	}
 	return res, nil
+}
+
+// gptSeq is one sequence's state in a decode: the step inputs (sized for the prefill and
+// reused, first element, by the steps), its KV cache and the last step's outputs.
+type gptSeq struct {
+	ids                      []int64
+	mask                     []bool
+	pos                      []int64
+	ones                     []int64
+	seq                      int // positions the next run feeds
+	total                    int // positions in the cache
+	kv                       [2]*kvBuffer
+	cur                      int // kv[cur] holds the past
+	hint                     int
+	lText, lCode, hid        []float32
+	outText, outCode, outHid *ort.Tensor[float32]
+	e                        *Engine
+}
+
+// newGPTSeq lays out a prompt (text positions) and prefix frames (audio positions, text_mask
+// false) for a decode of up to maxNew frames.
+func (e *Engine) newGPTSeq(prompt []int, prefix []int32, maxNew int) (*gptSeq, error) {
+	g := e.mc.GPT
+	Q := g.NumVQ
+	S := len(prompt) + len(prefix)/Q
+	s := &gptSeq{e: e, ids: make([]int64, S*Q), mask: make([]bool, S), pos: make([]int64, S), seq: S,
+		ones: make([]int64, S+maxNew), hint: S + min(maxNew, 128)}
+	for i, id := range prompt {
+		for q := 0; q < Q; q++ {
+			s.ids[i*Q+q] = int64(id)
+		}
+		s.mask[i] = true
+	}
+	for i, c := range prefix {
+		s.ids[len(prompt)*Q+i] = int64(c)
+	}
+	for i := range s.pos {
+		s.pos[i] = int64(i)
+	}
+	for i := range s.ones {
+		s.ones[i] = 1
+	}
+	s.lText = make([]float32, g.NumTextTokens)
+	s.lCode = make([]float32, Q*g.NumAudioTokens)
+	s.hid = make([]float32, g.Hidden)
+	var err error
+	if s.outText, err = ort.NewTensor(ort.NewShape(1, int64(g.NumTextTokens)), s.lText); err == nil {
+		if s.outCode, err = ort.NewTensor(ort.NewShape(1, int64(Q), int64(g.NumAudioTokens)), s.lCode); err == nil {
+			s.outHid, err = ort.NewTensor(ort.NewShape(1, int64(g.Hidden)), s.hid)
+		}
+	}
+	s.kv = [2]*kvBuffer{e.getKV(), e.getKV()}
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	return s, nil
+}
+
+func (s *gptSeq) close() {
+	for _, t := range []*ort.Tensor[float32]{s.outText, s.outCode, s.outHid} {
+		if t != nil {
+			t.Destroy()
+		}
+	}
+	s.e.putKV(s.kv[0])
+	s.e.putKV(s.kv[1])
+}
+
+// feed makes the next run one step with the frame (code mode) or token (text mode) drawn.
+func (s *gptSeq) feed(next []int32, text bool) {
+	for q := range s.e.mc.GPT.NumVQ {
+		if text {
+			s.ids[q] = int64(next[0])
+		} else {
+			s.ids[q] = int64(next[q])
+		}
+	}
+	s.mask[0] = text
+	s.pos[0] = int64(s.total)
+	s.seq = 1
+}
+
+// runGPT runs the graph over s's next positions (the prefill, then one step), leaving the
+// logits and hidden state in s.
+func (e *Engine) runGPT(ctx context.Context, s *gptSeq, tSpk *ort.Tensor[float32], opts *ort.RunOptions, timing *decodeTiming) error {
+	g := e.mc.GPT
+	Q, L, heads, hd := g.NumVQ, g.Layers, g.Heads, g.HeadDim
+	perPos := L * 2 * heads * hd
+	kvShape := func(t int) ort.Shape { return ort.NewShape(int64(L), 2, 1, int64(heads), int64(t), int64(hd)) }
+	seq := s.seq
+	tT := time.Now()
+	tIDs, err := ort.NewTensor(ort.NewShape(1, int64(seq), int64(Q)), s.ids[:seq*Q])
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer tIDs.Destroy()
+	tMask, err := ort.NewTensor(ort.NewShape(1, int64(seq)), s.mask[:seq])
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer tMask.Destroy()
+	tAttn, err := ort.NewTensor(ort.NewShape(1, int64(s.total+seq)), s.ones[:s.total+seq])
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer tAttn.Destroy()
+	tPos, err := ort.NewTensor(ort.NewShape(1, int64(seq)), s.pos[:seq])
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRun, err)
+	}
+	defer tPos.Destroy()
+	past, err := s.kv[s.cur].tensor(kvShape(s.total), perPos, s.hint)
+	if err == nil {
+		var present *ort.Tensor[float32]
+		present, err = s.kv[1-s.cur].tensor(kvShape(s.total+seq), perPos, s.hint)
+		if err == nil {
+			t0 := time.Now()
+			if timing != nil {
+				timing.Tensors += t0.Sub(tT)
+			}
+			err = e.gpt.RunWithOptions([]ort.Value{tIDs, tMask, tSpk, tAttn, tPos, past},
+				[]ort.Value{s.outText, s.outCode, s.outHid, present}, opts)
+			if timing != nil {
+				timing.ORT += time.Since(t0)
+			}
+			present.Destroy()
+		}
+		past.Destroy()
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrRun, e.files["gpt"], err)
+	}
+	s.cur = 1 - s.cur
+	s.total += seq
+	return nil
 }

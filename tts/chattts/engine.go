@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -58,8 +59,11 @@ type Config struct {
 	ContextFrames   int    // 0 = DefaultContextFrames; <0 = none
 	LookaheadFrames int    // 0 = DefaultLookaheadFrames; <0 = the minimum, 1
 	MaxNewTokens    int    // 0 = the model's code.max_new_tokens
-	Calibration     control.Calibration
-	Log             *slog.Logger
+	// SampleWeight overrides the model's code.sample_weight for clone voices (0 = the
+	// model's; 1 = the speaker sample alone).
+	SampleWeight float64
+	Calibration  control.Calibration
+	Log          *slog.Logger
 }
 
 // Engine is a loaded ChatTTS export. Safe for concurrent use.
@@ -98,6 +102,9 @@ func New(cfg Config) (*Engine, error) {
 	case RefineAuto, RefineOn, RefineOff:
 	default:
 		return nil, fmt.Errorf("chattts: refine %q (want auto, on or off)", cfg.Refine)
+	}
+	if cfg.SampleWeight < 0 || cfg.SampleWeight > 1 || math.IsNaN(cfg.SampleWeight) {
+		return nil, fmt.Errorf("chattts: sample weight %g (want 0..1; 0 = the model's)", cfg.SampleWeight)
 	}
 	if cfg.StreamFrames <= 0 {
 		cfg.StreamFrames = DefaultStreamFrames

@@ -230,3 +230,75 @@ func TestPrefixContinues(t *testing.T) {
 		}
 	}
 }
+
+// TestGuidedDecode: a clone's decode guided by the same text without the sample draws from
+// the weighted logits of the two sequences and speaks with the prompted one's hidden states.
+// A weight near 0 gives the unprompted text's greedy codes, near 1 the prompted sequence's;
+// either way the hidden states are the prompted sequence's (the sample's voice).
+func TestGuidedDecode(t *testing.T) {
+	ref := readTinyRef(t)
+	e := tinyEngine(t)
+	const k = 5
+	var prefix []int32
+	for _, f := range ref.Greedy.Codes[:k] {
+		prefix = append(prefix, f...)
+	}
+	prompted := append([]int{}, ref.Greedy.PromptIDs...)
+	plain := prompted[len(prompted)-4:] // a different, shorter text: the last ids only
+	plain = append(append([]int{}, prompted[:3]...), plain...)
+	greedy := func() *Sampler {
+		return NewSampler(SampleParams{Greedy: true, Temperature: []float32{1}, EOS: e.mc.EOSCode}, nil)
+	}
+	run := func(prompt []int, pre []int32, guide []int, w float32) *decodeResult {
+		t.Helper()
+		res, err := e.decode(context.Background(), prompt, decodeOptions{mode: modeCode, sampler: greedy(), maxNew: 12,
+			spk: ref.Speaker, prefix: pre, guide: guide, guideWeight: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	alone := run(prompted, prefix, nil, 0)
+	unprompted := run(plain, nil, nil, 0)
+	if slices.Equal(alone.Codes, unprompted.Codes) {
+		t.Fatal("the test's two prompts decode alike: it could not tell them apart")
+	}
+	low := run(prompted, prefix, plain, 1e-6)
+	if !slices.Equal(low.Codes, unprompted.Codes) {
+		t.Errorf("weight 1e-6: codes %v, want the unprompted text's %v", low.Codes, unprompted.Codes)
+	}
+	if slices.Equal(low.Hiddens, unprompted.Hiddens) {
+		t.Error("weight 1e-6: the hidden states are the unprompted sequence's, not the prompted one's")
+	}
+	high := run(prompted, prefix, plain, 1-1e-6)
+	if !slices.Equal(high.Codes, alone.Codes) || !slices.Equal(high.Hiddens, alone.Hiddens) {
+		t.Error("weight 1-1e-6: not the prompted sequence's own decode")
+	}
+	if one := run(prompted, prefix, plain, 1); !slices.Equal(one.Codes, alone.Codes) {
+		t.Error("weight 1 (unguided) differs from no guide")
+	}
+	// through the engine: the model's code.sample_weight or Config.SampleWeight guides a clone
+	smp := &SpeakerSample{Text: "what time", Codes: prefix}
+	speak := func(eng *Engine) string {
+		st, err := eng.SynthesizeWithSample(context.Background(), tts.Request{Text: "hello there", Seed: 2}, smp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := tts.ReadAll(context.Background(), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hashPCM(b.Data)
+	}
+	g, err := New(Config{Dir: e.cfg.Dir, SampleWeight: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if speak(e) == speak(g) {
+		t.Error("sample weight 0.3 changed nothing")
+	}
+	if _, err := New(Config{Dir: e.cfg.Dir, SampleWeight: 1.5}); err == nil {
+		t.Error("sample weight 1.5 accepted")
+	}
+}

@@ -146,7 +146,11 @@ type DecodeDefaults struct {
 	// of the sentence (not of a clone prompt's text): a small GPT may otherwise end a
 	// sentence at once or half-way, most often after a clone prompt. 0 = off (ChatTTS).
 	MinFramesPerToken float64 `json:"min_frames_per_token"`
-	Prompt            string  `json:"prompt"`
+	// SampleWeight is the share of a clone voice's prompted sequence in the code logits;
+	// the rest comes from the same text without the speaker sample (decodeOptions.guide).
+	// 0 or 1 = the sample alone, as ChatTTS's spk_smp.
+	SampleWeight float64 `json:"sample_weight,omitempty"`
+	Prompt       string  `json:"prompt"`
 }
 
 // Graph I/O names (train/chattts/CONTRACT.md).
@@ -248,6 +252,7 @@ func (c *ModelConfig) check(path string) error {
 	}{{"code", c.Code.MinFramesPerToken}, {"refine", c.Refine.MinFramesPerToken}} {
 		want(d.v >= 0 && d.v <= 64, "%s.min_frames_per_token %g (want 0..64)", d.name, d.v)
 	}
+	want(c.Code.SampleWeight >= 0 && c.Code.SampleWeight <= 1, "code.sample_weight %g (want 0..1)", c.Code.SampleWeight)
 	if d := c.DVAE; d != nil && len(d.NeutralStreams) > 0 {
 		want(d.NeutralCode >= 0 && d.NeutralCode < c.EOSCode, "dvae.neutral_code %d outside 0..%d", d.NeutralCode, c.EOSCode-1)
 		for _, q := range d.NeutralStreams {

@@ -121,6 +121,19 @@ func (e *Engine) SynthesizeWithSample(ctx context.Context, req tts.Request, smp 
 	return tts.Resampled(s, req.SampleRate), nil
 }
 
+// sampleWeight is the share of a clone voice's prompted sequence in the code logits (1: the
+// speaker sample alone).
+func (e *Engine) sampleWeight() float64 {
+	w := e.mc.Code.SampleWeight
+	if e.cfg.SampleWeight > 0 {
+		w = e.cfg.SampleWeight
+	}
+	if w <= 0 || w > 1 {
+		return 1
+	}
+	return w
+}
+
 // splitRun cuts a run's text into pieces of at most MaxRunTokens tokens at word boundaries
 // (each CJK character is a word).
 func (e *Engine) splitRun(text string) ([]string, error) {
@@ -193,7 +206,12 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 	}
 	codeSampler.HoldEOS(int(e.mc.Code.MinFramesPerToken * float64(len(ids))))
 	var prefix []int32
+	var guide []int
+	w := e.sampleWeight()
 	if smp != nil {
+		if w < 1 {
+			guide = e.codePrompt(ids, speed, spk != nil)
+		}
 		ids = append(append([]int(nil), smp.text...), ids...)
 		prefix = smp.codes
 	}
@@ -203,7 +221,7 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 	for attempt := 0; ; attempt++ {
 		st.emitted = 0
 		res, err = e.decode(ctx, prompt, decodeOptions{mode: modeCode, sampler: codeSampler, maxNew: e.cfg.MaxNewTokens,
-			spk: spk, prefix: prefix, frames: func(n int, hiddens []float32) error {
+			spk: spk, prefix: prefix, guide: guide, guideWeight: float32(w), frames: func(n int, hiddens []float32) error {
 				pcm, ok, err := st.at(ctx, hiddens, n)
 				if err != nil || !ok {
 					return err
