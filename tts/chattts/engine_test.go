@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parley-voice/parley/gpu"
@@ -300,5 +301,21 @@ func TestGuidedDecode(t *testing.T) {
 	}
 	if _, err := New(Config{Dir: e.cfg.Dir, SampleWeight: 1.5}); err == nil {
 		t.Error("sample weight 1.5 accepted")
+	}
+	weighted := func(v any) func(map[string]any) {
+		return func(m map[string]any) { m["code"].(map[string]any)["sample_weight"] = v }
+	}
+	m, err := New(Config{Dir: tinyCopy(t, weighted(0.3))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if speak(m) != speak(g) {
+		t.Error("code.sample_weight 0.3 in config.json speaks unlike Config.SampleWeight 0.3")
+	}
+	for _, v := range []any{-0.5, 2.0} {
+		if _, err := ReadModelConfig(tinyCopy(t, weighted(v))); err == nil || !strings.Contains(err.Error(), "code.sample_weight") {
+			t.Errorf("sample_weight %v: %v", v, err)
+		}
 	}
 }
