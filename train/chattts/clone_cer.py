@@ -5,8 +5,8 @@
 
 Every held-out corpus speaker (test.jsonl) is cloned from their first adaptation clip of 3-4.5 s
 (else the shortest up to 10 s, else short clips joined to 3 s) with
-(``parley voices clone CLIP --text … --seeds 8``: prompt codes plus the closest of 8 seed
-speakers) and says their test sentences (``parley say``); the same sentences are said by one
+(``parley voices clone CLIP --text … --seeds K``: prompt codes plus the closest of K seed
+speakers, 8 unless --seeds) and says their test sentences (``parley say``); the same sentences are said by one
 seed voice (seed:7, the demo card's).  The ratio is the clone's CER over the seed voice's,
 pooled over characters; ``ratio_95`` is a bootstrap interval over sentences, since sampling
 and a small recogniser make one draw of a few dozen sentences move by 10-20 points.
@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     ap.add_argument("--asr", default="assets/demo/sensevoice")
     ap.add_argument("--per-speaker", type=int, default=0, help="test sentences per speaker (0: all)")
     ap.add_argument("--seed-voice", default="seed:7")
+    ap.add_argument("--seeds", type=int, default=8, help="seed speakers voices clone tries for the closest one")
     ap.add_argument("--transcript", choices=("given", "heard"), default="given",
                     help="the clip's transcript: the corpus text, or what the recogniser hears (no --text)")
     a = ap.parse_args(argv)
@@ -111,7 +112,7 @@ def main(argv=None) -> int:
     speakers = sorted({r["speaker"] for r in test})
     with open(os.path.join(a.model, "config.json"), encoding="utf-8") as f:
         weight = json.load(f).get("code", {}).get("sample_weight") or 1.0
-    res: dict = {"model": a.model, "seed_voice": a.seed_voice, "transcript": a.transcript, "sample_weight": weight,
+    res: dict = {"model": a.model, "seed_voice": a.seed_voice, "transcript": a.transcript, "sample_weight": weight, "seeds": a.seeds,
                  "speakers": {}, "skipped": []}
     if not speakers:
         raise SystemExit(f"{a.corpus}/test.jsonl: no sentences")
@@ -128,7 +129,7 @@ def main(argv=None) -> int:
             text = join_clips(a.corpus, src, clip)
         given = ["--text", text] if a.transcript == "given" else []  # heard: the default recogniser
         r = subprocess.run([a.parley, "voices", "clone", clip, *given,
-                            "--name", name, "--model", a.model, "--seeds", "8", "--force"],
+                            "--name", name, "--model", a.model, "--seeds", str(a.seeds), "--force"],
                            env=env, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise SystemExit(f"parley voices clone ({spk}): {r.stderr.strip()[-500:]}")
