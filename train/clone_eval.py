@@ -269,6 +269,7 @@ def report(a, r, ev, voice, gpt_voice, clone_name, pick, status, lab_err, lab_le
     by = lambda pred: next((v for v in rows if pred(v["name"])), None)
     randoms = [v for v in rows if v["name"].startswith("random seed")]
     # one random draw is luck (seeds spread by +-0.1 in similarity): the baseline is their mean
+    # (of each voice's similarity and CER; the voices say the same sentences)
     random_v = ({"name": f"random seed voices (mean of {len(randoms)})",
                  "similarity": float(np.mean([v["similarity"] for v in randoms])),
                  "cer": float(np.mean([v["cer"] for v in randoms]))} if randoms else None)

@@ -60,6 +60,12 @@ directory: the model a fine-tune with --gpt installed).`)
 	if fs.NArg() != 1 {
 		return usageError("finetune evaluate", "which dataset?")
 	}
+	if *randoms < 1 || *randoms > 100 {
+		return usageError("finetune evaluate", "--random %d: want 1..100 random seed voices", *randoms)
+	}
+	if *seeds > 1000 {
+		return usageError("finetune evaluate", "--seeds %d: want at most 1000", *seeds)
+	}
 	d, err := openDataset(fs.Arg(0))
 	if err != nil {
 		return err
@@ -111,7 +117,7 @@ directory: the model a fine-tune with --gpt installed).`)
 	h := fnv.New32a()
 	h.Write([]byte(d.Name))
 	var cands []tune.VoiceCandidate
-	for i := range max(1, *randoms) {
+	for i := range *randoms {
 		seed := int64(1001 + (h.Sum32()+uint32(i)*7919)%9000)
 		cands = append(cands, tune.VoiceCandidate{Name: fmt.Sprintf("random seed (seed:%d)", seed), Request: tts.Request{Seed: seed, HasSeed: true}})
 	}

@@ -48,6 +48,9 @@ func TestFinetuneEvaluate(t *testing.T) {
 			t.Errorf("score %+v", v)
 		}
 	}
+	if code, _, errs := runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--random", "0"); code == 0 || !strings.Contains(errs, "--random 0") {
+		t.Errorf("--random 0: %d %s", code, errs)
+	}
 	if code, _, errs := runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--voice", "nobody"); code == 0 || !strings.Contains(errs, "nobody") {
 		t.Errorf("unknown --voice: %d %s", code, errs)
 	}

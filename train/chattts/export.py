@@ -584,10 +584,15 @@ CLONE_GOAL_RATIO = 1.3  # issue 19: a zero-shot clone's CER at most 1.3x the see
 def add_clone_card(config_path: str, results_path: str) -> None:
     """config.json 'card.clone': the zero-shot clone's CER against a seed voice's on held-out
     speakers (train.chattts.clone_cer) and the sample weight it was measured at."""
-    with open(results_path) as f:
+    with open(results_path, encoding="utf-8") as f:
         r = json.load(f)
     with open(config_path, encoding="utf-8") as f:
         conf = json.load(f)
+    ships = conf.get("code", {}).get("sample_weight") or 1.0
+    measured = r.get("sample_weight") or 1.0
+    if abs(ships - measured) > 1e-9:
+        raise SystemExit(f"{results_path}: measured at sample weight {measured}, but {config_path} ships "
+                         f"{ships}: measure the bundle as exported (--sample-weight)")
     conf.setdefault("card", {})["clone"] = {
         "metric": "CER by the demo ASR of 3-4.5 s zero-shot clones of held-out speakers, over a seed voice's CER "
                   "on the same sentences",

@@ -616,6 +616,10 @@ class CardTest(unittest.TestCase):
                 self.assertTrue(c["card"]["intelligibility"]["meets_goal"])
                 self.assertEqual(c["card"]["clone"]["meets_goal"], meets)
                 self.assertEqual((c["card"]["clone"]["sample_weight"], c["code"]["sample_weight"]), (0.3, 0.3))
+            with open(cl, "w") as f:  # measured at another weight than the bundle ships
+                json.dump({"clone": {"cer": 0.3}, "seed": {"cer": 0.2}, "ratio": 1.5, "sample_weight": 1.0}, f)
+            with self.assertRaises(SystemExit):
+                add_clone_card(conf, cl)
 
 
 class FinetuneBuildTest(unittest.TestCase):

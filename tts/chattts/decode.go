@@ -65,7 +65,7 @@ type decodeResult struct {
 }
 
 // kvBuffer is one growable backing store for the KV cache tensor (layers, 2, 1, heads, T, hd):
-// the cache goes in and comes out of every step, so two of them alternate as past and present
+// the cache goes in and comes out of every step, so two of them (per sequence) alternate as past and present
 // and ONNX Runtime writes the present straight into Go memory (an output ONNX Runtime
 // allocated itself would be copied out by the binding: the whole cache, every step).
 // Buffers grow by doubling (from room for the prompt and 128 frames) and are kept by the engine
@@ -108,10 +108,12 @@ func (e *Engine) putKV(b *kvBuffer) {
 
 // decode runs ChatTTS's GPT.generate for one prompt (batch 1): a prefill over the prompt ids,
 // then one KV-cached step per frame, sampling every stream with o.sampler until a stream draws
-// the end token or o.maxNew frames.
+// the end token or o.maxNew frames. With o.guide a second sequence runs beside it (see
+// decodeOptions.guide); o.timing then counts both sequences' graph runs in its times, and
+// frames in its steps.
 func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*decodeResult, error) {
 	g := e.mc.GPT
-	Q, H, A, V := g.NumVQ, g.Hidden, g.NumAudioTokens, g.NumTextTokens
+	Q, H, A := g.NumVQ, g.Hidden, g.NumAudioTokens
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("%w: empty prompt", ErrRun)
 	}
@@ -125,6 +127,9 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	}
 	guided := len(o.guide) > 0 && o.guideWeight > 0 && o.guideWeight < 1 && o.mode == modeCode
 	nPrompt := len(prompt) + len(o.prefix)/Q
+	if guided {
+		nPrompt = max(nPrompt, len(o.guide))
+	}
 	maxNew := min(o.maxNew, g.MaxPositions-nPrompt)
 	if maxNew < 1 {
 		return nil, fmt.Errorf("%w: a prompt of %d positions leaves no room in %d", ErrRun, nPrompt, g.MaxPositions)
@@ -153,12 +158,12 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 	}
 	defer done()
 
-	main, err := e.newGPTSeq(prompt, o.prefix, maxNew)
+	prompted, err := e.newGPTSeq(prompt, o.prefix, maxNew)
 	if err != nil {
 		return nil, err
 	}
-	defer main.close()
-	seqs := []*gptSeq{main}
+	defer prompted.close()
+	seqs := []*gptSeq{prompted}
 	var mixed []float32
 	if guided {
 		gs, err := e.newGPTSeq(o.guide, nil, maxNew)
@@ -186,10 +191,10 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 				return nil, err
 			}
 		}
-		lCode, lText, hid := main.lCode, main.lText, main.hid
+		lCode, lText, hid := prompted.lCode, prompted.lText, prompted.hid
 		if guided {
 			w := o.guideWeight
-			for i, x := range main.lCode {
+			for i, x := range prompted.lCode {
 				mixed[i] = w*x + (1-w)*seqs[1].lCode[i]
 			}
 			lCode = mixed
@@ -212,7 +217,7 @@ func (e *Engine) decode(ctx context.Context, prompt []int, o decodeOptions) (*de
 				done = done || tok == eos
 			}
 		} else {
-			tok, err := o.sampler.Sample(0, lText[:V], hist[0], step)
+			tok, err := o.sampler.Sample(0, lText, hist[0], step)
 			if err != nil {
 				return nil, err
 			}

@@ -245,8 +245,8 @@ func TestGuidedDecode(t *testing.T) {
 		prefix = append(prefix, f...)
 	}
 	prompted := append([]int{}, ref.Greedy.PromptIDs...)
-	plain := prompted[len(prompted)-4:] // a different, shorter text: the last ids only
-	plain = append(append([]int{}, prompted[:3]...), plain...)
+	// a different, shorter text: the prompt's head ([Stts][spk_emb][speed_N]) and last 4 ids
+	plain := append(append([]int{}, prompted[:3]...), prompted[len(prompted)-4:]...)
 	greedy := func() *Sampler {
 		return NewSampler(SampleParams{Greedy: true, Temperature: []float32{1}, EOS: e.mc.EOSCode}, nil)
 	}
