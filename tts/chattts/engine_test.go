@@ -188,10 +188,7 @@ func TestPrefixContinues(t *testing.T) {
 	ref := readTinyRef(t)
 	e := tinyEngine(t)
 	const k = 5
-	var prefix []int32
-	for _, f := range ref.Greedy.Codes[:k] {
-		prefix = append(prefix, f...)
-	}
+	prefix := slices.Concat(ref.Greedy.Codes[:k]...)
 	s := NewSampler(SampleParams{Greedy: true, Temperature: []float32{1}, EOS: e.mc.EOSCode}, nil)
 	res, err := e.decode(context.Background(), ref.Greedy.PromptIDs, decodeOptions{mode: modeCode, sampler: s,
 		maxNew: ref.Greedy.MaxNew - k, spk: ref.Speaker, prefix: prefix})
@@ -240,10 +237,7 @@ func TestGuidedDecode(t *testing.T) {
 	ref := readTinyRef(t)
 	e := tinyEngine(t)
 	const k = 5
-	var prefix []int32
-	for _, f := range ref.Greedy.Codes[:k] {
-		prefix = append(prefix, f...)
-	}
+	prefix := slices.Concat(ref.Greedy.Codes[:k]...)
 	prompted := append([]int{}, ref.Greedy.PromptIDs...)
 	// a different, shorter text: the prompt's head ([Stts][spk_emb][speed_N]) and last 4 ids
 	plain := append(append([]int{}, prompted[:3]...), prompted[len(prompted)-4:]...)
