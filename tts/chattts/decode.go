@@ -1,6 +1,7 @@
 package chattts
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -351,43 +352,25 @@ func (e *Engine) runGPT(ctx context.Context, s *gptSeq, tSpk *ort.Tensor[float32
 	kvShape := func(t int) ort.Shape { return ort.NewShape(int64(L), 2, 1, int64(heads), int64(t), int64(hd)) }
 	seq := s.seq
 	tT := time.Now()
-	tIDs, err := ort.NewTensor(ort.NewShape(1, int64(seq), int64(Q)), s.ids[:seq*Q])
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRun, err)
+	var r runTensors
+	defer r.destroy()
+	ids := addTensor(&r, ort.NewShape(1, int64(seq), int64(Q)), s.ids[:seq*Q])
+	mask := addTensor(&r, ort.NewShape(1, int64(seq)), s.mask[:seq])
+	attn := addTensor(&r, ort.NewShape(1, int64(s.total+seq)), s.ones[:s.total+seq])
+	pos := addTensor(&r, ort.NewShape(1, int64(seq)), s.pos[:seq])
+	past := r.add(s.kv[s.cur].tensor(kvShape(s.total), perPos, s.hint))
+	present := r.add(s.kv[1-s.cur].tensor(kvShape(s.total+seq), perPos, s.hint))
+	if r.err != nil {
+		return fmt.Errorf("%w: %v", ErrRun, r.err)
 	}
-	defer tIDs.Destroy()
-	tMask, err := ort.NewTensor(ort.NewShape(1, int64(seq)), s.mask[:seq])
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRun, err)
+	t0 := time.Now()
+	if timing != nil {
+		timing.Tensors += t0.Sub(tT)
 	}
-	defer tMask.Destroy()
-	tAttn, err := ort.NewTensor(ort.NewShape(1, int64(s.total+seq)), s.ones[:s.total+seq])
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRun, err)
-	}
-	defer tAttn.Destroy()
-	tPos, err := ort.NewTensor(ort.NewShape(1, int64(seq)), s.pos[:seq])
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrRun, err)
-	}
-	defer tPos.Destroy()
-	past, err := s.kv[s.cur].tensor(kvShape(s.total), perPos, s.hint)
-	if err == nil {
-		var present *ort.Tensor[float32]
-		present, err = s.kv[1-s.cur].tensor(kvShape(s.total+seq), perPos, s.hint)
-		if err == nil {
-			t0 := time.Now()
-			if timing != nil {
-				timing.Tensors += t0.Sub(tT)
-			}
-			err = e.gpt.RunWithOptions([]ort.Value{tIDs, tMask, tSpk, tAttn, tPos, past},
-				[]ort.Value{s.outText, s.outCode, s.outHid, present}, opts)
-			if timing != nil {
-				timing.ORT += time.Since(t0)
-			}
-			present.Destroy()
-		}
-		past.Destroy()
+	err := e.gpt.RunWithOptions([]ort.Value{ids, mask, tSpk, attn, pos, past},
+		[]ort.Value{s.outText, s.outCode, s.outHid, present}, opts)
+	if timing != nil {
+		timing.ORT += time.Since(t0)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -398,4 +381,40 @@ func (e *Engine) runGPT(ctx context.Context, s *gptSeq, tSpk *ort.Tensor[float32
 	s.cur = 1 - s.cur
 	s.total += seq
 	return nil
+}
+
+// runTensors holds the tensors made for one graph run (destroyed after it) and the first
+// error making them; once it has an error, adding does nothing.
+type runTensors struct {
+	held []ort.Value
+	err  error
+}
+
+func (r *runTensors) add(t *ort.Tensor[float32], err error) ort.Value {
+	if err != nil {
+		r.err = cmp.Or(r.err, err)
+		return nil
+	}
+	r.held = append(r.held, t) // made even after an earlier error: destroyed all the same
+	return t
+}
+
+func (r *runTensors) destroy() {
+	for _, v := range r.held {
+		v.Destroy()
+	}
+}
+
+// addTensor makes a tensor over data for r's run (nil after an earlier error).
+func addTensor[T ort.TensorData](r *runTensors, shape ort.Shape, data []T) ort.Value {
+	if r.err != nil {
+		return nil
+	}
+	t, err := ort.NewTensor(shape, data)
+	if err != nil {
+		r.err = err
+		return nil
+	}
+	r.held = append(r.held, t)
+	return t
 }
