@@ -19,8 +19,10 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 # Debian packages: build tools and C libraries for cgo, speech tools used by engines and tests,
 # audio plumbing for device tests without a sound card, the GUI toolkit's headers, packaging
-# (a fresh Debian root for the package test, the desktop entry's validator), and Debian's
-# PyTorch for train/.
+# (a fresh Debian root for the package test, the desktop entry's validator), Debian's
+# PyTorch for train/, and what train/'s human-derived corpus is made from and judged by: voices
+# built from real people's recordings (flite's CMU ARCTIC voices, festival's diphone and HTS
+# voices), WordNet's example sentences, and a recogniser trained on real speech (pocketsphinx).
 packages=(
   build-essential pkg-config git ca-certificates
   libespeak-ng-dev espeak-ng sox libsox-fmt-all ffmpeg
@@ -30,6 +32,8 @@ packages=(
   debootstrap desktop-file-utils
   python3-torch python3-torchaudio python3-onnx python3-numpy python3-scipy
   python3-sentencepiece python3-soundfile
+  flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts wordnet-base
+  pocketsphinx-en-us python3-pocketsphinx
 )
 
 step_packages() {

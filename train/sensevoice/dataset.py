@@ -51,11 +51,15 @@ class SenseVoiceDataset(Dataset):
     SpecAugment-style time/frequency masks are applied, seeded per sample from
     (seed, epoch, index), and the language query is replaced by ``auto`` with
     probability ``auto_lang_prob`` (as FunASR does), so ``auto`` works at inference.
+    ``speed_perturb`` plays two thirds of the clips at 0.9x or 1.1x speed (a resample: tempo,
+    pitch and formants move together, Kaldi's recipe), drawn per (seed, epoch, index); such
+    features are computed afresh every time, never cached.
     """
 
     def __init__(self, records: Sequence[dict], vocab: Vocab, neg_mean: Sequence[float],
                  inv_stddev: Sequence[float], train: bool = False, seed: int = 0,
-                 auto_lang_prob: float = 0.2, cache: bool = False, specaug: bool = True):
+                 auto_lang_prob: float = 0.2, cache: bool = False, specaug: bool = True,
+                 speed_perturb: bool = False):
         self.records = list(records)
         self.vocab = vocab
         self.neg_mean = torch.tensor(neg_mean, dtype=torch.float32)
@@ -63,6 +67,7 @@ class SenseVoiceDataset(Dataset):
         self.train, self.seed, self.epoch = train, seed, 0
         self.auto_lang_prob = auto_lang_prob
         self.specaug = specaug
+        self.speed_perturb = speed_perturb and train
         self.cache: Optional[Dict[str, torch.Tensor]] = {} if cache else None
 
     def set_epoch(self, epoch: int) -> None:
@@ -74,7 +79,16 @@ class SenseVoiceDataset(Dataset):
     def lengths(self) -> List[int]:
         return [r["source_len"] for r in self.records]
 
-    def feats(self, rec: dict) -> torch.Tensor:
+    SPEEDS = (0.9, 1.0, 1.1)
+
+    def feats(self, rec: dict, speed: float = 1.0) -> torch.Tensor:
+        if speed != 1.0:
+            from scipy.signal import resample_poly
+
+            x = load_audio(rec["source"]).numpy()
+            up, down = (10, 9) if speed < 1 else (10, 11)  # 0.9x: 10/9 as many samples
+            y = torch.from_numpy(np.ascontiguousarray(resample_poly(x, up, down), dtype=np.float32))
+            return apply_cmvn(features(y), self.neg_mean, self.inv_std)
         if self.cache is not None and rec["key"] in self.cache:
             return self.cache[rec["key"]].float()
         f = apply_cmvn(features(load_audio(rec["source"])), self.neg_mean, self.inv_std)
@@ -88,7 +102,10 @@ class SenseVoiceDataset(Dataset):
 
     def __getitem__(self, i: int) -> dict:
         rec = self.records[i]
-        x = self.feats(rec)
+        speed = 1.0
+        if self.speed_perturb:
+            speed = float(sample_rng(self.seed + 1, self.epoch, i).choice(self.SPEEDS))
+        x = self.feats(rec, speed)
         if x.shape[0] == 0:
             raise AudioError(f"{rec['source']}: shorter than one 25 ms frame")
         lang = tag(rec, "text_language", "<|en|>")

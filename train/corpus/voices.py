@@ -1,0 +1,277 @@
+"""One synthesis interface over espeak-ng, flite and festival.
+
+    voice = VOICES["flite:slt"]
+    check(voice)                                   # VoiceMissing names the Debian package
+    x = synthesize("hello there", voice, Knobs(f0=180, stretch=1.1))   # 16 kHz float32
+
+The flite and festival voices are made from recordings of real people (CMU ARCTIC and the
+CSTR/OGI diphone databases), so their audio carries a human voice source that espeak-ng's
+formant synthesis lacks.  ``Voice.person`` names the recorded person: one person may be
+behind several voices (kal: flite kal16 and festival kal_diphone; slt: flite slt and festival's
+HTS voice), which matters when a person is held out for evaluation.
+
+Knobs are the synthesiser's own controls, so a voice changes the way the engine models it:
+
+- ``f0``: target mean pitch in Hz (flite ``int_f0_target_mean``, festival's ``int_lr_params``;
+  espeak-ng's 0-99 pitch scale is mapped from it); ``None`` keeps the voice's own;
+- ``f0_range``: the pitch excursion as a factor of the voice's own (intonation width);
+- ``stretch``: duration factor (flite ``duration_stretch``, festival ``Duration_Stretch``,
+  espeak-ng words per minute), > 1 is slower.
+
+Festival runs once for many texts (``synthesize_many``): starting it costs 0.2 s, more than
+most sentences take to speak.  A text a synthesiser refuses raises ``SynthError`` for that
+text alone (``synthesize_many`` returns None in its place).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import soundfile as sf
+from scipy.signal import resample_poly
+
+SR = 16000
+
+
+class SynthError(RuntimeError):
+    """A synthesiser failed on one text."""
+
+
+class VoiceMissing(SynthError):
+    """A voice (or its engine) is not installed; the message names the package that brings it."""
+
+
+@dataclass(frozen=True)
+class Voice:
+    id: str          # engine:name, as recorded per utterance
+    engine: str      # espeak-ng | flite | festival
+    name: str        # the engine's own voice name
+    person: str      # the recorded person behind it ("espeak" for formant synthesis)
+    package: str     # the Debian package that installs it
+    sex: str         # "m" or "f", the recorded person's
+    f0: float        # the voice's own typical mean F0 in Hz (for warping and knobs)
+    can_pitch: bool = True  # the engine sets its F0 (else pitch moves only with a resample)
+
+
+def _flite(name: str, person: str, sex: str, f0: float) -> Voice:
+    return Voice(f"flite:{name}", "flite", name, person, "flite", sex, f0)
+
+
+def _festival(name: str, person: str, package: str, sex: str, f0: float, can_pitch: bool = True) -> Voice:
+    return Voice(f"festival:{name}", "festival", name, person, package, sex, f0, can_pitch)
+
+
+# The human-derived voices Debian ships for English.
+VOICES: Dict[str, Voice] = {v.id: v for v in [
+    _flite("kal16", "kal", "m", 105),
+    _flite("awb", "awb", "m", 125),
+    _flite("rms", "rms", "m", 105),
+    _flite("slt", "slt", "f", 175),
+    _festival("kal_diphone", "kal", "festvox-kallpc16k", "m", 105),
+    _festival("ked_diphone", "ked", "festvox-kdlpc16k", "m", 110),
+    _festival("cmu_us_slt_arctic_hts", "slt", "festvox-us-slt-hts", "f", 175, can_pitch=False),
+]}
+
+
+def espeak_voice(name: str) -> Voice:
+    """An espeak-ng voice ("en-us", "en-gb+f3", …): formant synthesis, no person behind it."""
+    if not re.fullmatch(r"[A-Za-z0-9_\-]+(\+[A-Za-z0-9_\-]+)?", name):
+        raise ValueError(f"espeak-ng voice {name!r}: want accent or accent+variant")
+    variant = name.split("+")[1] if "+" in name else ""
+    female = variant.startswith("f") or variant in {"Annie", "linda", "belinda", "steph", "Alicia", "anika"}
+    return Voice(f"espeak-ng:{name}", "espeak-ng", name, "espeak", "espeak-ng", "f" if female else "m",
+                 200 if female else 110)
+
+
+def voice(vid: str) -> Voice:
+    """A voice by id: one of VOICES, or espeak-ng:NAME."""
+    if vid in VOICES:
+        return VOICES[vid]
+    if vid.startswith("espeak-ng:"):
+        return espeak_voice(vid.split(":", 1)[1])
+    raise ValueError(f"unknown voice {vid!r} (known: {', '.join(VOICES)}, espeak-ng:NAME)")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    f0: Optional[float] = None
+    f0_range: float = 1.0
+    stretch: float = 1.0
+
+    def to_dict(self) -> dict:
+        return {"f0": None if self.f0 is None else round(float(self.f0), 2),
+                "f0_range": round(float(self.f0_range), 3), "stretch": round(float(self.stretch), 3)}
+
+
+_FESTIVAL_VOICE_DIRS = {
+    "kal_diphone": "english/kal_diphone",
+    "ked_diphone": "english/ked_diphone",
+    "cmu_us_slt_arctic_hts": "us/cmu_us_slt_arctic_hts",
+}
+_checked: Dict[str, bool] = {}
+
+
+def check(v: Voice) -> None:
+    """Raise VoiceMissing, naming the voice and the package to install, if v cannot speak."""
+    if _checked.get(v.id):
+        return
+    exe = {"espeak-ng": "espeak-ng", "flite": "flite", "festival": "festival"}[v.engine]
+    pkg_line = f"apt-get install {v.package}" + ("" if v.package == exe or v.engine != "festival" else " festival")
+    if shutil.which(exe) is None:
+        raise VoiceMissing(f"voice {v.id}: {exe} is not installed ({pkg_line})")
+    if v.engine == "flite":
+        r = subprocess.run(["flite", "-lv"], capture_output=True, text=True, timeout=30)
+        if v.name not in r.stdout.split():
+            raise VoiceMissing(f"voice {v.id}: flite has no voice {v.name!r} (its voices: {r.stdout.split(':', 1)[-1].strip()}; "
+                               f"apt-get install {v.package})")
+    elif v.engine == "festival":
+        d = _FESTIVAL_VOICE_DIRS.get(v.name)
+        roots = ["/usr/share/festival/voices"]
+        if d is None or not any(os.path.isdir(os.path.join(r, d)) for r in roots):
+            raise VoiceMissing(f"voice {v.id}: festival voice {v.name} is not installed ({pkg_line})")
+    elif v.engine == "espeak-ng":
+        r = subprocess.run(["espeak-ng", "-v", v.name, "-q", "x"], capture_output=True, text=True, timeout=30)
+        if r.returncode != 0 or "not found" in (r.stderr or "").lower():
+            raise VoiceMissing(f"voice {v.id}: espeak-ng has no voice {v.name!r} ({r.stderr.strip()}; apt-get install espeak-ng)")
+    _checked[v.id] = True
+
+
+def _read_16k(path: str) -> np.ndarray:
+    try:
+        x, sr = sf.read(path, dtype="float32", always_2d=True)
+    except Exception as e:  # noqa: BLE001
+        raise SynthError(f"cannot read the synthesiser's output {path}: {e}") from e
+    x = x.mean(1)
+    if sr != SR:
+        g = np.gcd(int(sr), SR)
+        x = resample_poly(x, SR // g, int(sr) // g).astype(np.float32)
+    if len(x) < SR // 20 or not np.any(x):
+        raise SynthError("the synthesiser produced no audio")
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def _espeak_args(v: Voice, k: Knobs) -> List[str]:
+    # espeak-ng: 175 wpm is its normal rate; pitch 0-99 with 50 the voice's own (about +-1 octave)
+    rate = int(np.clip(round(175 / k.stretch), 80, 450))
+    pitch = 50 if k.f0 is None else int(np.clip(round(50 + 50 * np.log2(k.f0 / v.f0)), 0, 99))
+    return ["-v", v.name, "-s", str(rate), "-p", str(pitch)]
+
+
+def _flite_args(v: Voice, k: Knobs) -> List[str]:
+    args = ["-voice", v.name, "--setf", f"duration_stretch={k.stretch:.4f}"]
+    if k.f0 is not None:
+        args += ["--setf", f"int_f0_target_mean={k.f0:.2f}"]
+    # flite's default F0 excursions: about 10 Hz for the diphone voice, 20-30 Hz for the others
+    args += ["--setf", f"int_f0_target_stddev={max(2.0, 0.14 * (k.f0 or v.f0) * k.f0_range):.2f}"]
+    return args
+
+
+def _clean_text(text: str) -> str:
+    t = " ".join(text.split())
+    if not t:
+        raise SynthError("empty text")
+    return t
+
+
+def synthesize(text: str, v: Voice, k: Knobs = Knobs(), tmpdir: Optional[str] = None) -> np.ndarray:
+    """text -> 16 kHz mono float32.  Raises SynthError (VoiceMissing when not installed)."""
+    if v.engine == "festival":
+        out = synthesize_many([text], v, [k], tmpdir)[0]
+        if out is None:
+            raise SynthError(f"festival {v.name} refused {text!r}")
+        return out
+    check(v)
+    text = _clean_text(text)
+    fd, path = tempfile.mkstemp(suffix=".wav", dir=tmpdir)
+    os.close(fd)
+    try:
+        if v.engine == "flite":
+            cmd = ["flite", *_flite_args(v, k), "-t", text, "-o", path]
+        else:
+            cmd = ["espeak-ng", *_espeak_args(v, k), "-w", path, text]
+        try:
+            r = subprocess.run(cmd, capture_output=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise SynthError(f"{v.id} took over 120 s on {text[:60]!r}") from None
+        if r.returncode != 0:
+            raise SynthError(f"{v.id} failed on {text[:60]!r}: {r.stderr.decode(errors='replace').strip()[:200]}")
+        return _read_16k(path)
+    finally:
+        os.remove(path)
+
+
+def _scheme_string(text: str) -> str:
+    return '"' + text.replace("\\", " ").replace('"', " ") + '"'
+
+
+def _festival_script(v: Voice, texts: Sequence[str], knobs: Sequence[Knobs], paths: Sequence[str]) -> str:
+    lines = [f"(voice_{v.name})"]
+    for text, k, path in zip(texts, knobs, paths):
+        lines.append(f"(Parameter.set 'Duration_Stretch {k.stretch:.4f})")
+        if v.can_pitch:
+            f0 = k.f0 if k.f0 is not None else v.f0
+            std = max(2.0, 0.2 * f0 * k.f0_range)
+            # the diphone voices' linear-regression intonation, retargeted (model_* are theirs)
+            lines.append(f"(set! int_lr_params (list (list 'target_f0_mean {f0:.2f}) (list 'target_f0_std {std:.2f}) "
+                         f"(list 'model_f0_mean 170) (list 'model_f0_std 34)))")
+        lines.append(f"(unwind-protect (utt.save.wave (utt.synth (Utterance Text {_scheme_string(text)})) "
+                     f"{_scheme_string(path)} 'riff) nil)")
+    return "\n".join(lines) + "\n"
+
+
+def synthesize_many(texts: Sequence[str], v: Voice, knobs: Sequence[Knobs], tmpdir: Optional[str] = None,
+                    timeout: float = 600) -> List[Optional[np.ndarray]]:
+    """Many texts in one voice: festival runs once for all of them; the other engines once per
+    text.  A refused text gives None in its place (the rest are unaffected)."""
+    if len(knobs) != len(texts):
+        raise ValueError("one Knobs per text")
+    check(v)
+    if v.engine != "festival":
+        out: List[Optional[np.ndarray]] = []
+        for t, k in zip(texts, knobs):
+            try:
+                out.append(synthesize(t, v, k, tmpdir))
+            except VoiceMissing:
+                raise
+            except SynthError:
+                out.append(None)
+        return out
+    out = [None] * len(texts)
+    pending = []
+    for i, t in enumerate(texts):
+        try:
+            pending.append((i, _clean_text(t)))
+        except SynthError:
+            pass
+    with tempfile.TemporaryDirectory(dir=tmpdir) as d:
+        paths = [os.path.join(d, f"{i:05d}.wav") for i in range(len(texts))]
+        # festival crashes outright on some texts (a segfault, not a Scheme error): the texts
+        # after the one that crashed it are run again without it
+        while pending:
+            script = os.path.join(d, "run.scm")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write(_festival_script(v, [t for _, t in pending], [knobs[i] for i, _ in pending],
+                                         [paths[i] for i, _ in pending]))
+            try:
+                r = subprocess.run(["festival", "-b", script], capture_output=True, timeout=timeout, cwd=d)
+            except subprocess.TimeoutExpired:
+                raise SynthError(f"festival {v.name} took over {timeout:.0f} s for {len(pending)} texts") from None
+            left = []
+            for i, t in pending:
+                if os.path.exists(paths[i]):
+                    try:
+                        out[i] = _read_16k(paths[i])
+                    except SynthError:
+                        pass
+                else:
+                    left.append((i, t))
+            if r.returncode == 0 or not left:
+                break
+            pending = left[1:]  # the first text without output is the one festival died on
+        return out

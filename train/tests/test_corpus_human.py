@@ -1,0 +1,339 @@
+"""The human-derived corpus: text normalisation and sets, the synthesis interface over
+espeak-ng/flite/festival, speaker augmentation and conditions, and the sharded, resumable
+builder (no network: the text pool is built from in-memory sources)."""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import shutil
+import tempfile
+import unittest
+from unittest import mock
+
+import numpy as np
+import soundfile as sf
+
+from train.corpus import augment as A
+from train.corpus import build as B
+from train.corpus import text as T
+from train.corpus import voices as V
+
+HAVE_FLITE = shutil.which("flite") is not None
+HAVE_FESTIVAL = shutil.which("festival") is not None and os.path.isdir("/usr/share/festival/voices/english/kal_diphone")
+HAVE_ESPEAK = shutil.which("espeak-ng") is not None
+
+
+def f0_median(x: np.ndarray, sr: int = V.SR) -> float:
+    """Autocorrelation pitch of the voiced frames (good to a few per cent on these voices)."""
+    fr, hop, out = int(0.04 * sr), int(0.01 * sr), []
+    thr = 0.3 * np.sqrt(np.mean(x ** 2))
+    for i in range(0, len(x) - fr, hop):
+        s = x[i:i + fr] - x[i:i + fr].mean()
+        if np.sqrt(np.mean(s ** 2)) < thr:
+            continue
+        ac = np.correlate(s, s, "full")[fr - 1:]
+        lo, hi = int(sr / 400), int(sr / 60)
+        k = lo + int(np.argmax(ac[lo:hi]))
+        if ac[k] > 0.4 * ac[0]:
+            out.append(sr / k)
+    return float(np.median(out)) if out else 0.0
+
+
+class NumbersTest(unittest.TestCase):
+    def test_cardinal_ordinal_year(self):
+        for n, want in [(0, "zero"), (21, "twenty one"), (1005, "one thousand and five"),
+                        (2300000, "two million three hundred thousand"), (10 ** 9 + 7, "one billion and seven")]:
+            self.assertEqual(T.cardinal(n), want)
+        for n, want in [(1, "first"), (2, "second"), (3, "third"), (4, "fourth"), (12, "twelfth"),
+                        (20, "twentieth"), (21, "twenty first"), (100, "one hundredth")]:
+            self.assertEqual(T.ordinal(n), want)
+        for n, want in [(1845, "eighteen forty five"), (1905, "nineteen oh five"), (1900, "nineteen hundred"),
+                        (2000, "two thousand"), (2008, "two thousand and eight"), (2024, "twenty twenty four")]:
+            self.assertEqual(T.year(n), want)
+
+
+class NormalizeTest(unittest.TestCase):
+    def test_spoken_form(self):
+        cases = [
+            ("In 1845 we spent $3.5 billion, or 12% of it.",
+             "in eighteen forty five we spent three point five billion dollars or twelve percent of it"),
+            ("Mr. Smith came on the 4th of July.", "mister smith came on the fourth of july"),
+            ("The U.S. Army\u2014brave men\u2014fought.", "the u s army brave men fought"),
+            ("Thank you. (Applause.) Good night!", "thank you good night"),
+            ("It's \u201cdone\u201d, isn't it?", "it's done isn't it"),
+            ("We had 2,300,000 men and 1 dollar.", "we had two million three hundred thousand men and one dollar"),
+            ("Dial 0123", "dial zero one two three"),
+        ]
+        for raw, want in cases:
+            self.assertEqual(T.normalize(raw), want, raw)
+
+    def test_unsayable_is_dropped(self):
+        for raw in ["It is 10km away", "Version 1,23 of it", "\u4e2d\u6587 text", "", "x = y / z", "go #1"]:
+            self.assertIsNone(T.normalize(raw), raw)
+
+    def test_split_sentences_limits_words(self):
+        long = "He went, " + ", ".join(["and then he walked a little further along"] * 8) + ". Mr. Smith agreed."
+        parts = T.split_sentences(long)
+        self.assertGreater(len(parts), 2)
+        self.assertTrue(all(1 <= len(p.split()) <= T.MAX_WORDS for p in parts))
+        self.assertEqual(parts[-1], "Mr. Smith agreed.")  # the abbreviation did not end a sentence
+
+    def test_synth_text_spells_letters(self):
+        self.assertEqual(T.synth_text("f u"), "F U")
+        self.assertEqual(T.synth_text("it is eight a m"), "it is eight A M")
+        self.assertEqual(T.synth_text("a cat and i"), "a cat and i")
+        self.assertEqual(T.synth_text("the u s army"), "the U S army")
+
+
+def small_pool(n: int = 3000) -> T.TextPool:
+    rng = random.Random(3)
+    words = "apple river window quiet garden seven yellow morning people walk slowly under bright".split()
+    src = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))).capitalize() + "." for _ in range(n)]
+    return T.TextPool({"wordnet": src[: n // 2], "sotu": src[n // 2:], "moby": ["Call me Ishmael."]},
+                      ["Alice", "Bob"], log=None)
+
+
+class TextPoolTest(unittest.TestCase):
+    def test_sets_are_disjoint_and_stable(self):
+        pool = small_pool()
+        for name, sets in pool.sets.items():
+            self.assertFalse(set(sets["train"]) & set(sets["test"]), name)
+            self.assertFalse(set(sets["train"]) & set(sets["val"]), name)
+            for s in sets["test"]:
+                self.assertEqual(T.text_set(s), "test")
+        test = sum(len(s["test"]) for s in pool.sets.values())
+        total = sum(len(v) for s in pool.sets.values() for v in s.values())
+        self.assertGreater(test / total, 0.01)
+        self.assertLess(test / total, 0.05)
+
+    def test_training_never_draws_heldout_sentences(self):
+        pool = small_pool()
+        rng = random.Random(5)
+        for _ in range(3000):
+            cat, s = pool.draw(rng, "train")
+            if len(s.split()) >= 4:
+                self.assertEqual(T.text_set(s), "train", (cat, s))
+        for which in ("test", "val"):
+            for _ in range(300):
+                cat, s = pool.draw(rng, which)
+                self.assertEqual(T.text_set(s), which, (cat, s))
+                self.assertNotEqual(cat, "word")
+        with self.assertRaises(ValueError):
+            pool.draw(rng, "dev")
+
+    def test_counts_dropped_sentences(self):
+        pool = T.TextPool({"wordnet": ["A fine day", "It is 10km away", "\u4e2d\u6587"]}, log=None)
+        self.assertEqual(pool.dropped["wordnet"], 2)
+
+    @unittest.skipUnless(os.path.isdir(T.WORDNET_DIR), "wordnet-base not installed")
+    def test_wordnet_examples(self):
+        ex = []
+        for e in T.wordnet_examples():
+            ex.append(e)
+            if len(ex) > 2000:
+                break
+        self.assertGreater(len(ex), 2000)
+        self.assertGreater(sum(T.normalize(e) is not None for e in ex) / len(ex), 0.9)
+
+    def test_missing_sources_name_the_package(self):
+        with self.assertRaisesRegex(T.TextSourceMissing, "wordnet-base"):
+            next(T.wordnet_examples(tempfile.mkdtemp()))
+
+
+class VoicesTest(unittest.TestCase):
+    def test_missing_voice_names_package(self):
+        with self.assertRaisesRegex(V.VoiceMissing, r"festival:nosuch.*apt-get install festvox-nosuch"):
+            V.check(V.Voice("festival:nosuch", "festival", "nosuch", "x", "festvox-nosuch", "m", 100))
+        with self.assertRaises(ValueError):
+            V.voice("flite:nosuch")
+        with self.assertRaises(ValueError):
+            V.espeak_voice("en-us; rm -rf /")
+
+    @unittest.skipUnless(HAVE_FLITE, "flite not installed")
+    def test_flite_knobs_act(self):
+        v = V.VOICES["flite:slt"]
+        text = "the quick brown fox jumped over the lazy dog"
+        lo = V.synthesize(text, v, V.Knobs(f0=130))
+        hi = V.synthesize(text, v, V.Knobs(f0=260))
+        self.assertAlmostEqual(f0_median(lo) / 130, 1, delta=0.12)
+        self.assertAlmostEqual(f0_median(hi) / 260, 1, delta=0.12)
+        slow = V.synthesize(text, v, V.Knobs(stretch=1.4))
+        fast = V.synthesize(text, v, V.Knobs(stretch=0.8))
+        self.assertGreater(len(slow) / len(fast), 1.5)
+        with self.assertRaises(V.SynthError):
+            V.synthesize("   ", v)
+
+    @unittest.skipUnless(HAVE_FESTIVAL, "festival voices not installed")
+    def test_festival_survives_a_crash_midway(self):
+        # festival's diphone voices segfault on a bare full stop: the texts after it still speak
+        outs = V.synthesize_many(["the quick brown fox jumped over the lazy dog", ".", "", "good night"], V.VOICES["festival:kal_diphone"],
+                                 [V.Knobs(f0=150)] * 4)
+        self.assertIsNotNone(outs[0])
+        self.assertIsNone(outs[2])
+        self.assertIsNotNone(outs[3])
+        self.assertAlmostEqual(f0_median(outs[0]) / 150, 1, delta=0.15)
+
+    @unittest.skipUnless(HAVE_ESPEAK, "espeak-ng not installed")
+    def test_espeak(self):
+        x = V.synthesize("hello there", V.espeak_voice("en-gb+f3"), V.Knobs(stretch=1.2))
+        self.assertEqual(x.dtype, np.float32)
+        self.assertGreater(len(x), V.SR // 2)
+
+
+class AugmentTest(unittest.TestCase):
+    def tone(self, f=150.0, seconds=1.0):
+        t = np.arange(int(seconds * V.SR)) / V.SR
+        return (0.3 * np.sign(np.sin(2 * np.pi * f * t))).astype(np.float32)  # harmonics for the pitch tracker
+
+    def test_warp_scales_frequency_and_duration(self):
+        x = self.tone(150)
+        y = A.warp(x, 1.2)
+        self.assertAlmostEqual(len(x) / len(y), 1.2, delta=0.01)
+        self.assertAlmostEqual(f0_median(y) / 180, 1, delta=0.03)
+
+    def test_speaker_knobs_restore_pitch_after_warp(self):
+        v = V.VOICES["flite:kal16"]
+        sp = A.Speaker("s", v.id, f0=200, f0_range=1, warp=1.15, stretch=1, tilt=0)
+        k, w = A.utterance_knobs(sp, v, np.random.default_rng(0))
+        self.assertEqual(w, 1.15)
+        self.assertAlmostEqual(k.f0 * w / 200, 1, delta=0.15)  # per-utterance jitter is small
+        plain = A.Speaker("p", v.id, 105, 1, 1, 1, 0, vary=False)
+        self.assertEqual(A.utterance_knobs(plain, v, np.random.default_rng(0)), (V.Knobs(None, 1, 1), 1))
+
+    def test_speakers_span_registers(self):
+        rng = np.random.default_rng(1)
+        sp = [A.draw_speaker(f"s{i}", V.VOICES["flite:awb"], rng) for i in range(300)]
+        f0 = np.array([s.f0 for s in sp])
+        self.assertLess(np.percentile(f0, 10), 110)
+        self.assertGreater(np.percentile(f0, 90), 190)
+        self.assertTrue(all(0.8 <= s.warp <= 1.26 for s in sp))
+        self.assertEqual(len({(s.f0, s.warp) for s in sp}), 300)
+
+    def test_noise_at_the_asked_snr(self):
+        rng = np.random.default_rng(2)
+        x = self.tone(200, 2)
+        for kind in A.NOISES:
+            y = A.add_noise(x, 10.0, kind, rng, others=[self.tone(120), self.tone(90)])
+            snr = 10 * np.log10(np.mean(x ** 2) / np.mean((y - x) ** 2))
+            self.assertAlmostEqual(snr, 10.0, delta=0.1, msg=kind)
+
+    def test_room_ir_is_normalised_and_decays(self):
+        ir, info = A.room_ir(np.random.default_rng(3))
+        self.assertAlmostEqual(float((ir ** 2).sum()), 1.0, places=4)
+        n = len(ir)
+        self.assertGreater(np.abs(ir[: n // 4]).mean(), np.abs(ir[-n // 4:]).mean())
+        self.assertTrue(0.15 <= info["rt60"] <= 0.9)
+
+    def test_condition_is_deterministic_and_bounded(self):
+        x = self.tone(150, 1.5)
+        a, ia = A.condition(x, np.random.default_rng(9), A.Conditions(codec=0.0), [x])
+        b, ib = A.condition(x, np.random.default_rng(9), A.Conditions(codec=0.0), [x])
+        np.testing.assert_array_equal(a, b)
+        self.assertEqual(ia, ib)
+        self.assertLessEqual(float(np.abs(a).max()), 0.99 + 1e-6)
+        self.assertGreater(len(a), len(x))  # lead-in and tail
+        c, ic = A.condition(x, np.random.default_rng(9), A.Conditions.clean())
+        self.assertNotIn("noise", ic)
+        self.assertNotIn("room", ic)
+
+    @unittest.skipUnless(shutil.which("ffmpeg"), "ffmpeg not installed")
+    def test_codec_round_trip_keeps_length(self):
+        x = self.tone(150, 1.0)
+        for seed in range(6):
+            y, info = A.codec(x, np.random.default_rng(seed))
+            self.assertEqual(len(y), len(x))
+            self.assertIn("codec", info, info)
+            self.assertGreater(np.corrcoef(x[2000:-2000], y[2000:-2000])[0, 1], 0.3, info)
+
+    def test_codec_without_ffmpeg_is_a_no_op(self):
+        x = self.tone()
+        with mock.patch("subprocess.run", side_effect=OSError("no ffmpeg")):
+            y, info = A.codec(x, np.random.default_rng(0))
+        self.assertIs(y, x)
+        self.assertIn("codec_failed", info)
+
+
+@unittest.skipUnless(HAVE_FLITE and HAVE_FESTIVAL and HAVE_ESPEAK, "flite, festival voices and espeak-ng needed")
+class BuildTest(unittest.TestCase):
+    def args(self, out):
+        a = B.parser().parse_args(["--out", out, "--train", "14", "--val", "2", "--test", "4", "--speakers", "6",
+                                   "--heldout-speakers", "2", "--heldout-person-variants", "1",
+                                   "--shard-size", "5", "--jobs", "2", "--seed", "4"])
+        return a
+
+    def setUp(self):
+        self.out = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.out)
+        self.pool = small_pool()
+        p = mock.patch.object(T, "load_pool", lambda *a, **k: self.pool)
+        p.start()
+        self.addCleanup(p.stop)
+
+    def rows(self, split):
+        with open(os.path.join(self.out, f"{split}.jsonl")) as f:
+            return [json.loads(line) for line in f]
+
+    def test_build_resume_and_repair(self):
+        log = io.StringIO()
+        recipe = B.build(self.args(self.out), log=log)
+        self.assertEqual(recipe["counts"]["train"], 14 - recipe["refused"]["train"])
+        train = self.rows("train")
+        self.assertTrue(train)
+        for r in train:
+            info = sf.info(os.path.join(self.out, r["source"]))
+            self.assertEqual((info.samplerate, info.channels), (16000, 1))
+            self.assertNotEqual(r["person"], "rms")
+            self.assertIn(r["engine"], ("flite", "festival", "espeak-ng"))
+            if len(r["target"].split()) >= 4:
+                self.assertEqual(T.text_set(r["target"]), "train")
+        self.assertTrue(all(r["person"] == "rms" for r in self.rows("test-voice")))
+        self.assertTrue(all(T.text_set(r["target"]) == "test" for r in self.rows("test-speakers")))
+        self.assertEqual({r["snr"] for r in self.rows("test-noise")} - set(B.TEST_SNRS), set())
+        espeak_train = {r["voice"] for r in train if r["engine"] == "espeak-ng"}
+        self.assertFalse(espeak_train & {r["voice"] for r in self.rows("test-espeak")})
+        self.assertIn("train", recipe["hours"])
+
+        # a second run does nothing; a corrupted WAV and a half-written shard are rebuilt alike
+        before = {s: self.rows(s) for s in B.SPLITS}
+        log = io.StringIO()
+        B.build(self.args(self.out), log=log)
+        self.assertIn('"to_build": 0', log.getvalue())
+        victim = os.path.join(self.out, train[0]["source"])
+        with open(victim, "r+b") as f:
+            f.seek(200)
+            f.write(b"\x00garbage\x00")
+        shard = os.path.join(self.out, "shards", "train-00001")
+        os.remove(os.path.join(shard, "done.json"))
+        log = io.StringIO()
+        B.build(self.args(self.out), log=log)
+        self.assertIn("corrupt (sha256 mismatch)", log.getvalue())
+        self.assertIn('"to_build": 2', log.getvalue())
+        after = {s: self.rows(s) for s in B.SPLITS}
+        self.assertEqual(before, after)
+        x1, _ = sf.read(victim)
+        self.assertEqual(len(x1), sf.info(victim).frames)
+
+    def test_refused_texts_are_counted_not_fatal(self):
+        real = V.synthesize_many
+
+        def flaky(texts, v, knobs, tmpdir=None, **kw):
+            out = real(texts, v, knobs, tmpdir, **kw)
+            return [None if i == 0 else x for i, x in enumerate(out)]
+
+        with mock.patch.object(V, "synthesize_many", flaky):
+            recipe = B.build(self.args(self.out), log=io.StringIO())
+        self.assertGreater(sum(recipe["refused"].values()), 0)
+        self.assertEqual(recipe["counts"]["train"], 14 - recipe["refused"]["train"])
+
+    def test_missing_voice_stops_before_work(self):
+        with mock.patch.object(V, "check", side_effect=V.VoiceMissing("voice flite:slt: apt-get install flite")):
+            with self.assertRaisesRegex(V.VoiceMissing, "apt-get install flite"):
+                B.build(self.args(self.out), log=io.StringIO())
+        self.assertFalse(os.path.exists(os.path.join(self.out, "shards")))
+
+
+if __name__ == "__main__":
+    unittest.main()
