@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,7 +72,11 @@ func loadReference(t *testing.T, path string) reference {
 
 func existingDirs(t *testing.T) []string {
 	var out []string
-	for _, d := range modelDirs {
+	dirs := modelDirs
+	if d := os.Getenv("PARLEY_SENSEVOICE_EXPORT"); d != "" { // an export to check before it is committed
+		dirs = append(slices.Clip(dirs), d)
+	}
+	for _, d := range dirs {
 		if _, err := os.Stat(filepath.Join(d, "model.onnx")); err == nil {
 			out = append(out, d)
 		}

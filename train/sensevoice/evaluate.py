@@ -20,7 +20,7 @@ import torch
 from ..data import read_manifest
 from . import model as svm
 from .dataset import SenseVoiceDataset, check_targets, collate, greedy_decode, report_targets, score
-from .export import load_our_checkpoint
+from .export import load_our_checkpoint, round_fp16
 
 
 def evaluate(model, vocab, neg_mean, inv_std, records, language: str = "en", batch: int = 16) -> dict:
@@ -74,11 +74,15 @@ def main(argv=None) -> int:
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--language", default="en", choices=sorted(svm.LANG_IDS))
     ap.add_argument("--out", help="write per-utterance results here (JSON)")
+    ap.add_argument("--fp16-weights", action="store_true",
+                    help="round the weights to float16 first, as export --fp16-weights stores them")
     ap.add_argument("--by", action="append", default=[], help="also report CER/WER per value of this manifest field")
     ap.add_argument("--golden", help="write golden decodes (language auto and en, woitn) for Go tests")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     model, vocab, nm, istd = load_our_checkpoint(a.checkpoint)
+    if a.fp16_weights:
+        round_fp16(model)
     records = read_manifest(a.manifest, check_audio=True)
     report_targets(check_targets(records, vocab), a.manifest)
     res = evaluate(model, vocab, nm, istd, records, a.language)

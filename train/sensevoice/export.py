@@ -9,6 +9,12 @@
 Writes model.onnx (+ model.int8.onnx with --int8), tokens.txt and, with
 --reference, reference.json: fixed inputs with PyTorch's logits, checked by the
 Go test in train/onnxcheck (Python here has no onnxruntime).
+
+``--fp16-weights`` stores the large weights as float16, each behind a Cast to float32
+(ONNX Runtime folds the Casts when it loads the model, so it computes in float32 as
+before): half the file for the embedded model.  The weights are rounded to float16 first
+and the reference logits come from the rounded model, so the parity test still holds at
+fp32 tolerance; ``round_fp16`` does the same rounding for evaluation.
 """
 from __future__ import annotations
 
@@ -98,6 +104,43 @@ def export_onnx(model: svm.SenseVoiceSmall, path: str, meta: Dict[str, str]) -> 
     onnx.save(m, path)
 
 
+FP16_MIN_ELEMENTS = 1024
+
+
+def round_fp16(model: torch.nn.Module, min_elements: int = FP16_MIN_ELEMENTS) -> torch.nn.Module:
+    """Round every float tensor of at least min_elements values to float16 precision (in place,
+    kept float32): the weights exactly as a --fp16-weights export stores them."""
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if t.is_floating_point() and t.numel() >= min_elements:
+                t.copy_(t.half().float())
+    return model
+
+
+def store_fp16(m, min_elements: int = FP16_MIN_ELEMENTS) -> int:
+    """Rewrite an ONNX model in place: float32 initializers of at least min_elements values
+    become float16 initializers read through a Cast to float32.  Returns how many."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    g = m.graph
+    casts, n = [], 0
+    for init in g.initializer:
+        if init.data_type != TensorProto.FLOAT or int(np.prod(init.dims)) < min_elements:
+            continue
+        w = numpy_helper.to_array(init)
+        h = w.astype(np.float16)
+        if not np.array_equal(h.astype(np.float32), w):
+            raise ValueError(f"initializer {init.name} is not float16-exact: round the model first (round_fp16)")
+        name = init.name
+        init.CopyFrom(numpy_helper.from_array(h, name + "_fp16"))
+        casts.append(helper.make_node("Cast", [name + "_fp16"], [name], to=TensorProto.FLOAT, name=name + "_cast"))
+        n += 1
+    nodes = casts + list(g.node)
+    del g.node[:]
+    g.node.extend(nodes)
+    return n
+
+
 def export_int8(src: str, dst: str) -> int:
     import onnx
     from .quant import quantize_matmuls
@@ -143,14 +186,25 @@ def reference_cases(model: svm.SenseVoiceSmall, seed: int) -> List[dict]:
 
 def save_bundle(model: svm.SenseVoiceSmall, vocab: Vocab, neg_mean, inv_stddev, out: str, *,
                 comment: str, int8: bool = False, reference: bool = False, seed: int = 0,
-                sp_model: Optional[str] = None, reference_name: str = "reference.json") -> Dict[str, str]:
+                sp_model: Optional[str] = None, reference_name: str = "reference.json",
+                fp16_weights: bool = False) -> Dict[str, str]:
     os.makedirs(out, exist_ok=True)
     if len(vocab) != model.cfg.vocab_size:
         raise ValueError(f"vocabulary has {len(vocab)} pieces but the model outputs {model.cfg.vocab_size}")
     model = model.float().eval()
+    if fp16_weights:
+        round_fp16(model)
     meta = metadata(len(vocab), neg_mean, inv_stddev, comment)
     paths = {"model": os.path.join(out, "model.onnx"), "tokens": os.path.join(out, "tokens.txt")}
     export_onnx(model, paths["model"], meta)
+    if fp16_weights:
+        import onnx
+
+        m = onnx.load(paths["model"])
+        n = store_fp16(m)
+        onnx.checker.check_model(m)
+        onnx.save(m, paths["model"])
+        print(f"fp16: {n} weights stored as float16", file=sys.stderr)
     vocab.write_tokens(paths["tokens"])
     if int8:
         paths["int8"] = os.path.join(out, "model.int8.onnx")
@@ -211,6 +265,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=20240717)
     ap.add_argument("--out", required=True)
     ap.add_argument("--int8", action="store_true", help="also write model.int8.onnx")
+    ap.add_argument("--fp16-weights", action="store_true",
+                    help="store model.onnx's large weights as float16 (computed in float32; half the size)")
     ap.add_argument("--reference", action="store_true", help="write reference.json for the parity test")
     ap.add_argument("--reference-name", default="reference.json",
                     help="file name for the reference (e.g. _reference.json, which assets/ does not embed)")
@@ -254,7 +310,8 @@ def main(argv=None) -> int:
     n = svm.count_params(model)
     try:
         paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
-                            reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name)
+                            reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name,
+                            fp16_weights=a.fp16_weights)
     except OSError as e:  # disk full, quota, file size limit: say so instead of a traceback
         print(f"error: cannot write the export to {a.out}: {e.strerror or e} (is the disk full?)", file=sys.stderr)
         return 1

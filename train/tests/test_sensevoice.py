@@ -148,6 +148,37 @@ class ExportTest(unittest.TestCase):
             ref = json.load(f)
         self.assertEqual(ref["cases"][1]["logits_shape"], [2, 13, len(toks)])
 
+    def test_fp16_weights_halve_the_file_and_keep_the_logits(self):
+        import onnx
+        from onnx import TensorProto
+
+        d32, d16 = tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d32)
+        self.addCleanup(shutil.rmtree, d16)
+        torch.manual_seed(2)
+        m = svm.build(svm.config_for("tiny", **TINY))
+        nm, istd = svx.synthetic_cmvn(2)
+        with contextlib.redirect_stderr(io.StringIO()):
+            p32 = svx.save_bundle(m, char_vocab(), nm, istd, d32, comment="t", reference=True, seed=3)
+            p16 = svx.save_bundle(m, char_vocab(), nm, istd, d16, comment="t", reference=True, seed=3, fp16_weights=True)
+        self.assertLess(os.path.getsize(p16["model"]), 0.7 * os.path.getsize(p32["model"]))
+        g = onnx.load(p16["model"]).graph
+        halves = [i for i in g.initializer if i.data_type == TensorProto.FLOAT16]
+        self.assertTrue(halves)
+        casts = {n.input[0] for n in g.node if n.op_type == "Cast"}
+        self.assertLessEqual({i.name for i in halves}, casts)  # every half-precision weight is read through a Cast
+        self.assertEqual([i.name for i in g.input], ["x", "x_length", "language", "text_norm"])
+        # the reference logits are the rounded model's: close to, not equal to, the float32 model's
+        with open(p32["reference"]) as a, open(p16["reference"]) as b:
+            r32, r16 = json.load(a), json.load(b)
+        l32, l16 = np.array(r32["cases"][0]["logits"]), np.array(r16["cases"][0]["logits"])
+        self.assertGreater(np.abs(l32 - l16).max(), 0)
+        self.assertLess(np.abs(l32 - l16).max(), 0.05 * max(1.0, np.abs(l32).max()))
+        # an unrounded graph is refused rather than silently rounded
+        bad = onnx.load(p32["model"])
+        with self.assertRaisesRegex(ValueError, "not float16-exact"):
+            svx.store_fp16(bad)
+
     TINY_ARGS = ["--size", "tiny", "--random", "--seed", "20240717", "--int8", "--reference"]
 
     def committed_tiny(self) -> str:
@@ -267,6 +298,24 @@ class DataErrorsTest(unittest.TestCase):
         b = collate([it, it])
         self.assertEqual(b["x"].shape, (2, 17, 560))
         self.assertEqual(b["rich"][0].tolist(), [v.id("<|en|>"), v.id("<|NEUTRAL|>"), v.id("<|Speech|>"), v.id("<|woitn|>")])
+
+    def test_speed_perturbation(self):
+        p = os.path.join(self.dir, "s.wav")
+        sf.write(p, (0.1 * np.sin(np.arange(32000) / 7)).astype(np.float32), 16000)
+        rec = {"key": "s", "source": p, "source_len": 200, "target": "hi", "target_len": 1}
+        v = char_vocab()
+        plain = SenseVoiceDataset([rec], v, [0.0] * 560, [1.0] * 560, train=True, specaug=False)
+        ds = SenseVoiceDataset([rec] * 40, v, [0.0] * 560, [1.0] * 560, train=True, specaug=False, speed_perturb=True)
+        n0 = plain[0]["x"].shape[0]
+        lengths = {ds[i]["x"].shape[0] for i in range(40)}
+        self.assertEqual(len(lengths), 3, lengths)  # 0.9x, 1x and 1.1x all drawn
+        self.assertTrue(min(lengths) < n0 < max(lengths))
+        ds.set_epoch(1)
+        again = [ds[i]["x"].shape[0] for i in range(40)]
+        ds.set_epoch(1)
+        self.assertEqual(again, [ds[i]["x"].shape[0] for i in range(40)])  # seeded per (epoch, index)
+        val = SenseVoiceDataset([rec], v, [0.0] * 560, [1.0] * 560, train=False, speed_perturb=True)
+        self.assertEqual(val[0]["x"].shape[0], n0)  # never at evaluation
 
     def test_checkpoint_errors(self):
         with self.assertRaisesRegex(CheckpointError, "nope.pt: checkpoint not found"):
