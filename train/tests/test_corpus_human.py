@@ -337,3 +337,71 @@ class BuildTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class JudgeTest(unittest.TestCase):
+    def test_words_and_score(self):
+        from train import judge as J
+
+        self.assertEqual(J.words("Hello, [laugh] WORLD! it's [break_3] fine."), ["hello", "world", "it's", "fine"])
+        res = J.score([("the cat sat", "the cat sat"), ("a dog", "the dog barked")])
+        self.assertEqual((res["words"], res["utts"]), (6, 2))
+        self.assertAlmostEqual(res["wer"], 2 / 6)
+
+    @unittest.skipUnless(HAVE_FLITE, "flite not installed")
+    def test_judge_hears_a_human_derived_voice(self):
+        from train import judge as J
+
+        try:
+            j = J.Judge()
+        except J.JudgeMissing as e:
+            self.skipTest(str(e))
+        text = "the quick brown fox jumped over the lazy dog near the river bank"
+        x = V.synthesize(text, V.VOICES["flite:kal16"])
+        up = np.repeat(x, 3)[::2]  # 24 kHz: the judge resamples whatever rate it is given
+        for audio, sr in ((x, V.SR), (up, 24000)):
+            self.assertLess(J.score([(j.transcribe(audio, sr), text)])["wer"], 0.25)
+        self.assertEqual(j.transcribe(np.zeros(V.SR, np.float32), V.SR).strip(), "")
+
+
+@unittest.skipUnless(HAVE_FLITE and HAVE_FESTIVAL and HAVE_ESPEAK, "flite, festival voices and espeak-ng needed")
+class VoiceCorpusTest(unittest.TestCase):
+    def test_human_voice_corpus(self):
+        from train.chattts import human as H
+
+        out = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, out)
+        a = H.parser().parse_args(["--out", out, "--train", "24", "--val", "2", "--test", "3", "--speakers", "4",
+                                   "--heldout-variants", "1", "--p-pause", "1", "--p-laugh", "0.5", "--p-speed", "1",
+                                   "--jobs", "1"])
+        H.generate(a, pool=small_pool(), log=io.StringIO())
+        with open(os.path.join(out, "train.jsonl")) as f:
+            train = [json.loads(line) for line in f]
+        self.assertEqual(len(train), 24)
+        self.assertFalse({r["person"] for r in train} & {"rms", "espeak"})
+        for r in train:
+            info = sf.info(os.path.join(out, r["source"]))
+            self.assertEqual((info.samplerate, info.channels), (24000, 1))
+            self.assertAlmostEqual(r["seconds"], info.frames / 24000, delta=0.01)
+            for c in r["controls"]:  # a pause control is silence of the grammar's length
+                if c["token"].startswith("[break_") or c["token"] in ("[uv_break]", "[lbreak]"):
+                    x, _ = sf.read(os.path.join(out, r["source"]))
+                    seg = x[int(c["start"] * 24000) + 10: int(c["end"] * 24000) - 10]
+                    self.assertLess(np.abs(seg).max() if len(seg) else 0, 1e-3)
+                    self.assertAlmostEqual(c["end"] - c["start"], H.PAUSE_MS[c["token"]] / 1000, delta=0.002)
+        with open(os.path.join(out, "test.jsonl")) as f:
+            test = [json.loads(line) for line in f]
+        self.assertTrue(all(r["person"] == "rms" and r["controls"] == [] for r in test))
+        with open(os.path.join(out, "adapt.jsonl")) as f:
+            adapt = [json.loads(line) for line in f]
+        self.assertEqual(len(adapt), 8 * 2)  # rms as recorded (flite) and one variant
+
+    @unittest.skipUnless(HAVE_FLITE, "flite not installed")
+    def test_speed_is_a_real_tempo_change(self):
+        from train.chattts import human as H
+
+        v = V.VOICES["flite:slt"]
+        text = "we will meet at the station after lunch tomorrow"
+        d = {n: len(V.synthesize(text, v, V.Knobs(stretch=H.speed_stretch(n)))) for n in (2, 5, 8)}
+        self.assertGreater(d[2] / d[5], 1.3)
+        self.assertGreater(d[5] / d[8], 1.2)
