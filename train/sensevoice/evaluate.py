@@ -20,7 +20,7 @@ import torch
 from ..data import read_manifest
 from . import model as svm
 from .dataset import SenseVoiceDataset, check_targets, collate, greedy_decode, report_targets, score
-from .export import load_our_checkpoint, round_fp16
+from .export import load_our_checkpoint, resolve_checkpoint, round_fp16
 
 
 def evaluate(model, vocab, neg_mean, inv_std, records, language: str = "en", batch: int = 16) -> dict:
@@ -80,6 +80,7 @@ def main(argv=None) -> int:
     ap.add_argument("--golden", help="write golden decodes (language auto and en, woitn) for Go tests")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
+    a.checkpoint = resolve_checkpoint(a.checkpoint)
     model, vocab, nm, istd = load_our_checkpoint(a.checkpoint)
     if a.fp16_weights:
         round_fp16(model)

@@ -231,6 +231,18 @@ def save_bundle(model: svm.SenseVoiceSmall, vocab: Vocab, neg_mean, inv_stddev, 
     return paths
 
 
+def resolve_checkpoint(path: str) -> str:
+    """A checkpoint file, or a run's directory: its newest checkpoint."""
+    if os.path.isdir(path):
+        import glob
+
+        cks = sorted(glob.glob(os.path.join(path, "ckpt-*.pt")))
+        if not cks:
+            raise SystemExit(f"{path}: no checkpoint (ckpt-*.pt) in this directory")
+        return cks[-1]
+    return path
+
+
 def load_our_checkpoint(path: str):
     try:
         ck = load_torch(path)
@@ -287,13 +299,7 @@ def main(argv=None) -> int:
         neg_mean, inv_std = synthetic_cmvn(a.seed)
         comment = f"parley random-weight SenseVoice ({a.size}, seed {a.seed}); not a speech model"
     elif a.checkpoint:
-        if os.path.isdir(a.checkpoint):  # a run's directory: its newest checkpoint
-            import glob
-
-            cks = sorted(glob.glob(os.path.join(a.checkpoint, "ckpt-*.pt")))
-            if not cks:
-                raise SystemExit(f"{a.checkpoint}: no checkpoint (ckpt-*.pt) in this directory")
-            a.checkpoint = cks[-1]
+        a.checkpoint = resolve_checkpoint(a.checkpoint)
         model, vocab, neg_mean, inv_std = load_our_checkpoint(a.checkpoint)
         comment = f"parley SenseVoice trained by train.sensevoice.train ({os.path.basename(a.checkpoint)})"
     else:
