@@ -37,11 +37,23 @@ def torchrun_works() -> bool:
     return r.returncode == 0
 
 
+# The thread pools of the math libraries torch may load.  They must be sized in the environment
+# the workers start with: a spawned worker loads torch (and with it OpenBLAS, which sizes its
+# pool once, to every core) before _worker runs.  Left at every core, Debian's OpenBLAS kept a
+# second thread per worker busy beside torch's own: 2 workers ran 25 % slower on 2 cores.
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "PARLEY_TORCH_THREADS")
+
+
+def thread_env(env: dict, threads: int) -> dict:
+    for k in THREAD_VARS:
+        env.setdefault(k, str(threads))
+    return env
+
+
 def _worker(local_rank: int, nproc: int, port: int, module: str, args: List[str], threads: int) -> None:
     os.environ.update({"RANK": str(local_rank), "LOCAL_RANK": str(local_rank), "WORLD_SIZE": str(nproc),
                        "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-    os.environ.setdefault("PARLEY_TORCH_THREADS", str(threads))
+    thread_env(os.environ, threads)
     sys.argv = [module] + list(args)
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
@@ -65,6 +77,7 @@ def spawn(nproc: int, module: str, args: List[str], threads: int = 1) -> int:
     import torch.multiprocessing as mp
 
     port = int(os.environ.get("MASTER_PORT") or free_port())
+    thread_env(os.environ, threads)  # inherited by the spawned workers before they import torch
     # SIGTERM to the launcher alone (Parley's job runner dying: its death signal reaches only
     # its child) stops the workers too instead of orphaning them.
     old = signal.signal(signal.SIGTERM, _terminate)
@@ -115,9 +128,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         use = "torchrun" if torchrun_works() else "spawn"
         print(f"train.launch: using {use}", file=sys.stderr)
     if use == "torchrun":
-        env = dict(os.environ)
-        env.setdefault("OMP_NUM_THREADS", str(a.threads))
-        env.setdefault("PARLEY_TORCH_THREADS", str(a.threads))
+        env = thread_env(dict(os.environ), a.threads)
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(a.nproc),
                "-m", a.module] + args
         return subprocess.call(cmd, env=env)

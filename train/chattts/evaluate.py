@@ -51,6 +51,13 @@ def load(checkpoint: str, feats: str):
 # ------------------------------------------------------------------------------ asr
 
 
+def resample_24k(x: np.ndarray) -> np.ndarray:
+    """A 16 kHz voice (train.corpus.voices) at this module's 24 kHz."""
+    from scipy.signal import resample_poly
+
+    return resample_poly(x, 3, 2).astype(np.float32)
+
+
 def transcribe(paths: List[str], parley: str, model_dir: str) -> List[str]:
     out = []
     for i in range(0, len(paths), 50):
@@ -208,6 +215,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--limit", type=int, default=120, help="test sentences")
     ap.add_argument("--temperature", type=float, default=None)
     ap.add_argument("--max-new", type=int, default=None, help="cap on code frames per utterance")
+    ap.add_argument("--judge", action="store_true",
+                    help="also transcribe every set with the independent judge (train.judge, PocketSphinx)")
+    ap.add_argument("--sources", default="",
+                    help="comma-separated voice ids (train.corpus.voices) that speak the test sentences as recorded, "
+                         "judged beside the model: the source voices it learnt from")
+    ap.add_argument("--seeds", type=int, default=6, help="seed speakers whose median F0 is measured")
     a = ap.parse_args(argv)
     torch.set_num_threads(int(os.environ.get("PARLEY_TORCH_THREADS", "1")))
     m, tok, ck = load(a.checkpoint, a.feats)
@@ -253,6 +266,29 @@ def main(argv: Optional[List[str]] = None) -> int:
     res["cer"] = {k: round(cer(refs, h), 4) for k, h in hyps.items()}
     res["cer_ratio_heldout"] = round(res["cer"]["demo_heldout"] / max(1e-9, res["cer"]["espeak_heldout"]), 3)
     res["cer_ratio_seen"] = round(res["cer"]["demo_seen"] / max(1e-9, res["cer"]["espeak_seen"]), 3)
+    if a.sources:
+        from ..corpus import voices as V
+
+        for vid in [v for v in a.sources.split(",") if v]:
+            v = V.voice(vid)
+            xs = V.synthesize_many(refs, v, [V.Knobs()] * len(refs))
+            name = "source_" + vid.replace(":", "_")
+            sets[name] = [wav(f"{name}-{i:03d}", resample_24k(x)) for i, x in enumerate(xs) if x is not None]
+    if a.judge:
+        from ..judge import Judge, score
+
+        j = Judge()
+        res["judge_wer"] = {}
+        for k, paths in sets.items():
+            got = [j.transcribe_file(p) for p in paths]
+            res["judge_wer"][k] = round(score(zip(got, refs[:len(got)]))["wer"], 4)
+        src = {k: v for k, v in res["judge_wer"].items() if k.startswith("source_")}
+        if src:
+            best = min(src, key=src.get)
+            res["judge_best_source"] = {"voice": best, "wer": src[best]}
+            for k in ("demo_heldout", "demo_seen", "demo_seeds"):
+                res.setdefault("judge_ratio_to_best_source", {})[k] = round(res["judge_wer"][k] / max(1e-9, src[best]), 3)
+        print(json.dumps({"judge_wer": res["judge_wer"]}), flush=True)
     res["examples"] = [{"ref": refs[i], **{k: hyps[k][i] for k in hyps}} for i in range(min(8, len(refs)))]
     print(json.dumps({"cer": res["cer"]}), flush=True)
 
@@ -264,7 +300,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     c2, _ = generate_codes(m, p0, spk0, tok.token_id("[spk_emb]"), Sampling(**{**base.__dict__, "seed": 7}))
     ctl["same_seed_identical_codes"] = c1 == c2 and len(c1) > 0
 
-    seeds = [1, 2, 3, 4, 5, 6]
+    seeds = list(range(1, a.seeds + 1))
     svs = [speaker_from_seed(ck["spk_stat"], s) for s in seeds]
     cos = [float(torch.nn.functional.cosine_similarity(x, y, dim=0)) for x, y in itertools.combinations(svs, 2)]
     f0 = {}
@@ -272,7 +308,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         xs = [synthesize(m, tok, fe, t, v, Sampling(**{**base.__dict__, "seed": 0}))[0].numpy() for t in CONTROL_TEXTS[:2]]
         f0[s] = round(f0_median(np.concatenate(xs)), 1)
     ctl["seed_speakers"] = {"max_pairwise_cosine": round(max(cos), 3), "mean_pairwise_cosine": round(float(np.mean(cos)), 3),
-                            "median_f0_hz": f0, "f0_spread_hz": round(max(f0.values()) - min(f0.values()), 1)}
+                            "median_f0_hz": f0, "f0_spread_hz": round(max(f0.values()) - min(f0.values()), 1),
+                            "f0_range_hz": [min(f0.values()), max(f0.values())]}
 
     def disagreement(codes_list):
         ds = []
@@ -343,6 +380,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             ms.append(speech_ms(x.numpy()))
         speed[f"speed_{n}"] = round(float(np.mean(ms)), 1)
     ctl["speed_ms"] = speed
+    ctl["speed_2_over_8"] = round(speed["speed_2"] / max(1e-9, speed["speed_8"]), 3)
     res["controls"] = ctl
     res["elapsed_s"] = round(time.time() - t0, 1)
     with open(os.path.join(a.out, "results.json"), "w") as f:

@@ -59,3 +59,32 @@ class LaunchTermTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+ENV_WORKER = '''
+import json, os, sys
+import torch
+with open(os.path.join(sys.argv[1], "rank%s.json" % os.environ["RANK"]), "w") as f:
+    json.dump({k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                              "PARLEY_TORCH_THREADS")}, f)
+'''
+
+
+class LaunchThreadsTest(unittest.TestCase):
+    def test_workers_start_with_their_thread_pools_sized(self):
+        """The math libraries' pools are sized from the environment a worker starts with (OpenBLAS
+        sizes its pool when torch loads it, before the worker's own code runs)."""
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "envdump.py"), "w") as f:
+                f.write(ENV_WORKER)
+            env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS") and k != "PARLEY_TORCH_THREADS"}
+            env["PYTHONPATH"] = ROOT + os.pathsep + d
+            r = subprocess.run([sys.executable, "-m", "train.launch", "--nproc", "2", "--launcher", "spawn", "--threads", "1",
+                                "-m", "envdump", d], env=env, capture_output=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr.decode()[-2000:])
+            import json
+
+            for rank in (0, 1):
+                with open(os.path.join(d, f"rank{rank}.json")) as f:
+                    self.assertEqual(json.load(f), {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                                                    "MKL_NUM_THREADS": "1", "PARLEY_TORCH_THREADS": "1"})
