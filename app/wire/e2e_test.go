@@ -348,6 +348,19 @@ func saysTheTime(answer, heard string) (ok bool, why string) {
 	return 2*errs <= len([]rune(want)) && (has(hour) || has(minutes)), why
 }
 
+// soundsLike reports whether heard (the recording's transcript) is what the same recogniser
+// hears in the clean copy of the answer: at most a third of the letters differ. The demo
+// recogniser misses some minutes' number words outright ("it's a m" for "it's four nineteen
+// a m", from the clean copy too), so whether the time is heard depends on the clock; whether
+// the sink gave back what was played does not.
+func soundsLike(clean, heard string) (ok bool, why string) {
+	want := letters(strings.Fields(strings.ToLower(clean)))
+	got := letters(strings.Fields(strings.ToLower(heard)))
+	errs := editDistance([]rune(want), []rune(got))
+	why = fmt.Sprintf("heard %q, the clean copy heard as %q: %d letter errors in %d", heard, clean, errs, len([]rune(want)))
+	return len(want) >= 4 && 3*errs <= len([]rune(want)), why
+}
+
 // demoASR is the project's demo recognizer in the source tree.
 const demoASR = "../../assets/demo/sensevoice"
 
@@ -414,10 +427,16 @@ func TestEndToEndWhatTimeIsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clean, err := x.asr.Transcribe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ok, why := saysTheTime(ex.Answer, heard.Text)
 	t.Logf("the harness's ear: %s", why)
-	if !ok {
-		t.Errorf("the answer as heard from the sink does not say the time: %s", why)
+	same, whySame := soundsLike(clean.Text, heard.Text)
+	t.Logf("the harness's ear on the clean copy: %s", whySame)
+	if !ok && !same {
+		t.Errorf("the answer as heard from the sink neither says the time (%s) nor sounds like its clean copy (%s)", why, whySame)
 	}
 	// PulseAudio on a busy 2-core host under-runs and shifts parts of it: judge 50 ms blocks,
 	// each at its best lag, and compare with a control sentence that was never played
@@ -527,6 +546,25 @@ func bargeInOnce(t *testing.T) (errs []string) {
 		t.Logf("KNOWN ISSUE: the second answer was cut short too (%q of %q)", second.Answer, second.FullAnswer)
 	}
 	return errs
+}
+
+func TestSoundsLike(t *testing.T) {
+	for _, c := range []struct {
+		clean, heard string
+		ok           bool
+	}{
+		{"a m", "a m", false}, // too little to compare
+		{"it's a m", "it's a m", true},
+		{"it's four nineteen a m", "it's four nineteen a m", true},
+		{"it's four nineteen a m", "its for nineteen am", true},
+		{"it's four nineteen a m", "what is", false},
+		{"it's four nineteen a m", "", false},
+		{"it's eight forty four a m", "set a timer for four minutes", false},
+	} {
+		if ok, why := soundsLike(c.clean, c.heard); ok != c.ok {
+			t.Errorf("soundsLike(%q, %q) = %v, want %v (%s)", c.clean, c.heard, ok, c.ok, why)
+		}
+	}
 }
 
 func TestSaysTheTime(t *testing.T) {

@@ -276,8 +276,10 @@ def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def load_checkpoint_weights(model: SenseVoiceSmall, path: str, strict: bool = True):
-    """Load an official FunASR ``model.pt`` (or one of our checkpoints) into ``model``."""
+def load_checkpoint_weights(model: SenseVoiceSmall, path: str, strict: bool = True, new_head: bool = False):
+    """Load an official FunASR ``model.pt`` (or one of our checkpoints) into ``model``.  With
+    ``new_head`` the CTC head is left at its random start when its vocabulary differs (a
+    recogniser trained on with another vocabulary: its encoder already listens)."""
     try:
         obj = load_torch(path)
     except Exception as e:  # noqa: BLE001 - report the file
@@ -289,7 +291,12 @@ def load_checkpoint_weights(model: SenseVoiceSmall, path: str, strict: bool = Tr
     if not isinstance(obj, dict):
         raise RuntimeError(f"{path}: not a state dict (got {type(obj).__name__})")
     obj = {k[len("module."):] if k.startswith("module.") else k: v for k, v in obj.items()}
+    if new_head:
+        own = model.state_dict()
+        obj = {k: v for k, v in obj.items() if not (k.startswith("ctc.") and k in own and own[k].shape != v.shape)}
     missing, unexpected = model.load_state_dict(obj, strict=False)
+    if new_head:
+        missing = [k for k in missing if not k.startswith("ctc.")]
     if strict and (missing or unexpected):
         raise RuntimeError(f"{path}: state dict mismatch: missing {missing[:5]}, unexpected {unexpected[:5]}")
     return missing, unexpected

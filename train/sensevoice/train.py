@@ -182,6 +182,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--from-init", action="store_true",
                     help="take the model size, vocabulary and CMVN from the --init checkpoint (ours, e.g. written by "
                          "train.sensevoice.base): fine-tuning keeps the starting point's frontend and tokens")
+    ap.add_argument("--init-new-head", action="store_true",
+                    help="--init from a recogniser with another vocabulary: its encoder, a new CTC head")
     ap.add_argument("--no-cache", action="store_true", help="do not cache features in memory")
     ap.add_argument("--no-specaug", action="store_true", help="no time/frequency masking")
     ap.add_argument("--speed-perturb", action="store_true",
@@ -210,7 +212,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch.manual_seed(cfg.seed)
         model = svm.build(mcfg)
         if a.init:
-            svm.load_checkpoint_weights(model, a.init)
+            svm.load_checkpoint_weights(model, a.init, new_head=a.init_new_head)
         task = SenseVoiceTask(a.train, a.val, vocab, cmvn, mcfg, cfg, cache=not a.no_cache, specaug=not a.no_specaug,
                                speed_perturb=a.speed_perturb)
         Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)

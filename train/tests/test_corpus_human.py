@@ -405,3 +405,32 @@ class VoiceCorpusTest(unittest.TestCase):
         d = {n: len(V.synthesize(text, v, V.Knobs(stretch=H.speed_stretch(n)))) for n in (2, 5, 8)}
         self.assertGreater(d[2] / d[5], 1.3)
         self.assertGreater(d[5] / d[8], 1.2)
+
+
+class MixTest(unittest.TestCase):
+    def test_mix_drops_heldout_texts_and_rebases_paths(self):
+        from train.corpus import mix as M
+
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        os.makedirs(os.path.join(d, "human"))
+        os.makedirs(os.path.join(d, "espeak-templates", "wav"))
+        with open(os.path.join(d, "human", "train.jsonl"), "w") as f:
+            f.write(json.dumps({"key": "train-000000", "source": "shards/a.wav", "source_len": 100, "target": "hello",
+                                "target_len": 1}) + "\n")
+        held = next(s for s in (f"set a timer for {T.cardinal(n)} minutes" for n in range(1, 2000)) if T.text_set(s) == "test")
+        kept = next(s for s in (f"set a timer for {T.cardinal(n)} minutes" for n in range(1, 2000)) if T.text_set(s) == "train")
+        with open(os.path.join(d, "espeak-templates", "train.jsonl"), "w") as f:
+            for i, t in enumerate([held, kept, "stop"]):
+                f.write(json.dumps({"key": f"train-{i:06d}", "source": f"wav/{i}.wav", "source_len": 100, "target": t,
+                                    "target_len": len(t.split())}) + "\n")
+        out = os.path.join(d, "human", "train-mix.jsonl")
+        counts = M.mix(out, os.path.join(d, "human", "train.jsonl"), [os.path.join(d, "espeak-templates", "train.jsonl")],
+                       log=io.StringIO())
+        self.assertEqual(counts, {"human": 1, "extra": 2, "dropped_heldout": 1})
+        with open(out) as f:
+            rows = [json.loads(line) for line in f]
+        self.assertEqual([r["target"] for r in rows], ["hello", kept, "stop"])
+        self.assertEqual(rows[1]["source"], os.path.join("..", "espeak-templates", "wav", "1.wav"))
+        self.assertEqual(rows[1]["key"], "espeak-templates-train-000001")
+        self.assertEqual(rows[0]["source"], "shards/a.wav")
