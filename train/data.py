@@ -14,7 +14,6 @@ and line number.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 from array import array
@@ -144,11 +143,13 @@ class ManifestIndex:
 
 
 class ShardSampler(Sampler):
-    """``DistributedSampler`` semantics with resumable state.
+    """``DistributedSampler``'s split with resumable state, and no sample twice.
 
     Each epoch: a permutation seeded by ``seed + epoch`` (identical on all ranks),
-    padded by wrapping (or truncated with ``drop_last``) to a multiple of
-    ``num_replicas``, then rank r takes every num_replicas-th index from r.
+    truncated with ``drop_last`` to a multiple of ``num_replicas``, then rank r takes
+    every num_replicas-th index from r.  Without ``drop_last`` the first ``n % W`` ranks
+    get one sample more: the trainer evens ranks out with zero-weight batches, so no
+    rank trains a real sample twice (``DistributedSampler`` wraps around instead).
     """
 
     def __init__(self, n: int, num_replicas: int = 1, rank: int = 0, shuffle: bool = True,
@@ -159,10 +160,10 @@ class ShardSampler(Sampler):
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self.epoch = 0
         if drop_last:
-            self.num_samples = n // num_replicas
+            self.total_size = n // num_replicas * num_replicas
         else:
-            self.num_samples = math.ceil(n / num_replicas)
-        self.total_size = self.num_samples * num_replicas
+            self.total_size = n
+        self.num_samples = len(range(rank, self.total_size, num_replicas))
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -173,11 +174,6 @@ class ShardSampler(Sampler):
             idx = torch.randperm(self.n, generator=g).tolist()
         else:
             idx = list(range(self.n))
-        if self.drop_last:
-            idx = idx[: self.total_size]
-        elif self.total_size > len(idx) and idx:
-            pad = self.total_size - len(idx)
-            idx += (idx * math.ceil(pad / len(idx)))[:pad]
         return idx[self.rank: self.total_size: self.num_replicas]
 
     def __iter__(self) -> Iterator[int]:
@@ -202,9 +198,10 @@ class DynamicBatchSampler(Sampler):
     ``count <= batch_size_sample_max``; samples longer than ``max_token_length``
     are dropped.  Consecutive batches go to ranks 0..W-1 in turn (so the ranks
     of one step get batches of similar lengths), groups of W batches are
-    shuffled, and every rank gets the same number of batches (the last
-    incomplete group is padded by repeating batches from the start, or dropped
-    with ``drop_last``).  ``start_step`` skips this rank's first batches (resume).
+    shuffled.  The last group may be short: its batches go to the first ranks and
+    the others get one batch fewer (the trainer evens ranks out with zero-weight
+    batches, so no sample is trained twice in an epoch), or it is dropped with
+    ``drop_last``.  ``start_step`` skips this rank's first batches (resume).
     """
 
     def __init__(self, lengths: Sequence[int], batch_size: int, world_size: int = 1, rank: int = 0,
@@ -259,13 +256,9 @@ class DynamicBatchSampler(Sampler):
             part = [g for g in groups if len(g) < w]
             rng.shuffle(full)
             groups = full + part
-        if groups and len(groups[-1]) < w:
-            if self.drop_last:
-                groups.pop()
-            else:
-                need = w - len(groups[-1])
-                groups[-1] = groups[-1] + [batches[j % len(batches)] for j in range(need)]
-        return [g[self.rank] for g in groups]
+        if groups and len(groups[-1]) < w and self.drop_last:
+            groups.pop()
+        return [g[self.rank] for g in groups if self.rank < len(g)]
 
     def __iter__(self) -> Iterator[List[int]]:
         return iter(self.rank_batches()[self.start_step:])
