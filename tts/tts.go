@@ -191,6 +191,7 @@ var AllControls = []Control{CtlSeed, CtlTemperature, CtlTopP, CtlTopK, CtlSpeed,
 // Capabilities describes an engine.
 type Capabilities struct {
 	Engine     string              `json:"engine"`
+	Model      string              `json:"model,omitempty"` // the model in use (its directory's name), for the user
 	SampleRate int                 `json:"sample_rate"`
 	Languages  []string            `json:"languages,omitempty"`
 	Voices     []string            `json:"voices,omitempty"`

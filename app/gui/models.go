@@ -530,7 +530,7 @@ func (p *modelsPanel) setGPUs(rep gpu.GPUReport, err error) {
 	rows := [][2]string{
 		{"Speech recognition (SenseVoice)", asrDev + " — runtime.provider = " + provider},
 		{"Voice activity (Silero) and wake word", "CPU (small models, one thread)"},
-		{"Voice (espeak-ng)", "CPU"},
+		{voiceRow(p.u.voiceName), voiceDevice(p.u.voiceName, asrDev, provider)},
 		{"Language model", "the LLM server's own device; offline skills on the CPU"},
 	}
 	g := container.NewGridWithColumns(2)
@@ -542,4 +542,24 @@ func (p *modelsPanel) setGPUs(rep gpu.GPUReport, err error) {
 	}
 	p.devices.Add(g)
 	p.content.Refresh()
+}
+
+// voiceRow is the devices table's voice row: the voice in use, when one runs.
+func voiceRow(name string) string {
+	if name == "" {
+		return "Voice (none running)"
+	}
+	return "Voice (" + name + ")"
+}
+
+// voiceDevice is where the voice runs: espeak-ng on the CPU, an ONNX voice where the
+// recogniser's provider puts it.
+func voiceDevice(name, asrDev, provider string) string {
+	if name == "" {
+		return "—"
+	}
+	if strings.HasPrefix(name, "espeak-ng") || strings.Contains(name, "(espeak-ng)") {
+		return "CPU"
+	}
+	return asrDev + " — runtime.provider = " + provider
 }

@@ -307,13 +307,8 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	r.a = a
 	r.mu.Unlock()
 	r.ui.do(func() {
-		r.ui.conv.voice = cfg.TTS.Voice
-		if r.ui.conv.voice == "" {
-			r.ui.conv.voice = "espeak-ng"
-		}
-		if cfg.TTS.Seed != 0 {
-			r.ui.conv.voice += fmt.Sprintf(" (seed %d)", cfg.TTS.Seed)
-		}
+		r.ui.conv.voice = a.VoiceName
+		r.ui.voiceName = a.VoiceName
 		r.ui.textOnly = wo.NoAudio
 		if wo.NoAudio {
 			r.ui.conv.voice = ""

@@ -39,6 +39,8 @@ type UI struct {
 	// textOnly: the assistant has no voice or microphone (no audio devices); answers are
 	// shown, and "no voice" is not repeated as an error on every bubble.
 	textOnly bool
+	// voiceName names the voice the running assistant speaks with ("" before one runs)
+	voiceName string
 
 	conv     *conversation
 	talk     *talkBar
@@ -84,7 +86,6 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u.talk = newTalkBar(u)
 	u.banners = container.NewVBox()
 	if svc.Config != nil {
-		u.conv.voice = svc.Config.TTS.Voice
 		if m, err := app.ParseMode(svc.Config.Assistant.Mode); err == nil {
 			u.mode = m
 			u.talk.mode.SetSelectedIndex(int(m))

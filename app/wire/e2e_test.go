@@ -373,6 +373,9 @@ var clock = regexp.MustCompile(`\b(\d{1,2}):(\d{2})\b`)
 // voice of TestEndToEndBargeIn.
 func TestEndToEndWhatTimeIsIt(t *testing.T) {
 	x := start(t, "hands-free", "espeak")
+	if want := fmt.Sprintf("espeak-ng, seed %d", e2eSeed); x.a.VoiceName != want {
+		t.Errorf("VoiceName %q, want %q", x.a.VoiceName, want)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	asked := time.Now()
@@ -510,6 +513,9 @@ func TestEndToEndBargeIn(t *testing.T) {
 // checks the loop, its transcript and its history; it returns what went wrong.
 func bargeInOnce(t *testing.T) (errs []string) {
 	x := start(t, "hands-free", "auto")
+	if !strings.HasPrefix(x.a.VoiceName, "chattts") || !strings.HasSuffix(x.a.VoiceName, fmt.Sprintf(", seed %d", e2eSeed)) {
+		t.Errorf("VoiceName %q: not the demo voice that speaks, with its seed", x.a.VoiceName)
+	}
 	defer x.pulse.Close() // a fresh sound server for the next attempt
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -69,6 +69,9 @@ type Assistant struct {
 	// Mic and Speaker are the audio devices (nil without audio); Health tells how they fare.
 	Mic     *Mic
 	Speaker *Speaker
+	// VoiceName names the voice that speaks, for the user: the library voice or preset, the
+	// engine's model and the seed ("" without a voice).
+	VoiceName string
 
 	closers []func() error
 }
@@ -258,7 +261,26 @@ func (b *builder) voice(context.Context) error {
 	}
 	b.closes(v.E.Close)
 	b.p.Voice, b.rate, b.vo = v, v.Rate, v
+	b.a.VoiceName = VoiceName(v.E.Capabilities(), b.cfg.TTS.Voice, v.Req)
 	return nil
+}
+
+// VoiceName names a voice for the user: "NAME (model)" for a library voice or an engine
+// preset, else the engine's model; ", seed N" when a seed draws the speaker.
+// ("chattts-demo, seed 7", "anna (chattts-demo)", "espeak-ng (en-us)").
+func VoiceName(caps tts.Capabilities, voice string, req tts.Request) string {
+	model := caps.Model
+	if model == "" || model == "." {
+		model = caps.Engine
+	}
+	name := model
+	if voice != "" && voice != "default" {
+		name = voice + " (" + model + ")"
+	}
+	if req.HasSeed {
+		name += fmt.Sprintf(", seed %d", req.Seed)
+	}
+	return name
 }
 
 // devices: the speaker, the microphone (each reopened when lost), the echo reference, and

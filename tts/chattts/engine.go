@@ -249,6 +249,7 @@ func (e *Engine) Capabilities() tts.Capabilities {
 	}
 	c := tts.Capabilities{
 		Engine:     "chattts",
+		Model:      filepath.Base(filepath.Clean(e.cfg.Dir)),
 		SampleRate: e.mc.Audio.SampleRate,
 		Languages:  []string{"zh", "en"},
 		Voices:     []string{"default", "none"}, // also seed:N and ChatTTS speaker strings

@@ -195,6 +195,7 @@ func (e *Engine) Close() error {
 func (e *Engine) Capabilities() tts.Capabilities {
 	return tts.Capabilities{
 		Engine:     "kokoro",
+		Model:      filepath.Base(filepath.Clean(e.cfg.Dir)),
 		SampleRate: SampleRate,
 		Languages:  []string{"en-us", "en-gb", "es", "fr", "hi", "it", "pt-br", "ja", "zh (voice-dependent)"},
 		Voices:     e.Voices(),
