@@ -272,6 +272,11 @@ func (e *Engine) Capabilities() tts.Capabilities {
 	if !refine {
 		c.Notes[tts.CtlOral] = "this model has no refine pass ([oral_N]/[laugh_N] need it)"
 	}
+	if e.timeScalesSpeed() {
+		c.Controls[tts.CtlSpeed], c.Controls[tts.CtlRate] = tts.Emulated, tts.Emulated
+		c.Notes[tts.CtlSpeed] = "spoken at normal tempo, the audio time-scaled without changing its pitch (WSOLA), 0.5×…1.4×: this model does not act on [speed_N]"
+		c.Notes[tts.CtlRate] = c.Notes[tts.CtlSpeed]
+	}
 	if e.mc.Frontend.Type == "espeak-ipa" {
 		c.Languages = []string{e.espeakVoice()}
 		c.Controls[tts.CtlLanguage] = tts.Ignored
@@ -443,6 +448,21 @@ func (e *Engine) frontText(text string) (string, error) {
 
 // tokenID returns a control token's id from config.json.
 func (e *Engine) tokenID(name string) int { return e.mc.Tokens[name] }
+
+// normalSpeed is [speed_5], 1×.
+const normalSpeed = 5
+
+// timeScalesSpeed reports whether a speed is applied to the audio rather than through the
+// model's [speed_N] (see ModelConfig.Speed).
+func (e *Engine) timeScalesSpeed() bool {
+	switch e.mc.Speed {
+	case "time-scale":
+		return true
+	case "native":
+		return false
+	}
+	return e.mc.Size == "demo"
+}
 
 // codePrompt is [Stts][spk_emb|empty_spk][speed_N] text [Ptts] as ids.
 func (e *Engine) codePrompt(text []int, speed int, hasSpeaker bool) []int {

@@ -69,6 +69,10 @@ type ModelConfig struct {
 	MinTokensToKeep int            `json:"min_tokens_to_keep"`
 	DefaultSeed     *int64         `json:"default_seed"` // the model's own default voice, if it names one
 	Card            *Card          `json:"card"`         // measured quality (Parley's own models)
+	// Speed is how the voice takes a speed: "native" (its [speed_N] tokens) or "time-scale"
+	// (spoken at normal tempo, the audio time-scaled). "" means native, except for the demo
+	// size: Parley's espeak-trained demo voice barely moves its duration with [speed_N].
+	Speed string `json:"speed,omitempty"`
 	DVAE            *DVAEConfig    `json:"dvae"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/parley-voice/parley/audio/stretch"
 	"github.com/parley-voice/parley/tts"
 )
 
@@ -93,10 +94,25 @@ func (e *Engine) SynthesizeWithSample(ctx context.Context, req tts.Request, smp 
 				return err
 			}
 			pending := tts.Silence(r.Before, rate)
+			speed, scale := r.Speed, 1.0
+			if e.timeScalesSpeed() && speed >= 0 && speed != normalSpeed {
+				// the model says it at its normal tempo; the audio takes the speed
+				speed, scale = normalSpeed, 0.5+0.1*float64(r.Speed)
+			}
 			for pi, text := range pieces {
 				last := r.Last && pi == len(pieces)-1
 				first := !seen[r.Sentence]
+				var st *stretch.Stretcher
+				if scale != 1 {
+					st = stretch.New(rate, scale)
+				}
 				out := func(samples []float32, final bool) error {
+					if st != nil {
+						samples = st.Push(samples)
+						if final {
+							samples = append(samples, st.Flush()...)
+						}
+					}
 					c := tts.Chunk{Samples: samples, SampleRate: rate, Sentence: r.Sentence, Last: last && final}
 					if first {
 						c.Text, first = sentText[r.Sentence], false
@@ -108,7 +124,7 @@ func (e *Engine) SynthesizeWithSample(ctx context.Context, req tts.Request, smp 
 					}
 					return emit(c)
 				}
-				if err := e.speakRun(ctx, text, r.Speed, spk, sample, tp.RefinePrompt, refSampler, codeSampler, ist, out, warnf); err != nil {
+				if err := e.speakRun(ctx, text, speed, spk, sample, tp.RefinePrompt, refSampler, codeSampler, ist, out, warnf); err != nil {
 					return err
 				}
 			}

@@ -1,7 +1,9 @@
 package chattts
 
 import (
+	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/control"
 	"github.com/parley-voice/parley/tts/espeak"
@@ -204,6 +208,43 @@ func TestDemoFrontendReference(t *testing.T) {
 		}
 		if ids := tok.Encode(c.Phonemes); !slices.Equal(ids, c.IDs) {
 			t.Errorf("%q: ids %v, reference %v", c.Phonemes, ids, c.IDs)
+		}
+	}
+}
+
+// TestDemoVoiceSpeedActs: the demo voice does not act on [speed_N] (its espeak-ng corpus
+// barely varied tempo), so it speaks at its normal tempo and the audio is time-scaled: the
+// speed must set the duration, and the capability report must say it is emulated.
+func TestDemoVoiceSpeedActs(t *testing.T) {
+	dir := demoDir()
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		t.Skipf("no demo voice in %s", dir)
+	}
+	gputest.RequireORT(t)
+	e, err := New(Config{Dir: dir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if c := e.Capabilities(); c.Support(tts.CtlSpeed) != tts.Emulated || !strings.Contains(c.Notes[tts.CtlSpeed], "time-scaled") {
+		t.Errorf("speed reported as %v (%q)", c.Support(tts.CtlSpeed), c.Notes[tts.CtlSpeed])
+	}
+	dur := map[float64]float64{}
+	for _, speed := range []float64{0.6, 1, 1.4} {
+		s, err := e.Synthesize(context.Background(), tts.Request{Text: "Good evening, how can I help you tonight?", Seed: 7, HasSeed: true, Speed: speed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := tts.ReadAll(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dur[speed] = b.Duration().Seconds()
+	}
+	t.Logf("durations at 0.6/1/1.4: %.2f/%.2f/%.2f s", dur[0.6], dur[1], dur[1.4])
+	for _, speed := range []float64{0.6, 1.4} {
+		if r := dur[1] / dur[speed]; math.Abs(r-speed)/speed > 0.05 {
+			t.Errorf("speed %.1f: %.2f s against %.2f s at 1× (ratio %.2f)", speed, dur[speed], dur[1], r)
 		}
 	}
 }
