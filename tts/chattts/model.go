@@ -72,8 +72,8 @@ type ModelConfig struct {
 	// Speed is how the voice takes a speed: "native" (its [speed_N] tokens) or "time-scale"
 	// (spoken at normal tempo, the audio time-scaled). "" means native, except for the demo
 	// size: Parley's espeak-trained demo voice barely moves its duration with [speed_N].
-	Speed string `json:"speed,omitempty"`
-	DVAE            *DVAEConfig    `json:"dvae"`
+	Speed string      `json:"speed,omitempty"`
+	DVAE  *DVAEConfig `json:"dvae"`
 }
 
 // DVAEConfig describes the export's speech codes. A model trained with neutral streams never
