@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,9 +29,9 @@ import (
 // MaxRealtimeSessions bounds concurrent realtime sessions.
 const MaxRealtimeSessions = 32
 
-// maxRealtimeMessage bounds one WebSocket message: an append of realtime.MaxAppendBytes of
-// PCM in base64, and its JSON.
-const maxRealtimeMessage = realtime.MaxAppendBytes*4/3 + 4096
+// freeMessageBytes is how much of a message is read without reserving it from the audio
+// memory budget: the events of a normal session (20-100 ms appends) stay under it.
+const freeMessageBytes = 256 << 10
 
 // maxRealtimeBuffer bounds a session's uncommitted audio in seconds.
 const maxRealtimeBuffer = 300
@@ -49,18 +50,78 @@ func (ss *session) shutdown() {
 	}
 }
 
-// wsConn adapts a WebSocket to realtime.Conn.
-type wsConn struct{ c *websocket.Conn }
+// wsConn adapts a WebSocket to realtime.Conn. It reads each message itself rather than
+// through the library's read limit, which closes with 1009 without a word to the client: a
+// message over realtime.MaxMessageBytes is refused with realtime.ErrMessageTooLarge, and a
+// large one is held against the server's audio budget while it is read and decoded.
+type wsConn struct {
+	c      *websocket.Conn
+	budget *memBudget
+	held   *int64 // budget reserved for the last message, given back at the next Read
+}
+
+func newWSConn(c *websocket.Conn, budget *memBudget) wsConn {
+	c.SetReadLimit(-1) // Read enforces realtime.MaxMessageBytes
+	return wsConn{c: c, budget: budget, held: new(int64)}
+}
 
 func (w wsConn) Read(ctx context.Context) ([]byte, error) {
+	w.release()
 	for {
-		typ, b, err := w.c.Read(ctx)
+		typ, r, err := w.c.Reader(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if typ == websocket.MessageText || typ == websocket.MessageBinary {
-			return b, nil
+		if typ != websocket.MessageText && typ != websocket.MessageBinary {
+			continue
 		}
+		return w.readMessage(r)
+	}
+}
+
+// readMessage reads one message, reserving what passes freeMessageBytes from the budget. A
+// message the budget cannot hold is read to its end and dropped (realtime.ErrBusy).
+func (w wsConn) readMessage(r io.Reader) ([]byte, error) {
+	var buf bytes.Buffer
+	chunk := make([]byte, 64<<10)
+	total, busy := 0, false
+	for {
+		n, err := r.Read(chunk)
+		total += n
+		if total > realtime.MaxMessageBytes {
+			w.release()
+			return nil, fmt.Errorf("%w: more than %d bytes", realtime.ErrMessageTooLarge, realtime.MaxMessageBytes)
+		}
+		if n > 0 && !busy {
+			if over := int64(total-freeMessageBytes) - *w.held; over > 0 && w.budget != nil {
+				if w.budget.Reserve(over) {
+					*w.held += over
+				} else {
+					busy = true
+					buf = bytes.Buffer{}
+					w.release()
+				}
+			}
+			if !busy {
+				buf.Write(chunk[:n])
+			}
+		}
+		switch {
+		case err == io.EOF && busy:
+			return nil, fmt.Errorf("%w: the server's audio memory is in use", realtime.ErrBusy)
+		case err == io.EOF:
+			return buf.Bytes(), nil
+		case err != nil:
+			w.release()
+			return nil, err
+		}
+	}
+}
+
+func (w wsConn) release() {
+	if w.held != nil && *w.held > 0 {
+		w.budget.Release(*w.held)
+		*w.held = 0
 	}
 }
 
@@ -128,7 +189,6 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c.SetReadLimit(maxRealtimeMessage)
 	stop := context.AfterFunc(r.Context(), cancel)
 	defer stop()
 	br, err := s.brain()
@@ -159,12 +219,17 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	s.metrics.Counter("parley_realtime_sessions_total").Add(1)
-	err = realtime.Run(ctx, wsConn{c}, cfg)
+	conn := newWSConn(c, s.audioMem)
+	err = realtime.Run(ctx, conn, cfg)
+	conn.release()
 	switch {
 	case ss.closing.Load():
 	case errors.Is(err, realtime.ErrIdle):
 		ss.closing.Store(true)
 		c.Close(websocket.StatusNormalClosure, "idle")
+	case errors.Is(err, realtime.ErrMessageTooLarge):
+		ss.closing.Store(true)
+		c.Close(websocket.StatusMessageTooBig, "message too large")
 	case errors.Is(err, realtime.ErrTooManyBadEvents):
 		ss.closing.Store(true)
 		c.Close(websocket.StatusPolicyViolation, "too many malformed events")

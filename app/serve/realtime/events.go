@@ -101,11 +101,14 @@ type ClientEvent struct {
 	PCM []byte `json:"-"`
 }
 
-// MaxAppendBytes bounds the decoded audio of one append: 768 KiB, 16 s at 24 kHz. OpenAI
-// allows 15 MiB of base64, but clients send 20–100 ms per append, and what one message may
-// make the server hold (the message, its PCM, floats, resampled floats) is multiplied by
-// every session at once.
-const MaxAppendBytes = 768 << 10
+// MaxMessageBytes is the largest client event, OpenAI's own limit (15 MiB): "send the whole
+// clip in one append" is common. The server holds a message against its audio memory budget
+// while it is read and decoded.
+const MaxMessageBytes = 15 << 20
+
+// MaxAppendBytes bounds the decoded audio of one append: what a MaxMessageBytes event of
+// base64 holds (11.25 MiB, about 4 minutes at 24 kHz).
+const MaxAppendBytes = MaxMessageBytes / 4 * 3
 
 // DecodeClientEvent parses one client message. Unknown types are returned as they are (the
 // session answers them with an error event); malformed JSON, a missing type and bad audio

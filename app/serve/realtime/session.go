@@ -79,6 +79,14 @@ type Budget = pcmbuf.Budget
 // ErrTooManyBadEvents ends a session that keeps sending malformed events.
 var ErrTooManyBadEvents = errors.New("realtime: too many malformed events")
 
+// ErrMessageTooLarge ends a session whose client sent an event over MaxMessageBytes: the
+// client is told with an error event first (the connection then closes with 1009).
+var ErrMessageTooLarge = errors.New("realtime: message too large")
+
+// ErrBusy is a Conn's answer to a message it could not hold (the server's audio memory is
+// in use): the message is dropped, the client told, and the session goes on.
+var ErrBusy = errors.New("realtime: server busy")
+
 // ErrIdle ends a session whose client sent nothing for Config.IdleTimeout.
 var ErrIdle = errors.New("realtime: client idle")
 
@@ -194,7 +202,15 @@ func Run(ctx context.Context, conn Conn, cfg Config) error {
 		msg, err := conn.Read(rctx)
 		idle := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		rcancel()
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrMessageTooLarge):
+			s.sendError("invalid_request_error", "message_too_large", "",
+				fmt.Sprintf("%v: an event may be at most %d bytes (%d MiB); send the audio in several appends", err, MaxMessageBytes, MaxMessageBytes>>20))
+			return ErrMessageTooLarge
+		case errors.Is(err, ErrBusy):
+			s.sendError("server_error", "server_busy", "", fmt.Sprintf("%v: the event was dropped; send it again shortly, or in smaller appends", err))
+			continue
+		case err != nil:
 			if idle {
 				return ErrIdle
 			}
