@@ -475,6 +475,25 @@ class Trainer:
             g["lr"] = g["initial_lr"] * lam(0)
         self.sched._last_lr = [g["lr"] for g in self.opt.param_groups]
 
+    def _agree_on_start(self) -> None:
+        """Every rank must start from the same state: the same step and the same weights. Ranks
+        that resumed different checkpoints (an --out that is not shared) would train apart
+        until a collective failed (gloo) or hung (NCCL); every rank raises the same error."""
+        if not self.info.distributed:
+            return
+        with torch.no_grad():
+            fp = sum(float(p.double().sum()) for p in self.model.parameters())
+        mine = torch.tensor([float(self.step), fp], dtype=torch.float64, device=self.info.device)
+        lo, hi = mine.clone(), mine.clone()
+        dist.all_reduce(lo, op=dist.ReduceOp.MIN)
+        dist.all_reduce(hi, op=dist.ReduceOp.MAX)
+        if lo[0] != hi[0] or lo[1] != hi[1]:
+            what = (f"steps {int(lo[0])} to {int(hi[0])}" if lo[0] != hi[0]
+                    else f"step {int(lo[0])} with different weights")
+            raise CheckpointError(f"rank {self.info.rank}: the ranks start from different states ({what}; this rank: "
+                                  f"step {self.step}, resumed {self.resumed}): give every process the same --out "
+                                  "(a shared directory) or the same --resume checkpoint")
+
     def _global_sum(self, v: float) -> float:
         if not self.info.distributed:
             return v
@@ -497,6 +516,7 @@ class Trainer:
             self.total_steps = self._epoch_steps(0, self._part_order(0, nparts)[0], nparts) * cfg.max_epochs
             if self.step == 0:
                 self._reset_initial_lr()
+        self._agree_on_start()
         self.ddp.train()
         self.emit({"event": "start", "world_size": info.world_size, "backend": info.backend,
                    "device": str(info.device), "zero": self.zero, "amp": self.amp,
@@ -624,7 +644,14 @@ class Trainer:
             self._budget_fits = fit + 1
             self.emit({"event": "budget", "step": self.step, "total_steps": self.total_steps,
                        "s_per_step": round(per_step, 4), "budget_s": cfg.time_budget_s})
-        return now - t_start >= cfg.time_budget_s or (fit > 0 and self.step >= self.total_steps)
+        stop = now - t_start >= cfg.time_budget_s or (self._budget_fits > 0 and self.step >= self.total_steps)
+        if self.info.distributed:
+            # rank 0's clock decides for all: ranks that fitted their own schedules ended with
+            # different weights, and a rank stopping a step early leaves the others waiting
+            t = torch.tensor([self.total_steps, self._budget_fits, int(stop)], dtype=torch.int64, device=self.info.device)
+            dist.broadcast(t, src=0)
+            self.total_steps, self._budget_fits, stop = int(t[0]), int(t[1]), bool(t[2])
+        return stop
 
     def _fallback_batch(self, ds):
         """A padding batch for a rank that has no batch at all in this part."""

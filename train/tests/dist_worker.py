@@ -5,12 +5,22 @@ import io
 import json
 import os
 import sys
+import time
 
 import torch
 
+import train.trainer as trm
 from train import dist as pdist
-from train.trainer import TrainConfig, Trainer
+from train.trainer import CheckpointError, TrainConfig, Trainer
 from train.tests.toy import ToyTask, toy_model
+
+
+class SlowToy(ToyTask):
+    """Steps of about 20 ms, so that a 3 s budget holds a schedule of many steps."""
+
+    def loss(self, model, batch):
+        time.sleep(0.02)
+        return super().loss(model, batch)
 
 
 def params(model):
@@ -86,6 +96,41 @@ def scenarios(rank: int, world: int, port: int, out_dir: str) -> None:
     res["resume_max_diff"] = float((params(straight.model) - params(second.model)).abs().max())
     res["resume_steps"] = [straight.step, first.step, second.step]
     res["resume_pos"] = [straight.pos, second.pos]
+
+    # 5. ranks that resume different checkpoints (a non-shared --out) must all stop with the
+    # same clear error before training, not train apart until a collective fails or hangs
+    other = ck if rank == 0 else os.path.join(out_dir, "resume", "ckpt-00000009.pt")
+    try:
+        run(TrainConfig(out_dir=os.path.join(out_dir, f"apart-{rank}"), max_steps=12, resume=other, **rcfg),
+            ToyTask(), info, dropout=0.2)
+        res["apart_error"] = ""
+    except CheckpointError as e:
+        res["apart_error"] = str(e)
+
+    # 6. a time budget with clocks that disagree (rank 1's runs 1.5x fast): rank 0 decides the
+    # schedule and the stop for all, so the ranks end at the same step with the same weights
+    real = time.time
+
+    class Skewed:
+        t0 = real()
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+        def time(self):
+            return self.t0 + (real() - self.t0) * (1.5 if rank == 1 else 1.0)
+
+    trm.time = Skewed()
+    try:
+        cfg = TrainConfig(out_dir=os.path.join(out_dir, "budget"), max_epochs=1000, lr=1e-2, optim="adam",
+                          scheduler="cosine", warmup_steps=2, time_budget_s=3.0, log_interval=0, seed=3, device="cpu")
+        tr = run(cfg, SlowToy(), info)
+    finally:
+        trm.time = time
+    res["budget_steps"] = [tr.step, tr.total_steps]
+    res["budget_lr"] = tr.sched.get_last_lr()[0]
+    torch.save(params(tr.model), os.path.join(out_dir, f"budget-{rank}.pt"))
+
     with open(os.path.join(out_dir, f"res-{rank}.json"), "w") as f:
         json.dump(res, f)
     pdist.destroy()

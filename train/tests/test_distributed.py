@@ -114,6 +114,19 @@ class DistributedTest(unittest.TestCase):
             self.assertEqual(self.res[r]["resume_pos"][0], self.res[r]["resume_pos"][1])
             self.assertEqual(self.res[r]["resume_max_diff"], 0.0, f"rank {r}: resumed run differs")
 
+    def test_ranks_resuming_different_checkpoints_stop_with_one_error(self):
+        for r in range(WORLD):
+            err = self.res[r]["apart_error"]
+            self.assertIn("different states", err, f"rank {r}: {err!r}")
+            self.assertIn("steps 5 to 9", err)
+
+    def test_time_budget_is_decided_by_rank_0(self):
+        self.assertEqual(self.res[0]["budget_steps"], self.res[1]["budget_steps"])
+        self.assertEqual(self.res[0]["budget_lr"], self.res[1]["budget_lr"])
+        d = float((self.load("budget", 0) - self.load("budget", 1)).abs().max())
+        self.assertEqual(d, 0.0, f"ranks ended {d} apart under a time budget")
+        self.assertGreater(self.res[0]["budget_steps"][0], 20)
+
 
 if __name__ == "__main__":
     unittest.main()
