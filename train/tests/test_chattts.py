@@ -537,6 +537,38 @@ class DemoPipelineTest(unittest.TestCase):
                 self.assertGreater(st["ga"], 0)
 
 
+    def test_gpt_batches_weigh_every_target_frame_the_same(self):
+        """Two batches weighted as the trainer weighs them (across ranks or micro-batches) give
+        the gradient of one batch holding both: the loss is a mean over target frames."""
+        from train.chattts.train import DemoModel, batch_weight, collate_gpt
+
+        torch.manual_seed(0)
+        tok = WordPieceTokenizer(tiny_tokenizer_spec())
+        m = DemoModel(config_for("tiny", num_text_tokens=tok.size), 3)
+        m.set_stage("gpt")
+        m.eval()  # no dropout: the same forward pass in both arrangements
+        m.mel_weight, m.ga_weight = 0.0, 0.0
+        p = tok.encode("[Stts][spk_emb][speed_5]hello world[Ptts]")
+        items = [{"prompt": torch.tensor(p), "codes": torch.randint(0, 625, (n, 4)), "mel": torch.randn(100, 2 * n),
+                  "speaker": i, "spk_emb_id": tok.token_id("[spk_emb]")} for i, n in enumerate((3, 17))]
+
+        def grads(batches, weigh):
+            m.zero_grad()
+            ws = [weigh(b) for b in batches]
+            for b, w in zip(batches, ws):
+                loss, _ = m(b)
+                (loss * w / sum(ws)).backward()
+            return torch.cat([q.grad.reshape(-1) for q in m.parameters() if q.grad is not None])
+
+        one = grads([collate_gpt(items)], batch_weight)
+        split = [collate_gpt([it]) for it in items]
+        by_frames = grads(split, batch_weight)
+        by_utts = grads(split, lambda b: float(b["speaker"].shape[0]))
+        scale = float(one.abs().max())
+        self.assertLess(float((by_frames - one).abs().max()) / scale, 1e-5)
+        self.assertGreater(float((by_utts - one).abs().max()) / scale, 1e-2, "the test cannot tell the weightings apart")
+
+
 class InferTest(unittest.TestCase):
     def test_bad_texts_give_audio_or_a_clear_error(self):
         from train.chattts.infer import Sampling, generate_codes, speaker_from_seed, synthesize, warp
