@@ -234,6 +234,19 @@ func (m *model) initSherpa(info *gpu.ModelInfo, dir string) error {
 		}
 		m.lang[l] = int32(v)
 	}
+	if v, ok := info.Meta("trained_languages"); ok {
+		// the languages the model learnt (Parley's own models: English); the others keep
+		// their ids but mean nothing to it
+		trained := map[string]bool{}
+		for _, l := range strings.Split(v, ",") {
+			trained[strings.TrimSpace(l)] = true
+		}
+		for l := range m.lang {
+			if l != "auto" && l != "nospeech" && !trained[l] {
+				delete(m.lang, l)
+			}
+		}
+	}
 	w, err := info.MetaInt("with_itn")
 	if err != nil {
 		return err

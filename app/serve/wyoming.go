@@ -116,6 +116,23 @@ func (s *Server) wyomingVoices(art func(name, desc string) wyoming.Artifact) []w
 		for _, l := range langs {
 			vs = append(vs, wyoming.TtsVoice{Artifact: art(l.Tag, l.Name+" (espeak-ng)"), Languages: []string{bcp47(l.Tag)}, Speakers: speakers})
 		}
+	case caps.Support(tts.CtlSeed) == tts.Native:
+		// an engine whose seeds draw its speakers (ChatTTS): its own voice, named by its
+		// model, with the speakers; a preset beside "default" and "none" (ChatTTS's empty
+		// speaker) is a voice too
+		model := caps.Model
+		if model == "" || model == "." {
+			model = s.eng.TTSEngine
+		}
+		vs = append(vs, wyoming.TtsVoice{Artifact: art(s.eng.TTSEngine, model+" (a speaker per seed: pick a speaker)"),
+			Languages: languageTags(caps.Languages), Speakers: speakers})
+		for _, n := range caps.Voices {
+			if n == "default" || n == "none" || n == s.eng.TTSEngine {
+				continue
+			}
+			vs = append(vs, wyoming.TtsVoice{Artifact: art(n, fmt.Sprintf("%s voice %s", model, n)),
+				Languages: languageTags(caps.Languages), Speakers: speakers})
+		}
 	case len(caps.Voices) > 0:
 		for _, n := range caps.Voices {
 			langs := languageTags(caps.Languages)

@@ -53,7 +53,7 @@ def synthetic_cmvn(seed: int) -> Tuple[List[float], List[float]]:
     return [float(v) for v in neg_mean], [float(v) for v in inv_std]
 
 
-def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str) -> Dict[str, str]:
+def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str, languages: Optional[List[str]] = None) -> Dict[str, str]:
     def floats(v):
         return ",".join(repr(float(np.float32(x))) for x in v)
 
@@ -73,6 +73,13 @@ def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str) -> Dict[str, s
     }
     for k, v in svm.LANG_IDS.items():
         meta[f"lang_{k}"] = str(v)
+    if languages:
+        # the languages the model learnt: the recogniser offers only these (the query ids of
+        # the others stay, as the architecture has them, but mean nothing to this model)
+        unknown = [l for l in languages if l not in svm.LANG_IDS or l in ("auto", "nospeech")]
+        if unknown:
+            raise ValueError(f"unknown languages {unknown} (have {sorted(k for k in svm.LANG_IDS if k not in ('auto', 'nospeech'))})")
+        meta["trained_languages"] = ",".join(languages)
     meta["with_itn"] = str(svm.TEXTNORM_IDS["withitn"])
     meta["without_itn"] = str(svm.TEXTNORM_IDS["woitn"])
     return meta
@@ -187,14 +194,14 @@ def reference_cases(model: svm.SenseVoiceSmall, seed: int) -> List[dict]:
 def save_bundle(model: svm.SenseVoiceSmall, vocab: Vocab, neg_mean, inv_stddev, out: str, *,
                 comment: str, int8: bool = False, reference: bool = False, seed: int = 0,
                 sp_model: Optional[str] = None, reference_name: str = "reference.json",
-                fp16_weights: bool = False) -> Dict[str, str]:
+                fp16_weights: bool = False, languages: Optional[List[str]] = None) -> Dict[str, str]:
     os.makedirs(out, exist_ok=True)
     if len(vocab) != model.cfg.vocab_size:
         raise ValueError(f"vocabulary has {len(vocab)} pieces but the model outputs {model.cfg.vocab_size}")
     model = model.float().eval()
     if fp16_weights:
         round_fp16(model)
-    meta = metadata(len(vocab), neg_mean, inv_stddev, comment)
+    meta = metadata(len(vocab), neg_mean, inv_stddev, comment, languages)
     paths = {"model": os.path.join(out, "model.onnx"), "tokens": os.path.join(out, "tokens.txt")}
     export_onnx(model, paths["model"], meta)
     if fp16_weights:
@@ -282,6 +289,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", action="store_true", help="write reference.json for the parity test")
     ap.add_argument("--reference-name", default="reference.json",
                     help="file name for the reference (e.g. _reference.json, which assets/ does not embed)")
+    ap.add_argument("--languages", help="the languages the model was trained on, comma-separated (e.g. en): "
+                    "written as trained_languages, so the recogniser offers only those")
     a = ap.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -317,7 +326,8 @@ def main(argv=None) -> int:
     try:
         paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
                             reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name,
-                            fp16_weights=a.fp16_weights)
+                            fp16_weights=a.fp16_weights,
+                            languages=[l.strip() for l in a.languages.split(",") if l.strip()] if a.languages else None)
     except OSError as e:  # disk full, quota, file size limit: say so instead of a traceback
         print(f"error: cannot write the export to {a.out}: {e.strerror or e} (is the disk full?)", file=sys.stderr)
         return 1
