@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs, g := globalFlags()
 	serve, cfgPath, logLevel, provider, showVersion := &g.serve, &g.cfgPath, &g.logLevel, &g.provider, &g.version
 	sets := &g.sets
+	args = serveAsCommand(args)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout, fs)

@@ -127,3 +127,28 @@ func globalArgs(args []string) (globals, rest []string) {
 	}
 	return globals, rest
 }
+
+// serveAsCommand rewrites `parley [globals] --serve [flags]` as `parley [globals] serve
+// [flags]`, so that --serve takes serve's own flags (`parley --serve --tls-cert …` said "flag
+// provided but not defined"). The search stops at the first argument that is not a global
+// flag or its value.
+func serveAsCommand(args []string) []string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch a {
+		case "--serve", "-serve", "--serve=true", "-serve=true":
+			out := append(append(append([]string(nil), args[:i]...), "serve"), args[i+1:]...)
+			return out
+		case "--":
+			return args
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || a == "-" || !globalFlagNames[name] {
+			return args
+		}
+		if !hasValue {
+			i++ // its value
+		}
+	}
+	return args
+}

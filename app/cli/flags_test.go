@@ -222,3 +222,19 @@ func TestModelsImportLocal(t *testing.T) {
 		t.Errorf("broken: %d %s", code, stderr)
 	}
 }
+
+func TestServeAsCommand(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"--serve", "--tls-cert", "c.pem"}, []string{"serve", "--tls-cert", "c.pem"}},
+		{[]string{"--config", "x.toml", "--serve", "--addr", ":1"}, []string{"--config", "x.toml", "serve", "--addr", ":1"}},
+		{[]string{"--set=a.b=1", "-serve"}, []string{"--set=a.b=1", "serve"}},
+		{[]string{"say", "--serve"}, []string{"say", "--serve"}},     // a command's own arguments
+		{[]string{"--set", "--serve"}, []string{"--set", "--serve"}}, // a flag's value
+		{[]string{"--", "--serve"}, []string{"--", "--serve"}},
+		{nil, nil},
+	} {
+		if got := serveAsCommand(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("serveAsCommand(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

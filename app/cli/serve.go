@@ -23,7 +23,7 @@ const serveUsage = `usage: parley serve [flags]   (or parley --serve)
 Runs Parley headless as a speech server:
   HTTP (serve.addr, default %s)
     POST /v1/audio/transcriptions   OpenAI-compatible speech to text (multipart)
-    POST /v1/audio/speech           OpenAI-compatible text to speech (wav, pcm, flac; streamed)
+    POST /v1/audio/speech           OpenAI-compatible text to speech (wav, pcm, flac; mp3, opus, aac through ffmpeg; streamed)
     POST /v1/chat/completions       chat through the configured LLM (offline skills without one)
     GET  /v1/models                 ASR models, voices and LLMs
     GET  /v1/realtime               realtime voice over WebSocket (OpenAI Realtime events)
