@@ -43,6 +43,25 @@ from . import dist as pdist
 from .data import DynamicBatchSampler, seed_worker
 
 
+class Remaining:
+    """A batch sampler without the samples in ``taken`` (batches left empty are dropped),
+    from its ``start``-th remaining batch on."""
+
+    def __init__(self, sampler, taken: set, start: int = 0):
+        self.batches = []
+        for b in sampler:
+            kept = [i for i in b if i not in taken]
+            if kept:
+                self.batches.append(kept)
+        self.batches = self.batches[start:]
+
+    def __iter__(self):
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
 class CheckpointError(RuntimeError):
     pass
 
@@ -384,7 +403,19 @@ class Trainer:
         tr = ck["trainer"]
         self.step, self.pos, self.best = tr["step"], dict(tr["pos"]), tr.get("best")
         old = tr.get("config") or {}
-        if (not self.cfg.max_steps and tr.get("total_steps") and old.get("max_epochs") == self.cfg.max_epochs
+        old_world = int(tr.get("world_size") or self.info.world_size)
+        self._recount = False
+        if old_world != self.info.world_size:
+            # The batches of this part so far were cut for old_world ranks: keep which, so the
+            # rest of the part is what they did not take, and count the schedule again (its
+            # steps per epoch change with the world size: kept, steps past its end ran at LR 0)
+            if self.pos.get("batch"):
+                self.pos["earlier"] = list(self.pos.get("earlier") or []) + [[old_world, int(self.pos["batch"])]]
+            self.pos["batch"] = 0
+            self._recount = not self.cfg.max_steps
+            self.emit({"event": "world_size_changed", "from": old_world, "to": self.info.world_size,
+                       "step": self.step, "pos": self.pos})
+        elif (not self.cfg.max_steps and tr.get("total_steps") and old.get("max_epochs") == self.cfg.max_epochs
                 and old.get("grad_accum") == self.cfg.grad_accum):
             # The schedule's length is part of its state: recomputing it from the
             # batches left in a half-done epoch would end the cosine early (LR 0).
@@ -464,6 +495,62 @@ class Trainer:
             n = int(t.item())
         return math.ceil(n * nparts / self.cfg.grad_accum)
 
+    def _part_sampler(self, ds, epoch: int, part: int, start: int):
+        """This rank's batches of a part from batch ``start`` on.  After a resume on another
+        number of ranks (pos["earlier"]: [world size, batches each rank took], oldest first)
+        they are this world's batches without the samples the earlier worlds took, so each
+        sample of the part is still trained once."""
+        earlier = self.pos.get("earlier") or []
+        if not earlier:
+            return self.task.batch_sampler(ds, self.cfg, self.info, epoch, part, start)
+        taken: set = set()
+        for world, n in earlier:
+            now = set()
+            for r in range(int(world)):
+                other = pdist.DistInfo(rank=r, world_size=int(world), device=self.info.device)
+                got = 0
+                for b in self.task.batch_sampler(ds, self.cfg, other, epoch, part, 0):
+                    if got >= n:
+                        break
+                    kept = [i for i in b if i not in taken]
+                    if kept:
+                        now.update(kept)
+                        got += 1
+            taken |= now
+        return Remaining(self.task.batch_sampler(ds, self.cfg, self.info, epoch, part, 0), taken, start)
+
+    def _steps_left(self) -> int:
+        """Optimizer steps from the current position to the end of the last epoch (the
+        maximum over ranks of what is left of this part, then whole parts and epochs)."""
+        cfg, epoch = self.cfg, self.pos["epoch"]
+        nparts = self.task.num_parts()
+        order = self._part_order(epoch, nparts)
+        if self.pos["part"] >= nparts:
+            return 0
+        ds = self.task.train_part(order[self.pos["part"]], epoch)
+        n = len(self._part_sampler(ds, epoch, order[self.pos["part"]], self.pos["batch"]))
+        if self.info.distributed:
+            t = torch.tensor([n], dtype=torch.int64, device=self.info.device)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            n = int(t.item())
+        per_part = self._epoch_steps(epoch, order[0], nparts) / max(1, nparts)
+        rest_parts = nparts - self.pos["part"] - 1
+        later = sum(self._epoch_total(e) for e in range(epoch + 1, cfg.max_epochs))
+        return math.ceil(n / cfg.grad_accum) + math.ceil(rest_parts * per_part) + later
+
+    # epochs counted batch by batch; past this many, epoch 0's count stands for the rest
+    EXACT_EPOCHS = 64
+
+    def _epoch_total(self, epoch: int) -> int:
+        """Optimizer steps of one epoch.  With one data part, the epoch's own sampler says
+        exactly (batch counts vary by a few % between epochs: the schedule counted from epoch
+        0 alone ended early or late); with several parts (each a load), or many epochs, the
+        estimate from one part of epoch 0."""
+        nparts = self.task.num_parts()
+        if nparts == 1 and self.cfg.max_epochs <= self.EXACT_EPOCHS:
+            return self._epoch_steps(epoch, 0, 1)
+        return self._epoch_steps(0, self._part_order(0, nparts)[0], nparts)
+
     def _part_order(self, epoch: int, nparts: int) -> List[int]:
         order = list(range(nparts))
         random.Random(self.cfg.seed * 31 + epoch).shuffle(order)
@@ -511,9 +598,11 @@ class Trainer:
             torch.manual_seed(cfg.seed + 1000 * info.rank)
             random.seed(cfg.seed + 1000 * info.rank)
             np.random.seed(cfg.seed + 1000 * info.rank)
+        if getattr(self, "_recount", False) and cfg.max_epochs:
+            self.total_steps = self.step + self._steps_left()
+            self._recount = False
         if self.total_steps == 0 and cfg.max_epochs:
-            nparts = self.task.num_parts()
-            self.total_steps = self._epoch_steps(0, self._part_order(0, nparts)[0], nparts) * cfg.max_epochs
+            self.total_steps = sum(self._epoch_total(e) for e in range(cfg.max_epochs))
             if self.step == 0:
                 self._reset_initial_lr()
         self._agree_on_start()
@@ -535,7 +624,7 @@ class Trainer:
                 part = order[self.pos["part"]]
                 ds = self.task.train_part(part, epoch)
                 start = self.pos["batch"]
-                sampler = self.task.batch_sampler(ds, cfg, info, epoch, part, start)
+                sampler = self._part_sampler(ds, epoch, part, start)
                 n_local = len(sampler)
                 n_max = n_local
                 if info.distributed:
@@ -552,6 +641,7 @@ class Trainer:
                 if not done:
                     self.pos["part"] += 1
                     self.pos["batch"] = 0
+                    self.pos.pop("earlier", None)
             if not done:
                 self.pos = {"epoch": epoch + 1, "part": 0, "batch": 0}
                 last_val.update(self.validate())

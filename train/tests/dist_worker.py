@@ -12,7 +12,7 @@ import torch
 import train.trainer as trm
 from train import dist as pdist
 from train.trainer import CheckpointError, TrainConfig, Trainer
-from train.tests.toy import ToyTask, toy_model
+from train.tests.toy import RecordTask, ToyTask, toy_model
 
 
 class SlowToy(ToyTask):
@@ -131,7 +131,28 @@ def scenarios(rank: int, world: int, port: int, out_dir: str) -> None:
     res["budget_lr"] = tr.sched.get_last_lr()[0]
     torch.save(params(tr.model), os.path.join(out_dir, f"budget-{rank}.pt"))
 
+    # 7. a world-size change: 2 ranks stop mid-epoch (the parent resumes them on 1 process),
+    # and 2 ranks resume what 1 process (the parent, before) stopped
+    tr, seen = world_change_run(os.path.join(out_dir, "w2to1"), info, stop_at=4)
+    res["w2to1_seen"] = seen
+    tr, seen = world_change_run(os.path.join(out_dir, "w1to2"), info, resume="auto")
+    res["w1to2_seen"] = seen
+    res["w1to2_events"] = tr.out.getvalue() if rank == 0 else ""
+    res["w1to2_steps"] = [tr.step, tr.total_steps]
+
     with open(os.path.join(out_dir, f"res-{rank}.json"), "w") as f:
         json.dump(res, f)
     pdist.destroy()
     pdist.exit_worker()
+
+
+def world_change_run(out_dir: str, info, stop_at: int = 0, resume: str = ""):
+    """RecordTask over 2 epochs with a cosine schedule; -> the trainer and the samples each
+    epoch trained here."""
+    cfg = TrainConfig(out_dir=out_dir, max_epochs=2, lr=1e-2, optim="adam", scheduler="cosine", warmup_steps=2,
+                      log_interval=1, seed=3, device="cpu", batch_size=20, batch_size_sample_max=4, sort_size=8,
+                      resume=resume)
+    task = RecordTask()
+    tr = Trainer(cfg, toy_model(), task, info, out=io.StringIO())
+    tr.fit(stop_at_step=stop_at)
+    return tr, {str(k): v for k, v in task.seen.items()}

@@ -41,7 +41,13 @@ class DistributedTest(unittest.TestCase):
     def setUpClass(cls):
         torch.set_num_threads(1)
         cls.dir = tempfile.mkdtemp(prefix="parley-dist-")
+        # 1 process stops mid-epoch; the 2 ranks of the scenarios resume it (1 -> 2)
+        cls.w1to2_before, _ = dist_worker.world_change_run(os.path.join(cls.dir, "w1to2"), pdist.DistInfo(), stop_at=6)
+        cls.w1to2_before_seen = {str(k): v for k, v in cls.w1to2_before.task.seen.items()}
         spawn_scenarios(cls.dir)
+        # the 2 ranks stopped mid-epoch; 1 process resumes them (2 -> 1)
+        cls.w2to1_after, cls.w2to1_after_seen = dist_worker.world_change_run(os.path.join(cls.dir, "w2to1"),
+                                                                            pdist.DistInfo(), resume="auto")
         cls.res = []
         for r in range(WORLD):
             with open(os.path.join(cls.dir, f"res-{r}.json")) as f:
@@ -126,6 +132,32 @@ class DistributedTest(unittest.TestCase):
         d = float((self.load("budget", 0) - self.load("budget", 1)).abs().max())
         self.assertEqual(d, 0.0, f"ranks ended {d} apart under a time budget")
         self.assertGreater(self.res[0]["budget_steps"][0], 20)
+
+    def check_world_change(self, before, after, steps, events):
+        for epoch in ("0", "1"):
+            got = sorted(i for part in before + after for i in part.get(epoch, []))
+            self.assertEqual(got, list(range(40)), f"epoch {epoch}: samples trained {got}")
+        step, total = steps
+        self.assertEqual(step, total, "the run did not end where its schedule ends")
+        # a train event logs the LR the next step takes: a run straight through logs 0 at its
+        # last two steps (the cosine's end); a resume that kept the old length logged 0 for
+        # many steps (20 of 35 going 2 -> 1)
+        lrs = [e["lr"] for e in events if e["event"] == "train"]
+        self.assertTrue(len(lrs) > 2 and all(lr > 0 for lr in lrs[:-2]), f"steps at LR 0 before the end: {lrs}")
+
+    def test_resume_from_2_ranks_on_1(self):
+        tr = self.w2to1_after
+        events = [json.loads(line) for line in tr.out.getvalue().splitlines()]
+        self.assertIn("world_size_changed", [e["event"] for e in events])
+        self.check_world_change([r["w2to1_seen"] for r in self.res], [self.w2to1_after_seen],
+                                [tr.step, tr.total_steps], events)
+
+    def test_resume_from_1_rank_on_2(self):
+        events = [json.loads(line) for line in self.res[0]["w1to2_events"].splitlines()]
+        self.assertIn("world_size_changed", [e["event"] for e in events])
+        self.assertEqual(self.res[0]["w1to2_steps"], self.res[1]["w1to2_steps"])
+        self.check_world_change([self.w1to2_before_seen], [r["w1to2_seen"] for r in self.res],
+                                self.res[0]["w1to2_steps"], events)
 
 
 if __name__ == "__main__":

@@ -103,3 +103,38 @@ class SplitTask(ToyTask):
                 batches.append(g_idx[o:o + n])
                 o += n
         return ListSampler(batches[start:])
+
+
+class RecordData(torch.utils.data.Dataset):
+    def __init__(self, base: ToyData, lens):
+        self.base, self.lens = base, lens
+
+    def __len__(self):
+        return len(self.base)
+
+    def __getitem__(self, i):
+        return i, self.base.x[i], self.base.y[i]
+
+    def lengths(self):
+        return self.lens
+
+
+class RecordTask(ToyTask):
+    """The trainer's own batching (DynamicBatchSampler over lengths 1..9) that records which
+    samples each epoch trained (collate sees only real batches, never zero-weight pads)."""
+
+    def __init__(self, n=40):
+        super().__init__(n)
+        self.lens = [1 + (i * 7) % 9 for i in range(n)]
+        self.seen = {}
+        self.epoch = 0
+
+    def train_part(self, part, epoch):
+        self.epoch = epoch
+        return RecordData(self.ds, self.lens)
+
+    def collate(self, items):
+        self.seen.setdefault(self.epoch, []).extend(i for i, _, _ in items)
+        return torch.stack([a for _, a, _ in items]), torch.stack([b for _, _, b in items])
+
+    batch_sampler = Task.batch_sampler
