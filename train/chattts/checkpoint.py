@@ -121,11 +121,24 @@ def check_gpt_config(path: str, g: GPTConfig) -> None:
     pairs = {"hidden_size": g.hidden, "intermediate_size": g.ffn, "num_attention_heads": g.heads,
              "num_hidden_layers": g.layers, "num_audio_tokens": g.num_audio_tokens,
              "num_text_tokens": g.num_text_tokens, "num_vq": g.num_vq}
+    if not isinstance(c, dict):
+        raise CheckpointError(f"{path}: not a JSON object")
+
+    def number(k):
+        # a key may be null (as configs written by transformers have it): then it says nothing
+        v = c.get(k)
+        if v is None:
+            return None
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+            raise CheckpointError(f"{path}: {k} is {v!r}, not a whole number")
+        return int(v)
+
     for k, want in pairs.items():
-        if k in c and int(c[k]) != want:
-            raise CheckpointError(f"{path}: {k} is {c[k]}, the declared size has {want}")
-    kv = c.get("num_key_value_heads")
-    if kv is not None and int(kv) != g.heads:
+        v = number(k)
+        if v is not None and v != want:
+            raise CheckpointError(f"{path}: {k} is {v}, the declared size has {want}")
+    kv = number("num_key_value_heads")
+    if kv is not None and kv != g.heads:
         raise CheckpointError(f"{path}: num_key_value_heads {kv} != num_attention_heads {g.heads} (GQA is not supported)")
     for k, ok in (("hidden_act", "silu"), ("rope_scaling", None)):
         if k in c and c[k] != ok:

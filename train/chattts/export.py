@@ -38,7 +38,8 @@ FORMAT_VERSION = 1
 REFINE_DEFAULTS = dict(temperature=0.7, top_p=0.7, top_k=20, repetition_penalty=1.0, repetition_window=16,
                        max_new_tokens=384, min_new_tokens=0, prompt="")
 CODE_DEFAULTS = dict(temperature=0.3, top_p=0.7, top_k=20, repetition_penalty=1.05, repetition_window=16,
-                     max_new_tokens=2048, min_new_tokens=0, prompt="[speed_5]")
+                     max_new_tokens=2048, min_new_tokens=0, prompt="[speed_5]",
+                     sample_format="[Stts][spk_emb]{sample}{prompt}{text}[Ptts]")  # upstream's clone prompt order
 
 
 # ------------------------------------------------------------------------------ graphs
@@ -526,6 +527,11 @@ def main(argv=None) -> int:
             frontend = ckd.get("frontend", frontend)
             refine = bool(ckd.get("refine", False))
             code_defaults = ckd.get("code_defaults")
+            if code_defaults is not None and "sample_format" not in code_defaults:
+                # trained before the key: clone items put [speed_N] before the sample's text
+                from .train import PROMPT_FIRST
+
+                code_defaults = {**code_defaults, "sample_format": PROMPT_FIRST}
             neutral = ckd.get("neutral_streams")
             comment = f"parley ChatTTS-architecture voice trained by train.chattts.train ({os.path.basename(a.checkpoint)})"
     except ck.CheckpointError as e:

@@ -105,6 +105,13 @@ def prepare(corpus: str, out: str) -> None:
     print(json.dumps({"ipa_symbols": len(pieces), "vocab": WordPieceTokenizer(spec_json).size}), flush=True)
 
 
+
+# Where a clone's sample text goes in the code prompt (config.json code.sample_format): upstream
+# ChatTTS's order, which its official model learnt.  Checkpoints from before this key learnt
+# PROMPT_FIRST, and the exporter says so for them.
+SAMPLE_FIRST = "[Stts][spk_emb]{sample}{prompt}{text}[Ptts]"
+PROMPT_FIRST = "[Stts][spk_emb]{prompt}{sample}{text}[Ptts]"
+
 class Feats:
     def __init__(self, d: str, split: str):
         with open(os.path.join(d, f"{split}.index.json"), encoding="utf-8") as f:
@@ -426,7 +433,7 @@ def collate_dvae(items):
 class GPTData(torch.utils.data.Dataset):
     """The gpt stage's items.  With prefix_prob > 0 that share of the items (fixed by seed) get
     another utterance of the same speaker as a speaker sample, laid out as the engine lays out
-    a clone prompt (tts/chattts synth.go): [Stts][spk_emb][speed_N] sample text, text [Ptts]
+    a clone prompt (tts/chattts synth.go, upstream's order): [Stts][spk_emb] sample text, [speed_N] text [Ptts]
     sample codes, codes — so the model learns to carry on from a recording."""
 
     def __init__(self, feats: Feats, tok: WordPieceTokenizer, prefix_prob: float = 0.0, seed: int = 0):
@@ -448,8 +455,9 @@ class GPTData(torch.utils.data.Dataset):
                 if others and rng.random() < prefix_prob:
                     j = others[int(rng.integers(len(others)))]
                     self.partner[i] = j
-                    head = tok.encode(f"[Stts][spk_emb][speed_{r['speed']}]")
-                    self.prompts[i] = (head + tok.encode(feats.index[j]["phonemes"]) + tok.encode(r["phonemes"])
+                    # upstream's order (SAMPLE_FIRST): the sample's text, then [speed_N] and the text
+                    self.prompts[i] = (tok.encode("[Stts][spk_emb]") + tok.encode(feats.index[j]["phonemes"])
+                                       + tok.encode(f"[speed_{r['speed']}]") + tok.encode(r["phonemes"])
                                        + tok.encode("[Ptts]"))
 
     def set_epoch(self, e):
@@ -596,7 +604,8 @@ class DemoTask(Task):
                 "neutral_streams": self.a.neutral_list,
                 "refine": False, "size": self.a.size, "stage": self.stage, "speakers": self.a.speaker_names,
                 "code_defaults": dict(temperature=0.3, top_p=0.7, top_k=20, repetition_penalty=1.05,
-                                      repetition_window=16, max_new_tokens=2048, min_new_tokens=0, prompt="[speed_5]")}
+                                      repetition_window=16, max_new_tokens=2048, min_new_tokens=0, prompt="[speed_5]",
+                                      sample_format=SAMPLE_FIRST)}
 
 
 def _is_main() -> bool:

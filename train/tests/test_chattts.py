@@ -460,8 +460,8 @@ class DemoPipelineTest(unittest.TestCase):
                 self.assertEqual(f.index[j]["speaker_index"], f.index[i]["speaker_index"])
                 self.assertNotEqual(i, j)
                 it, own, smp = ds[i], plain[i], plain[j]
-                head = tok.encode("[Stts][spk_emb][speed_5]")
-                self.assertEqual(it["prompt"].tolist(), head + tok.encode(f.index[j]["phonemes"]) + tok.encode(f.index[i]["phonemes"])
+                self.assertEqual(it["prompt"].tolist(), tok.encode("[Stts][spk_emb]") + tok.encode(f.index[j]["phonemes"])
+                                 + tok.encode("[speed_5]") + tok.encode(f.index[i]["phonemes"])
                                  + tok.encode("[Ptts]"))
                 self.assertTrue(torch.equal(it["codes"], torch.cat([smp["codes"], own["codes"]])))
                 self.assertEqual(it["mel"].shape[1], 2 * it["codes"].shape[0])
@@ -675,3 +675,28 @@ class FinetuneBuildTest(unittest.TestCase):
                 trained = {n.split(".")[0] for n, p in fm.named_parameters() if p.requires_grad}
                 self.assertEqual(trained, {"gpt", "embed", "decoder", "speakers"} if gpt else {"speakers"})
                 self.assertEqual(extra["gpt_trained"], gpt)
+
+
+class GPTConfigFileTest(unittest.TestCase):
+    def test_nulls_say_nothing_and_bad_values_are_named(self):
+        import json
+        import tempfile
+
+        from train.chattts.checkpoint import CheckpointError, check_gpt_config
+
+        g = config_for("official").gpt
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "config.json")
+
+            def check(c):
+                with open(p, "w") as f:
+                    json.dump(c, f)
+                check_gpt_config(p, g)
+
+            check({"hidden_size": g.hidden, "num_key_value_heads": None, "intermediate_size": None, "rope_scaling": None})
+            for bad, word in (({"hidden_size": "768"}, "whole number"), ({"num_hidden_layers": 3.5}, "whole number"),
+                              ({"hidden_size": g.hidden + 1}, "declared size"), ([1, 2], "JSON object"),
+                              ({"num_key_value_heads": 2}, "GQA")):
+                with self.assertRaises(CheckpointError) as cm:
+                    check(bad)
+                self.assertIn(word, str(cm.exception))

@@ -44,7 +44,7 @@ func benchDecode(b *testing.B, dir string, threads int) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	prompt := e.codePrompt(e.tok.Encode("what time is it? it is a quarter past ten in the morning."), 5, true)
+	prompt := e.codePrompt(e.tok.Encode("what time is it? it is a quarter past ten in the morning."), 5, true, nil)
 	spk := e.stat.Sample(1)
 	var tm decodeTiming
 	b.ResetTimer()
@@ -135,7 +135,7 @@ func BenchmarkVsPyTorch(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			prompt := e.codePrompt(e.tok.Encode("what time is it? it is a quarter past ten in the morning."), 5, true)
+			prompt := e.codePrompt(e.tok.Encode("what time is it? it is a quarter past ten in the morning."), 5, true, nil)
 			ids := make([]string, len(prompt))
 			for i, id := range prompt {
 				ids[i] = fmt.Sprint(id)

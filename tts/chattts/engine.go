@@ -464,15 +464,25 @@ func (e *Engine) timeScalesSpeed() bool {
 	return e.mc.Size == "demo"
 }
 
-// codePrompt is [Stts][spk_emb|empty_spk][speed_N] text [Ptts] as ids.
-func (e *Engine) codePrompt(text []int, speed int, hasSpeaker bool) []int {
+// codePrompt is [Stts][spk_emb|empty_spk]{sample}[speed_N]{text}[Ptts] as ids: a clone's
+// sample text comes before the speed, as upstream ChatTTS builds it (decorate_code_prompts:
+// the prompt [speed_N] is part of the text) and its official model learnt; Parley's demo
+// voice learnt [speed_N] first (ModelConfig.sampleFirst).
+func (e *Engine) codePrompt(text []int, speed int, hasSpeaker bool, sample []int) []int {
 	spk := "[spk_emb]"
 	if !hasSpeaker {
 		spk = "[empty_spk]"
 	}
 	ids := []int{e.tokenID("[Stts]"), e.tokenID(spk)}
+	first := e.mc.sampleFirst()
+	if first {
+		ids = append(ids, sample...)
+	}
 	if id, ok := e.mc.Tokens["[speed_"+strconv.Itoa(speed)+"]"]; ok {
 		ids = append(ids, id)
+	}
+	if !first {
+		ids = append(ids, sample...)
 	}
 	ids = append(ids, text...)
 	return append(ids, e.tokenID("[Ptts]"))

@@ -93,7 +93,7 @@ func TestGreedyMatchesPyTorch(t *testing.T) {
 	if !slices.Equal(prompt, ref.Greedy.PromptIDs) {
 		t.Fatalf("prompt ids %v, reference %v", prompt, ref.Greedy.PromptIDs)
 	}
-	if got := e.codePrompt(e.tok.Encode("hello world"), 5, true); !slices.Equal(got, ref.Greedy.PromptIDs) {
+	if got := e.codePrompt(e.tok.Encode("hello world"), 5, true, nil); !slices.Equal(got, ref.Greedy.PromptIDs) {
 		t.Fatalf("codePrompt %v, reference %v", got, ref.Greedy.PromptIDs)
 	}
 	for _, c := range []struct {
@@ -310,6 +310,42 @@ func TestGuidedDecode(t *testing.T) {
 	for _, v := range []any{-0.5, 2.0} {
 		if _, err := ReadModelConfig(tinyCopy(t, weighted(v))); err == nil || !strings.Contains(err.Error(), "code.sample_weight") {
 			t.Errorf("sample_weight %v: %v", v, err)
+		}
+	}
+}
+
+// TestClonePromptOrder: upstream ChatTTS puts a clone's sample text before the [speed_N]
+// prompt ([Stts][spk_emb]{sample}{prompt}{text}[Ptts], speaker.py decorate_code_prompts), as
+// its official model learnt; Parley's demo voice learnt [speed_N] first.
+func TestClonePromptOrder(t *testing.T) {
+	dir := "../../assets/demo/chattts"
+	mc, err := ReadModelConfig(dir)
+	if err != nil {
+		t.Skipf("no demo voice: %v", err)
+	}
+	tok, err := LoadTokenizer(filepath.Join(dir, mc.Files["tokenizer"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, sample := []int{101, 102}, []int{201, 202, 203}
+	id := func(s string) int { return mc.Tokens[s] }
+	for _, c := range []struct {
+		size, format string
+		want         []int
+	}{
+		{"official", "", []int{id("[Stts]"), id("[spk_emb]"), 201, 202, 203, id("[speed_5]"), 101, 102, id("[Ptts]")}},
+		{"demo", "", []int{id("[Stts]"), id("[spk_emb]"), id("[speed_5]"), 201, 202, 203, 101, 102, id("[Ptts]")}},
+		{"demo", sampleFirstFormat, []int{id("[Stts]"), id("[spk_emb]"), 201, 202, 203, id("[speed_5]"), 101, 102, id("[Ptts]")}},
+		{"official", promptFirstFormat, []int{id("[Stts]"), id("[spk_emb]"), id("[speed_5]"), 201, 202, 203, 101, 102, id("[Ptts]")}},
+	} {
+		m := *mc
+		m.Size, m.Code.SampleFormat = c.size, c.format
+		e := &Engine{mc: &m, tok: tok}
+		if got := e.codePrompt(text, 5, true, sample); !slices.Equal(got, c.want) {
+			t.Errorf("size %s, format %q: %v, want %v", c.size, c.format, got, c.want)
+		}
+		if got, want := e.codePrompt(text, 5, true, nil), []int{id("[Stts]"), id("[spk_emb]"), id("[speed_5]"), 101, 102, id("[Ptts]")}; !slices.Equal(got, want) {
+			t.Errorf("no sample: %v, want %v", got, want)
 		}
 	}
 }

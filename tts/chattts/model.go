@@ -155,6 +155,27 @@ type DecodeDefaults struct {
 	// 0 or 1 = the sample alone, as ChatTTS's spk_smp.
 	SampleWeight float64 `json:"sample_weight,omitempty"`
 	Prompt       string  `json:"prompt"`
+	// SampleFormat is where a clone's sample text goes: "[Stts][spk_emb]{sample}{prompt}{text}[Ptts]"
+	// (upstream ChatTTS) or "[Stts][spk_emb]{prompt}{sample}{text}[Ptts]" (Parley's demo
+	// voice). "" = upstream's, except for the demo size, whose exports before the key have
+	// Parley's.
+	SampleFormat string `json:"sample_format,omitempty"`
+}
+
+const (
+	sampleFirstFormat = "[Stts][spk_emb]{sample}{prompt}{text}[Ptts]"
+	promptFirstFormat = "[Stts][spk_emb]{prompt}{sample}{text}[Ptts]"
+)
+
+// sampleFirst reports whether a clone's sample text comes before [speed_N] in the code prompt.
+func (c *ModelConfig) sampleFirst() bool {
+	switch c.Code.SampleFormat {
+	case sampleFirstFormat:
+		return true
+	case promptFirstFormat:
+		return false
+	}
+	return c.Size != "demo"
 }
 
 // Graph I/O names (train/chattts/CONTRACT.md).

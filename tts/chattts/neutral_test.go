@@ -27,7 +27,7 @@ func TestNeutralStreams(t *testing.T) {
 	}
 	defer e.Close()
 	Q := e.mc.GPT.NumVQ
-	prompt := e.codePrompt(e.tok.Encode("hello world"), 5, true)
+	prompt := e.codePrompt(e.tok.Encode("hello world"), 5, true, nil)
 	p := e.codeParams(tts.Request{Temperature: 0.9})
 	p.MinNewTokens = 20
 	res, err := e.decode(context.Background(), prompt, decodeOptions{mode: modeCode, sampler: NewSampler(p, NewRNG(3)), maxNew: 30, spk: e.stat.Sample(1)})

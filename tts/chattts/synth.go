@@ -224,14 +224,14 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 	var prefix []int32
 	var guide []int
 	w := e.sampleWeight()
+	var sampleText []int
 	if smp != nil {
 		if w < 1 {
-			guide = e.codePrompt(ids, speed, spk != nil)
+			guide = e.codePrompt(ids, speed, spk != nil, nil)
 		}
-		ids = append(append([]int(nil), smp.text...), ids...)
-		prefix = smp.codes
+		sampleText, prefix = smp.text, smp.codes
 	}
-	prompt := e.codePrompt(ids, speed, spk != nil)
+	prompt := e.codePrompt(ids, speed, spk != nil, sampleText)
 	st := e.newStreamer(ist)
 	var res *decodeResult
 	for attempt := 0; ; attempt++ {
