@@ -102,18 +102,43 @@ def voice_pack(rng, pitch_bias):
     return rows.reshape(PACK_ROWS, 1, STYLE_DIM).astype(np.float32)
 
 
+class IntSpeed(nn.Module):
+    """kokoro-v1.1-zh's signature: speed as int32."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, ids, style, speed):
+        return self.m(ids, style, speed.float())
+
+
+def export_int_speed(model, path):
+    ids = torch.tensor([[0, 50, 83, 54, 156, 57, 135, 0]], dtype=torch.int64)
+    torch.onnx.export(IntSpeed(model), (ids, torch.zeros(1, STYLE_DIM), torch.ones(1, dtype=torch.int32)), path,
+                      input_names=["input_ids", "style", "speed"], output_names=["waveform"],
+                      dynamic_axes={"input_ids": {1: "n"}, "waveform": {1: "samples"}}, opset_version=17)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tts/kokoro/testdata")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--only-int-speed", action="store_true",
+                    help="write model_int_speed.onnx alone (the same weights, speed as int32)")
     a = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)
     os.makedirs(a.out, exist_ok=True)
     m = TinyKokoro().eval()
+    if a.only_int_speed:
+        with torch.no_grad():
+            export_int_speed(m, os.path.join(a.out, "model_int_speed.onnx"))
+        return
     with torch.no_grad():
         export(m, os.path.join(a.out, "model.onnx"), "input_ids", "waveform")
         export(m, os.path.join(a.out, "model_tokens.onnx"), "tokens", "audio")
+        export_int_speed(m, os.path.join(a.out, "model_int_speed.onnx"))
     # kokoro-onnx's newer exports embed config.json in the graph metadata ("kokoro_config")
     import onnx
     tok = onnx.load(os.path.join(a.out, "model_tokens.onnx"))

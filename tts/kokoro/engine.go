@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +19,7 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 
+	"github.com/parley-voice/parley/audio/stretch"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/control"
@@ -52,6 +54,9 @@ type Engine struct {
 	log    *slog.Logger
 	closed chan struct{}
 	once   sync.Once
+	// speedInt: the model takes speed as int32 (kokoro-v1.1-zh): it runs at 1 and other
+	// rates are applied to its audio (time-scaled, pitch kept)
+	speedInt bool
 }
 
 // New loads and validates a Kokoro model directory.
@@ -115,8 +120,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg.Log.Debug("kokoro loaded", "model", path, "input", in, "output", out, "voices", len(packs), "provider", sess.Provider)
+	sp, _ := info.Input("speed")
 	return &Engine{cfg: cfg, sess: sess, input: in, output: out, vocab: vocab, packs: packs, stats: stats,
-		log: cfg.Log, closed: make(chan struct{})}, nil
+		log: cfg.Log, closed: make(chan struct{}), speedInt: sp.Type == "int32"}, nil
 }
 
 // signature checks the model's I/O against Kokoro's and returns the token input and the
@@ -134,10 +140,13 @@ func signature(info *gpu.ModelInfo) (string, string, error) {
 	if err := info.RequireInputs("style", "speed"); err != nil {
 		return "", "", err
 	}
-	for n, typ := range map[string]string{in: "int64", "style": "float32", "speed": "float32"} {
+	for n, typ := range map[string]string{in: "int64", "style": "float32"} {
 		if err := info.RequireType(n, typ); err != nil {
 			return "", "", err
 		}
+	}
+	if t, _ := info.Input("speed"); t.Type != "float32" && t.Type != "int32" {
+		return "", "", fmt.Errorf("%w: %s: speed is %s, want float32 (or int32, as kokoro-v1.1-zh)", gpu.ErrBadModel, info.Path, t.Type)
 	}
 	if t, _ := info.Input("style"); len(t.Shape) != 2 || (t.Shape[1] != StyleDim && t.Shape[1] >= 0) {
 		return "", "", fmt.Errorf("%w: %s: style input shape %v (want (1, %d))", gpu.ErrBadModel, info.Path, t.Shape, StyleDim)
@@ -193,7 +202,7 @@ func (e *Engine) Close() error {
 
 // Capabilities reports how each control is honoured.
 func (e *Engine) Capabilities() tts.Capabilities {
-	return tts.Capabilities{
+	c := tts.Capabilities{
 		Engine:     "kokoro",
 		Model:      filepath.Base(filepath.Clean(e.cfg.Dir)),
 		SampleRate: SampleRate,
@@ -216,6 +225,12 @@ func (e *Engine) Capabilities() tts.Capabilities {
 			tts.CtlStreaming: "one chunk per ≤510-token model call",
 		},
 	}
+	if e.speedInt {
+		c.Controls[tts.CtlSpeed], c.Controls[tts.CtlRate] = tts.Emulated, tts.Emulated
+		c.Notes[tts.CtlSpeed] = "this model takes whole-number speeds only: it speaks at 1×, the audio time-scaled (pitch kept)"
+		c.Notes[tts.CtlRate] = c.Notes[tts.CtlSpeed]
+	}
+	return c
 }
 
 // voice resolves the request's voice to a pack.
@@ -399,9 +414,17 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 					}
 					continue
 				}
-				pcm, err := e.run(ctx, c.ids, pack.Style(len(c.ids)), float32(c.rate))
+				rate := float32(c.rate)
+				if e.speedInt {
+					rate = 1
+				}
+				pcm, err := e.run(ctx, c.ids, pack.Style(len(c.ids)), rate)
 				if err != nil {
 					return err
+				}
+				if e.speedInt && c.rate != 1 {
+					st := stretch.New(SampleRate, c.rate)
+					pcm = append(st.Push(pcm), st.Flush()...)
 				}
 				out := append(pending, pcm...)
 				pending = nil
@@ -436,7 +459,12 @@ func (e *Engine) run(ctx context.Context, ids []int64, style []float32, speed fl
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}
 	defer ts.Destroy()
-	tp, err := ort.NewTensor(ort.NewShape(1), []float32{speed})
+	var tp ort.Value
+	if e.speedInt {
+		tp, err = ort.NewTensor(ort.NewShape(1), []int32{int32(math.Round(float64(speed)))})
+	} else {
+		tp, err = ort.NewTensor(ort.NewShape(1), []float32{speed})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRun, err)
 	}

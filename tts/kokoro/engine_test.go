@@ -252,3 +252,34 @@ func TestModelLoadedOnce(t *testing.T) {
 		t.Errorf("loaded %d sessions, want 1", n)
 	}
 }
+
+// TestIntSpeedModel: kokoro-v1.1-zh takes speed as int32. Such a model runs at 1× and other
+// speeds time-scale its audio; the capability report says so.
+func TestIntSpeedModel(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"voices.npz", "config.json"} {
+		b, _ := os.ReadFile(filepath.Join("testdata", f))
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	b, err := os.ReadFile("testdata/model_int_speed.onnx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "model.onnx"), b, 0o644)
+	e := testEngine(t, dir)
+	if c := e.Capabilities(); c.Support(tts.CtlSpeed) != tts.Emulated {
+		t.Errorf("speed on an int32-speed model reported as %v", c.Support(tts.CtlSpeed))
+	}
+	text := "The quick brown fox jumps over the lazy dog."
+	one, _ := synth(t, e, tts.Request{Text: text})
+	ref, _ := synth(t, testEngine(t, "testdata"), tts.Request{Text: text})
+	if !slices.Equal(one.Data, ref.Data) {
+		t.Error("at 1× the int32-speed model differs from the float one with the same weights")
+	}
+	for _, speed := range []float64{0.8, 1.25} {
+		x, _ := synth(t, e, tts.Request{Text: text, Speed: speed})
+		if r := float64(len(one.Data)) / float64(len(x.Data)); math.Abs(r-speed)/speed > 0.03 {
+			t.Errorf("speed %.2f: %d samples against %d at 1× (ratio %.3f)", speed, len(x.Data), len(one.Data), r)
+		}
+	}
+}
