@@ -171,13 +171,14 @@ type Assistant struct {
 	hist   []Message
 
 	// loop-owned
-	cur         *turn    // the exchange in flight
-	last        *turn    // the latest exchange started (its done channel orders the next)
-	utterStart  int64    // capture index where the current utterance started; -1 none
-	pttStart    int64    // capture index of StartListening; -1 none
-	pendBarge   bool     // BargeInMinSpeech: speech started during a turn, waiting for length
-	overStart   int64    // capture index of speech over an answer that did not barge in; -1 none
-	pendSay     []string // announcements waiting for the exchange in flight
+	cur         *turn     // the exchange in flight
+	last        *turn     // the latest exchange started (its done channel orders the next)
+	utterStart  int64     // capture index where the current utterance started; -1 none
+	pttStart    int64     // capture index of StartListening; -1 none
+	pendBarge   bool      // BargeInMinSpeech: speech started during a turn, waiting for length
+	overStart   int64     // capture index of speech over an answer that did not barge in; -1 none
+	pendSay     []string  // announcements waiting for the exchange in flight
+	pendText    []cmdText // typed messages waiting for the exchange in flight
 	wakeTimer   *time.Timer
 	wakeGen     int
 	partialBusy bool    // a partial transcription is running
@@ -288,8 +289,12 @@ func (a *Assistant) StopListening() error {
 // rest. An answer cut short is recorded as interrupted.
 func (a *Assistant) Cancel() error { return a.send(cmdCancel{}) }
 
-// SubmitText starts a typed turn: the text goes straight to thinking and speaking. It
-// interrupts an answer in flight. It returns the new turn's number.
+// SubmitText starts a typed turn: the text goes straight to thinking and speaking. A message
+// typed while an answer is in flight waits for it to end (an EvQueued event says so; Cancel
+// ends the answer sooner) instead of throwing the answer away: a typed follow-up is not an
+// interruption. A request to stop (the brain's StopMatcher decides; without one, any text)
+// interrupts the answer, as speech does. It returns the new turn's number once the turn
+// starts.
 func (a *Assistant) SubmitText(text string) (int64, error) {
 	reply := make(chan int64, 1)
 	if err := a.send(cmdText{text: text, reply: reply}); err != nil {
@@ -424,13 +429,16 @@ func (a *Assistant) handle(m any) {
 		a.startVoiceTurn(start, end, now, now)
 	case cmdText:
 		if a.cur != nil {
+			sm, ok := a.p.Brain.(StopMatcher)
+			if ok && !sm.IsStop(strings.TrimSpace(m.text)) {
+				a.pendText = append(a.pendText, m)
+				a.publish(Event{Kind: EvQueued, Turn: a.turnID.Load(), Text: m.text})
+				return
+			}
+			// "stop" (or a brain that cannot tell): the message interrupts, as speech would
 			a.bargeIn("text")
 		}
-		a.pttStart, a.utterStart = -1, -1
-		t := a.newTurn()
-		m.reply <- t.id
-		t.transcript = Transcript{Text: m.text}
-		a.launch(t)
+		a.startText(m)
 	case cmdSay:
 		if a.cur != nil || a.pttStart >= 0 || a.utterStart >= 0 {
 			a.pendSay = append(a.pendSay, m.text)
@@ -537,6 +545,12 @@ func (a *Assistant) handle(m any) {
 			}
 		}
 		a.publish(Event{Kind: EvTurnDone, Turn: m.t.id, Exchange: m.ex})
+		if a.cur == nil && len(a.pendText) > 0 {
+			next := a.pendText[0]
+			a.pendText = a.pendText[1:]
+			a.startText(next)
+			return
+		}
 		if a.cur == nil && a.pttStart < 0 && a.utterStart < 0 && len(a.pendSay) > 0 {
 			text := a.pendSay[0]
 			a.pendSay = a.pendSay[1:]
@@ -659,6 +673,15 @@ func (a *Assistant) interrupt(t *turn) {
 	}
 	t.interrupted.Store(true)
 	t.cancel()
+}
+
+// startText starts a typed turn now (an utterance being recorded is dropped: the user typed).
+func (a *Assistant) startText(m cmdText) {
+	a.pttStart, a.utterStart = -1, -1
+	t := a.newTurn()
+	m.reply <- t.id
+	t.transcript = Transcript{Text: m.text}
+	a.launch(t)
 }
 
 func (a *Assistant) newTurn() *turn {

@@ -56,6 +56,7 @@ const (
 	EvStopped          EventKind = "stopped"           // the user asked Parley to stop speaking (Text: what stopped it)
 	EvError            EventKind = "error"             // Err: what went wrong (the loop goes on); PartOf(Err) is the part
 	EvTurnDone         EventKind = "turn_done"         // Turn: the whole exchange
+	EvQueued           EventKind = "queued"            // Text: a typed message waiting for the answer in flight to end
 )
 
 // Event is one thing the faces may show.

@@ -212,3 +212,58 @@ func TestStopOverAnswerWithoutBargeIn(t *testing.T) {
 		})
 	}
 }
+
+// TestTypedFollowUpWaitsForTheAnswer: a message typed while an answer plays is queued (an
+// EvQueued event says so) and answered after it, and the first answer is heard and kept whole;
+// a typed "stop" still interrupts.
+func TestTypedFollowUpWaitsForTheAnswer(t *testing.T) {
+	r := newRig(t, Options{}, func(q string) (string, error) {
+		if q == "12 times 7" {
+			return "That's 84.", nil
+		}
+		if q == "stop" {
+			return "", ErrStopSpeaking
+		}
+		return long, nil
+	}, func(p *Parts) { p.Brain = stopMatching{p.Brain.(*brain)} })
+	if _, err := r.a.SubmitText("tell me a story"); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "the second sentence playing", func(e Event) bool { return e.Kind == EvSentenceStarted && e.Sentence == 1 })
+	id := make(chan int64, 1)
+	go func() {
+		n, err := r.a.SubmitText("12 times 7")
+		if err != nil {
+			t.Error(err)
+		}
+		id <- n
+	}()
+	r.wait(t, "the message queued", func(e Event) bool { return e.Kind == EvQueued && e.Text == "12 times 7" })
+	story := r.turnDone(t)
+	if story.Interrupted || story.Answer != long {
+		t.Fatalf("the story was cut by a typed follow-up: %+v", story)
+	}
+	next := r.turnDone(t)
+	if next.Transcript.Text != "12 times 7" || next.Answer != "That's 84." || next.Interrupted {
+		t.Errorf("the follow-up: %+v", next)
+	}
+	if n := <-id; n != next.Turn || n != story.Turn+1 {
+		t.Errorf("SubmitText returned turn %d; the follow-up was turn %d after %d", n, next.Turn, story.Turn)
+	}
+	h := r.hist.all()
+	if len(h) != 4 || h[1].Text != long || h[1].Interrupted || h[3].Text != "That's 84." {
+		t.Errorf("history %+v: want both exchanges whole", h)
+	}
+
+	// a typed stop is not queued: it stops the answer
+	if _, err := r.a.SubmitText("tell me a story"); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "the second story playing", func(e Event) bool { return e.Kind == EvSentenceStarted && e.Sentence == 1 && e.Turn > next.Turn })
+	if _, err := r.a.SubmitText("stop"); err != nil {
+		t.Fatal(err)
+	}
+	if ex := r.turnDone(t); !ex.Interrupted {
+		t.Errorf("a typed stop did not interrupt: %+v", ex)
+	}
+}

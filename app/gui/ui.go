@@ -253,6 +253,9 @@ func (u *UI) Handle(e app.Event) {
 		}
 	case app.EvWake:
 		u.talk.state.SetText("Wake word heard")
+	case app.EvQueued:
+		// a message typed over an answer waits for it: say so, or it looks lost
+		u.talk.state.SetText("Next: “" + ellipsize(e.Text, 40) + "” — after this answer (Stop to skip to it)")
 	case app.EvPartial:
 		u.conv.partial(e.Text)
 	case app.EvTranscript:
@@ -692,4 +695,13 @@ func (u *UI) setListening(on bool) {
 	}
 	u.talk.setListening(on)
 	u.updateLevels()
+}
+
+// ellipsize keeps the first n runes of s, with "…" when it was longer.
+func ellipsize(s string, n int) string {
+	r := []rune(strings.TrimSpace(s))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n]) + "…"
 }

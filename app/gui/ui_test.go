@@ -745,3 +745,17 @@ func TestBannersIgnoreTheWording(t *testing.T) {
 		t.Errorf("buttons %q", buttons)
 	}
 }
+
+func TestQueuedMessageIsAnnounced(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	u.Attach(newFakeAssistant(), nil)
+	u.Handle(app.Event{Kind: app.EvQueued, Text: "12 times 7"})
+	if got := u.talk.state.Text; !strings.Contains(got, "12 times 7") || !strings.Contains(got, "after this answer") {
+		t.Errorf("talk bar says %q for a queued message", got)
+	}
+	long := strings.Repeat("very long message ", 10)
+	u.Handle(app.Event{Kind: app.EvQueued, Text: long})
+	if got := u.talk.state.Text; len([]rune(got)) > 100 || !strings.Contains(got, "…") {
+		t.Errorf("a long queued message is shown as %q", got)
+	}
+}
