@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/gpu"
 )
 
 func init() {
@@ -25,6 +29,22 @@ type trainerReport struct {
 	Torch    *tune.Torch `json:"torch"`     // nil when PyTorch (or a package beside it) is missing
 	Error    string      `json:"error,omitempty"`
 	Install  string      `json:"install,omitempty"` // the apt line that installs what is missing
+	// Slice is what cutting recordings into clips (finetune slice, the wizard's first
+	// step) lacks: ONNX Runtime, the Silero VAD model ("" when it can run).
+	Slice []string `json:"slice_missing,omitempty"`
+}
+
+// sliceMissing says what `finetune slice` would fail on: it runs the Silero VAD through ONNX
+// Runtime, before any Python.
+func sliceMissing() []string {
+	var miss []string
+	if err := gpu.Init(); err != nil {
+		miss = append(miss, "ONNX Runtime ("+err.Error()+"; `make setup` or the packaged install provides it)")
+	}
+	if _, err := os.Stat(vad.DefaultModel()); err != nil {
+		miss = append(miss, "the Silero VAD model ("+vad.DefaultModel()+" is missing; `parley doctor --fetch` gets it)")
+	}
+	return miss
 }
 
 func runFinetuneCheck(ctx context.Context, env *cliEnv, args []string) error {
@@ -58,6 +78,11 @@ something is missing.`)
 	if err != nil {
 		r.Error = err.Error()
 	}
+	r.Slice = sliceMissing()
+	if err == nil && len(r.Slice) > 0 {
+		err = fmt.Errorf("slicing recordings into clips needs %s", strings.Join(r.Slice, " and "))
+		r.Error = err.Error()
+	}
 	if *asJSON {
 		if jerr := json.NewEncoder(env.Stdout).Encode(r); jerr != nil {
 			return jerr
@@ -72,6 +97,11 @@ something is missing.`)
 				dev = fmt.Sprintf("CUDA, %d GPU(s)", t.GPUs)
 			}
 			show("pytorch", fmt.Sprintf("%s (%s)", t.Version, dev))
+		}
+		for _, m := range r.Slice {
+			show("missing", m)
+		}
+		if r.Torch != nil && len(r.Slice) == 0 {
 			fmt.Fprintln(env.Stdout, "Fine-tuning can run here.")
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/audio/vad"
+	"github.com/parley-voice/parley/gpu"
 )
 
 // TestFinetuneCheck: `parley finetune check` names the trainer the jobs would run (here the
@@ -15,6 +17,7 @@ import (
 // missing exits 1 with the exact apt line; the configured train.dir wins and a wrong one is
 // named.
 func TestFinetuneCheck(t *testing.T) {
+	realVAD := filepath.Dir(vad.DefaultModel()) // make setup's, before the data directory moves
 	isolate(t)
 	t.Setenv("PARLEY_TRAIN_DIR", "")
 	repoTrain, _ := filepath.Abs(filepath.Join("..", "..", "train"))
@@ -50,6 +53,22 @@ func TestFinetuneCheck(t *testing.T) {
 	}
 	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
 		t.Skipf("no PyTorch: %v", err)
+	}
+	// PyTorch is there, but slicing recordings needs the Silero VAD model, missing here
+	code, out, errs = runCLI(t, "finetune", "check")
+	if code != 1 || !strings.Contains(out, "pytorch:  ") || !strings.Contains(out, "missing:  the Silero VAD model") ||
+		strings.Contains(out, "Fine-tuning can run here.") || !strings.Contains(errs, "slicing recordings") {
+		t.Errorf("with PyTorch, without the VAD model: exit %d, %q, %q", code, out, errs)
+	}
+	if err := gpu.Init(); err != nil {
+		t.Skipf("no ONNX Runtime: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(realVAD, "silero_vad.onnx")); err != nil {
+		t.Skipf("no Silero VAD (make setup): %v", err)
+	}
+	os.MkdirAll(filepath.Dir(filepath.Dir(vad.DefaultModel())), 0o755)
+	if err := os.Symlink(realVAD, filepath.Dir(vad.DefaultModel())); err != nil {
+		t.Fatal(err)
 	}
 	code, out, errs = runCLI(t, "finetune", "check")
 	if code != 0 || !strings.Contains(out, "pytorch:  ") || !strings.Contains(out, "Fine-tuning can run here.") {

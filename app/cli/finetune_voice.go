@@ -17,7 +17,7 @@ import (
 
 func init() {
 	finetuneVerbs["train"] = finetuneVerb{
-		usage: `  train NAME [--gpt[=false]] [--epochs N] [--seeds K] [--model DIR] [--new]
+		usage: `  train NAME [--gpt[=false]] [--epochs N] [--seeds K] [--model DIR] [--new] [--force]
                                     fine-tune the ChatTTS voice model on the clips: a speaker
                                     vector (--gpt: also the model; the demo voice's default)
                                     starting from the closest seed speaker; run it again to
@@ -50,6 +50,7 @@ finetune install NAME.`)
 	model := fs.String("model", "", "ChatTTS export directory (default: the installed one, else the demo voice)")
 	procs := fs.Int("procs", 0, "trainer processes (default: one per GPU, or as the cores allow)")
 	fresh := fs.Bool("new", false, "start a new fine-tune instead of resuming an unfinished one")
+	force := fs.Bool("force", false, fmt.Sprintf("train on less than %.0f minutes of usable speech", tune.MinVoiceMinutes))
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -66,6 +67,10 @@ finetune install NAME.`)
 		return err
 	}
 	if !resumed {
+		if s := d.Summary(); s.UsableMinutes < tune.MinVoiceMinutes && !*force {
+			return fmt.Errorf("%s has %.1f minutes of usable speech; a voice fine-tune wants at least %.0f (more recordings: parley finetune import %s FILE…, or read prompts with parley finetune take %s); --force trains anyway",
+				d.Name, s.UsableMinutes, tune.MinVoiceMinutes, d.Name, d.Name)
+		}
 		dir := *model
 		if dir == "" {
 			if dir, _ = engines.FindChatTTS("", true); dir == "" {

@@ -28,7 +28,12 @@ func TestFinetuneTrainInstall(t *testing.T) {
 	if code, _, errs := runCLI(t, "finetune", "install", "anna"); code == 0 || !strings.Contains(errs, "no finished voice training") {
 		t.Fatalf("install before training: %d %s", code, errs)
 	}
+	// a few clips are far from the 3 minutes a voice wants: refused unless forced
 	code, out, errs := runCLI(t, "finetune", "train", "anna", "--model", tiny, "--epochs", "1", "--seeds", "2", "--procs", "1")
+	if code == 0 || !strings.Contains(errs, "minutes of usable speech") || !strings.Contains(errs, "--force") {
+		t.Fatalf("train on a few clips without --force: %d %s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "finetune", "train", "anna", "--model", tiny, "--epochs", "1", "--seeds", "2", "--procs", "1", "--force")
 	if code != 0 {
 		t.Fatalf("train: %d\n%s%s", code, out, errs)
 	}
@@ -49,7 +54,7 @@ func TestFinetuneTrainInstall(t *testing.T) {
 	}
 
 	// --gpt: the model is installed with the voice, and the voice is scored with that model
-	code, out, errs = runCLI(t, "finetune", "train", "anna", "--gpt", "--new", "--model", tiny, "--epochs", "1", "--seeds", "0", "--procs", "1")
+	code, out, errs = runCLI(t, "finetune", "train", "anna", "--gpt", "--new", "--model", tiny, "--epochs", "1", "--seeds", "0", "--procs", "1", "--force")
 	if code != 0 {
 		t.Fatalf("train --gpt: %d\n%s%s", code, out, errs)
 	}

@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -51,7 +52,7 @@ const (
 var goalLabels = map[string]string{goalVoice: "Clone my voice", goalRecognition: "Improve recognition of my voice"}
 
 // minVoiceMinutes is the usable speech a voice fine-tune wants (the recogniser is helped by less).
-const minVoiceMinutes = 3.0
+const minVoiceMinutes = tune.MinVoiceMinutes
 
 type wizard struct {
 	u   *UI

@@ -20,6 +20,10 @@ import (
 // DVAE codes become the voice's prompt, which the engine puts before every sentence (ChatTTS's
 // sample-audio speaker); the voice keeps the codes and the text, not the audio.
 
+// MinVoiceMinutes is the usable speech a voice fine-tune wants (the recogniser's is helped by
+// less): the CLI refuses less without --force, the wizard warns.
+const MinVoiceMinutes = 3.0
+
 // Clone limits.
 const (
 	CloneMinSpeech = 1.5  // seconds of speech a prompt needs
