@@ -25,7 +25,9 @@ from typing import List, Optional
 from .text import text_set
 
 
-def mix(out: str, human: str, extra: List[str], log=sys.stderr) -> dict:
+def mix(out: str, human: str, extra: List[str], log=sys.stderr, sources: Optional[List[str]] = None) -> dict:
+    """``sources`` keeps only the human rows whose text_source is one of them (the first
+    lessons: short assistant sentences, commands and words before the open text)."""
     base = os.path.dirname(os.path.abspath(out))
     counts = {"human": 0, "extra": 0, "dropped_heldout": 0}
     tmp = out + ".partial"
@@ -38,6 +40,8 @@ def mix(out: str, human: str, extra: List[str], log=sys.stderr) -> dict:
                     if not line.strip():
                         continue
                     r = json.loads(line)
+                    if is_human and sources is not None and r.get("text_source") not in sources:
+                        continue
                     if not is_human:
                         if len(r["target"].split()) >= 4 and text_set(r["target"]) != "train":
                             counts["dropped_heldout"] += 1
@@ -60,9 +64,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--human", required=True, help="the human-derived corpus's train.jsonl")
-    ap.add_argument("extra", nargs="+", help="train.corpus.synth train.jsonl manifests")
+    ap.add_argument("--human-sources", help="keep only these text sources of the human corpus, comma-separated "
+                    "(e.g. assistant,command,word)")
+    ap.add_argument("extra", nargs="+", help="train.corpus.synth / train.corpus.templates train.jsonl manifests")
     a = ap.parse_args(argv)
-    mix(a.out, a.human, a.extra)
+    mix(a.out, a.human, a.extra, sources=a.human_sources.split(",") if a.human_sources else None)
     return 0
 
 

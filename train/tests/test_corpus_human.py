@@ -434,3 +434,12 @@ class MixTest(unittest.TestCase):
         self.assertEqual(rows[1]["source"], os.path.join("..", "espeak-templates", "wav", "1.wav"))
         self.assertEqual(rows[1]["key"], "espeak-templates-train-000001")
         self.assertEqual(rows[0]["source"], "shards/a.wav")
+        # the first lessons keep only some of the human corpus's text sources
+        with open(os.path.join(d, "human", "train.jsonl"), "a") as f:
+            f.write(json.dumps({"key": "train-000001", "source": "shards/b.wav", "source_len": 100,
+                                "target": "call me ishmael", "target_len": 3, "text_source": "moby"}) + "\n")
+        counts = M.mix(out, os.path.join(d, "human", "train.jsonl"), [os.path.join(d, "espeak-templates", "train.jsonl")],
+                       log=io.StringIO(), sources=["assistant", "word"])
+        self.assertEqual(counts["human"], 0)
+        counts = M.mix(out, os.path.join(d, "human", "train.jsonl"), [], log=io.StringIO(), sources=["moby"])
+        self.assertEqual(counts["human"], 1)
