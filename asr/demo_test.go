@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/edit"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -30,26 +31,6 @@ func words(s string) []string {
 		return ' '
 	}, s)
 	return strings.Fields(s)
-}
-
-func editDistance[T comparable](a, b []T) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // reportedCER reads the character error rate train/ reported for the demo model.
@@ -140,10 +121,10 @@ func TestDemoModel(t *testing.T) {
 				continue
 			}
 			ref, hyp := words(it.Ref), words(res.Text)
-			wErr += editDistance(ref, hyp)
+			wErr += edit.Distance(ref, hyp)
 			wN += len(ref)
 			rc, hc := []rune(strings.Join(ref, " ")), []rune(strings.Join(hyp, " "))
-			cErr += editDistance(rc, hc)
+			cErr += edit.Distance(rc, hc)
 			cN += len(rc)
 			t.Logf("%s: %q → %q [%s %s %s]", it.File, it.Ref, res.Text, res.Lang, res.Emotion, res.Event)
 		}

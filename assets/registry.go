@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/parley-voice/parley/edit"
 )
 
 // The registry: every model Parley knows, where to get it and how to check it.
@@ -445,7 +447,7 @@ func Suggest(name string, candidates []string) string {
 	ln := strings.ToLower(name)
 	for _, c := range candidates {
 		lc := strings.ToLower(c)
-		d := editDistance(ln, lc)
+		d := edit.Runes(ln, lc)
 		if ln != "" && (strings.HasPrefix(lc, ln) || strings.Contains(lc, ln)) {
 			d = min(d, len(lc)-len(ln)) / 2 // a prefix or substring is a strong hint
 		} else if n := len([]rune(ln)); n >= 4 {
@@ -484,25 +486,4 @@ func prefixDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return slices.Min(prev)
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

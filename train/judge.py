@@ -15,9 +15,11 @@ import json
 import os
 import re
 import sys
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 import numpy as np
+
+from train.edit import edit_distance
 
 
 class JudgeMissing(RuntimeError):
@@ -27,16 +29,6 @@ class JudgeMissing(RuntimeError):
 def words(s: str) -> List[str]:
     s = re.sub(r"\[[a-z_0-9]+\]", " ", s.lower())  # control tokens are not words
     return re.sub(r"[^a-z' ]+", " ", s).split()
-
-
-def edit_distance(a: Sequence, b: Sequence) -> int:
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, y in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
-        prev = cur
-    return prev[-1]
 
 
 class Judge:

@@ -23,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/audiotest"
 	"github.com/parley-voice/parley/audio/device"
+	"github.com/parley-voice/parley/edit"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
@@ -293,25 +294,6 @@ func spokenWords(text string) []string {
 }
 
 // editDistance is the Levenshtein distance between two rune strings.
-func editDistance(ref, hyp []rune) int {
-	prev := make([]int, len(hyp)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ref); i++ {
-		cur := make([]int, len(hyp)+1)
-		cur[0] = i
-		for j := 1; j <= len(hyp); j++ {
-			sub := prev[j-1]
-			if ref[i-1] != hyp[j-1] {
-				sub++
-			}
-			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
-		}
-		prev = cur
-	}
-	return prev[len(hyp)]
-}
 
 // letters is words run together, letters only: the recogniser's word boundaries are not
 // judged ("eleven oh three" is heard as "elevenh three" as often as not).
@@ -335,7 +317,7 @@ func letters(words []string) string {
 func saysTheTime(answer, heard string) (ok bool, why string) {
 	want := letters(spokenWords(answer))
 	got := letters(strings.Fields(strings.ToLower(heard)))
-	errs := editDistance([]rune(want), []rune(got))
+	errs := edit.Distance([]rune(want), []rune(got))
 	m := clock.FindStringSubmatch(answer)
 	if m == nil {
 		return false, "the answer holds no time"
@@ -356,7 +338,7 @@ func saysTheTime(answer, heard string) (ok bool, why string) {
 func soundsLike(clean, heard string) (ok bool, why string) {
 	want := letters(strings.Fields(strings.ToLower(clean)))
 	got := letters(strings.Fields(strings.ToLower(heard)))
-	errs := editDistance([]rune(want), []rune(got))
+	errs := edit.Distance([]rune(want), []rune(got))
 	why = fmt.Sprintf("heard %q, the clean copy heard as %q: %d letter errors in %d", heard, clean, errs, len([]rune(want)))
 	return len(want) >= 4 && 3*errs <= len([]rune(want)), why
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/parley-voice/parley/edit"
 )
 
 // ---- helpers ----
@@ -47,7 +49,7 @@ outer:
 				continue outer
 			}
 		}
-		if len(target) >= 4 && len(w) >= 3 && levenshtein(w, target) <= 1 {
+		if len(target) >= 4 && len(w) >= 3 && edit.Runes(w, target) <= 1 {
 			return true
 		}
 	}
@@ -856,7 +858,7 @@ outer:
 				continue outer
 			}
 		}
-		if w != target && len(target) >= 4 && len(w) >= 3 && levenshtein(w, target) <= 1 {
+		if w != target && len(target) >= 4 && len(w) >= 3 && edit.Runes(w, target) <= 1 {
 			ws[i] = target
 		}
 	}

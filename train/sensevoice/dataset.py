@@ -12,6 +12,7 @@ import torch
 from torch.utils.data import Dataset
 
 from ..data import ManifestError, sample_rng
+from ..edit import edit_distance
 from . import model as svm
 from .features import SAMPLE_RATE, apply_cmvn, features
 from .tokens import WORD_START, Vocab
@@ -170,16 +171,6 @@ def greedy_decode(logits: torch.Tensor, lengths: torch.Tensor) -> List[List[int]
             prev = t
         out.append(seq)
     return out
-
-
-def edit_distance(a: Sequence, b: Sequence) -> int:
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, y in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
-        prev = cur
-    return prev[-1]
 
 
 def ctc_frames_needed(ids: Sequence[int]) -> int:

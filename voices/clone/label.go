@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/parley-voice/parley/edit"
 )
 
 // Heard is what a recogniser made of a clip.
@@ -129,7 +131,7 @@ func mismatch(want, heard string) bool {
 	if len(a) == 0 || len(b) == 0 {
 		return len(a) != len(b)
 	}
-	return float64(editDistance(a, b)) > 0.5*float64(max(len(a), len(b)))
+	return float64(edit.Distance(a, b)) > 0.5*float64(max(len(a), len(b)))
 }
 
 func fold(s string) string {
@@ -140,26 +142,6 @@ func fold(s string) string {
 		}
 	}
 	return b.String()
-}
-
-func editDistance(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			sub := prev[j-1]
-			if a[i-1] != b[j-1] {
-				sub++
-			}
-			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // scriptLang is a coarse script class of a text: "han", "kana", "hangul", "latin" or "".
