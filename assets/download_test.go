@@ -3,6 +3,8 @@ package assets
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -525,6 +527,26 @@ func TestEmbeddedModel(t *testing.T) {
 	if st.State != StateInstalled || !st.Extracted {
 		t.Errorf("after extraction: %s %v", st.State, st.Problems())
 	}
+	// an upgrade: the copy a previous build extracted (another model, the same size or not)
+	// is still the recogniser to use, and is written again from this build on first use
+	for _, old := range [][]byte{randomBytes(3000, 10), randomBytes(1234, 11)} {
+		os.WriteFile(filepath.Join(dir, "model.onnx"), old, 0o644)
+		rec := loadRecord(dir)
+		rec.set("model.onnx", fileRecord{Size: int64(len(old)), SHA256: sha256Hex(old), Source: "embedded"})
+		rec.save(dir)
+		if st, _ := mgr.Status("demo"); st.State != StateInstalled || st.Extracted {
+			t.Errorf("a copy from another build (%d bytes): %s extracted=%v, want available and not extracted", len(old), st.State, st.Extracted)
+		}
+		if best, ok := mgr.BestInstalled(KindASR); !ok || best != "demo" {
+			t.Errorf("BestInstalled = %q, %v with a stale copy", best, ok)
+		}
+		if _, err := mgr.Path(context.Background(), "demo"); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "model.onnx")); !bytes.Equal(b, onnx) {
+			t.Fatalf("the stale copy (%d bytes) was not replaced by this build's", len(old))
+		}
+	}
 	if st, _ := mgr.Status("absent"); st.State != StateUnavailable {
 		t.Errorf("embedded model without files: %s", st.State)
 	}
@@ -738,4 +760,9 @@ func TestSharedPullOutlivesTheFirstCallersDeadline(t *testing.T) {
 	if err := <-errB; err != nil {
 		t.Fatalf("second pull = %v, want it to go on after the first caller's deadline", err)
 	}
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }

@@ -161,11 +161,11 @@ func (m *Manager) status(model *Model, ctx context.Context, full bool) ModelStat
 		st.State = StatePartial
 	}
 	if model.Embedded != "" {
-		// An embedded model is always available; its files reach the disk on first use.
+		// An embedded model is always available: its files reach the disk on first use, and a
+		// copy another build of parley extracted (a different model: an upgrade) or a damaged
+		// one is written again from this binary by Path.
 		st.Extracted = st.State == StateInstalled
-		if st.State == StateMissing {
-			st.State = StateInstalled
-		}
+		st.State = StateInstalled
 	} else {
 		st.Extracted = st.State == StateInstalled
 	}
@@ -207,6 +207,11 @@ func (m *Manager) fileStatus(ctx context.Context, full bool, model *Model, f Fil
 	}
 	if fs.WantSize > 0 && fs.Size != fs.WantSize {
 		fs.State, fs.Problem = StateCorrupt, fmt.Sprintf("size %d, want %d", fs.Size, fs.WantSize)
+		return fs
+	}
+	if model.Embedded != "" && (!recorded || r.SHA256 != f.SHA256) {
+		// the size matches, but the copy was not written from this build's bytes
+		fs.State, fs.Problem = StatePartial, "extracted by another build of parley; written again on first use"
 		return fs
 	}
 	fs.State = StateInstalled
