@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -152,5 +154,61 @@ func TestRealtimeAppendOverTheMemoryBudgetIsBusyAndTheSessionGoesOn(t *testing.T
 		if m["type"] == "error" {
 			t.Fatalf("small append after a busy one: %v", m)
 		}
+	}
+}
+
+func TestBetaClientDetection(t *testing.T) {
+	for _, c := range []struct {
+		header, proto string
+		want          bool
+	}{
+		{"realtime=v1", "", true},
+		{"assistants=v2, realtime=v1", "", true},
+		{"", "realtime, openai-beta.realtime-v1", true},
+		{"", "realtime", false},
+		{"assistants=v2", "", false},
+	} {
+		r := httptest.NewRequest("GET", "/v1/realtime", nil)
+		if c.header != "" {
+			r.Header.Set("OpenAI-Beta", c.header)
+		}
+		if c.proto != "" {
+			r.Header.Set("Sec-WebSocket-Protocol", c.proto)
+		}
+		if got := betaClient(r); got != c.want {
+			t.Errorf("OpenAI-Beta %q, protocols %q: beta %v, want %v", c.header, c.proto, got, c.want)
+		}
+	}
+}
+
+// TestRealtimeBetaHeaderOverWebSocket: a client that says OpenAI-Beta: realtime=v1 gets beta
+// event names from the server.
+func TestRealtimeBetaHeaderOverWebSocket(t *testing.T) {
+	_, base, _, _, _ := serveAll(t, Engines{ASR: &fakeASR{}, TTS: &fakeTTS{}, Brain: echoBrain{}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := http.Header{}
+	h.Set("OpenAI-Beta", "realtime=v1")
+	c, _, err := websocket.Dial(ctx, strings.Replace(base, "http", "ws", 1)+"/v1/realtime", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	r := &rtClient{t: t, ctx: ctx, c: c}
+	r.read() // session.created
+	r.writeRaw([]byte(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}}`))
+	r.writeRaw([]byte(`{"type":"response.create"}`))
+	seen := map[string]bool{}
+	for {
+		m := r.read()
+		typ, _ := m["type"].(string)
+		seen[typ] = true
+		if typ == "response.done" {
+			break
+		}
+	}
+	if !seen["conversation.item.created"] || !seen["response.audio.delta"] || seen["response.output_audio.delta"] || seen["conversation.item.added"] {
+		t.Errorf("a beta client saw %v", seen)
 	}
 }

@@ -209,6 +209,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		Budget:           s.audioMem,
 		NewChunker:       func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
 		Model:            r.URL.Query().Get("model"),
+		Beta:             betaClient(r),
 		Log:              s.log,
 		WriteTimeout:     s.o.WriteTimeout,
 		MaxBufferSeconds: min(s.o.Config.MaxAudioSeconds, maxRealtimeBuffer),
@@ -410,4 +411,22 @@ func (s *Server) checkVoice(ctx context.Context, name string) error {
 		return fmt.Errorf("%s (OpenAI's voices: %s)", e.Message, strings.Join(sortedKeys(OpenAIVoices), ", "))
 	}
 	return nil // busy or failing engines are not the voice's fault: the answer will say
+}
+
+// betaClient reports whether the client speaks the beta realtime protocol: it says so with
+// OpenAI-Beta: realtime=v1 (the header, or the subprotocol browsers use for it).
+func betaClient(r *http.Request) bool {
+	for _, h := range r.Header.Values("OpenAI-Beta") {
+		for _, v := range strings.Split(h, ",") {
+			if strings.TrimSpace(v) == "realtime=v1" {
+				return true
+			}
+		}
+	}
+	for _, p := range strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ",") {
+		if strings.TrimSpace(p) == "openai-beta.realtime-v1" {
+			return true
+		}
+	}
+	return false
 }

@@ -71,6 +71,9 @@ type Config struct {
 	OnLatency func(hop string, d time.Duration)
 	Model     string
 	Log       *slog.Logger
+	// Beta makes the session speak the beta protocol (the client sent OpenAI-Beta:
+	// realtime=v1): every server event under its beta name and shape (see dialect.go).
+	Beta bool
 }
 
 // Budget is memory shared by many sessions' buffers, in bytes.
@@ -248,6 +251,9 @@ func newID(prefix string) string {
 func (s *session) send(ev map[string]any) {
 	if s.dead.Load() {
 		return
+	}
+	if s.cfg.Beta && !toBeta(ev) {
+		return // an event the beta protocol has no counterpart for
 	}
 	ev["event_id"] = fmt.Sprintf("event_%d", s.seq.Add(1))
 	b, err := json.Marshal(ev)
