@@ -76,3 +76,76 @@ func TestBetaSessionSpeaksBeta(t *testing.T) {
 		}
 	}
 }
+
+// TestTextMode: output_modalities ["text"] (GA) or modalities ["text"] (beta) answers in text
+// deltas with no audio; anything unsupported is an error that names the parameter.
+func TestTextMode(t *testing.T) {
+	for _, beta := range []bool{false, true} {
+		voice := &fakeVoice{}
+		p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Seven times twelve is 84."}, Voice: voice, Beta: beta})
+		mods := map[string]any{"output_modalities": []string{"text"}}
+		if beta {
+			mods = map[string]any{"modalities": []string{"text"}}
+		}
+		send(p, map[string]any{"type": "session.update", "session": mods})
+		up := until(t, p, "session.updated")
+		sess := up[len(up)-1]["session"].(map[string]any)
+		if om := sess["output_modalities"].([]any); len(om) != 1 || om[0] != "text" {
+			t.Errorf("beta=%v: session.updated says output_modalities %v", beta, om)
+		}
+		send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+			"content": []any{map[string]any{"type": "input_text", "text": "what is 7 times 12"}}}})
+		send(p, map[string]any{"type": "response.create"})
+		evs := until(t, p, "response.done")
+		var deltas strings.Builder
+		delta, doneType := "response.output_text.delta", "response.output_text.done"
+		if beta {
+			delta, doneType = "response.text.delta", "response.text.done"
+		}
+		sawDone := false
+		for _, e := range evs {
+			switch e.typ() {
+			case delta:
+				deltas.WriteString(e["delta"].(string))
+			case doneType:
+				sawDone = true
+				if e["text"] != "Seven times twelve is 84." {
+					t.Errorf("beta=%v: %s text %v", beta, doneType, e["text"])
+				}
+			}
+			if strings.Contains(e.typ(), "audio") {
+				t.Errorf("beta=%v: audio event %s in text mode", beta, e.typ())
+			}
+		}
+		if deltas.String() != "Seven times twelve is 84." || !sawDone {
+			t.Errorf("beta=%v: text deltas %q, done %v (%v)", beta, deltas.String(), sawDone, types(evs))
+		}
+		out := evs[len(evs)-1]["response"].(map[string]any)["output"].([]any)
+		part := out[0].(map[string]any)["content"].([]any)[0].(map[string]any)
+		wantPart := "output_text"
+		if beta {
+			wantPart = "text"
+		}
+		if part["type"] != wantPart || part["text"] != "Seven times twelve is 84." {
+			t.Errorf("beta=%v: response.done content %v", beta, part)
+		}
+		if len(voice.said) != 0 {
+			t.Errorf("beta=%v: the voice spoke %q in text mode", beta, voice.said)
+		}
+	}
+	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "x"}, Voice: &fakeVoice{}})
+	for _, c := range []struct {
+		session map[string]any
+		param   string
+	}{
+		{map[string]any{"output_modalities": []string{"image"}}, "session.output_modalities"},
+		{map[string]any{"output_modalities": []string{"audio", "text"}}, "session.output_modalities"},
+		{map[string]any{"modalities": []string{"audio"}}, "session.modalities"},
+	} {
+		send(p, map[string]any{"type": "session.update", "session": c.session})
+		e := next(t, p)
+		if e.typ() != "error" || e["error"].(map[string]any)["param"] != c.param {
+			t.Errorf("update %v: %v, want an error on %s", c.session, e, c.param)
+		}
+	}
+}

@@ -111,6 +111,7 @@ type session struct {
 
 	// owned by the read loop
 	td           *TurnDetection
+	textOnly     bool // output_modalities ["text"] (beta: modalities ["text"]): answers in text, no audio
 	voice        string
 	instructions string
 	vad          app.VAD
@@ -296,15 +297,60 @@ func (s *session) sessionObject() map[string]any {
 	}
 	return map[string]any{
 		"id": s.id, "object": "realtime.session", "type": "realtime", "model": s.cfg.Model,
-		"instructions": s.instructions, "output_modalities": []string{"audio"},
+		"instructions": s.instructions, "output_modalities": s.outputModalities(),
 		"audio": map[string]any{
 			"input":  map[string]any{"format": format, "turn_detection": td},
 			"output": map[string]any{"format": format, "voice": voice},
 		},
 		// beta-shape mirrors
 		"voice": voice, "turn_detection": td, "input_audio_format": "pcm16", "output_audio_format": "pcm16",
-		"modalities": []string{"text", "audio"},
+		"modalities": s.betaModalities(),
 	}
+}
+
+func (s *session) outputModalities() []string {
+	if s.textOnly {
+		return []string{"text"}
+	}
+	return []string{"audio"}
+}
+
+func (s *session) betaModalities() []string {
+	if s.textOnly {
+		return []string{"text"}
+	}
+	return []string{"text", "audio"}
+}
+
+// modalities reads what an update asks the answers to be: GA output_modalities is ["audio"]
+// (with its transcript) or ["text"]; the beta's modalities are ["text", "audio"] or ["text"].
+// Anything else is refused, naming what is supported.
+func modalities(c SessionConfig) (textOnly, set bool, param string, err error) {
+	switch {
+	case c.OutputMods != nil:
+		param = "session.output_modalities"
+		switch {
+		case len(c.OutputMods) == 1 && c.OutputMods[0] == "audio":
+			return false, true, param, nil
+		case len(c.OutputMods) == 1 && c.OutputMods[0] == "text":
+			return true, true, param, nil
+		}
+		return false, false, param, fmt.Errorf("output_modalities %q is not supported: use [\"audio\"] (speech with its transcript) or [\"text\"]", c.OutputMods)
+	case c.Modalities != nil:
+		param = "session.modalities"
+		has := map[string]bool{}
+		for _, m := range c.Modalities {
+			has[m] = true
+		}
+		switch {
+		case len(has) == 1 && has["text"]:
+			return true, true, param, nil
+		case len(has) == 2 && has["text"] && has["audio"]:
+			return false, true, param, nil
+		}
+		return false, false, param, fmt.Errorf("modalities %q is not supported: use [\"text\", \"audio\"] or [\"text\"]", c.Modalities)
+	}
+	return false, false, "", nil
 }
 
 func (s *session) handle(e *ClientEvent) {
@@ -373,6 +419,11 @@ func (s *session) update(e *ClientEvent) {
 	if c.Voice != nil {
 		voice, voiceParam = c.Voice, "session.voice"
 	}
+	textOnly, modsSet, modsParam, err := modalities(*c)
+	if err != nil {
+		s.sendErrorFor("invalid_request_error", "invalid_value", modsParam, err.Error(), e.EventID)
+		return
+	}
 	// every check before anything applies: a refused update changes nothing
 	if voice != nil && s.cfg.CheckVoice != nil {
 		if err := s.cfg.CheckVoice(*voice); err != nil {
@@ -389,6 +440,11 @@ func (s *session) update(e *ClientEvent) {
 	}
 	if c.Instructions != nil {
 		s.instructions = *c.Instructions
+	}
+	if modsSet {
+		s.hmu.Lock()
+		s.textOnly = textOnly
+		s.hmu.Unlock()
 	}
 	s.send(map[string]any{"type": "session.updated", "session": s.sessionObject()})
 }
@@ -759,6 +815,7 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 	s.pending = ""
 	hist := append([]app.Message(nil), s.history...)
 	voice := s.voice
+	textOnly := s.textOnly
 	s.hmu.Unlock()
 	ctx, cancel := context.WithCancel(parent)
 	s.jobMu.Lock()
@@ -781,6 +838,9 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 		return map[string]any{"id": itemID, "object": "realtime.item", "type": "message", "status": status, "role": "assistant", "content": content}
 	}
 	part := func(text string) map[string]any { return map[string]any{"type": "output_audio", "transcript": text} }
+	if textOnly {
+		part = func(text string) map[string]any { return map[string]any{"type": "output_text", "text": text} }
+	}
 	ids := func(ev map[string]any) map[string]any {
 		ev["response_id"], ev["item_id"], ev["output_index"], ev["content_index"] = respID, itemID, 0, 0
 		return ev
@@ -788,9 +848,13 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 	begun := false
 	done := func(status string, details any, text string) {
 		var output []any
-		if begun {
+		if begun && textOnly {
+			s.send(ids(map[string]any{"type": "response.output_text.done", "text": text}))
+		} else if begun {
 			s.send(ids(map[string]any{"type": "response.output_audio.done"}))
 			s.send(ids(map[string]any{"type": "response.output_audio_transcript.done", "transcript": text}))
+		}
+		if begun {
 			s.send(ids(map[string]any{"type": "response.content_part.done", "part": part(text)}))
 			it := item(map[bool]string{true: "completed", false: "incomplete"}[status == "completed"], []any{part(text)})
 			s.send(map[string]any{"type": "response.output_item.done", "response_id": respID, "output_index": 0, "item": it})
@@ -866,7 +930,15 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 		}
 		return err
 	}
+	var written strings.Builder // text mode: the answer as streamed
 	err := s.cfg.Brain.Answer(ctx, heard, hist, func(delta string) error {
+		if textOnly {
+			if delta != "" {
+				written.WriteString(delta)
+				s.send(ids(map[string]any{"type": "response.output_text.delta", "delta": delta}))
+			}
+			return ctx.Err()
+		}
 		for _, sentence := range chunker.Push(delta) {
 			if err := speak(sentence); err != nil {
 				return err
@@ -874,7 +946,7 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 		}
 		return ctx.Err()
 	})
-	if err == nil {
+	if err == nil && !textOnly {
 		for _, sentence := range chunker.Flush() {
 			if err = speak(sentence); err != nil {
 				break
@@ -882,6 +954,9 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 		}
 	}
 	text := strings.TrimSpace(spoken.String())
+	if textOnly {
+		text = strings.TrimSpace(written.String())
+	}
 	s.hmu.Lock()
 	s.history = append(s.history, app.Message{Role: "user", Text: user})
 	if text != "" {
