@@ -19,6 +19,7 @@ import (
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/audio/wake"
 	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/llm/tokenizer"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
@@ -282,4 +283,22 @@ func Heard(res *asr.Result, o app.TranscribeOptions) (app.Transcript, error) {
 		}
 	}
 	return app.Transcript{Text: res.Text, Lang: res.Lang, Emotion: res.Emotion, Event: res.Event}, nil
+}
+
+// TokenCounter counts tokens with the Qwen3 tokenizer set-up installs (the built-in model's,
+// and the family local servers run most): the server's usage for upstreams that report none.
+func (f *Factory) TokenCounter(ctx context.Context) (func(text string) int, error) {
+	mgr, err := assets.NewManager(nil, assets.Options{Log: f.log})
+	if err != nil {
+		return nil, err
+	}
+	dir, err := mgr.Path(ctx, "qwen3-tokenizer")
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, err
+	}
+	return func(text string) int { return len(tok.Encode(text)) }, nil
 }

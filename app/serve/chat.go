@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/skills"
@@ -157,6 +158,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
 	}
 	if d.Usage != nil {
 		out["usage"] = d.Usage
+	} else {
+		out["usage"] = s.countUsage(req, d.Content+d.Reasoning)
 	}
 	writeJSON(w, out)
 	return nil
@@ -201,8 +204,11 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *llm
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}}
 	}
 	var last *llm.Usage
+	var written strings.Builder // the answer, for usage the upstream does not report
 	first := true
 	err := s.eng.LLM.Chat(ctx, req, func(d llm.Delta) error {
+		written.WriteString(d.Content)
+		written.WriteString(d.Reasoning)
 		delta := map[string]any{}
 		if first {
 			delta["role"] = "assistant"
@@ -246,6 +252,9 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *llm
 		send(chunk(map[string]any{"role": "assistant", "content": ""}, llm.FinishStop))
 	}
 	if usage {
+		if last == nil {
+			last = s.countUsage(req, written.String())
+		}
 		u := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": req.Model, "choices": []any{}, "usage": last}
 		send(u)
 	}
@@ -388,4 +397,31 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) *APIError {
 		}
 	}
 	return modelNotFound(id)
+}
+
+// messageOverhead is the tokens a chat template adds around each message (ChatML:
+// <|im_start|>role\n … <|im_end|>\n), and replyOverhead the assistant's opening.
+const messageOverhead, replyOverhead = 4, 3
+
+// countUsage counts a request's and an answer's tokens when the upstream did not: the
+// messages' text with the model's tokenizer (Engines.Tokens) plus the chat template's few
+// tokens per message. An estimate of what the upstream's own count would say, documented so.
+func (s *Server) countUsage(req *llm.Request, answer string) *llm.Usage {
+	u := &llm.Usage{PromptTokens: replyOverhead}
+	for _, m := range req.Messages {
+		u.PromptTokens += s.tokens(m.Content) + messageOverhead
+	}
+	u.CompletionTokens = s.tokens(answer)
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+func (s *Server) tokens(text string) int {
+	if text == "" {
+		return 0
+	}
+	if s.eng.Tokens != nil {
+		return s.eng.Tokens(text)
+	}
+	return (utf8.RuneCountInString(text) + 3) / 4
 }

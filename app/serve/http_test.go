@@ -1080,3 +1080,46 @@ func metricValue(t *testing.T, page, name string) float64 {
 	t.Fatalf("no sample %s", name)
 	return 0
 }
+
+// quietLLM answers without reporting usage, as some upstreams do.
+type quietLLM struct{ fakeLLM }
+
+func (q *quietLLM) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) error) error {
+	for _, p := range []string{"Hello ", "there."} {
+		if err := fn(llm.Delta{Content: p}); err != nil {
+			return err
+		}
+	}
+	return fn(llm.Delta{FinishReason: llm.FinishStop})
+}
+
+// TestChatUsageWhenUpstreamReportsNone: the server counts the tokens (with Engines.Tokens,
+// here one per word) instead of leaving usage out or null.
+func TestChatUsageWhenUpstreamReportsNone(t *testing.T) {
+	words := func(s string) int { return len(strings.Fields(s)) }
+	_, base := testServer(t, Engines{LLM: &quietLLM{}, LLMModel: "m1", Tokens: words}, nil)
+	// prompt: 3 + 1 message × (2 words + 4); completion: 2 words
+	want := llm.Usage{PromptTokens: 3 + 2 + 4, CompletionTokens: 2, TotalTokens: 11}
+	resp, b := post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"parley","messages":[{"role":"user","content":"hi there"}]}`))
+	var c struct{ Usage *llm.Usage }
+	if err := json.Unmarshal(b, &c); err != nil || resp.StatusCode != 200 || c.Usage == nil || *c.Usage != want {
+		t.Fatalf("non-stream usage: %d %s", resp.StatusCode, b)
+	}
+	resp, b = post(t, base+"/v1/chat/completions", "application/json", []byte(`{"model":"parley","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi there"}]}`))
+	var got *llm.Usage
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || line == "[DONE]" {
+			continue
+		}
+		var ch struct{ Usage *llm.Usage }
+		json.Unmarshal([]byte(line), &ch)
+		if ch.Usage != nil {
+			got = ch.Usage
+		}
+	}
+	if resp.StatusCode != 200 || got == nil || *got != want {
+		t.Errorf("stream usage %+v, want %+v: %s", got, want, b)
+	}
+}

@@ -73,6 +73,13 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 	}
 	note(factory.ASRNote(m, err))
 
+	// token counts for usage an upstream does not report
+	if count, err := f.TokenCounter(ctx); err == nil {
+		e.Tokens = count
+	} else {
+		log.Info("usage an upstream does not report is estimated from characters", "reason", err)
+	}
+
 	// voice
 	eng, err := f.Voice(factory.Voice{Preset: cfg.TTS.Voice})
 	if err != nil {

@@ -210,6 +210,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		NewChunker:       func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
 		Model:            r.URL.Query().Get("model"),
 		Beta:             betaClient(r),
+		Tokens:           s.tokens,
 		Log:              s.log,
 		WriteTimeout:     s.o.WriteTimeout,
 		MaxBufferSeconds: min(s.o.Config.MaxAudioSeconds, maxRealtimeBuffer),

@@ -78,6 +78,10 @@ type Engines struct {
 	// NewVAD returns a fresh voice activity detector per realtime session; nil: the energy
 	// detector of package app.
 	NewVAD func() (app.VAD, error)
+	// Tokens counts the tokens of a text with the model's tokenizer (Load: the installed
+	// Qwen3 tokenizer), for usage an upstream does not report; nil: about 4 characters a
+	// token.
+	Tokens func(text string) int
 }
 
 // Options configure a Server.

@@ -149,3 +149,16 @@ func TestTextMode(t *testing.T) {
 		}
 	}
 }
+
+func TestResponseDoneUsage(t *testing.T) {
+	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Sure thing."}, Voice: &fakeVoice{},
+		Tokens: func(s string) int { return len(strings.Fields(s)) }})
+	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+		"content": []any{map[string]any{"type": "input_text", "text": "say something now"}}}})
+	send(p, map[string]any{"type": "response.create"})
+	evs := until(t, p, "response.done")
+	u, _ := evs[len(evs)-1]["response"].(map[string]any)["usage"].(map[string]any)
+	if u == nil || u["input_tokens"] != 3.0 || u["output_tokens"] != 2.0 || u["total_tokens"] != 5.0 {
+		t.Errorf("usage %v", u)
+	}
+}

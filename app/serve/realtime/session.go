@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/serve/internal/pcmbuf"
@@ -71,6 +72,10 @@ type Config struct {
 	OnLatency func(hop string, d time.Duration)
 	Model     string
 	Log       *slog.Logger
+	// Tokens counts a text's tokens for response.done's usage; nil: about 4 characters a
+	// token. Only text is counted (the transcripts of the user's audio and of the answer):
+	// Parley does not tokenise audio, so audio_tokens is 0.
+	Tokens func(text string) int
 	// Beta makes the session speak the beta protocol (the client sent OpenAI-Beta:
 	// realtime=v1): every server event under its beta name and shape (see dialect.go).
 	Beta bool
@@ -861,7 +866,8 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 			s.send(map[string]any{"type": "conversation.item.done", "previous_item_id": prevItem, "item": it})
 			output = []any{it}
 		}
-		s.send(map[string]any{"type": "response.done", "response": map[string]any{"id": respID, "object": "realtime.response", "status": status, "status_details": details, "output": output}})
+		s.send(map[string]any{"type": "response.done", "response": map[string]any{"id": respID, "object": "realtime.response", "status": status,
+			"status_details": details, "output": output, "usage": s.usage(user, hist, text)}})
 	}
 	if strings.TrimSpace(user) == "" {
 		s.sendError("invalid_request_error", "no_input", "", "there is nothing to respond to yet: send audio or a conversation.item.create first")
@@ -979,6 +985,23 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 		s.sendError("server_error", "response_failed", "", err.Error())
 		done("failed", map[string]any{"type": "failed", "error": map[string]any{"type": "server_error", "message": err.Error()}}, text)
 	}
+}
+
+// usage is response.done's usage: the text tokens of what the model read (the history and
+// the user's turn) and of what it wrote.
+func (s *session) usage(user string, hist []app.Message, answer string) map[string]any {
+	count := s.cfg.Tokens
+	if count == nil {
+		count = func(t string) int { return (utf8.RuneCountInString(t) + 3) / 4 }
+	}
+	in := count(user)
+	for _, m := range hist {
+		in += count(m.Text)
+	}
+	out := count(answer)
+	return map[string]any{"total_tokens": in + out, "input_tokens": in, "output_tokens": out,
+		"input_token_details":  map[string]any{"text_tokens": in, "audio_tokens": 0, "cached_tokens": 0},
+		"output_token_details": map[string]any{"text_tokens": out, "audio_tokens": 0}}
 }
 
 func (s *session) newChunker() app.Chunker {
