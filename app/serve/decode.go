@@ -82,6 +82,14 @@ func decodeUpload(ctx context.Context, up *spool, maxSeconds int, tmpDir string)
 	d := &decoded{pcm: newSpool(pcmMemMax, tmpDir)}
 	if isWAV(head) {
 		err = decodeWAV(ctx, r, d, maxSeconds)
+		if errors.Is(err, audio.ErrUnsupported) {
+			// a WAV of another codec (µ-law, A-law, ADPCM, RF64…): ffmpeg decodes those
+			d.Close()
+			d = &decoded{pcm: newSpool(pcmMemMax, tmpDir)}
+			if err = decodeFFmpeg(ctx, up, d, maxSeconds); errors.Is(err, errNoFFmpeg) {
+				err = fmt.Errorf("%w: this WAV's codec needs ffmpeg, which is not installed on the server (%v)", errBadAudio, err)
+			}
+		}
 	} else {
 		err = decodeFFmpeg(ctx, up, d, maxSeconds)
 	}
@@ -91,6 +99,9 @@ func decodeUpload(ctx context.Context, up *spool, maxSeconds int, tmpDir string)
 	}
 	return d, nil
 }
+
+// errNoFFmpeg: audio that only ffmpeg decodes, and no ffmpeg.
+var errNoFFmpeg = errors.New("no ffmpeg")
 
 // checkRate refuses absurd sample rates.
 func checkRate(rate int) error {
@@ -106,7 +117,7 @@ func checkRate(rate int) error {
 func decodeWAV(ctx context.Context, r io.Reader, d *decoded, maxSeconds int) error {
 	wr, err := audio.NewWAVReader(r)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errBadAudio, err)
+		return fmt.Errorf("%w: %w", errBadAudio, err)
 	}
 	info := wr.Info()
 	if err := checkRate(info.Format.SampleRate); err != nil {
@@ -225,7 +236,7 @@ func (l *ffmpegLog) lastError() string {
 func decodeFFmpeg(ctx context.Context, up *spool, d *decoded, maxSeconds int) error {
 	bin, err := exec.LookPath("ffmpeg")
 	if err != nil {
-		return fmt.Errorf("%w: not a WAV file, and ffmpeg (needed for other formats) is not installed on the server", errBadAudio)
+		return fmt.Errorf("%w: %w: not a WAV file, and ffmpeg (needed for other formats) is not installed on the server", errBadAudio, errNoFFmpeg)
 	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)

@@ -1123,3 +1123,65 @@ func TestChatUsageWhenUpstreamReportsNone(t *testing.T) {
 		t.Errorf("stream usage %+v, want %+v: %s", got, want, b)
 	}
 }
+
+// muLawWAV is 1 s of a tone as an 8 kHz G.711 µ-law WAV (format tag 7), as phones and
+// telephony systems record.
+func muLawWAV() []byte {
+	const rate = 8000
+	enc := func(x float64) byte { // G.711 µ-law
+		const bias, clip = 0x84, 32635
+		s := int(x * 32767)
+		sign := 0
+		if s < 0 {
+			s, sign = -s, 0x80
+		}
+		s = min(s, clip) + bias
+		exp := 7
+		for mask := 0x4000; s&mask == 0 && exp > 0; mask >>= 1 {
+			exp--
+		}
+		return ^byte(sign | exp<<4 | (s>>(exp+3))&0x0F)
+	}
+	data := make([]byte, rate)
+	for i := range data {
+		data[i] = enc(0.3 * math.Sin(2*math.Pi*440*float64(i)/rate))
+	}
+	var b bytes.Buffer
+	w := func(v any) { binary.Write(&b, binary.LittleEndian, v) }
+	b.WriteString("RIFF")
+	w(uint32(4 + 8 + 18 + 8 + len(data)))
+	b.WriteString("WAVEfmt ")
+	w(uint32(18))
+	w(uint16(7))    // WAVE_FORMAT_MULAW
+	w(uint16(1))    // mono
+	w(uint32(rate)) // sample rate
+	w(uint32(rate)) // byte rate
+	w(uint16(1))    // block align
+	w(uint16(8))    // bits
+	w(uint16(0))    // cbSize
+	b.WriteString("data")
+	w(uint32(len(data)))
+	b.Write(data)
+	return b.Bytes()
+}
+
+// TestTranscriptionMuLawWAV: a WAV whose codec the WAV reader does not decode (µ-law here;
+// A-law and ADPCM alike) goes to ffmpeg, as the README says, instead of a 400.
+func TestTranscriptionMuLawWAV(t *testing.T) {
+	if _, err := exec.LookPath("ffmpeg"); err != nil {
+		t.Skip("ffmpeg not installed")
+	}
+	_, base := testServer(t, Engines{ASR: &fakeASR{}}, nil)
+	ct, body := multipartBody(t, muLawWAV(), [2]string{"model", "whisper-1"}, [2]string{"response_format", "verbose_json"})
+	resp, b := post(t, base+"/v1/audio/transcriptions", ct, body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("µ-law WAV: status %d: %s", resp.StatusCode, b)
+	}
+	var v struct {
+		Duration float64 `json:"duration"`
+	}
+	json.Unmarshal(b, &v)
+	if v.Duration < 0.99 || v.Duration > 1.01 {
+		t.Errorf("duration %g, want 1 s", v.Duration)
+	}
+}
