@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -33,17 +34,23 @@ type historyPanel struct {
 	last     []store.Conversation // the list shown
 	stopPoll func()               // while the panel is shown: turns stored elsewhere appear
 	every    time.Duration
+	typing   *time.Timer  // search as you type: a pause in typing runs the search
+	gen      atomic.Int64 // the latest list or search asked for: older answers are dropped
 }
+
+// searchDelay is the pause in typing after which the search runs.
+const searchDelay = 250 * time.Millisecond
 
 func newHistoryPanel(u *UI) *historyPanel {
 	p := &historyPanel{u: u, every: 5 * time.Second}
 	p.search = widget.NewEntry()
 	p.search.SetPlaceHolder("Search every conversation…")
 	p.search.OnSubmitted = func(string) { p.refresh() }
-	p.search.OnChanged = func(s string) {
-		if s == "" {
-			p.refresh()
+	p.search.OnChanged = func(string) {
+		if p.typing != nil {
+			p.typing.Stop()
 		}
+		p.typing = time.AfterFunc(searchDelay, func() { p.u.do(p.refresh) })
 	}
 	p.results = container.NewVBox()
 	p.view = container.NewVBox()
@@ -105,15 +112,24 @@ func (p *historyPanel) refresh() {
 		return
 	}
 	q := strings.TrimSpace(p.search.Text)
+	gen := p.gen.Add(1)
 	go func() {
 		ctx := context.Background()
 		if q == "" {
 			convs, err := h.Conversations(ctx, 100)
-			p.u.do(func() { p.showConversations(convs, err) })
+			p.u.do(func() {
+				if p.gen.Load() == gen {
+					p.showConversations(convs, err)
+				}
+			})
 			return
 		}
 		hits, err := h.Search(ctx, q, 50)
-		p.u.do(func() { p.showHits(hits, err) })
+		p.u.do(func() {
+			if p.gen.Load() == gen {
+				p.showHits(hits, err)
+			}
+		})
 	}()
 }
 
@@ -124,7 +140,7 @@ func (p *historyPanel) showConversations(cs []store.Conversation, err error) {
 		p.status.SetText(err.Error())
 		return
 	}
-	p.status.SetText(fmt.Sprintf("%d conversations", len(cs)))
+	p.status.SetText(fmt.Sprintf("%d conversation%s", len(cs), plural(len(cs))))
 	if len(cs) == 0 {
 		p.placeholder("No conversations yet. What you say to Parley, and its answers, are kept here.")
 	} else if p.open == 0 {
@@ -157,7 +173,7 @@ func (p *historyPanel) showHits(hits []store.Hit, err error) {
 		p.status.SetText("Search: " + err.Error())
 		return
 	}
-	p.status.SetText(fmt.Sprintf("%d matches", len(hits)))
+	p.status.SetText(fmt.Sprintf("%d match%s", len(hits), map[bool]string{true: "", false: "es"}[len(hits) == 1]))
 	for _, h := range hits {
 		id, title := h.ConversationID, h.Title
 		snippet := store.Highlight(h.Snippet, h.Highlights, "«", "»")

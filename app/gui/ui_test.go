@@ -759,3 +759,20 @@ func TestQueuedMessageIsAnnounced(t *testing.T) {
 		t.Errorf("a long queued message is shown as %q", got)
 	}
 }
+
+// TestHistorySearchesAsYouType: typing runs the search after a pause, without Enter, and the
+// counts are singular when there is one.
+func TestHistorySearchesAsYouType(t *testing.T) {
+	h := &fakeHistory{}
+	u, _ := newTestUI(t, Services{History: h})
+	p := u.history
+	test.Type(p.search, "timer")
+	waitFor(t, u, "hits without Enter", func() bool { return len(p.results.Objects) == 1 && p.status.Text == "1 match" })
+	p.search.SetText("")
+	waitFor(t, u, "the list back", func() bool {
+		return strings.HasSuffix(p.status.Text, "conversation") || strings.HasSuffix(p.status.Text, "conversations")
+	})
+	if n := len(p.last); (n == 1) != (p.status.Text == "1 conversation") {
+		t.Errorf("%d conversations shown as %q", n, p.status.Text)
+	}
+}
