@@ -121,4 +121,13 @@ type Services struct {
 	// Diagnostics reports the runtime, devices and models as JSON (Settings → Copy
 	// diagnostics: what a bug report needs).
 	Diagnostics func(ctx context.Context) ([]byte, error)
+	// Prefs keeps small UI choices across launches (a banner dismissed stays dismissed);
+	// nil: they last until the app quits.
+	Prefs Prefs
+}
+
+// Prefs is a small key-value store of UI choices.
+type Prefs interface {
+	Pref(key string) (string, bool)
+	SetPref(key, value string) error
 }

@@ -250,6 +250,17 @@ func (s deviceService) Test(ctx context.Context, in, out string, level func(floa
 	return play(ctx, s.log, out, rec, 16000)
 }
 
+// Pref implements Prefs over the store's settings table.
+func (h historyService) Pref(key string) (string, bool) {
+	v, ok, err := h.s.Setting(context.Background(), "ui."+key)
+	return v, ok && err == nil
+}
+
+// SetPref implements Prefs.
+func (h historyService) SetPref(key, value string) error {
+	return h.s.SetSetting(context.Background(), "ui."+key, value)
+}
+
 // historyService is the store.
 type historyService struct{ s *store.Store }
 

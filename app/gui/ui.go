@@ -2,7 +2,10 @@ package gui
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net"
 	"net/url"
 	"strings"
@@ -543,22 +546,26 @@ func (u *UI) setNotes(notes []app.Note) {
 // panel, its kind and model the action.
 func (u *UI) showFix(n app.Note) {
 	msg := friendlyError(n)
+	banner := u.banner
+	if n.Kind == app.NoteDemo || n.Kind == app.NoteMissing || n.Kind == app.NoteInfo || n.Kind == app.NoteFallback {
+		banner = u.noteBanner // how Parley is set up: dismissed once is enough
+	}
 	switch {
 	case n.Model != "" && (n.Kind == app.NoteDemo || n.Kind == app.NoteMissing) && u.svc.Models != nil:
-		u.banner(msg, theme.DownloadIcon(), "Download "+n.Model, func() {
+		banner(msg, theme.DownloadIcon(), "Download "+n.Model, func() {
 			u.showTab(tabModels)
 			u.models.download(n.Model)
 		})
 	case n.Kind == app.NoteDemo || n.Kind == app.NoteMissing || n.Part == app.PartASR:
-		u.banner(msg, theme.DownloadIcon(), "Get models", func() { u.showTab(tabModels) })
+		banner(msg, theme.DownloadIcon(), "Get models", func() { u.showTab(tabModels) })
 	case n.Part == app.PartBrain || isUnreachable(n.Err):
-		u.banner(msg, theme.SettingsIcon(), "LLM settings", func() { u.showTab(tabSettings) })
+		banner(msg, theme.SettingsIcon(), "LLM settings", func() { u.showTab(tabSettings) })
 	case n.Part == app.PartAudio:
-		u.banner(msg, theme.SettingsIcon(), "Audio settings", func() { u.showTab(tabSettings) })
+		banner(msg, theme.SettingsIcon(), "Audio settings", func() { u.showTab(tabSettings) })
 	case n.Part == app.PartVoice:
-		u.banner(msg, theme.VolumeUpIcon(), "Voice", func() { u.showTab(tabVoice) })
+		banner(msg, theme.VolumeUpIcon(), "Voice", func() { u.showTab(tabVoice) })
 	default:
-		u.banner(msg, nil, "", nil)
+		banner(msg, nil, "", nil)
 	}
 }
 
@@ -589,6 +596,27 @@ func (u *UI) onTab(name string) bool {
 
 // banner adds a dismissible message above the conversation (the same message once).
 func (u *UI) banner(msg string, icon fyne.Resource, action string, fn func()) {
+	u.addBanner(msg, icon, action, fn, false)
+}
+
+// noteBanner is a banner about how Parley is set up (a demo-grade model, an LLM not found):
+// the same on every launch until something changes, so once dismissed it stays dismissed.
+func (u *UI) noteBanner(msg string, icon fyne.Resource, action string, fn func()) {
+	u.addBanner(msg, icon, action, fn, true)
+}
+
+// bannerKey is the preference that remembers a dismissed note banner.
+func bannerKey(msg string) string {
+	h := sha256.Sum256([]byte(msg))
+	return "banner.dismissed." + hex.EncodeToString(h[:8])
+}
+
+func (u *UI) addBanner(msg string, icon fyne.Resource, action string, fn func(), remember bool) {
+	if remember && u.svc.Prefs != nil {
+		if _, dismissed := u.svc.Prefs.Pref(bannerKey(msg)); dismissed {
+			return
+		}
+	}
 	for _, o := range u.banners.Objects {
 		if b, ok := o.(*fyne.Container); ok && len(b.Objects) > 1 {
 			if l, ok := findLabel(b); ok && l.Text == msg {
@@ -602,7 +630,15 @@ func (u *UI) banner(msg string, icon fyne.Resource, action string, fn func()) {
 	l := widget.NewLabel(msg)
 	l.Wrapping = fyne.TextWrapWord
 	var item *fyne.Container
-	close := widget.NewButtonWithIcon("", theme.CancelIcon(), func() { u.banners.Remove(item); u.relayout() })
+	close := widget.NewButtonWithIcon("", theme.CancelIcon(), func() {
+		u.banners.Remove(item)
+		u.relayout()
+		if remember && u.svc.Prefs != nil {
+			if err := u.svc.Prefs.SetPref(bannerKey(msg), "1"); err != nil {
+				slog.Warn("the dismissed banner will come back", "err", err)
+			}
+		}
+	})
 	close.Importance = widget.LowImportance
 	right := container.NewHBox()
 	if fn != nil {

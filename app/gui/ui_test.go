@@ -776,3 +776,74 @@ func TestHistorySearchesAsYouType(t *testing.T) {
 		t.Errorf("%d conversations shown as %q", n, p.status.Text)
 	}
 }
+
+type memPrefs struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (p *memPrefs) Pref(k string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.m[k]
+	return v, ok
+}
+func (p *memPrefs) SetPref(k, v string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]string{}
+	}
+	p.m[k] = v
+	return nil
+}
+
+// TestDismissedNoteBannerStaysDismissed: a set-up note (a demo-grade model) dismissed once does
+// not come back on the next launch; an error banner does.
+func TestDismissedNoteBannerStaysDismissed(t *testing.T) {
+	prefs := &memPrefs{}
+	demo := app.Note{Part: app.PartASR, Kind: app.NoteDemo, Message: "speech recognition: demo-grade model"}
+	failed := app.Note{Part: app.PartAudio, Kind: app.NoteFailed, Message: "the microphone failed"}
+	u, _ := newTestUI(t, Services{Prefs: prefs})
+	u.showFix(demo)
+	u.showFix(failed)
+	if len(u.banners.Objects) != 2 {
+		t.Fatalf("%d banners, want 2", len(u.banners.Objects))
+	}
+	for len(u.banners.Objects) > 0 { // dismiss both
+		b := u.banners.Objects[0].(*fyne.Container)
+		test.Tap(findCloseButton(t, b))
+	}
+	// the next launch
+	u2, _ := newTestUI(t, Services{Prefs: prefs})
+	u2.showFix(demo)
+	u2.showFix(failed)
+	if len(u2.banners.Objects) != 1 {
+		t.Fatalf("%d banners on the next launch, want only the error's", len(u2.banners.Objects))
+	}
+	if l, _ := findLabel(u2.banners.Objects[0].(*fyne.Container)); l == nil || !strings.Contains(l.Text, "microphone") {
+		t.Errorf("the banner that came back: %v", l)
+	}
+}
+
+// findCloseButton is a banner's dismiss button (the last button in it).
+func findCloseButton(t *testing.T, c *fyne.Container) *widget.Button {
+	t.Helper()
+	var last *widget.Button
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch v := o.(type) {
+		case *widget.Button:
+			last = v
+		case *fyne.Container:
+			for _, c := range v.Objects {
+				walk(c)
+			}
+		}
+	}
+	walk(c)
+	if last == nil {
+		t.Fatal("a banner without a dismiss button")
+	}
+	return last
+}
