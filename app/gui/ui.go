@@ -110,7 +110,7 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 		container.NewTabItemWithIcon(tabModels, theme.DownloadIcon(), u.models.content),
 		container.NewTabItemWithIcon(tabSettings, theme.SettingsIcon(), u.settings.content),
 		container.NewTabItemWithIcon(tabHistory, theme.HistoryIcon(), u.history.content),
-		container.NewTabItemWithIcon(wizardTab, theme.MediaRecordIcon(), u.wizard.content),
+		container.NewTabItemWithIcon(wizardTab, fineTuneIcon, u.wizard.content),
 	)
 	u.tabs.SetTabLocation(container.TabLocationLeading)
 	u.tabs.OnSelected = func(t *container.TabItem) {
@@ -741,3 +741,13 @@ func ellipsize(s string, n int) string {
 	}
 	return string(r[:n]) + "…"
 }
+
+// fineTuneIcon is the Fine-tune tab's icon: a microphone (your recordings) with a spark (the
+// voice they make); themed like Fyne's own icons. Drawn for Parley.
+var fineTuneIcon = theme.NewThemedResource(fyne.NewStaticResource("finetune.svg", []byte(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24">
+<rect x="7" y="2" width="6" height="11" rx="3" fill="#000"/>
+<path d="M4.5 10.5a5.5 5.5 0 0 0 11 0" fill="none" stroke="#000" stroke-width="1.8"/>
+<rect x="9.1" y="16" width="1.8" height="4" fill="#000"/>
+<rect x="6.5" y="19.5" width="7" height="1.8" fill="#000"/>
+<path d="M19 3l.9 2.1L22 6l-2.1.9L19 9l-.9-2.1L16 6l2.1-.9z" fill="#000"/>
+</svg>`)))
