@@ -38,9 +38,13 @@ const (
 	KindTTS     = "tts"
 	KindLLM     = "llm"
 	KindSpeaker = "speaker"
+	// KindTokenizer is a tokenizer a model needs (the built-in decoder's, the server's usage
+	// counts): not a chat model itself.
+	KindTokenizer = "tokenizer"
 )
 
-var validKinds = map[string]bool{KindASR: true, KindVAD: true, KindWake: true, KindTTS: true, KindLLM: true, KindSpeaker: true}
+var validKinds = map[string]bool{KindASR: true, KindVAD: true, KindWake: true, KindTTS: true, KindLLM: true, KindSpeaker: true,
+	KindTokenizer: true}
 
 // Sentinel errors.
 var (

@@ -43,20 +43,23 @@ type FileStatus struct {
 
 // ModelStatus is the state of one model.
 type ModelStatus struct {
-	ID          string       `json:"id"`
-	Kind        string       `json:"kind"`
-	Description string       `json:"description"`
-	Licence     string       `json:"licence"`
-	Demo        bool         `json:"demo"`
-	Embedded    bool         `json:"embedded"`
-	Extracted   bool         `json:"extracted"` // an embedded model's files are on disk
-	State       State        `json:"state"`
-	Check       Check        `json:"check"`
-	Dir         string       `json:"dir"`
-	Bytes       int64        `json:"bytes"` // on disk
-	Total       int64        `json:"total"` // expected, 0 when any file's size is unknown
-	InUse       bool         `json:"in_use"`
-	Files       []FileStatus `json:"files"`
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
+	Licence     string `json:"licence"`
+	Demo        bool   `json:"demo"`
+	Embedded    bool   `json:"embedded"`
+	Extracted   bool   `json:"extracted"` // an embedded model's files are on disk
+	State       State  `json:"state"`
+	Check       Check  `json:"check"`
+	Dir         string `json:"dir"`
+	Bytes       int64  `json:"bytes"` // on disk
+	Total       int64  `json:"total"` // expected, 0 when any file's size is unknown
+	InUse       bool   `json:"in_use"`
+	// Downloadable: pull can fetch it (every file has a source, or an archive holds them, or
+	// it is embedded); otherwise it is installed by import alone (the description says how).
+	Downloadable bool         `json:"downloadable"`
+	Files        []FileStatus `json:"files"`
 }
 
 // Problems lists the files that are not installed, with why.
@@ -119,7 +122,7 @@ func (m *Manager) List(ctx context.Context, check Check, inUse ...string) ([]Mod
 func (m *Manager) status(model *Model, ctx context.Context, full bool) ModelStatus {
 	dir := filepath.Join(m.opts.Dir, filepath.FromSlash(model.Dir))
 	st := ModelStatus{ID: model.ID, Kind: model.Kind, Description: model.Description, Licence: model.Licence, Demo: model.Demo,
-		Embedded: model.Embedded != "", Dir: dir, Check: CheckSize}
+		Embedded: model.Embedded != "", Dir: dir, Check: CheckSize, Downloadable: downloadable(model)}
 	if full {
 		st.Check = CheckHash
 	}
@@ -360,4 +363,18 @@ func (m *Manager) Resolve(ctx context.Context, kind, spec string) (path, id stri
 		return "", "", fmt.Errorf("%s model %q: %w", kind, spec, err)
 	}
 	return p, spec, nil
+}
+
+// downloadable reports whether pull can fetch model: it is embedded, an archive holds its
+// files, or every file has a source.
+func downloadable(model *Model) bool {
+	if model.Embedded != "" || len(model.Archives) > 0 {
+		return true
+	}
+	for _, f := range model.Files {
+		if len(f.URLs) == 0 {
+			return false
+		}
+	}
+	return len(model.Files) > 0
 }

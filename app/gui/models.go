@@ -302,7 +302,7 @@ func (r *modelRow) update(st assets.ModelStatus, pulling bool) {
 		}
 	}
 	installed := st.State == assets.StateInstalled
-	show(r.get, !pulling && !installed && st.State != assets.StateUnavailable)
+	show(r.get, !pulling && !installed && st.State != assets.StateUnavailable && st.Downloadable)
 	show(r.cancel, pulling)
 	show(r.verify, !pulling && installed)
 	show(r.remove, !pulling && st.State != assets.StateMissing && !st.Embedded)

@@ -374,7 +374,8 @@ type fakeModels struct {
 func (f *fakeModels) status() assets.ModelStatus {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := assets.ModelStatus{ID: "sensevoice-small-int8", Kind: "asr", Description: "SenseVoice-Small (int8)", State: assets.StateMissing, Total: 100}
+	st := assets.ModelStatus{ID: "sensevoice-small-int8", Kind: "asr", Description: "SenseVoice-Small (int8)", State: assets.StateMissing, Total: 100,
+		Downloadable: true}
 	if f.partial {
 		st.State, st.Bytes = assets.StatePartial, 50
 	}
@@ -846,4 +847,34 @@ func findCloseButton(t *testing.T, c *fyne.Container) *widget.Button {
 		t.Fatal("a banner without a dismiss button")
 	}
 	return last
+}
+
+// importOnly lists a model that has no download (the official ChatTTS: import alone) and a
+// tokenizer, next to nothing else.
+type importOnly struct{ fakeModels }
+
+func (f *importOnly) List(context.Context) ([]assets.ModelStatus, error) {
+	return []assets.ModelStatus{
+		{ID: "chattts", Kind: "tts", Description: "There is no ONNX download: export it, then import", State: assets.StateMissing},
+		{ID: "qwen3-tokenizer", Kind: "tokenizer", Description: "Qwen3 tokenizer", State: assets.StateInstalled, Downloadable: true},
+	}, nil
+}
+
+// TestModelsWithoutDownload: a model that can only be imported offers no Download button, and
+// a tokenizer is not offered as a language model in Start here.
+func TestModelsWithoutDownload(t *testing.T) {
+	u, _ := newTestUI(t, Services{Models: &importOnly{}})
+	p := u.models
+	p.refresh()
+	waitFor(t, u, "the model list", func() bool { return p.rows["chattts"] != nil })
+	if p.rows["chattts"].get.Visible() {
+		t.Error("chattts (import only) offers Download")
+	}
+	for _, o := range p.start.Objects {
+		if c, ok := o.(*fyne.Container); ok {
+			if l, ok := findLabel(c); ok && strings.Contains(l.Text, "Qwen3 tokenizer") {
+				t.Errorf("the tokenizer is offered as a language model: %q", l.Text)
+			}
+		}
+	}
 }
