@@ -35,7 +35,8 @@ type modelsPanel struct {
 	content  fyne.CanvasObject
 	rows     map[string]*modelRow
 	pulls    map[string]context.CancelFunc
-	pending  string // a model to download once the list has loaded
+	failed   map[string]string // the last download error of each model, shown where it was asked for
+	pending  string            // a model to download once the list has loaded
 }
 
 // modelRow is one model's line.
@@ -352,6 +353,7 @@ func (p *modelsPanel) pull(id string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.pulls[id] = cancel
+	delete(p.failed, id)
 	r.update(r.st, true)
 	r.progress.SetValue(0)
 	r.detail.SetText("Starting download…")
@@ -375,6 +377,10 @@ func (p *modelsPanel) pull(id string) {
 				}
 			default:
 				r.detail.SetText("Download failed: " + err.Error())
+				if p.failed == nil {
+					p.failed = map[string]string{}
+				}
+				p.failed[id] = "Download failed: " + err.Error()
 			}
 			r.update(st, false)
 			p.replaceStatus(st)

@@ -60,6 +60,7 @@ func (p *modelsPanel) setStart() {
 		}
 		p.start.Add(container.NewBorder(nil, nil, nil, get,
 			note(fmt.Sprintf("Get this first (recommended, %s): until then Parley hears you with its small demo-grade recogniser.", humanBytes(asr.Total)))))
+		p.addFailure(id)
 	}
 
 	// 2. the brain
@@ -90,6 +91,7 @@ func (p *modelsPanel) setStart() {
 			act = widget.NewButtonWithIcon("Download", theme.DownloadIcon(), func() { p.pull(id) })
 		}
 		p.start.Add(container.NewBorder(nil, nil, nil, act, desc))
+		p.addFailure(id)
 	}
 	look := widget.NewButtonWithIcon("Look for local servers", theme.SearchIcon(), func() { p.lookForServers() })
 	if p.looking {
@@ -190,4 +192,15 @@ func (p *modelsPanel) useBrain(kind, url, model string) {
 			p.setStart()
 		})
 	}()
+}
+
+// addFailure shows a download's error under the button that started it (the model's row,
+// far down the page, says it too).
+func (p *modelsPanel) addFailure(id string) {
+	if msg := p.failed[id]; msg != "" {
+		l := widget.NewLabel(msg)
+		l.Wrapping = fyne.TextWrapWord
+		l.Importance = widget.DangerImportance
+		p.start.Add(l)
+	}
 }

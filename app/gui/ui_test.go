@@ -2,6 +2,7 @@ package gui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -877,4 +878,29 @@ func TestModelsWithoutDownload(t *testing.T) {
 			}
 		}
 	}
+}
+
+// failingModels is a missing recogniser whose download fails at once.
+type failingModels struct{ fakeModels }
+
+func (f *failingModels) Pull(context.Context, string, func(assets.Event)) error {
+	return errors.New("no route to host huggingface.co")
+}
+
+// TestDownloadErrorShowsWhereItWasAsked: a download started from Start here that fails says
+// so under that button, not only in the model's row far below.
+func TestDownloadErrorShowsWhereItWasAsked(t *testing.T) {
+	u, _ := newTestUI(t, Services{Models: &failingModels{}})
+	p := u.models
+	p.refresh()
+	waitFor(t, u, "the model list", func() bool { return p.rows["sensevoice-small-int8"] != nil })
+	p.pull("sensevoice-small-int8")
+	waitFor(t, u, "the error under Start here's button", func() bool {
+		for _, o := range p.start.Objects {
+			if l, ok := o.(*widget.Label); ok && strings.Contains(l.Text, "no route to host") {
+				return true
+			}
+		}
+		return false
+	})
 }
