@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -456,7 +455,7 @@ func Suggest(name string, candidates []string) string {
 			d = min(d, len(lc)-len(ln)) / 2 // a prefix or substring is a strong hint
 		} else if n := len([]rune(ln)); n >= 4 {
 			// A misspelt prefix ("sensevoce", "kokro") is a hint too, weaker than an exact one.
-			if p := prefixDistance(ln, lc); p <= max(1, n/4) {
+			if p := edit.Prefix(ln, lc); p <= max(1, n/4) {
 				d = min(d, p+1)
 			}
 		}
@@ -468,26 +467,4 @@ func Suggest(name string, candidates []string) string {
 		return ""
 	}
 	return best
-}
-
-// prefixDistance is the edit distance from a to the closest prefix of b.
-func prefixDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return slices.Min(prev)
 }

@@ -2,6 +2,8 @@
 // and character error rates, fuzzy command matching and label checks all count with.
 package edit
 
+import "slices"
+
 // Distance is the number of insertions, deletions and substitutions that turn a into b.
 func Distance[T comparable](a, b []T) int {
 	if len(a) == 0 {
@@ -28,3 +30,25 @@ func Distance[T comparable](a, b []T) int {
 
 // Runes is Distance over the characters of two strings.
 func Runes(a, b string) int { return Distance([]rune(a), []rune(b)) }
+
+// Prefix is the distance from a to the closest prefix of b (a name typed halfway).
+func Prefix(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			sub := prev[j-1]
+			if ra[i-1] != rb[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return slices.Min(prev)
+}

@@ -42,3 +42,16 @@ func FuzzDistance(f *testing.F) {
 		}
 	})
 }
+
+func TestPrefix(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"sense", "sensevoice-small", 0}, {"sensevoce", "sensevoice-small", 1}, {"", "x", 0}, {"abc", "", 3}, {"kokro", "kokoro-82m", 1},
+	} {
+		if got := Prefix(c.a, c.b); got != c.want {
+			t.Errorf("Prefix(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"unicode"
 
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/edit"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -336,23 +337,7 @@ func NormalizeText(s string) string {
 // and the reference's length: the parts of a character error rate.
 func CharErrors(ref, hyp string) (errs, n int) {
 	a, b := []rune(NormalizeText(ref)), []rune(NormalizeText(hyp))
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)], len(a)
+	return edit.Distance(a, b), len(a)
 }
 
 // ClipScore is one held-out clip's transcript and errors.
