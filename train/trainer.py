@@ -636,6 +636,7 @@ class Trainer:
                 loader = DataLoader(ds, batch_sampler=sampler, collate_fn=self.task.collate,
                                     num_workers=cfg.num_workers, worker_init_fn=seed_worker, generator=g,
                                     persistent_workers=False)
+                self._part_at = (epoch, part)
                 done = self._run_part(iter(loader), ds, start, n_local, n_max, win, t_start, steps_at_start,
                                       stop_at_step, last_val)
                 if not done:
@@ -744,7 +745,16 @@ class Trainer:
         return stop
 
     def _fallback_batch(self, ds):
-        """A padding batch for a rank that has no batch at all in this part."""
+        """A padding batch for a rank that has no batch left in this part: its last batch of
+        the part, as a run straight through pads with (the forward pass on the pad draws from
+        the random streams, so a resumed run must pad with the same batch to stay exact), or
+        the part's first sample when this rank has no batch in it at all."""
+        epoch, part = getattr(self, "_part_at", (self.pos["epoch"], 0))
+        last = None
+        for b in self._part_sampler(ds, epoch, part, 0):
+            last = b
+        if last:
+            return self._to_device(self.task.collate([ds[i] for i in last]))
         if len(ds) == 0:
             raise RuntimeError(f"rank {self.info.rank}: no data in this part and no batch to pad with")
         return self._to_device(self.task.collate([ds[0]]))
