@@ -249,7 +249,10 @@ grep -qF "sudo apt-get install python3-torch" "$out/finetune-check.err" || die "
 if "$PY" -c 'import torch, torchaudio, onnx, numpy, scipy, sentencepiece, soundfile' 2>/dev/null; then
 	x="$work/unpacked"
 	dpkg-deb -x "$deb" "$x"
-	mkdir -p "$work/home"
+	mkdir -p "$work/home/.local/share/parley"
+	# slicing recordings needs the Silero VAD model (finetune check says so without it): the
+	# models `doctor --fetch` got for the user above
+	cp -r "$root/home/ada/.local/share/parley/models" "$work/home/.local/share/parley/"
 	env -i HOME="$work/home" PATH=/usr/bin:/bin LANG=C.UTF-8 "$x/usr/bin/parley" finetune check --json >"$out/finetune-check-host.json" 2>&1 ||
 		die "the unpacked package cannot fine-tune on this machine: $(cat "$out/finetune-check-host.json")"
 	hostcheck=$(realpath "$out/finetune-check-host.json")
