@@ -174,6 +174,11 @@ func (s *Server) audioRequest(w http.ResponseWriter, r *http.Request, translate 
 		return invalidCode("file", "invalid_multipart", "malformed multipart body: %v", err)
 	}
 	form, err := parseTranscribeForm(mr, maxFile, s.o.TempDir)
+	if err != nil && fr.failed {
+		// the rate floor broke while multipart read a part's headers: textproto reports that
+		// as a malformed header, but the client was slow, not malformed
+		err = errSlowUpload
+	}
 	if err != nil {
 		// What is left of the body is not worth reading: close the connection after the answer.
 		w.Header().Set("Connection", "close")
