@@ -6,9 +6,18 @@ import "slices"
 
 // Distance is the number of insertions, deletions and substitutions that turn a into b.
 func Distance[T comparable](a, b []T) int {
-	if len(a) == 0 {
-		return len(b)
-	}
+	return lastRow(a, b)[len(b)]
+}
+
+// Runes is Distance over the characters of two strings.
+func Runes(a, b string) int { return Distance([]rune(a), []rune(b)) }
+
+// Prefix is the distance from a to the closest prefix of b (a name typed halfway).
+func Prefix(a, b string) int { return slices.Min(lastRow([]rune(a), []rune(b))) }
+
+// lastRow is the last row of the edit-distance table: element j is the distance from a to
+// b[:j].
+func lastRow[T comparable](a, b []T) []int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -25,30 +34,5 @@ func Distance[T comparable](a, b []T) int {
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)]
-}
-
-// Runes is Distance over the characters of two strings.
-func Runes(a, b string) int { return Distance([]rune(a), []rune(b)) }
-
-// Prefix is the distance from a to the closest prefix of b (a name typed halfway).
-func Prefix(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			sub := prev[j-1]
-			if ra[i-1] != rb[j-1] {
-				sub++
-			}
-			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return slices.Min(prev)
+	return prev
 }

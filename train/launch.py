@@ -94,6 +94,9 @@ def thread_env(env: dict, threads: int) -> dict:
     return env
 
 
+# one machine: the default job
+LOCAL_NODE = {"nnodes": 1, "node_rank": 0, "master_addr": "127.0.0.1", "master_port": 0}
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -112,7 +115,7 @@ def _worker(local_rank: int, nproc: int, port: int, module: str, args: List[str]
             launcher: int = 0, node: Optional[dict] = None) -> None:
     if launcher:
         _die_with(launcher)
-    node = node or {"nnodes": 1, "node_rank": 0, "master_addr": "127.0.0.1"}
+    node = node or LOCAL_NODE
     os.environ.update({"RANK": str(node["node_rank"] * nproc + local_rank), "LOCAL_RANK": str(local_rank),
                        "WORLD_SIZE": str(node["nnodes"] * nproc), "LOCAL_WORLD_SIZE": str(nproc),
                        "GROUP_RANK": str(node["node_rank"]), "MASTER_ADDR": node["master_addr"],
@@ -144,7 +147,7 @@ def _terminate(signum, frame):
 def spawn(nproc: int, module: str, args: List[str], threads: int = 1, node: Optional[dict] = None) -> int:
     import torch.multiprocessing as mp
 
-    node = node or {"nnodes": 1, "node_rank": 0, "master_addr": "127.0.0.1", "master_port": 0}
+    node = node or LOCAL_NODE
     port = int(node.get("master_port") or os.environ.get("MASTER_PORT") or free_port())
     thread_env(os.environ, threads)  # inherited by the spawned workers before they import torch
     # SIGTERM to the launcher alone (Parley's job runner dying: its death signal reaches only

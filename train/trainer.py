@@ -533,23 +533,26 @@ class Trainer:
             t = torch.tensor([n], dtype=torch.int64, device=self.info.device)
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
             n = int(t.item())
-        per_part = self._epoch_steps(epoch, order[0], nparts) / max(1, nparts)
         rest_parts = nparts - self.pos["part"] - 1
-        later = sum(self._epoch_total(e) for e in range(epoch + 1, cfg.max_epochs))
-        return math.ceil(n / cfg.grad_accum) + math.ceil(rest_parts * per_part) + later
+        rest = 0
+        if rest_parts > 0:  # the parts still to come in this epoch, as one part counts
+            rest = math.ceil(rest_parts * self._epoch_steps(epoch, order[0], nparts) / nparts)
+        return math.ceil(n / cfg.grad_accum) + rest + self._epochs_total(epoch + 1)
 
     # epochs counted batch by batch; past this many, epoch 0's count stands for the rest
     EXACT_EPOCHS = 64
 
-    def _epoch_total(self, epoch: int) -> int:
-        """Optimizer steps of one epoch.  With one data part, the epoch's own sampler says
-        exactly (batch counts vary by a few % between epochs: the schedule counted from epoch
-        0 alone ended early or late); with several parts (each a load), or many epochs, the
-        estimate from one part of epoch 0."""
-        nparts = self.task.num_parts()
-        if nparts == 1 and self.cfg.max_epochs <= self.EXACT_EPOCHS:
-            return self._epoch_steps(epoch, 0, 1)
-        return self._epoch_steps(0, self._part_order(0, nparts)[0], nparts)
+    def _epochs_total(self, first: int) -> int:
+        """Optimizer steps of epochs first..max_epochs-1.  With one data part, each epoch's own
+        sampler says exactly (batch counts vary by a few % between epochs: the schedule counted
+        from epoch 0 alone ended early or late); with several parts (each a load), or many
+        epochs, one part of epoch 0 is counted once and stands for every epoch."""
+        cfg, nparts = self.cfg, self.task.num_parts()
+        if first >= cfg.max_epochs:
+            return 0
+        if nparts == 1 and cfg.max_epochs <= self.EXACT_EPOCHS:
+            return sum(self._epoch_steps(e, 0, 1) for e in range(first, cfg.max_epochs))
+        return (cfg.max_epochs - first) * self._epoch_steps(0, self._part_order(0, nparts)[0], nparts)
 
     def _part_order(self, epoch: int, nparts: int) -> List[int]:
         order = list(range(nparts))
@@ -602,7 +605,7 @@ class Trainer:
             self.total_steps = self.step + self._steps_left()
             self._recount = False
         if self.total_steps == 0 and cfg.max_epochs:
-            self.total_steps = sum(self._epoch_total(e) for e in range(cfg.max_epochs))
+            self.total_steps = self._epochs_total(0)
             if self.step == 0:
                 self._reset_initial_lr()
         self._agree_on_start()

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"sync"
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
@@ -287,18 +288,28 @@ func Heard(res *asr.Result, o app.TranscribeOptions) (app.Transcript, error) {
 
 // TokenCounter counts tokens with the Qwen3 tokenizer set-up installs (the built-in model's,
 // and the family local servers run most): the server's usage for upstreams that report none.
-func (f *Factory) TokenCounter(ctx context.Context) (func(text string) int, error) {
-	mgr, err := assets.NewManager(nil, assets.Options{Log: f.log})
-	if err != nil {
-		return nil, err
+// The tokenizer (11 MB of JSON) is read on the first count, not at start-up; until it loads,
+// or when it cannot, count is false and the caller estimates.
+func (f *Factory) TokenCounter() func(text string) (n int, counted bool) {
+	load := sync.OnceValue(func() *tokenizer.Tokenizer {
+		mgr, err := assets.NewManager(nil, assets.Options{Log: f.log})
+		if err == nil {
+			var dir string
+			if dir, err = mgr.Path(context.Background(), "qwen3-tokenizer"); err == nil {
+				var tok *tokenizer.Tokenizer
+				if tok, err = tokenizer.Load(filepath.Join(dir, "tokenizer.json")); err == nil {
+					return tok
+				}
+			}
+		}
+		f.log.Info("usage an upstream does not report is estimated from characters", "reason", err)
+		return nil
+	})
+	return func(text string) (int, bool) {
+		tok := load()
+		if tok == nil {
+			return 0, false
+		}
+		return len(tok.Encode(text)), true
 	}
-	dir, err := mgr.Path(ctx, "qwen3-tokenizer")
-	if err != nil {
-		return nil, err
-	}
-	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
-	if err != nil {
-		return nil, err
-	}
-	return func(text string) int { return len(tok.Encode(text)) }, nil
 }

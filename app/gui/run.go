@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	if err == nil {
 		r.db = db
 		svc.History = historyService{db}
-		svc.Prefs = historyService{db}
+		svc.Prefs = prefsService{db}
 		ts := newTrainingService(db, cfg, log)
 		ts.voice = clones // the voice goal's models and library
 		svc.Training = ts

@@ -250,15 +250,18 @@ func (s deviceService) Test(ctx context.Context, in, out string, level func(floa
 	return play(ctx, s.log, out, rec, 16000)
 }
 
-// Pref implements Prefs over the store's settings table.
-func (h historyService) Pref(key string) (string, bool) {
-	v, ok, err := h.s.Setting(context.Background(), "ui."+key)
+// prefsService is Prefs over the store's settings table (keys prefixed "ui.").
+type prefsService struct{ s *store.Store }
+
+// Pref implements Prefs.
+func (p prefsService) Pref(key string) (string, bool) {
+	v, ok, err := p.s.Setting(context.Background(), "ui."+key)
 	return v, ok && err == nil
 }
 
 // SetPref implements Prefs.
-func (h historyService) SetPref(key, value string) error {
-	return h.s.SetSetting(context.Background(), "ui."+key, value)
+func (p prefsService) SetPref(key, value string) error {
+	return p.s.SetSetting(context.Background(), "ui."+key, value)
 }
 
 // historyService is the store.

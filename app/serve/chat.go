@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/parley-voice/parley/app/serve/realtime"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/skills"
 )
@@ -423,5 +423,5 @@ func (s *Server) tokens(text string) int {
 	if s.eng.Tokens != nil {
 		return s.eng.Tokens(text)
 	}
-	return (utf8.RuneCountInString(text) + 3) / 4
+	return realtime.EstimateTokens(text)
 }

@@ -843,40 +843,29 @@ func TestSlowAndAbandonedClients(t *testing.T) {
 		o.UploadTimeout = 200 * time.Millisecond
 	})
 	addr := strings.TrimPrefix(base, "http://")
-	// A client that announces a body and never sends it.
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\nContent-Length: 100000\r\n\r\n--zz\r\n")
-	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("no answer to a stalled upload: %v", err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 408 {
-		t.Errorf("stalled upload: %d %s", resp.StatusCode, b)
-	} else if _, _, _, code := apiErr(t, b); code != "upload_too_slow" {
-		t.Errorf("stalled upload: code %q", code)
-	}
-	// A client that stalls halfway through a part's header line: slow, not malformed (408,
-	// not 400 "malformed MIME header").
-	c2, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	fmt.Fprintf(c2, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\nContent-Length: 100000\r\n\r\n--zz\r\nContent-Disposition: form-da")
-	c2.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp2, err := http.ReadResponse(bufio.NewReader(c2), nil)
-	if err != nil {
-		t.Fatalf("no answer to an upload stalled in a header: %v", err)
-	}
-	b2, _ := io.ReadAll(resp2.Body)
-	if resp2.StatusCode != 408 {
-		t.Errorf("upload stalled in a part header: %d %s", resp2.StatusCode, b2)
+	// Clients that announce a body and stall: after the boundary line, and halfway through a
+	// part's header line (slow, not malformed: 408, not 400 "malformed MIME header").
+	for _, c := range []struct{ name, sent string }{
+		{"stalled upload", "--zz\r\n"},
+		{"upload stalled in a part header", "--zz\r\nContent-Disposition: form-da"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=zz\r\nContent-Length: 100000\r\n\r\n%s", c.sent)
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to a %s: %v", c.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 408 {
+			t.Errorf("%s: %d %s", c.name, resp.StatusCode, b)
+		} else if _, _, _, code := apiErr(t, b); code != "upload_too_slow" {
+			t.Errorf("%s: code %q", c.name, code)
+		}
 	}
 	if s.asrLim.Waiting()+s.asrLim.Running() != 0 {
 		t.Error("stalled upload holds a queue place")

@@ -11,6 +11,7 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/serve/realtime"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/llm/brain"
@@ -73,11 +74,13 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 	}
 	note(factory.ASRNote(m, err))
 
-	// token counts for usage an upstream does not report
-	if count, err := f.TokenCounter(ctx); err == nil {
-		e.Tokens = count
-	} else {
-		log.Info("usage an upstream does not report is estimated from characters", "reason", err)
+	// token counts for usage an upstream does not report (the tokenizer loads on first use)
+	count := f.TokenCounter()
+	e.Tokens = func(text string) int {
+		if n, ok := count(text); ok {
+			return n
+		}
+		return realtime.EstimateTokens(text)
 	}
 
 	// voice

@@ -57,15 +57,16 @@ func (ss *session) shutdown() {
 type wsConn struct {
 	c      *websocket.Conn
 	budget *memBudget
-	held   *int64 // budget reserved for the last message, given back at the next Read
+	held   int64  // budget reserved for the last message, given back at the next Read
+	chunk  []byte // read buffer, reused across messages (appends come every 20-100 ms)
 }
 
-func newWSConn(c *websocket.Conn, budget *memBudget) wsConn {
+func newWSConn(c *websocket.Conn, budget *memBudget) *wsConn {
 	c.SetReadLimit(-1) // Read enforces realtime.MaxMessageBytes
-	return wsConn{c: c, budget: budget, held: new(int64)}
+	return &wsConn{c: c, budget: budget, chunk: make([]byte, 64<<10)}
 }
 
-func (w wsConn) Read(ctx context.Context) ([]byte, error) {
+func (w *wsConn) Read(ctx context.Context) ([]byte, error) {
 	w.release()
 	for {
 		typ, r, err := w.c.Reader(ctx)
@@ -81,21 +82,20 @@ func (w wsConn) Read(ctx context.Context) ([]byte, error) {
 
 // readMessage reads one message, reserving what passes freeMessageBytes from the budget. A
 // message the budget cannot hold is read to its end and dropped (realtime.ErrBusy).
-func (w wsConn) readMessage(r io.Reader) ([]byte, error) {
+func (w *wsConn) readMessage(r io.Reader) ([]byte, error) {
 	var buf bytes.Buffer
-	chunk := make([]byte, 64<<10)
 	total, busy := 0, false
 	for {
-		n, err := r.Read(chunk)
+		n, err := r.Read(w.chunk)
 		total += n
 		if total > realtime.MaxMessageBytes {
 			w.release()
 			return nil, fmt.Errorf("%w: more than %d bytes", realtime.ErrMessageTooLarge, realtime.MaxMessageBytes)
 		}
 		if n > 0 && !busy {
-			if over := int64(total-freeMessageBytes) - *w.held; over > 0 && w.budget != nil {
+			if over := int64(total-freeMessageBytes) - w.held; over > 0 && w.budget != nil {
 				if w.budget.Reserve(over) {
-					*w.held += over
+					w.held += over
 				} else {
 					busy = true
 					buf = bytes.Buffer{}
@@ -103,7 +103,7 @@ func (w wsConn) readMessage(r io.Reader) ([]byte, error) {
 				}
 			}
 			if !busy {
-				buf.Write(chunk[:n])
+				buf.Write(w.chunk[:n])
 			}
 		}
 		switch {
@@ -118,14 +118,14 @@ func (w wsConn) readMessage(r io.Reader) ([]byte, error) {
 	}
 }
 
-func (w wsConn) release() {
-	if w.held != nil && *w.held > 0 {
-		w.budget.Release(*w.held)
-		*w.held = 0
+func (w *wsConn) release() {
+	if w.held > 0 {
+		w.budget.Release(w.held)
+		w.held = 0
 	}
 }
 
-func (w wsConn) Write(ctx context.Context, b []byte) error {
+func (w *wsConn) Write(ctx context.Context, b []byte) error {
 	return w.c.Write(ctx, websocket.MessageText, b)
 }
 

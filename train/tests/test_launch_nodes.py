@@ -8,11 +8,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 from train.launch import cluster_env, free_port
-from train.tests.test_launch_term import alive
+from train.tests.test_launch_term import start_sleepers, wait_gone
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -29,14 +28,6 @@ with open(os.path.join(sys.argv[1], "rank%d.json" % dist.get_rank()), "w") as f:
                "sum": t.item()}, f)
 dist.barrier()
 '''
-
-SLEEPER = '''
-import os, sys, time
-with open(os.path.join(sys.argv[1], "rank%s.pid" % os.environ["RANK"]), "w") as f:
-    f.write(str(os.getpid()))
-time.sleep(600)
-'''
-
 
 def clean_env(d: str) -> dict:
     drop = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK")
@@ -117,24 +108,12 @@ class LaunchNodesTest(unittest.TestCase):
 
     def test_workers_die_with_a_killed_launcher(self):
         with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "sleeper.py"), "w") as f:
-                f.write(SLEEPER)
-            p = subprocess.Popen([sys.executable, "-m", "train.launch", "--nproc", "2", "--launcher", "spawn",
-                                  "-m", "sleeper", d], cwd=ROOT, env=clean_env(d), stderr=subprocess.DEVNULL)
+            p, pids = start_sleepers(d, clean_env(d), stderr=subprocess.DEVNULL)
             try:
-                pids = []
-                deadline = time.time() + 120
-                while time.time() < deadline and len(pids) < 2:
-                    pids = [int(open(os.path.join(d, n)).read() or 0) for n in os.listdir(d) if n.endswith(".pid")]
-                    pids = [x for x in pids if x]
-                    time.sleep(0.2)
                 self.assertEqual(len(pids), 2, "workers did not start")
                 p.send_signal(signal.SIGKILL)
                 p.wait(30)
-                deadline = time.time() + 20
-                while time.time() < deadline and any(alive(x) for x in pids):
-                    time.sleep(0.1)
-                left = [x for x in pids if alive(x)]
+                left = wait_gone(pids)
                 for x in left:
                     os.kill(x, signal.SIGKILL)
                 self.assertFalse(left, "workers outlived a launcher killed by SIGKILL")
@@ -142,7 +121,6 @@ class LaunchNodesTest(unittest.TestCase):
                 if p.poll() is None:
                     p.kill()
                 p.wait()
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -20,6 +20,33 @@ time.sleep(600)
 '''
 
 
+def start_sleepers(d: str, env: dict, **popen) -> "tuple[subprocess.Popen, list]":
+    """Launches 2 spawned WORKERs writing their pids into d; -> the launcher and the pids."""
+    with open(os.path.join(d, "sleeper.py"), "w") as f:
+        f.write(WORKER)
+    p = subprocess.Popen([sys.executable, "-m", "train.launch", "--nproc", "2", "--launcher", "spawn",
+                          "-m", "sleeper", d], cwd=ROOT, env=env, **popen)
+    pids = []
+    deadline = time.time() + 120
+    while time.time() < deadline and len(pids) < 2:
+        pids = []
+        for n in os.listdir(d):
+            if n.endswith(".pid"):
+                with open(os.path.join(d, n)) as f:
+                    pids.append(int(f.read() or 0))
+        pids = [x for x in pids if x]
+        time.sleep(0.2)
+    return p, pids
+
+
+def wait_gone(pids: list, seconds: float = 20) -> list:
+    """Waits for the processes to end; -> those still alive."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and any(alive(x) for x in pids):
+        time.sleep(0.1)
+    return [x for x in pids if alive(x)]
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -31,25 +58,13 @@ def alive(pid: int) -> bool:
 class LaunchTermTest(unittest.TestCase):
     def test_sigterm_stops_workers(self):
         with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "sleeper.py"), "w") as f:
-                f.write(WORKER)
             env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + d)
-            p = subprocess.Popen([sys.executable, "-m", "train.launch", "--nproc", "2", "--launcher", "spawn",
-                                  "-m", "sleeper", d], cwd=ROOT, env=env, stderr=subprocess.PIPE)
+            p, pids = start_sleepers(d, env, stderr=subprocess.PIPE)
             try:
-                pids = []
-                deadline = time.time() + 120
-                while time.time() < deadline and len(pids) < 2:
-                    pids = [int(open(os.path.join(d, n)).read() or 0) for n in os.listdir(d) if n.endswith(".pid")]
-                    pids = [x for x in pids if x]
-                    time.sleep(0.2)
                 self.assertEqual(len(pids), 2, "workers did not start")
                 p.send_signal(signal.SIGTERM)
                 self.assertEqual(p.wait(60), 128 + signal.SIGTERM)
-                deadline = time.time() + 20
-                while time.time() < deadline and any(alive(x) for x in pids):
-                    time.sleep(0.1)
-                self.assertFalse([x for x in pids if alive(x)], "workers outlived the launcher")
+                self.assertFalse(wait_gone(pids), "workers outlived the launcher")
                 self.assertIn(b"train.launch: terminated", p.stderr.read())
             finally:
                 if p.poll() is None:

@@ -853,13 +853,13 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 	begun := false
 	done := func(status string, details any, text string) {
 		var output []any
-		if begun && textOnly {
-			s.send(ids(map[string]any{"type": "response.output_text.done", "text": text}))
-		} else if begun {
-			s.send(ids(map[string]any{"type": "response.output_audio.done"}))
-			s.send(ids(map[string]any{"type": "response.output_audio_transcript.done", "transcript": text}))
-		}
 		if begun {
+			if textOnly {
+				s.send(ids(map[string]any{"type": "response.output_text.done", "text": text}))
+			} else {
+				s.send(ids(map[string]any{"type": "response.output_audio.done"}))
+				s.send(ids(map[string]any{"type": "response.output_audio_transcript.done", "transcript": text}))
+			}
 			s.send(ids(map[string]any{"type": "response.content_part.done", "part": part(text)}))
 			it := item(map[bool]string{true: "completed", false: "incomplete"}[status == "completed"], []any{part(text)})
 			s.send(map[string]any{"type": "response.output_item.done", "response_id": respID, "output_index": 0, "item": it})
@@ -987,12 +987,15 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 	}
 }
 
+// EstimateTokens is a text's token count without a tokenizer: about 4 characters a token.
+func EstimateTokens(text string) int { return (utf8.RuneCountInString(text) + 3) / 4 }
+
 // usage is response.done's usage: the text tokens of what the model read (the history and
 // the user's turn) and of what it wrote.
 func (s *session) usage(user string, hist []app.Message, answer string) map[string]any {
 	count := s.cfg.Tokens
 	if count == nil {
-		count = func(t string) int { return (utf8.RuneCountInString(t) + 3) / 4 }
+		count = EstimateTokens
 	}
 	in := count(user)
 	for _, m := range hist {
