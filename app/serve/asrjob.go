@@ -73,11 +73,11 @@ func (s *Server) recognize(ctx context.Context, in asrInput, o asr.Options) (*as
 		t, err = s.asrLim.Admit(cost)
 	}
 	if err != nil {
-		return nil, busy("asr", s.asrLim.RetryAfter())
+		return nil, s.queueErr(s.asrLim, err)
 	}
 	defer t.Done()
 	if err := t.Wait(ctx); err != nil {
-		return nil, gone("client went away while queued")
+		return nil, s.queueErr(s.asrLim, err)
 	}
 	if t.Leader() != nil {
 		// another job's batch runs this one

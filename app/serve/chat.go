@@ -124,11 +124,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) *APIError {
 		req.Messages = append(req.Messages, llm.Message{Role: role, Content: text, Name: m.Name, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
 	}
 	release, err := s.llmLim.Acquire(r.Context(), 1)
-	if errors.Is(err, ErrBusy) {
-		return busy("llm", s.llmLim.RetryAfter())
-	}
 	if err != nil {
-		return gone("client went away while queued")
+		return s.queueErr(s.llmLim, err)
 	}
 	defer release()
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.JobTimeout)
@@ -244,7 +241,7 @@ func (s *Server) chatStream(ctx context.Context, w http.ResponseWriter, req *llm
 			return llmError(err, req.Model)
 		}
 		// Mid-stream: OpenAI-compatible servers send an error frame.
-		e := llmError(err, req.Model)
+		e := s.cut(ctx, llmError(err, req.Model))
 		send(map[string]any{"error": e})
 		return nil
 	}

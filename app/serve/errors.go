@@ -17,6 +17,9 @@ var (
 	ErrConfig = errors.New("serve: bad configuration")
 	// ErrBusy is returned when an engine's queue is full.
 	ErrBusy = errors.New("serve: busy")
+	// ErrShuttingDown is returned for a job the server will not run because it is
+	// shutting down (Limiter.Drain).
+	ErrShuttingDown = errors.New("serve: shutting down")
 )
 
 // APIError is an error in OpenAI's shape: {"error":{"message","type","param","code"}}.
@@ -74,6 +77,14 @@ func unavailable(format string, a ...any) *APIError {
 
 func internal(format string, a ...any) *APIError {
 	return &APIError{Status: http.StatusInternalServerError, Type: "server_error", Code: str("internal_error"), Message: fmt.Sprintf(format, a...)}
+}
+
+// shuttingDown is the 503 of work the server will not do because it is stopping: work
+// queued that would not finish in the drain, or work cut at its end. Retry-After says when a
+// restarted server may take it.
+func shuttingDown(retry time.Duration) *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: str("server_shutting_down"), RetryAfter: retry,
+		Message: fmt.Sprintf("the server is shutting down and will not finish this request; retry after %d s", int(retry.Seconds()+0.999))}
 }
 
 // gone is the 499 of a client that left before its answer (logged, never seen by it).

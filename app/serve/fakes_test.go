@@ -66,6 +66,7 @@ func (f *fakeASR) TranscribeWith(ctx context.Context, pcm []float32, o asr.Optio
 // fakeTTS speaks a 440 Hz tone per sentence (split at '.'), 0.1 s per word.
 type fakeTTS struct {
 	block chan struct{}
+	pace  time.Duration // a pause before each sentence, as a slow voice takes
 	calls atomic.Int64
 	last  atomic.Value // tts.Request
 }
@@ -104,6 +105,13 @@ func (f *fakeTTS) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, 
 			}
 		}
 		for i, s := range sentences {
+			if f.pace > 0 {
+				select {
+				case <-time.After(f.pace):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
 			n := len(strings.Fields(s)) * rate / 10
 			x := make([]float32, n)
 			for j := range x {

@@ -837,6 +837,90 @@ func TestGracefulShutdownDrains(t *testing.T) {
 	}
 }
 
+// At shutdown, queued work that cannot finish in the drain gets a 503 with Retry-After at
+// once; work still running at the drain's end is cut: a whole-file answer becomes a 503, a
+// stream ends with an error the client sees (no clean end of body); Serve returns in time.
+func TestShutdownRefusesQueuedAndCutsRunning(t *testing.T) {
+	o := Options{Config: config.Default().Serve, Engines: Engines{TTS: &fakeTTS{pace: 200 * time.Millisecond}}, DrainTimeout: 2 * time.Second}
+	o.Config.MaxConcurrentTTS = 2
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, Listeners{HTTP: ln}) }()
+	type result struct {
+		status int
+		retry  string
+		body   []byte
+		err    error
+	}
+	text := strings.Repeat("This sentence takes a while. ", 40) // 40 × 0.2 s
+	ask := func(format string, out chan<- result) {
+		body := fmt.Sprintf(`{"model":"tts-1","voice":"alloy","input":%q,"response_format":%q}`, text, format)
+		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/audio/speech", "application/json", strings.NewReader(body))
+		if err != nil {
+			out <- result{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		out <- result{status: resp.StatusCode, retry: resp.Header.Get("Retry-After"), body: b, err: err}
+	}
+	until := func(what string, ok func() bool) {
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+		}
+	}
+	stream, whole, queued := make(chan result, 1), make(chan result, 1), make(chan result, 2)
+	go ask("pcm", stream)
+	until("streaming", func() bool { return s.ttsLim.Running() == 1 })
+	go ask("wav", whole)
+	until("two running", func() bool { return s.ttsLim.Running() == 2 })
+	go ask("pcm", queued)
+	go ask("pcm", queued)
+	until("two queued", func() bool { return s.ttsLim.Waiting() == 2 })
+	start := time.Now()
+	cancel()
+	refused := func(what string, r result) {
+		t.Helper()
+		if r.err != nil || r.status != 503 || r.retry == "" {
+			t.Errorf("%s: %d, Retry-After %q, %v: %s", what, r.status, r.retry, r.err, r.body)
+			return
+		}
+		if _, _, _, code := apiErr(t, r.body); code != "server_shutting_down" {
+			t.Errorf("%s: code %q", what, code)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		refused("queued", <-queued)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("queued work refused after %v, not at once", d)
+	}
+	refused("whole file cut at the drain's end", <-whole)
+	r := <-stream
+	if r.status != 200 || r.err == nil || len(r.body) == 0 {
+		t.Errorf("cut stream: %d, %d bytes, error %v (want some audio, then an error, not a clean end)", r.status, len(r.body), r.err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Serve did not return")
+	}
+}
+
 func TestSlowAndAbandonedClients(t *testing.T) {
 	eng := &fakeTTS{}
 	s, base := testServer(t, Engines{ASR: &fakeASR{}, TTS: eng}, func(o *Options) {

@@ -32,6 +32,8 @@ type Limiter struct {
 	histN   int
 	histI   int
 
+	draining bool // Drain was called: nothing more is admitted
+
 	rejected atomic.Int64
 	waitingN atomic.Int64
 	runningN atomic.Int64
@@ -78,7 +80,8 @@ type Ticket struct {
 	cost  float64
 	state ticketState
 	start time.Time
-	ready chan struct{} // closed when the job may run (or was taken into a batch)
+	ready chan struct{} // closed when the job may run (or was taken into a batch, or refused)
+	err   error         // why a waiting job was refused (ErrShuttingDown), else nil
 
 	// Batch, when set before Wait, lets the job join others with the same BatchKey into one
 	// run. The ticket that starts leads: Group returns the others it took along.
@@ -112,6 +115,9 @@ func (l *Limiter) admit(cost float64, batch any, key string) (*Ticket, error) {
 	cost = max(cost, 0)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.draining {
+		return nil, ErrShuttingDown
+	}
 	if !l.roomLocked() {
 		l.rejected.Add(1)
 		return nil, ErrBusy
@@ -211,14 +217,14 @@ func (l *Limiter) dispatchLocked() {
 func (t *Ticket) Wait(ctx context.Context) error {
 	select {
 	case <-t.ready:
-		return nil
+		return t.err
 	case <-ctx.Done():
 	}
 	l := t.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t.state != waiting {
-		return nil // started meanwhile: the caller sees ctx ended and calls Done
+		return t.err // started meanwhile (the caller sees ctx ended and calls Done), or refused
 	}
 	if i := slices.Index(l.queue, t); i >= 0 {
 		l.queue = slices.Delete(l.queue, i, i+1)
@@ -271,6 +277,48 @@ func (l *Limiter) Acquire(ctx context.Context, cost float64) (release func(), er
 		return nil, err
 	}
 	return t.Done, nil
+}
+
+// Drain stops admitting jobs (Admit fails with ErrShuttingDown) and refuses, with
+// ErrShuttingDown from Wait, every waiting job that would not be done by deadline as the
+// queue stands: the jobs are laid out on the workers in order, running ones with what they
+// have left, and a job refused leaves its worker's time to the next. It returns how many it
+// refused. The rest keep their place and run.
+func (l *Limiter) Drain(deadline time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.draining = true
+	now := l.now()
+	rate := l.rateLocked()
+	left := deadline.Sub(now).Seconds()
+	free := make([]float64, l.workers) // when each worker frees up, seconds from now
+	for i, t := range l.running {
+		if i < len(free) {
+			free[i] = t.remaining(rate, now)
+		}
+	}
+	refused := 0
+	keep := l.queue[:0]
+	for _, t := range l.queue {
+		k := 0
+		for j := range free {
+			if free[j] < free[k] {
+				k = j
+			}
+		}
+		if end := free[k] + t.cost*rate; end <= left {
+			free[k] = end
+			keep = append(keep, t)
+			continue
+		}
+		t.state, t.err = done, ErrShuttingDown
+		l.waitingN.Add(-1)
+		close(t.ready)
+		refused++
+	}
+	clear(l.queue[len(keep):])
+	l.queue = keep
+	return refused
 }
 
 // RetryAfter estimates when the queue, as it stands now, will have room again: the jobs

@@ -509,3 +509,50 @@ func TestBCP47(t *testing.T) {
 		}
 	}
 }
+
+// Drain keeps the waiting jobs that will be done by the deadline, refuses the rest with
+// ErrShuttingDown from Wait (a refused job leaves its worker's time to the next), and admits
+// nothing more.
+func TestLimiterDrain(t *testing.T) {
+	l := NewLimiter("x", LimiterConfig{Workers: 1, MaxWait: time.Hour, MaxQueued: 100, Prior: 1})
+	c := withFakeClock(l)
+	run, err := l.Admit(4) // 4 s of work
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q []*Ticket
+	for _, cost := range []float64{3, 5, 2, 1} {
+		tk, err := l.Admit(cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q = append(q, tk)
+	}
+	c.add(time.Second) // the running job has 3 s left
+	// by the deadline 10 s from now: 3 s running, then 3 (done at 6), 5 would end at 11:
+	// refused, 2 (done at 8), 1 (done at 9)
+	if n := l.Drain(c.now().Add(10 * time.Second)); n != 1 {
+		t.Errorf("refused %d, want 1", n)
+	}
+	ctx := context.Background()
+	if err := q[1].Wait(ctx); !errors.Is(err, ErrShuttingDown) {
+		t.Errorf("the job that cannot finish: Wait = %v", err)
+	}
+	if l.Waiting() != 3 {
+		t.Errorf("%d waiting, want 3", l.Waiting())
+	}
+	if _, err := l.Admit(0.1); !errors.Is(err, ErrShuttingDown) {
+		t.Errorf("admitted while draining: %v", err)
+	}
+	q[1].Done() // a refused ticket's Done is harmless
+	run.Done()
+	for _, i := range []int{0, 2, 3} {
+		if err := q[i].Wait(ctx); err != nil {
+			t.Errorf("kept job %d: %v", i, err)
+		}
+		q[i].Done()
+	}
+	if l.Waiting()+l.Running() != 0 {
+		t.Errorf("left behind: %d waiting, %d running", l.Waiting(), l.Running())
+	}
+}

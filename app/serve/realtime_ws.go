@@ -40,15 +40,21 @@ const maxRealtimeBuffer = 300
 type session struct {
 	closing atomic.Bool
 	ws      *websocket.Conn
+	stop    chan struct{} // closed at shutdown: realtime.Config.Stop
 }
 
-// shutdown closes the WebSocket with "going away"; the session's read fails and it ends.
-// (Cancelling a read's context would drop the connection without a close frame.)
+// shutdown stops the session: the answer in flight ends with response.done (cancelled), then
+// the WebSocket closes with "going away" (goAway, from realtime.Config.AfterStop), and the
+// session's read fails and it ends. (Cancelling a read's context would drop the connection
+// without a close frame.) A session that does not get there in time is closed regardless.
 func (ss *session) shutdown() {
 	if ss.closing.CompareAndSwap(false, true) {
-		go ss.ws.Close(websocket.StatusGoingAway, "server shutting down")
+		close(ss.stop)
+		time.AfterFunc(10*time.Second, ss.goAway)
 	}
 }
+
+func (ss *session) goAway() { go ss.ws.Close(websocket.StatusGoingAway, "server shutting down") }
 
 // wsConn adapts a WebSocket to realtime.Conn. It reads each message itself rather than
 // through the library's read limit, which closes with 1009 without a word to the client: a
@@ -175,7 +181,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.Observe(route, http.StatusSwitchingProtocols, 0)
-	ss := &session{ws: c}
+	ss := &session{ws: c, stop: make(chan struct{})}
 	s.mu.Lock()
 	s.sessions[ss] = struct{}{}
 	if s.closing {
@@ -210,6 +216,8 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		NewChunker:       func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
 		Model:            r.URL.Query().Get("model"),
 		Beta:             betaClient(r),
+		Stop:             ss.stop,
+		AfterStop:        ss.goAway,
 		Tokens:           s.tokens,
 		Log:              s.log,
 		WriteTimeout:     s.o.WriteTimeout,

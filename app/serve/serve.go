@@ -160,6 +160,7 @@ type Server struct {
 	sessions map[*session]struct{}
 	rtSlots  int // realtime sessions admitted (including those still upgrading)
 	closing  bool
+	drainEnd time.Time // when the drain ends (zero until shutdown begins)
 	wg       sync.WaitGroup
 }
 
@@ -406,7 +407,8 @@ func (s *Server) api(h func(http.ResponseWriter, *http.Request) *APIError) http.
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
-			if p := recover(); p != nil {
+			p := recover()
+			if p != nil && p != http.ErrAbortHandler {
 				s.log.Error("handler panic", "route", r.Pattern, "panic", p)
 				if !sw.written {
 					writeError(sw, internal("internal error"))
@@ -417,12 +419,20 @@ func (s *Server) api(h func(http.ResponseWriter, *http.Request) *APIError) http.
 				code = http.StatusOK
 			}
 			s.metrics.Observe(pattern(r), code, time.Since(start))
+			if p == http.ErrAbortHandler {
+				panic(p) // net/http drops the connection without a word
+			}
 		}()
 		if e := h(sw, r); e != nil {
+			e = s.cut(r.Context(), e)
 			if sw.written {
-				// Headers are gone (a stream failed midway): the client sees a cut stream.
-				s.log.Warn("request failed mid-stream", "route", r.Pattern, "err", e.Message)
-				return
+				// Headers are gone (a stream failed midway): the client must see a cut stream.
+				if errors.Is(context.Cause(r.Context()), ErrShuttingDown) {
+					s.log.Warn("stream cut: the server is shutting down", "route", r.Pattern)
+				} else {
+					s.log.Warn("request failed mid-stream", "route", r.Pattern, "err", e.Message)
+				}
+				abort(sw, e)
 			}
 			if e.Status >= 500 {
 				s.log.Warn("request failed", "route", r.Pattern, "status", e.Status, "err", e.Message)
@@ -529,6 +539,12 @@ func (s *Server) Serve(ctx context.Context, ls Listeners) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	// Every request's context comes from base: cancelling it with errWorkCut at the end of the
+	// drain stops the work still running, whose requests then end with a 503 (or a stream with
+	// an error) instead of a connection dropped mid-answer.
+	base, cutWork := context.WithCancelCause(context.Background())
+	defer cutWork(nil)
+	hs.BaseContext = func(net.Listener) context.Context { return base }
 	errc := make(chan error, 3)
 	var run sync.WaitGroup
 	// Wyoming connections live under their own context, cancelled after the drain.
@@ -574,16 +590,29 @@ func (s *Server) Serve(ctx context.Context, ls Listeners) error {
 	case err = <-errc:
 	case <-ctx.Done():
 	}
-	// Drain: stop accepting, let in-flight requests finish.
-	s.log.Info("draining")
-	dctx, cancel := context.WithTimeout(context.Background(), s.o.DrainTimeout)
+	// Drain: stop accepting; queued work that cannot finish in the drain is refused (503 with
+	// Retry-After) at once, the rest and the running work may finish until a grace period
+	// before the end, when what still runs is cut; the connections close at the end.
+	end := time.Now().Add(s.o.DrainTimeout)
+	grace := min(2*time.Second, s.o.DrainTimeout/5)
+	dctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
 	s.mu.Lock()
-	s.closing = true
+	s.closing, s.drainEnd = true, end
 	for ss := range s.sessions {
-		ss.shutdown() // realtime sessions get a "going away" close; their answer in flight stops
+		ss.shutdown() // a realtime answer in flight ends with response.done (cancelled), then a "going away" close
 	}
 	s.mu.Unlock()
+	refused := 0
+	for _, l := range []*Limiter{s.asrLim, s.ttsLim, s.llmLim} {
+		refused += l.Drain(end.Add(-grace))
+	}
+	s.log.Info("draining", "seconds", s.o.DrainTimeout.Seconds(), "queued_refused", refused)
+	cutTimer := time.AfterFunc(s.o.DrainTimeout-grace, func() {
+		s.log.Warn("drain time is up: stopping the work still running")
+		cutWork(errWorkCut)
+	})
+	defer cutTimer.Stop()
 	for _, ws := range wys {
 		ws.CloseListener()
 	}
@@ -607,16 +636,59 @@ func (s *Server) Serve(ctx context.Context, ls Listeners) error {
 // job runs f under the engine's limiter, its place sized by cost, with the job timeout.
 func (s *Server) job(ctx context.Context, l *Limiter, cost float64, f func(ctx context.Context) *APIError) *APIError {
 	release, err := l.Acquire(ctx, cost)
-	if errors.Is(err, ErrBusy) {
-		return busy(l.name, l.RetryAfter())
-	}
 	if err != nil {
-		return gone("client went away while queued")
+		return s.queueErr(l, err)
 	}
 	defer release()
 	ctx, cancel := context.WithTimeout(ctx, s.o.JobTimeout)
 	defer cancel()
 	return f(ctx)
+}
+
+// errWorkCut is the cause of every request context cancelled at the end of the drain.
+var errWorkCut = fmt.Errorf("%w: the drain's time is up", ErrShuttingDown)
+
+// queueErr is the answer to a job its limiter did not run: the queue was full, the server is
+// shutting down, or the client left while it waited.
+func (s *Server) queueErr(l *Limiter, err error) *APIError {
+	switch {
+	case errors.Is(err, ErrBusy):
+		return busy(l.name, l.RetryAfter())
+	case errors.Is(err, ErrShuttingDown):
+		return shuttingDown(s.restartAfter())
+	}
+	return gone("client went away while queued")
+}
+
+// restartAfter is the Retry-After of work refused at shutdown: the drain's time left, and a
+// few seconds for a supervisor to start the server again.
+func (s *Server) restartAfter() time.Duration {
+	s.mu.Lock()
+	end := s.drainEnd
+	s.mu.Unlock()
+	return max(time.Until(end), 0) + 5*time.Second
+}
+
+// cut says whether ctx was ended by the drain's end, and if so turns e into the 503 the
+// client is owed; otherwise e is returned as it is.
+func (s *Server) cut(ctx context.Context, e *APIError) *APIError {
+	if e != nil && errors.Is(context.Cause(ctx), ErrShuttingDown) {
+		return shuttingDown(s.restartAfter())
+	}
+	return e
+}
+
+// abort ends a response whose headers were sent so that the client sees it failed: a
+// server-sent-event stream gets an error event first, then the connection is dropped before
+// the body's end (a chunked body's last chunk, or its Content-Length), which HTTP clients
+// report as an error rather than a short success.
+func abort(w http.ResponseWriter, e *APIError) {
+	if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		b, _ := json.Marshal(map[string]any{"type": "error", "error": e})
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		http.NewResponseController(w).Flush()
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // goMemory is the memory the Go runtime holds now (heap, stacks, its own structures).

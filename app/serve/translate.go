@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -36,11 +35,8 @@ func (s *Server) translate(ctx context.Context, res *asr.Result) *APIError {
 			return text, nil
 		}
 		release, err := s.llmLim.Acquire(ctx, 1)
-		if errors.Is(err, ErrBusy) {
-			return "", busy("llm", s.llmLim.RetryAfter())
-		}
 		if err != nil {
-			return "", gone("client went away while queued")
+			return "", s.queueErr(s.llmLim, err)
 		}
 		defer release()
 		jctx, cancel := context.WithTimeout(ctx, s.o.JobTimeout)

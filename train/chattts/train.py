@@ -797,7 +797,37 @@ def table_size(ck: dict) -> int:
     return int(w.shape[0]) if w is not None else 0
 
 
-def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple = (), ck: Optional[dict] = None) -> None:
+TEXT_ROWS = ("embed.emb_text.weight", "embed.head_text.parametrizations.weight.original0",
+             "embed.head_text.parametrizations.weight.original1")
+
+
+def carry_text_rows(state: dict, spec: Optional[dict], vocab: dict, own: dict, path: str) -> dict:
+    """The checkpoint's text-token rows moved to this tokenizer's ids, by token.  A corpus
+    whose phonemes add tokens (the human-derived voices' IPA has x and ʔ, say) can then start
+    from a voice trained on a smaller tokenizer: every token both know keeps its row, a new one
+    keeps the model's random start.  A token the checkpoint knows and this tokenizer lacks is an
+    error (its text would be unsayable)."""
+    if not spec:
+        return state
+    old = spec["model"]["vocab"]
+    if old == vocab:
+        return state
+    lost = sorted(set(old) - set(vocab))
+    if lost:
+        raise SystemExit(f"{path}: its tokenizer has tokens this corpus's lacks: {lost[:8]}")
+    out = dict(state)
+    for k in TEXT_ROWS:
+        if k not in state or k not in own:
+            continue
+        rows = own[k].clone()
+        for tok, i in old.items():
+            rows[vocab[tok]] = state[k][i]
+        out[k] = rows
+    return out
+
+
+def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple = (), ck: Optional[dict] = None,
+              vocab: Optional[dict] = None) -> None:
     """Start from a checkpoint's weights.  One made by train.chattts.from_onnx (an exported
     bundle's weights) has no training speaker table: the table then starts as draws from the
     bundle's spk_stat, as seed voices do (re-fit it with ``gpt --only speakers``).  With
@@ -808,10 +838,13 @@ def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple =
     ``unused`` (one the stage neither trains nor reads, e.g. vocos for the gpt stage) may be
     absent as a whole: it keeps its random start and is recorded in ``model.untrained``, which
     the run's checkpoints carry, so that merge --base fills it in and export refuses it until
-    then.  ``ck`` is the checkpoint at path when the caller has read it already."""
+    then.  ``ck`` is the checkpoint at path when the caller has read it already; with ``vocab``
+    (this run's tokenizer's token -> id) its text rows are carried over by token (carry_text_rows)."""
     ck = ck if ck is not None else load_torch(path)
     state = ck["model"]
     own = model.state_dict()
+    if vocab is not None:
+        state = carry_text_rows(state, ck.get("tokenizer"), vocab, own, path)
     for k, v in state.items():
         if k in own and tuple(v.shape) != tuple(own[k].shape):
             raise SystemExit(f"{path}: {k} is {tuple(v.shape)}, this model's is {tuple(own[k].shape)}")
@@ -927,7 +960,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if a.init:
             # the gpt stage never reads vocos or dvae, nor the decoder when the features have no mel
             unused = ("vocos", "dvae") + (() if with_mel else ("decoder",))
-            load_init(model, a.init, deepen=a.deepen, unused=unused if a.stage == "gpt" else (), ck=init)
+            load_init(model, a.init, deepen=a.deepen, unused=unused if a.stage == "gpt" else (), ck=init,
+                      vocab=spec["model"]["vocab"])
         a.neutral_list = [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else []
         model.ga_weight = a.ga_weight
         model.code_dropout = a.code_dropout

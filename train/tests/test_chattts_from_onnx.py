@@ -144,6 +144,37 @@ class ContinueTrainingTest(Recovered):
         with self.assertRaisesRegex(SystemExit, "gpt.extra"):
             load_init(m, p)
 
+    def test_larger_tokenizer_keeps_rows_by_token(self):
+        """A corpus whose tokenizer adds tokens (the human-derived voices' IPA) starts from a
+        bundle trained on fewer: every shared token keeps its row under its new id; a bundle
+        token the corpus lacks is refused by name."""
+        import dataclasses
+
+        import torch
+
+        from train.chattts.config import ChatTTSConfig
+        from train.chattts.train import DemoModel, TEXT_ROWS, load_init
+
+        ck = torch.load(self.init, map_location="cpu")
+        old = ck["tokenizer"]["model"]["vocab"]
+        # two new tokens inserted at the front of the word pieces: every later id moves by 2
+        first = min(i for t, i in old.items() if not t.startswith("["))
+        vocab = {t: (i if i < first else i + 2) for t, i in old.items()}
+        vocab["ʔ"], vocab["##ʔ"] = first, first + 1
+        cfg = ChatTTSConfig.from_dict(ck["config"])
+        big = dataclasses.replace(cfg, gpt=dataclasses.replace(cfg.gpt, num_text_tokens=len(vocab)))
+        m = DemoModel(big, 3)
+        fresh = {k: v.clone() for k, v in m.state_dict().items() if k in TEXT_ROWS}
+        load_init(m, self.init, vocab=vocab)
+        own = m.state_dict()
+        for k in TEXT_ROWS:
+            for tok, i in old.items():
+                self.assertTrue(torch.equal(own[k][vocab[tok]], ck["model"][k][i]), (k, tok))
+            self.assertTrue(torch.equal(own[k][first], fresh[k][first]), k)
+        del vocab["a"]
+        with self.assertRaisesRegex(SystemExit, "lacks.*'a'"):
+            load_init(DemoModel(big, 3), self.init, vocab=vocab)
+
     def test_deepen(self):
         """--deepen: a checkpoint with fewer GPT layers starts a deeper model that says exactly
         what it said (the new top layers are the identity) and whose new layers then learn;

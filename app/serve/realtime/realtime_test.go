@@ -447,6 +447,47 @@ func TestTextItemAndCancel(t *testing.T) {
 	}
 }
 
+// The server's shutdown (Config.Stop) ends the answer in flight with response.done
+// (cancelled, reason server_shutdown) before the caller closes the connection (AfterStop),
+// and starts no answer after it.
+func TestStopEndsTheAnswerThenCloses(t *testing.T) {
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Sure. Here we go. And on and on."}, Voice: &fakeVoice{slow: true},
+		Stop: stop, AfterStop: func() { close(stopped) }})
+	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "talk"}}}})
+	until(t, p, "conversation.item.done")
+	send(p, map[string]any{"type": "response.create"})
+	until(t, p, "response.output_audio.delta")
+	close(stop)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("AfterStop never called")
+	}
+	// everything sent before AfterStop is in the pipe: the last answer's response.done is there
+	var done ev
+	for len(p.out) > 0 {
+		if e := next(t, p); e.typ() == "response.done" {
+			done = e
+		}
+	}
+	if done == nil {
+		t.Fatal("no response.done before the connection was to close")
+	}
+	r := done["response"].(map[string]any)
+	if r["status"] != "cancelled" || r["status_details"].(map[string]any)["reason"] != "server_shutdown" {
+		t.Errorf("at shutdown: %v", r)
+	}
+	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "more"}}}})
+	until(t, p, "conversation.item.done")
+	send(p, map[string]any{"type": "response.create"})
+	select {
+	case b := <-p.out:
+		t.Errorf("an answer began after the shutdown: %s", b)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
 func TestFloodOfResponseCreates(t *testing.T) {
 	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Sure."}, Voice: &fakeVoice{slow: true}})
 	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "go"}}}})

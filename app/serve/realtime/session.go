@@ -76,6 +76,13 @@ type Config struct {
 	// token. Only text is counted (the transcripts of the user's audio and of the answer):
 	// Parley does not tokenise audio, so audio_tokens is 0.
 	Tokens func(text string) int
+	// Stop, if set, stops the session when it is closed (the server is shutting down): the
+	// response in flight ends with response.done (status cancelled, reason
+	// "server_shutdown"), turns queued behind it are dropped, no new response starts, and
+	// then AfterStop is called (within a few seconds) for the caller to close the connection
+	// with its reason.
+	Stop      <-chan struct{}
+	AfterStop func()
 	// Beta makes the session speak the beta protocol (the client sent OpenAI-Beta:
 	// realtime=v1): every server event under its beta name and shape (see dialect.go).
 	Beta bool
@@ -113,6 +120,7 @@ type session struct {
 	cancelResp   context.CancelFunc
 	respGen      atomic.Int64
 	cancelReason atomic.Value // string: why the last response was cancelled
+	stopping     atomic.Bool  // Config.Stop closed: no response starts
 
 	// owned by the read loop
 	td           *TurnDetection
@@ -195,11 +203,23 @@ func Run(ctx context.Context, conn Conn, cfg Config) error {
 	if s.in, err = audio.NewResampler(Rate, asrRate, 1, audio.QualityMedium); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
+	var wg, watch sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.worker() }()
+	if cfg.Stop != nil {
+		watch.Add(1)
+		go func() {
+			defer watch.Done()
+			select {
+			case <-cfg.Stop:
+				s.stop()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	defer func() {
 		cancel() // stops the job in flight, whatever it is
+		watch.Wait()
 		close(s.jobs)
 		wg.Wait()
 		s.setBuf(nil)
@@ -762,6 +782,28 @@ func (s *session) stopResponse(reason string) {
 	s.jobMu.Unlock()
 }
 
+// stop ends the session for the server's shutdown (Config.Stop): the answer in flight is
+// cancelled and its response.done sent, turns queued are dropped, then Config.AfterStop.
+func (s *session) stop() {
+	s.stopping.Store(true)
+	s.respGen.Add(1)
+	s.stopResponse("server_shutdown")
+	// The worker runs jobs in order: this one runs once the cancelled answer has said so.
+	flushed := make(chan struct{})
+	wait := min(s.cfg.WriteTimeout, 5*time.Second)
+	select {
+	case s.jobs <- func(context.Context) { close(flushed) }:
+		select {
+		case <-flushed:
+		case <-time.After(wait):
+		}
+	case <-time.After(wait):
+	}
+	if s.cfg.AfterStop != nil {
+		s.cfg.AfterStop()
+	}
+}
+
 func (s *session) worker() {
 	// Every job is called, even after the session ended: each gives back what it holds
 	// (they return at once on a done context).
@@ -824,6 +866,11 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 	s.hmu.Unlock()
 	ctx, cancel := context.WithCancel(parent)
 	s.jobMu.Lock()
+	if s.stopping.Load() { // the server is shutting down: no answer starts
+		s.jobMu.Unlock()
+		cancel()
+		return
+	}
 	s.cancelResp = cancel
 	s.jobMu.Unlock()
 	defer func() {
