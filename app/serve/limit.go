@@ -13,7 +13,7 @@ import (
 // learns how long a unit of cost takes from the jobs it ran, and admits a job while the work
 // queued ahead of it would keep it waiting less than MaxWait. Past that, or past MaxQueued
 // waiting jobs (which bounds the memory they hold), a job is refused at once (ErrBusy), and
-// RetryAfter says when the queue, as it stands, will have room again. A few workers run;
+// RetryAfter says how long the work ahead of it takes. A few workers run;
 // waiting jobs start in arrival order. Jobs that can run together (Ticket.Batch) are taken
 // as one batch when a worker frees up.
 type Limiter struct {
@@ -171,7 +171,9 @@ func (t *Ticket) groupCost() float64 {
 }
 
 // rateLocked is the seconds of work per unit of cost, from the jobs last run (their total
-// time over their total cost, so a few long jobs weigh as much as they cost and no more).
+// time over their total cost, so a few long jobs weigh as much as they cost and no more),
+// raised to the pace of a running job that has already taken longer than that: the engine is
+// slower now (a bigger model, a loaded machine) than what it ran before, or than the prior.
 func (l *Limiter) rateLocked() float64 {
 	var c float64
 	var d time.Duration
@@ -179,10 +181,17 @@ func (l *Limiter) rateLocked() float64 {
 		c += l.hist[i].cost
 		d += l.hist[i].elapsed
 	}
-	if c <= 0 {
-		return l.prior
+	rate := l.prior
+	if c > 0 {
+		rate = d.Seconds() / c
 	}
-	return d.Seconds() / c
+	now := l.now()
+	for _, t := range l.running {
+		if gc := t.groupCost(); gc > 0 {
+			rate = max(rate, now.Sub(t.start).Seconds()/gc)
+		}
+	}
+	return rate
 }
 
 // dispatchLocked starts waiting jobs while workers are free, taking batches along.
@@ -321,9 +330,11 @@ func (l *Limiter) Drain(deadline time.Time) int {
 	return refused
 }
 
-// RetryAfter estimates when the queue, as it stands now, will have room again: the jobs
-// waiting are laid out on the workers in order (running ones with what they have left), and
-// the first moment a newcomer would be admitted is the answer; at least one second.
+// RetryAfter is the work ahead of a job refused now: the time until it would start, had it
+// been queued. The jobs waiting are laid out on the workers in order, the running ones with
+// what they have left, at the measured rate; the answer is when the first worker is free
+// after all of them (at least one second). A client that comes back then finds the queue
+// drained rather than being admitted at the first free place and waiting behind the rest.
 func (l *Limiter) RetryAfter() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -335,38 +346,16 @@ func (l *Limiter) RetryAfter() time.Duration {
 			free[i] = t.remaining(rate, now)
 		}
 	}
-	budget := l.maxWait.Seconds() * float64(l.workers)
-	queued := 0.0
 	for _, t := range l.queue {
-		queued += t.cost * rate
-	}
-	var at float64
-	fits := func(at float64, left int, queued float64) bool {
-		ahead := queued
-		for _, f := range free {
-			ahead += max(0, f-at)
-		}
-		return left < l.maxQueued && ahead <= budget
-	}
-	for i, t := range l.queue {
 		k := 0
 		for j := range free {
 			if free[j] < free[k] {
 				k = j
 			}
 		}
-		at = free[k]
 		free[k] += t.cost * rate
-		queued -= t.cost * rate
-		if fits(at, len(l.queue)-i-1, queued) {
-			return retrySeconds(at)
-		}
 	}
-	// everything has started: wait until what runs drains under the budget
-	for !fits(at, 0, 0) && at < 3600 {
-		at += 0.25
-	}
-	return retrySeconds(at)
+	return retrySeconds(slices.Min(free))
 }
 
 func retrySeconds(s float64) time.Duration {

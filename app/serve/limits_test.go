@@ -50,9 +50,9 @@ func TestLimiterAdmitsByWork(t *testing.T) {
 	if _, err := l.Admit(1); !errors.Is(err, ErrBusy) {
 		t.Fatalf("job past 10 s of queued work admitted: %v", err)
 	}
-	// about 10 s of work is ahead; room comes back as soon as a little of it is done
-	if ra := l.RetryAfter(); ra < time.Second || ra > 2*time.Second {
-		t.Errorf("Retry-After %v, want about 1 s", ra)
+	// about 10 s of work is ahead (the running job's 0.1 s and a hundred waiting)
+	if ra := l.RetryAfter(); ra < 10*time.Second || ra > 11*time.Second {
+		t.Errorf("Retry-After %v, want about 10 s", ra)
 	}
 	for _, tk := range ts {
 		tk.Done()
@@ -65,12 +65,12 @@ func TestLimiterAdmitsByWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 100 s of the big job is ahead: refused, told to come back when it is nearly done
+	// 100 s of the big job is ahead: refused, told to come back when it is done
 	if _, err := l.Admit(1); !errors.Is(err, ErrBusy) {
 		t.Fatal("admitted behind 100 s of work")
 	}
-	if ra := l.RetryAfter(); ra < 85*time.Second || ra > 95*time.Second {
-		t.Errorf("Retry-After %v behind a 100 s job with a 10 s wait budget, want ~90 s", ra)
+	if ra := l.RetryAfter(); ra < 99*time.Second || ra > 101*time.Second {
+		t.Errorf("Retry-After %v behind a 100 s job, want 100 s", ra)
 	}
 	big.Done()
 }
@@ -97,11 +97,10 @@ func TestLimiterLearnsCost(t *testing.T) {
 	}
 }
 
-// A refused job's Retry-After is when the queue, draining at the speed the limiter learnt,
-// has room again: the job is admitted at that moment and not before (the server's load test
-// reports the same on a real clock). Two slow jobs occupy both workers; short ones fill the
-// queue.
-func TestLimiterRetryAfterIsWhenRoomComes(t *testing.T) {
+// Retry-After is the work ahead, at the rate the limiter measured: a job refused now and
+// sent again after it finds a worker free and nothing waiting (the world running on a fake
+// clock as the limiter learnt it).
+func TestLimiterRetryAfterIsTheWorkAhead(t *testing.T) {
 	l := NewLimiter("x", LimiterConfig{Workers: 2, MaxQueued: 8, MaxWait: time.Minute, Prior: 1})
 	clock := withFakeClock(l)
 	const perUnit = 10 * time.Millisecond
@@ -113,7 +112,7 @@ func TestLimiterRetryAfterIsWhenRoomComes(t *testing.T) {
 	}
 	var jobs []*Ticket
 	for {
-		cost := 2.0
+		cost := 20.0
 		if len(jobs) < 2 {
 			cost = 300
 		}
@@ -128,23 +127,38 @@ func TestLimiterRetryAfterIsWhenRoomComes(t *testing.T) {
 	}
 	retry := l.RetryAfter()
 	// the world runs as learnt: a running job ends after cost × 10 ms
-	var admitted time.Duration
+	var clear time.Duration
 	for step := time.Duration(0); step <= time.Minute; step += perUnit {
 		for _, tk := range jobs {
 			if tk.state == running && clock.now().Sub(tk.start) >= time.Duration(tk.cost)*perUnit {
 				tk.Done()
 			}
 		}
-		if tk, err := l.Admit(2); err == nil {
-			tk.Done()
-			admitted = step
+		if l.Waiting() == 0 && l.Running() < 2 {
+			clear = step
 			break
 		}
 		clock.add(perUnit)
 	}
-	if admitted == 0 || retry < admitted-perUnit || retry > admitted+perUnit {
-		t.Errorf("Retry-After %v, but a job was admitted after %v", retry, admitted)
+	// 3 s running, then 8 × 0.2 s on two workers: 3.8 s
+	if clear == 0 || retry < clear-perUnit || retry > clear+perUnit || retry < 3700*time.Millisecond {
+		t.Errorf("Retry-After %v, but a worker was free with nothing waiting after %v", retry, clear)
 	}
+}
+
+// A running job that has already taken longer than the rate the limiter learnt shows the
+// engine is slower now: the work ahead is costed at its pace, not the old one's.
+func TestLimiterRateFollowsAnOverrunningJob(t *testing.T) {
+	l := NewLimiter("x", LimiterConfig{Workers: 1, MaxQueued: 1, MaxWait: time.Hour, Prior: 0.01})
+	clock := withFakeClock(l)
+	run, _ := l.Admit(100) // learnt pace: 1 s
+	waiting, _ := l.Admit(100)
+	clock.add(3 * time.Second) // still running at 3 s: 30 ms a unit
+	if ra := l.RetryAfter(); ra < 3*time.Second || ra > 4*time.Second {
+		t.Errorf("Retry-After %v behind a job three times slower than learnt and 100 units more, want about 3.3 s", ra)
+	}
+	run.Done()
+	waiting.Done()
 }
 
 func TestLimiterCancelledWaitFreesItsPlace(t *testing.T) {
