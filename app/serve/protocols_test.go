@@ -133,6 +133,13 @@ func TestRealtimeOverWebSocket(t *testing.T) {
 	if transcript != "hello world" || audio == 0 {
 		t.Errorf("transcript %q, %d audio bytes; events %v", transcript, audio, got)
 	}
+	// then the server's limits: the voice queue's places, all free again
+	if m := read(); m["type"] != "rate_limits.updated" {
+		t.Errorf("after response.done: %v", m)
+	} else if rl := m["rate_limits"].([]any)[0].(map[string]any); rl["name"] != "requests" ||
+		rl["limit"] != float64(s.ttsLim.Workers()+s.ttsLim.QueueCap()) || rl["remaining"] != rl["limit"] {
+		t.Errorf("rate limits %v", rl)
+	}
 	// garbage is answered with an error event, and the session goes on
 	c.Write(ctx, websocket.MessageText, []byte("{nope"))
 	if m := read(); m["type"] != "error" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -216,6 +217,7 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		NewChunker:       func() app.Chunker { return chunk.New(chunk.DefaultOptions()) },
 		Model:            r.URL.Query().Get("model"),
 		Beta:             betaClient(r),
+		RateLimits:       s.voiceRateLimits,
 		Stop:             ss.stop,
 		AfterStop:        ss.goAway,
 		Tokens:           s.tokens,
@@ -247,6 +249,20 @@ func (s *Server) realtime(w http.ResponseWriter, r *http.Request) {
 		ss.closing.Store(true)
 		c.Close(websocket.StatusNormalClosure, "")
 	}
+}
+
+// voiceRateLimits is what rate_limits.updated tells a realtime client: the places in the
+// voice's queue (every answer's sentences go through it), free now of all it has, and how
+// long the work in it takes.
+func (s *Server) voiceRateLimits() []realtime.RateLimit {
+	l := s.ttsLim
+	all := l.Workers() + l.QueueCap()
+	free := max(all-int(l.Running()+l.Waiting()), 0)
+	reset := 0.0
+	if free < all {
+		reset = math.Round(l.WorkSeconds()/float64(l.Workers())*100) / 100
+	}
+	return []realtime.RateLimit{{Name: "requests", Limit: all, Remaining: free, ResetSeconds: reset}}
 }
 
 func missing(asr, tts bool) string {

@@ -488,6 +488,32 @@ func TestStopEndsTheAnswerThenCloses(t *testing.T) {
 	}
 }
 
+// After each response.done comes rate_limits.updated with the server's limits, in both
+// dialects.
+func TestRateLimitsFollowEachResponse(t *testing.T) {
+	for _, beta := range []bool{false, true} {
+		calls := 0
+		p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Sure."}, Voice: &fakeVoice{}, Beta: beta,
+			RateLimits: func() []RateLimit {
+				calls++
+				return []RateLimit{{Name: "requests", Limit: 66, Remaining: 60 - calls, ResetSeconds: 1.5}}
+			}})
+		for turn := 1; turn <= 2; turn++ {
+			send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "hi"}}}})
+			send(p, map[string]any{"type": "response.create"})
+			until(t, p, "response.done")
+			e := next(t, p)
+			if e.typ() != "rate_limits.updated" {
+				t.Fatalf("beta %v: after response.done came %v", beta, e)
+			}
+			rl := e["rate_limits"].([]any)[0].(map[string]any)
+			if rl["name"] != "requests" || rl["limit"] != 66.0 || rl["remaining"] != float64(60-turn) || rl["reset_seconds"] != 1.5 {
+				t.Errorf("beta %v, turn %d: %v", beta, turn, rl)
+			}
+		}
+	}
+}
+
 func TestFloodOfResponseCreates(t *testing.T) {
 	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Sure."}, Voice: &fakeVoice{slow: true}})
 	send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "go"}}}})

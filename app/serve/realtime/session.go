@@ -83,9 +83,20 @@ type Config struct {
 	// with its reason.
 	Stop      <-chan struct{}
 	AfterStop func()
+	// RateLimits, if set, is sent after each response.done as rate_limits.updated, as OpenAI
+	// does: the server's own limits as they stand.
+	RateLimits func() []RateLimit
 	// Beta makes the session speak the beta protocol (the client sent OpenAI-Beta:
 	// realtime=v1): every server event under its beta name and shape (see dialect.go).
 	Beta bool
+}
+
+// RateLimit is one limit of rate_limits.updated: Name is "requests" or "tokens"; Remaining
+// of Limit are free now, and ResetSeconds is when all of them will be.
+type RateLimit struct {
+	Name             string
+	Limit, Remaining int
+	ResetSeconds     float64
 }
 
 // Budget is memory shared by many sessions' buffers, in bytes.
@@ -915,6 +926,13 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 		}
 		s.send(map[string]any{"type": "response.done", "response": map[string]any{"id": respID, "object": "realtime.response", "status": status,
 			"status_details": details, "output": output, "usage": s.usage(user, hist, text)}})
+		if s.cfg.RateLimits != nil {
+			var limits []any
+			for _, l := range s.cfg.RateLimits() {
+				limits = append(limits, map[string]any{"name": l.Name, "limit": l.Limit, "remaining": l.Remaining, "reset_seconds": l.ResetSeconds})
+			}
+			s.send(map[string]any{"type": "rate_limits.updated", "rate_limits": limits})
+		}
 	}
 	if strings.TrimSpace(user) == "" {
 		s.sendError("invalid_request_error", "no_input", "", "there is nothing to respond to yet: send audio or a conversation.item.create first")
