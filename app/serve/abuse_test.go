@@ -567,9 +567,10 @@ func testAbuseSlowUploads(t *testing.T) {
 }
 
 // Forty transcriptions of 1 s at once are about a second of work for two workers: none is
-// refused. The forty come from one address, which may have only 16 uploads being received
-// at once (a 429 beyond, by design); how many overlap depends on how fast the server reads
-// them, so here the per-client upload cap is above the burst and the queue alone decides.
+// refused. The forty come from one address, which alone may have 48 uploads being received
+// at once (16 when many addresses upload; a 429 beyond, by design); how many overlap depends
+// on how fast the server reads them, so here the per-client upload cap is above the burst
+// and the queue alone decides.
 func testAbuseBurst(t *testing.T) {
 	c := startChild(t, "PARLEY_CHILD_RTF=0.025", "PARLEY_CHILD_UPLOADS_PER_CLIENT=64")
 	wav := oneSecondWAV()

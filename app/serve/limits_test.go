@@ -570,3 +570,54 @@ func TestLimiterDrain(t *testing.T) {
 		t.Errorf("left behind: %d waiting, %d running", l.Waiting(), l.Running())
 	}
 }
+
+// One address may hold more than its 16 upload places while it is alone (a reverse proxy
+// speaks for many users), never all of them: a newcomer still finds 16; and once two share
+// the server, each gets an even share of the rest as its uploads end.
+func TestUploadGateSharesFairly(t *testing.T) {
+	g := newUploadGate(64, 16)
+	take := func(client string, n int) (got int, leaves []func()) {
+		for range n {
+			leave, ok := g.enter(client)
+			if !ok {
+				break
+			}
+			got++
+			leaves = append(leaves, leave)
+		}
+		return got, leaves
+	}
+	n, proxy := take("proxy", 64)
+	if n != 48 {
+		t.Fatalf("a lone address got %d places, want 48 (64 less 16 kept for a newcomer)", n)
+	}
+	n, other := take("laptop", 64)
+	if n != 16 {
+		t.Fatalf("a newcomer got %d places, want 16", n)
+	}
+	// the proxy is over its share now (64-16 split two ways: 24): its uploads that end are
+	// not replaced until it is under it
+	for _, leave := range proxy[:20] {
+		leave()
+	}
+	if n, more := take("proxy", 64); n != 0 {
+		t.Errorf("at 28 places the proxy got %d more, want none over its share of 24", n)
+		for _, l := range more {
+			l()
+		}
+	}
+	for _, leave := range proxy[20:25] {
+		leave()
+	}
+	if n, more := take("proxy", 64); n != 1 {
+		t.Errorf("at 23 places the proxy got %d more, want 1 (its share is 24)", n)
+	} else {
+		more[0]()
+	}
+	for _, leave := range append(proxy[25:], other...) {
+		leave()
+	}
+	if g.active() != 0 {
+		t.Errorf("%d places held after every upload ended", g.active())
+	}
+}

@@ -102,7 +102,8 @@ type Options struct {
 	MinUploadRate float64
 	UploadGrace   time.Duration // 0: 10 s
 	// MaxUploads and MaxUploadsPerClient bound the audio uploads being received and decoded
-	// at once, in all and per client address; 0: 64 and 16.
+	// at once, in all and per client address; 0: 64 and 16. A client address alone may hold
+	// more, an even share of what is left after MaxUploadsPerClient for a newcomer.
 	MaxUploads, MaxUploadsPerClient int
 	// MaxConns and MaxConnsPerClient bound open HTTP connections, in all and per client
 	// address (beyond: an immediate 429); 0: 1024 and 128. Wyoming has its own (64, 16).

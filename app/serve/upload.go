@@ -163,7 +163,7 @@ func newUploadGate(max, perClient int) *uploadGate {
 func (g *uploadGate) enter(client string) (leave func(), ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.n >= g.max || g.by[client] >= g.perClient {
+	if g.n >= g.max || g.by[client] >= g.shareLocked(client) {
 		return nil, false
 	}
 	g.n++
@@ -179,6 +179,19 @@ func (g *uploadGate) enter(client string) (leave func(), ok bool) {
 			g.mu.Unlock()
 		})
 	}, true
+}
+
+// shareLocked is how many places client may hold: perClient, or more while few other
+// clients hold any: the places left after keeping perClient for a newcomer, split evenly
+// between the clients uploading. One address often speaks for many users (a reverse proxy,
+// or Home Assistant and Open WebUI on one host): alone, it may use most of the places; when
+// others come, each gets an even share again as its uploads end.
+func (g *uploadGate) shareLocked(client string) int {
+	others := len(g.by)
+	if g.by[client] > 0 {
+		others--
+	}
+	return max(g.perClient, (g.max-g.perClient)/(others+1))
 }
 
 func (g *uploadGate) active() int {
