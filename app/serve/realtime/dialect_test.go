@@ -1,6 +1,7 @@
 package realtime
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,64 @@ func TestResponseDoneUsage(t *testing.T) {
 	u, _ := evs[len(evs)-1]["response"].(map[string]any)["usage"].(map[string]any)
 	if u == nil || u["input_tokens"] != 3.0 || u["output_tokens"] != 2.0 || u["total_tokens"] != 5.0 {
 		t.Errorf("usage %v", u)
+	}
+}
+
+// response.create's own output modalities and voice apply to that answer alone; bad ones
+// are refused on their response.* parameter and start nothing.
+func TestResponseOverrides(t *testing.T) {
+	voice := &fakeVoice{}
+	p, _ := start(t, Config{Transcriber: fakeASR{""}, Brain: fakeBrain{answer: "Fine."}, Voice: voice,
+		CheckVoice: func(name string) error {
+			if name != "nova" {
+				return fmt.Errorf("no voice %q", name)
+			}
+			return nil
+		}})
+	ask := func(response map[string]any) []ev {
+		send(p, map[string]any{"type": "conversation.item.create", "item": map[string]any{"type": "message", "role": "user",
+			"content": []any{map[string]any{"type": "input_text", "text": "how are you"}}}})
+		ev := map[string]any{"type": "response.create"}
+		if response != nil {
+			ev["response"] = response
+		}
+		send(p, ev)
+		return until(t, p, "response.done")
+	}
+	audio := func(evs []ev) bool {
+		for _, e := range evs {
+			if e.typ() == "response.output_audio.delta" {
+				return true
+			}
+		}
+		return false
+	}
+	if evs := ask(map[string]any{"output_modalities": []string{"text"}}); audio(evs) {
+		t.Errorf("a text-only response.create got audio: %v", types(evs))
+	}
+	if evs := ask(nil); !audio(evs) {
+		t.Errorf("the next response (the session's audio) got no audio: %v", types(evs))
+	}
+	if evs := ask(map[string]any{"audio": map[string]any{"output": map[string]any{"voice": "nova"}}}); !audio(evs) {
+		t.Errorf("no audio with the response's voice: %v", types(evs))
+	}
+	voice.mu.Lock()
+	if got := voice.voices; len(got) != 2 || got[0] != "" || got[1] != "nova" {
+		t.Errorf("voices spoken %q, want the session's then nova", got)
+	}
+	voice.mu.Unlock()
+	for _, c := range []struct {
+		response map[string]any
+		param    string
+	}{
+		{map[string]any{"output_modalities": []string{"image"}}, "response.output_modalities"},
+		{map[string]any{"modalities": []string{"audio"}}, "response.modalities"},
+		{map[string]any{"voice": "nobody"}, "response.voice"},
+	} {
+		send(p, map[string]any{"type": "response.create", "response": c.response})
+		e := next(t, p)
+		if e.typ() != "error" || e["error"].(map[string]any)["param"] != c.param {
+			t.Errorf("response %v: %v, want an error on %s", c.response, e, c.param)
+		}
 	}
 }

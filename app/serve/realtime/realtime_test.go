@@ -75,14 +75,16 @@ func (f fakeBrain) Answer(ctx context.Context, in app.Transcript, h []app.Messag
 // fakeVoice speaks 0.2 s per sentence at 22050 Hz; slow makes it speak in small pieces
 // until cancelled.
 type fakeVoice struct {
-	slow bool
-	mu   sync.Mutex
-	said []string
+	slow   bool
+	mu     sync.Mutex
+	said   []string
+	voices []string // the voice of each sentence said
 }
 
 func (f *fakeVoice) Synthesize(ctx context.Context, text, voice string, fn func([]float32, int) error) error {
 	f.mu.Lock()
 	f.said = append(f.said, text)
+	f.voices = append(f.voices, voice)
 	f.mu.Unlock()
 	if f.slow {
 		for {

@@ -404,7 +404,9 @@ func (s *session) handle(e *ClientEvent) {
 		s.vadBase = s.total
 		s.send(map[string]any{"type": "input_audio_buffer.cleared"})
 	case ResponseCreate:
-		s.enqueueResponse()
+		if over, ok := s.responseOverrides(e); ok {
+			s.enqueueResponse(over)
+		}
 	case ResponseCancel:
 		s.cancelResponse()
 	case ConversationItemCreate:
@@ -763,13 +765,54 @@ func (s *session) enqueueTranscription(pcm []float32, held int64, item string, r
 	}
 }
 
-func (s *session) enqueueResponse() {
+// overrides are what one response.create asks of its answer alone, over the session's.
+type overrides struct {
+	textOnly *bool
+	voice    *string
+}
+
+// responseOverrides reads response.create's response object: output_modalities (beta
+// modalities) and the voice (GA audio.output.voice, beta voice), checked as session.update
+// checks them; a bad one is an error event on its response.* parameter and no response.
+func (s *session) responseOverrides(e *ClientEvent) (overrides, bool) {
+	var o overrides
+	if len(e.Response) == 0 || string(e.Response) == "null" {
+		return o, true
+	}
+	var c SessionConfig
+	if err := json.Unmarshal(e.Response, &c); err != nil {
+		s.sendErrorFor("invalid_request_error", "invalid_value", "response", fmt.Sprintf("response must be an object: %v", err), e.EventID)
+		return o, false
+	}
+	textOnly, set, param, err := modalities(c)
+	if err != nil {
+		s.sendErrorFor("invalid_request_error", "invalid_value", strings.Replace(param, "session.", "response.", 1), err.Error(), e.EventID)
+		return o, false
+	}
+	if set {
+		o.textOnly = &textOnly
+	}
+	param = "response.voice"
+	o.voice = c.Voice
+	if c.Audio != nil && c.Audio.Output != nil && c.Audio.Output.Voice != nil {
+		o.voice, param = c.Audio.Output.Voice, "response.audio.output.voice"
+	}
+	if o.voice != nil && s.cfg.CheckVoice != nil {
+		if err := s.cfg.CheckVoice(*o.voice); err != nil {
+			s.sendErrorFor("invalid_request_error", "invalid_value", param, err.Error(), e.EventID)
+			return o, false
+		}
+	}
+	return o, true
+}
+
+func (s *session) enqueueResponse(over overrides) {
 	gen := s.respGen.Load()
 	s.enqueue(func(ctx context.Context) {
 		if ctx.Err() != nil || s.respGen.Load() != gen {
 			return
 		}
-		s.respondFrom(ctx, app.Transcript{}, time.Time{})
+		s.respondWith(ctx, app.Transcript{}, time.Time{}, over)
 	})
 }
 
@@ -868,6 +911,11 @@ func (s *session) take(from, to int) (pcm []float32, held int64) {
 // respond answers the pending user text: response.created, audio and transcript deltas
 // sentence by sentence, then response.done (completed, cancelled or failed).
 func (s *session) respondFrom(parent context.Context, heard app.Transcript, ended time.Time) {
+	s.respondWith(parent, heard, ended, overrides{})
+}
+
+// respondWith is respondFrom with one response's own modalities and voice.
+func (s *session) respondWith(parent context.Context, heard app.Transcript, ended time.Time, over overrides) {
 	s.hmu.Lock()
 	user := s.pending
 	s.pending = ""
@@ -875,6 +923,12 @@ func (s *session) respondFrom(parent context.Context, heard app.Transcript, ende
 	voice := s.voice
 	textOnly := s.textOnly
 	s.hmu.Unlock()
+	if over.voice != nil {
+		voice = *over.voice
+	}
+	if over.textOnly != nil {
+		textOnly = *over.textOnly
+	}
 	ctx, cancel := context.WithCancel(parent)
 	s.jobMu.Lock()
 	if s.stopping.Load() { // the server is shutting down: no answer starts
