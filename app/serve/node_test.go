@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/parley-voice/parley/app/config"
 )
 
 // peersDir is where build/setup.sh installs the npm test peers (build/peers), the official
@@ -134,5 +137,106 @@ func TestOpenAINodeClient(t *testing.T) {
 	}
 	if got.Chat.Status != 404 || got.Chat.Code != "model_not_found" {
 		t.Errorf("chat with an unknown model: %+v", got.Chat)
+	}
+}
+
+const openAIShutdownScript = `
+import OpenAI from 'openai';
+const [base] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: base + '/v1', apiKey: 'x', maxRetries: 0, timeout: 60000 });
+const input = 'This sentence takes a while. '.repeat(40);
+const speak = () => client.audio.speech.create({ model: 'tts-1', voice: 'alloy', input, response_format: 'pcm' });
+const out = { queued: [] };
+const first = await speak(); // its headers: it runs
+const queued = [speak(), speak()].map((p) => p.then(
+  () => ({ status: 200 }),
+  (e) => ({ status: e.status, code: e.code, retryAfter: e.headers?.get?.('retry-after') ?? e.headers?.['retry-after'] ?? null })));
+let bytes = 0;
+try {
+  const reader = first.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.length;
+  }
+  out.stream = { bytes, error: null };
+} catch (e) {
+  out.stream = { bytes, error: String(e) };
+}
+out.queued = await Promise.all(queued);
+console.log(JSON.stringify(out));
+`
+
+// The official client at shutdown: requests queued behind a long answer get a 503 it reads
+// as an APIError with code server_shutting_down and a Retry-After; the stream cut at the
+// drain's end is an error it raises, not a short success.
+func TestOpenAINodeClientAtShutdown(t *testing.T) {
+	dir := peersDir(t)
+	o := Options{Config: config.Default().Serve, Engines: Engines{TTS: &fakeTTS{pace: 200 * time.Millisecond}}, DrainTimeout: 3 * time.Second}
+	o.Config.MaxConcurrentTTS = 1
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(sctx, Listeners{HTTP: ln}) }()
+	script, err := os.CreateTemp(dir, ".serve-openai-*.mjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(script.Name())
+	script.WriteString(openAIShutdownScript)
+	script.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script.Name(), "http://"+ln.Addr().String())
+	cmd.Dir = dir
+	type result struct {
+		out []byte
+		err error
+	}
+	ran := make(chan result, 1)
+	go func() { b, err := cmd.CombinedOutput(); ran <- result{b, err} }()
+	for deadline := time.Now().Add(time.Minute); s.ttsLim.Running() != 1 || s.ttsLim.Waiting() != 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the client's requests never queued")
+		}
+	}
+	stop()
+	r := <-ran
+	if r.err != nil {
+		t.Fatalf("node: %v\n%s", r.err, r.out)
+	}
+	t.Logf("%s", r.out)
+	var got struct {
+		Queued []struct {
+			Status     int
+			Code       string
+			RetryAfter *string
+		}
+		Stream struct {
+			Bytes int
+			Error *string
+		}
+	}
+	if err := json.Unmarshal(r.out, &got); err != nil {
+		t.Fatalf("%v: %s", err, r.out)
+	}
+	for i, q := range got.Queued {
+		if q.Status != 503 || q.Code != "server_shutting_down" || q.RetryAfter == nil || *q.RetryAfter == "" {
+			t.Errorf("queued request %d: %+v", i, q)
+		}
+	}
+	if got.Stream.Bytes == 0 || got.Stream.Error == nil {
+		t.Errorf("the cut stream: %d bytes, error %v (want audio, then an error)", got.Stream.Bytes, got.Stream.Error)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
 	}
 }
