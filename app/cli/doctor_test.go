@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -180,6 +182,82 @@ func TestDoctorAsk(t *testing.T) {
 		}
 		if !strings.Contains(out.String(), "Fetch?") {
 			t.Errorf("the question was not asked: %q", out.String())
+		}
+	}
+}
+
+// While the demo recogniser would hear, doctor recommends the real one (not a problem: the
+// demo works), --fetch-recommended installs it (here from a local Hugging Face stand-in
+// serving the tiny test model under the registry entry's name), and then it is recommended
+// no more. Offline, the failure names what to fetch elsewhere and `parley models import`.
+func TestDoctorRecommendsTheRealRecogniser(t *testing.T) {
+	dir := isolate(t)
+	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
+	t.Setenv("PARLEY_CACHE", filepath.Join(dir, "cache"))
+	tiny := filepath.Join("..", "..", "testdata", "sensevoice", "tiny")
+	files := map[string][]byte{}
+	var manifest strings.Builder
+	manifest.WriteString("[[model]]\nid = \"sensevoice-small-int8\"\nkind = \"asr\"\ndescription = \"SenseVoice-Small stand-in\"\nlicence = \"test\"\n")
+	for _, name := range []string{"model.int8.onnx", "tokens.txt"} {
+		b, err := os.ReadFile(filepath.Join(tiny, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = b
+		fmt.Fprintf(&manifest, "\n  [[model.file]]\n  path = %q\n  urls = [\"hf://test/sv/%s\"]\n  size = %d\n  sha256 = \"%x\"\n", name, name, len(b), sha256.Sum256(b))
+	}
+	over := filepath.Join(dir, "models.toml")
+	os.WriteFile(over, []byte(manifest.String()), 0o644)
+	t.Setenv("PARLEY_MODELS_MANIFEST", over)
+	var hits atomic.Int32
+	hf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[filepath.Base(r.URL.Path)]
+		if !ok || !strings.HasPrefix(r.URL.Path, "/test/sv/resolve/main/") {
+			http.NotFound(w, r)
+			return
+		}
+		hits.Add(1)
+		http.ServeContent(w, r, "f", time.Time{}, bytes.NewReader(b))
+	}))
+	defer hf.Close()
+
+	report := func(args ...string) (int, doctorReport, string) {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"doctor", "--json"}, args...)...)
+		var rep doctorReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil && out != "" {
+			t.Fatalf("doctor --json is not JSON: %v\n%s\nstderr: %s", err, out, errOut)
+		}
+		return code, rep, errOut
+	}
+	// offline (nothing listens at the endpoint): the failure says what to do
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	t.Setenv("HF_ENDPOINT", closed.URL)
+	if code, _, errOut := report("--fetch-recommended"); code == 0 || !strings.Contains(errOut, "parley models import") || !strings.Contains(errOut, "/test/sv/resolve/main/model.int8.onnx") {
+		t.Errorf("offline fetch: exit %d, stderr %s", code, errOut)
+	}
+
+	t.Setenv("HF_ENDPOINT", hf.URL)
+	_, before, _ := report()
+	if len(before.Recommend) != 1 || before.Recommend[0].Model != "sensevoice-small-int8" || before.Recommend[0].Bytes != int64(len(files["model.int8.onnx"])+len(files["tokens.txt"])) {
+		t.Fatalf("recommended %+v, want sensevoice-small-int8 with its size", before.Recommend)
+	}
+	for _, p := range before.Problems {
+		if strings.Contains(p, "sensevoice-small-int8") {
+			t.Errorf("the recommendation is reported as a problem: %s", p)
+		}
+	}
+	_, after, errOut := report("--fetch-recommended")
+	if hits.Load() == 0 {
+		t.Fatalf("nothing fetched: %s", errOut)
+	}
+	if len(after.Recommend) != 0 {
+		t.Errorf("still recommended after the fetch: %+v", after.Recommend)
+	}
+	for _, m := range after.Models {
+		if m.ID == "sensevoice-small-int8" && m.State != assets.StateInstalled {
+			t.Errorf("after the fetch: %s", m.State)
 		}
 	}
 }

@@ -105,6 +105,10 @@ type Services struct {
 	// and applies it (rebuilding the assistant).
 	Config     *config.Config
 	SaveConfig func(cfg *config.Config) error
+	// Reload rebuilds the assistant with the configuration it runs with, so that a model just
+	// installed (the real recogniser after the demo, Silero VAD) is used without a restart;
+	// Attach delivers the new one. nil: nothing to rebuild.
+	Reload func()
 	// SetMode rebuilds the assistant in another listening mode; Attach delivers the new one.
 	SetMode func(m app.Mode) error
 	// NewConversation makes the assistant forget and start a new stored conversation.

@@ -370,6 +370,9 @@ func (p *modelsPanel) pull(id string) {
 			switch {
 			case err == nil:
 				r.detail.SetText("Installed. " + st.Description)
+				if p.u.svc.Reload != nil {
+					p.u.svc.Reload() // the assistant picks the new model up now
+				}
 			case errors.Is(err, context.Canceled):
 				r.detail.SetText("Paused — Resume continues where it stopped.")
 				if st.State == assets.StateMissing {

@@ -157,6 +157,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		go r.rebuild(ctx, c)
 		return nil
 	}
+	svc.Reload = func() { go r.rebuild(ctx, r.current()) }
 	svc.NewConversation = r.newConversation
 	svc.TurnAudio = func(turn int64) (string, string) {
 		r.mu.Lock()

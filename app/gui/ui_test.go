@@ -367,9 +367,11 @@ func TestTokenButtonsInsertAtCursor(t *testing.T) {
 // fakeModels serves one missing model whose download reports half its bytes and then waits
 // to be cancelled.
 type fakeModels struct {
-	mu      sync.Mutex
-	pulled  chan struct{}
-	partial bool
+	mu        sync.Mutex
+	pulled    chan struct{}
+	partial   bool
+	completes bool // Pull installs the model instead of waiting to be cancelled
+	installed bool
 }
 
 func (f *fakeModels) status() assets.ModelStatus {
@@ -379,6 +381,9 @@ func (f *fakeModels) status() assets.ModelStatus {
 		Downloadable: true}
 	if f.partial {
 		st.State, st.Bytes = assets.StatePartial, 50
+	}
+	if f.installed {
+		st.State, st.Bytes = assets.StateInstalled, 100
 	}
 	return st
 }
@@ -391,8 +396,13 @@ func (f *fakeModels) Pull(ctx context.Context, id string, progress func(assets.E
 	progress(assets.Event{Model: id, File: "model.int8.onnx", Phase: "download", Done: 50, Total: 100, Rate: 25})
 	f.mu.Lock()
 	f.partial = true
+	done := f.completes
+	f.installed = done
 	f.mu.Unlock()
 	close(f.pulled)
+	if done {
+		return nil
+	}
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -697,6 +707,35 @@ func TestBannerDownloadsTheSuggestedModel(t *testing.T) {
 	waitFor(t, u, "cancel", func() bool { return r.cancel.Visible() })
 	test.Tap(r.cancel)
 	waitFor(t, u, "paused", func() bool { return r.get.Visible() })
+}
+
+// A model downloaded from the banner's offer is used at once: the assistant is rebuilt.
+func TestInstalledModelIsUsedWithoutRestart(t *testing.T) {
+	fm := &fakeModels{pulled: make(chan struct{}), completes: true}
+	reloads := make(chan struct{}, 4)
+	u, _ := newTestUI(t, Services{Models: fm, Reload: func() { reloads <- struct{}{} }})
+	u.Attach(newFakeAssistant(), []app.Note{demoASRNote()})
+	var fix *widget.Button
+	collect(u.banners, func(o fyne.CanvasObject) {
+		if b, ok := o.(*widget.Button); ok && strings.HasPrefix(b.Text, "Download") {
+			fix = b
+		}
+	})
+	if fix == nil {
+		t.Fatal("no download offered for the demo recogniser")
+	}
+	test.Tap(fix)
+	waitFor(t, u, "the rebuild after the install", func() bool {
+		select {
+		case <-reloads:
+			return true
+		default:
+			return false
+		}
+	})
+	if r := u.models.rows["sensevoice-small-int8"]; !strings.HasPrefix(r.detail.Text, "Installed") {
+		t.Errorf("row says %q", r.detail.Text)
+	}
 }
 
 // demoASRNote is the note the assistant gives about the demo-grade recogniser.

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 )
 
@@ -42,4 +43,33 @@ func MissingOf(list []assets.ModelStatus) []assets.ModelStatus {
 		}
 	}
 	return out
+}
+
+// RecogniserOffer is the real recogniser (factory.RealASR, SenseVoice-Small int8) when the
+// one Parley would hear with is the demo: asr.model names a demo-grade model, or is empty
+// ("best installed") and no installed recogniser is better than a demo. It is a
+// recommendation, not an essential: the demo works offline, and the real one is a 239 MB
+// download from Hugging Face (`parley doctor --fetch-recommended`, the desktop's offer, or
+// `parley models import` offline).
+func RecogniserOffer(list []assets.ModelStatus, configured string) (assets.ModelStatus, bool) {
+	byID := map[string]assets.ModelStatus{}
+	for _, m := range list {
+		byID[m.ID] = m
+	}
+	if configured != "" && configured != "auto" {
+		if m, ok := byID[configured]; !ok || !m.Demo {
+			return assets.ModelStatus{}, false // a model of the user's choosing (or a directory)
+		}
+	} else {
+		for _, m := range list {
+			if m.Kind == "asr" && m.State == assets.StateInstalled && !m.Demo {
+				return assets.ModelStatus{}, false
+			}
+		}
+	}
+	m, ok := byID[factory.RealASR]
+	if !ok || m.State == assets.StateInstalled {
+		return assets.ModelStatus{}, false
+	}
+	return m, true
 }

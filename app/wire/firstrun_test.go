@@ -59,3 +59,34 @@ func TestMissingEssential(t *testing.T) {
 		t.Errorf("after copying the models in: %+v, %v", got, err)
 	}
 }
+
+// The real recogniser is recommended exactly when Parley would hear through the demo one.
+func TestRecogniserOffer(t *testing.T) {
+	demo := assets.ModelStatus{ID: "sensevoice-demo", Kind: "asr", Demo: true, State: assets.StateInstalled}
+	real := assets.ModelStatus{ID: "sensevoice-small-int8", Kind: "asr", State: assets.StateMissing}
+	other := assets.ModelStatus{ID: "sensevoice-small", Kind: "asr", State: assets.StateInstalled}
+	installed := real
+	installed.State = assets.StateInstalled
+	partial := real
+	partial.State = assets.StatePartial
+	for _, c := range []struct {
+		name       string
+		list       []assets.ModelStatus
+		configured string
+		want       bool
+	}{
+		{"only the demo, best installed", []assets.ModelStatus{demo, real}, "", true},
+		{"only the demo, auto", []assets.ModelStatus{demo, real}, "auto", true},
+		{"a half-downloaded real one resumes", []assets.ModelStatus{demo, partial}, "", true},
+		{"the demo named in the config", []assets.ModelStatus{demo, real, other}, "sensevoice-demo", true},
+		{"another real recogniser installed", []assets.ModelStatus{demo, real, other}, "", false},
+		{"the real one installed", []assets.ModelStatus{demo, installed}, "", false},
+		{"a model of the user's own", []assets.ModelStatus{demo, real}, "/home/ada/my-asr", false},
+		{"a registry without it", []assets.ModelStatus{demo}, "", false},
+	} {
+		m, ok := RecogniserOffer(c.list, c.configured)
+		if ok != c.want || (ok && m.ID != "sensevoice-small-int8") {
+			t.Errorf("%s: offer %q %v, want %v", c.name, m.ID, ok, c.want)
+		}
+	}
+}
