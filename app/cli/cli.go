@@ -48,7 +48,7 @@ type GUIOptions struct {
 // GUIFunc runs the desktop app until it is closed or ctx ends.
 type GUIFunc func(ctx context.Context, cfg *config.Config, o GUIOptions) error
 
-// command is one subcommand. Subcommands live in cmd_<name>.go files and register themselves.
+// command is one subcommand. Subcommands live in <name>.go files (doctor.go, say.go, …) and register themselves.
 type command struct {
 	name  string
 	usage string // "name ARGS  one-line description"

@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
@@ -262,7 +263,7 @@ func TestRealRealtime(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return app.SileroVAD{D: d}, nil
+			return factory.SileroVAD{D: d}, nil
 		}
 	} else {
 		t.Log("Silero VAD not installed: the energy detector finds the speech")

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve/realtime"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/llm"
@@ -402,7 +403,7 @@ func SileroVADs(pool *vad.ModelPool) (newVAD func() (app.VAD, error)) {
 		if err != nil {
 			return nil, err
 		}
-		return app.SileroVAD{D: d}, nil
+		return factory.SileroVAD{D: d}, nil
 	}
 }
 

@@ -124,7 +124,7 @@ func BenchmarkDemoEndOfSpeechToFirstAudio(b *testing.B) {
 		tr = wire.Transcriber{R: r}
 	}
 	rate := e.Capabilities().SampleRate
-	a, err := app.New(app.Parts{Ear: &realtimeMic{script: script}, VAD: app.SileroVAD{D: d}, Transcriber: tr,
+	a, err := app.New(app.Parts{Ear: &realtimeMic{script: script}, VAD: factory.SileroVAD{D: d}, Transcriber: tr,
 		Brain: wire.Brain{B: br}, Voice: &wire.Voice{E: e, Rate: rate}, Speaker: &nullSpeaker{rate: rate}},
 		app.Options{Mode: app.HandsFree, EchoResidual: -1})
 	if err != nil {

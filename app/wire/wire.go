@@ -374,7 +374,7 @@ func (b *builder) vad() {
 	d, err := b.f.VAD(vad.Config{})
 	if err == nil && !b.o.EnergyVAD {
 		b.closes(d.Close)
-		b.p.VAD = app.SileroVAD{D: d}
+		b.p.VAD = factory.SileroVAD{D: d}
 		return
 	}
 	if d != nil {
