@@ -763,7 +763,9 @@ func (n *notice) SetText(s string) {
 
 // pageFrame is a step's page: title, what the step does, its controls (top) and a list
 // (body) that takes the rest of the height. The head scrolls when it would need more than
-// maxHead, so a long message never makes the window taller.
+// maxHead, and the body scrolls when it needs more than what is left, so no page makes the
+// window taller (a Fyne window grows to its content's minimum and never shrinks back: the
+// Train step's clone panel and loss plot once took it to 886 px).
 func pageFrame(title, intro string, top fyne.CanvasObject, body fyne.CanvasObject) fyne.CanvasObject {
 	l := widget.NewLabel(intro)
 	l.Wrapping = fyne.TextWrapWord
@@ -774,7 +776,7 @@ func pageFrame(title, intro string, top fyne.CanvasObject, body fyne.CanvasObjec
 	if body == nil {
 		return container.NewVScroll(head)
 	}
-	return container.NewBorder(upTo(maxHead, head), nil, nil, nil, body)
+	return container.NewBorder(upTo(maxHead, head), nil, nil, nil, container.NewVScroll(body))
 }
 
 // maxHead is the most height a page's head takes before it scrolls.

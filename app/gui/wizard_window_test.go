@@ -35,8 +35,10 @@ type wizardReport struct {
 	// Trained says whether the recogniser was fine-tuned for steps 5–7 (false: no PyTorch)
 	Trained bool `json:"trained"`
 	// VoiceTrained says whether the voice was fine-tuned too
-	VoiceTrained bool   `json:"voice_trained"`
-	Err          string `json:"error,omitempty"`
+	VoiceTrained bool `json:"voice_trained"`
+	// Sizes is the window's size at each shot and on each tab, [width, height]
+	Sizes map[string][2]float32 `json:"sizes"`
+	Err   string                `json:"error,omitempty"`
 }
 
 // wizardFixture writes the recordings the helper imports: sentences read by espeak-ng in
@@ -107,7 +109,7 @@ func wizardFixture(dir string) ([]string, error) {
 
 // wizardHelper runs the real app, walks the wizard and captures each step.
 func wizardHelper(dir string) int {
-	rep := wizardReport{Texts: map[string]string{}, Times: map[string]string{}}
+	rep := wizardReport{Texts: map[string]string{}, Times: map[string]string{}, Sizes: map[string][2]float32{}}
 	fail := func(err error) int {
 		rep.Err = err.Error()
 		writeWizardReport(dir, rep)
@@ -181,11 +183,24 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 		var err error
 		on(func() {
 			rep.Texts[name] = shown(z.content)
+			sz := w.Canvas().Size()
+			rep.Sizes[name] = [2]float32{sz.Width, sz.Height}
 			err = capture(w, filepath.Join(dir, name+".png"))
 		})
 		rep.Shots = append(rep.Shots, name+".png")
 		return err
 	}
+	tabs := func(when string) {
+		for i := range 6 {
+			on(func() { u.tabs.SelectIndex(i) })
+			time.Sleep(200 * time.Millisecond)
+			on(func() {
+				sz := w.Canvas().Size()
+				rep.Sizes[when+" "+u.tabs.Selected().Text] = [2]float32{sz.Width, sz.Height}
+			})
+		}
+	}
+	tabs("tab")
 	on(func() { u.tabs.SelectIndex(5) })
 	if err := shot("0-start"); err != nil {
 		return err
@@ -378,7 +393,11 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 	if err := shot("7-install"); err != nil {
 		return err
 	}
-	return cloneFromClip(u, w, dir, shot, rep)
+	if err := cloneFromClip(u, w, dir, shot, rep); err != nil {
+		return err
+	}
+	tabs("after training, tab")
+	return nil
 }
 
 // cloneFromClip opens the voice panel's Clone from a clip, loads a recording, and creates the voice.
@@ -501,6 +520,16 @@ func TestWizardScreenshots(t *testing.T) {
 		t.Fatalf("the helper: %v\n%s", err, tail(out, 4000))
 	}
 	t.Logf("job wall times on this machine: %v", rep.Times)
+	// The window fits a 1366×768 laptop screen (less a title bar) through every step and tab.
+	t.Logf("window sizes: %v", rep.Sizes)
+	if len(rep.Sizes) < 12 {
+		t.Errorf("window sizes of %d pages, want every step and tab", len(rep.Sizes))
+	}
+	for name, sz := range rep.Sizes {
+		if sz[0] > 1366 || sz[1] > 768-32 {
+			t.Errorf("%s: the window grew to %.0f×%.0f, past a 1366×768 screen", name, sz[0], sz[1])
+		}
+	}
 	want := map[string][]string{
 		"0-start":           {"Teach Parley your voice", "[Improve recognition of my voice…]"},
 		"1-collect":         {"Sentence 4 of", "7 recordings"},
