@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LANG="${LANG:-C.UTF-8}" CGO_ENABLED=1
 GO="${GO:-go}"
-TAGS="${TAGS:-libsqlite3}"
+TAGS="${TAGS:-libsqlite3,no_animations}"
 DIST="${DIST:-dist}"
 what="${1:-all}"
 case $what in deb | tar | all) ;; *)

@@ -152,7 +152,7 @@ step_peers() {
 step_build() {
   mkdir -p "$here/bin"
   # -buildvcs=auto (over a GOFLAGS=-buildvcs=false) and the stamp: `parley version` names the revision
-  (cd "$here" && go build -buildvcs=auto -tags "${PARLEY_TAGS:-libsqlite3}" -ldflags "$("$here/build/vcs-stamp.sh")" -o bin/parley .) ||
+  (cd "$here" && go build -buildvcs=auto -tags "${PARLEY_TAGS:-libsqlite3,no_animations}" -ldflags "$("$here/build/vcs-stamp.sh")" -o bin/parley .) ||
     die "go build failed"
   say "built $here/bin/parley"
 }

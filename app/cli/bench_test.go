@@ -100,7 +100,7 @@ func benchTools(b *testing.B) {
 		procBench.parley = filepath.Join(dir, "parley")
 		tags := os.Getenv("PARLEY_TAGS")
 		if tags == "" {
-			tags = "libsqlite3"
+			tags = "libsqlite3,no_animations"
 		}
 		build := exec.Command("go", "build", "-tags", tags, "-o", procBench.parley, ".")
 		build.Dir = filepath.Join("..", "..")

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,6 +82,11 @@ func sigtermHelper(dir string) int {
 func idleHelper(dir string) int {
 	cfg := config.Default()
 	cfg.LLM.Backend = "skills"
+	idleCase := os.Getenv(helperEnv + "_IDLE_CASE")
+	switch idleCase {
+	case "hands-free", "wake-word":
+		cfg.Assistant.Mode = idleCase
+	}
 	stream := pulseWire(cfg)
 	secs, _ := strconv.Atoi(os.Getenv(helperEnv + "_IDLE_SECONDS"))
 	if secs <= 0 {
@@ -94,8 +100,17 @@ func idleHelper(dir string) int {
 		Wire: func(o *wire.Options) { o.NoDiscovery = true; stream(o) },
 		Ready: func(u *UI, w fyne.Window) {
 			rep.TextOnly = u.textOnly
+			if idleCase == "focus" { // the message field has the cursor, as after typing
+				w.Canvas().Focus(u.talk.entry)
+			}
 			go func() {
 				time.Sleep(3 * time.Second) // start-up work settles
+				if p := os.Getenv(helperEnv + "_CPUPROFILE"); p != "" { // where the idle time goes
+					if f, err := os.Create(p + "-" + idleCase); err == nil {
+						pprof.StartCPUProfile(f)
+						defer func() { pprof.StopCPUProfile(); f.Close() }()
+					}
+				}
 				c0, t0 := cpuTime(), time.Now()
 				time.Sleep(time.Duration(secs) * time.Second)
 				rep.IdleCPU = 100 * float64(cpuTime()-c0) / float64(time.Since(t0))
@@ -170,9 +185,10 @@ func TestQuitOnSIGTERM(t *testing.T) {
 }
 
 // measureIdle runs the idle helper and returns its CPU use in percent of a core.
-func measureIdle(tb testing.TB, display string, secs int) float64 {
+func measureIdle(tb testing.TB, display string, secs int, idleCase string) float64 {
 	tb.Helper()
 	pulse := audiotest.RequirePulse(tb)
+	tb.Setenv(helperEnv+"_IDLE_CASE", idleCase)
 	tb.Setenv(helperEnv+"_PULSE", pulse.Device)
 	tb.Setenv(helperEnv+"_PULSE_RATE", strconv.Itoa(pulse.Rate))
 	tb.Setenv(helperEnv+"_IDLE_SECONDS", strconv.Itoa(secs))
@@ -186,29 +202,45 @@ func measureIdle(tb testing.TB, display string, secs int) float64 {
 	return rep.IdleCPU
 }
 
-// TestIdleCPU: the app waiting in push-to-talk with a microphone and speaker attached uses
-// almost no CPU (the issue measured 36–52 % of a core; the aim is under 2 %, measured about
+// TestIdleCPU: the app waiting with a microphone and speaker attached (in each of idleCases)
+// uses almost no CPU (the issue measured 36–52 % of a core; the aim is under 2 %, measured about
 // 1 %). The bound here is loose, for loaded CI machines; BenchmarkIdleCPU reports the figure.
 func TestIdleCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts Xvfb and the app")
 	}
-	cpu := measureIdle(t, requireDisplay(t), 8)
-	t.Logf("idle push-to-talk app: %.2f%% of a core", cpu)
-	if cpu > 6 {
-		t.Errorf("the idle app uses %.1f%% of a core; want under 2%% (6%% allowed for a busy machine)", cpu)
+	display := requireDisplay(t)
+	for _, c := range idleCases {
+		cpu := measureIdle(t, display, 8, c)
+		t.Logf("idle app, %s: %.2f%% of a core", c, cpu)
+		limit := 6.0 // the aim is 2 %; a busy CI machine gets room
+		if c == "hands-free" || c == "wake-word" {
+			limit = 15 // the microphone open and its models running: 7-10 % here (docs/DESIGN.md, Idle)
+		}
+		if cpu > limit {
+			t.Errorf("the idle app (%s) uses %.1f%% of a core; want under %.0f%%", c, cpu, limit)
+		}
 	}
 }
 
-// BenchmarkIdleCPU reports the idle app's CPU use (percent of a core) in push-to-talk with
-// audio devices attached.
+// idleCases are the states the app rests in: push-to-talk with nothing focused, with the
+// message field focused (its cursor blinking), and listening hands-free or for the wake word
+// to silence.
+var idleCases = []string{"push-to-talk", "focus", "hands-free", "wake-word"}
+
+// BenchmarkIdleCPU reports the idle app's CPU use (percent of a core) with audio devices
+// attached, in each of idleCases.
 func BenchmarkIdleCPU(b *testing.B) {
 	display := requireDisplay(b)
-	var sum float64
-	for i := 0; i < b.N; i++ {
-		sum += measureIdle(b, display, 20)
+	for _, c := range idleCases {
+		b.Run(c, func(b *testing.B) {
+			var sum float64
+			for i := 0; i < b.N; i++ {
+				sum += measureIdle(b, display, 20, c)
+			}
+			b.ReportMetric(sum/float64(b.N), "%core-idle")
+		})
 	}
-	b.ReportMetric(sum/float64(b.N), "%core-idle")
 }
 
 // quitOnce starts the sigterm helper, waits for its answer, sends SIGTERM and waits up to 30 s
