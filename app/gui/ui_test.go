@@ -514,6 +514,7 @@ type fakeVoices struct {
 	synths []tts.Request
 	plays  int
 	caps   map[string]tts.Capabilities
+	broken map[string]error // engines that cannot open
 }
 
 func (f *fakeVoices) List() ([]*voices.Voice, error) {
@@ -526,6 +527,9 @@ func (f *fakeVoices) List() ([]*voices.Voice, error) {
 func (f *fakeVoices) Save(v *voices.Voice) error { f.saved = append(f.saved, v); return nil }
 func (f *fakeVoices) Engines() []string          { return []string{"auto", "espeak", "kokoro", "chattts"} }
 func (f *fakeVoices) Capabilities(engine string) (tts.Capabilities, error) {
+	if err := f.broken[engine]; err != nil {
+		return tts.Capabilities{}, err
+	}
 	if c, ok := f.caps[engine]; ok {
 		return c, nil
 	}

@@ -52,6 +52,7 @@ type voicePanel struct {
 	content fyne.CanvasObject
 
 	capsTitle *widget.Label
+	engineErr bool // the status line says why the engine could not open
 
 	list    []*voices.Voice
 	choices map[string]voiceChoice // picker label → what it picks
@@ -240,9 +241,16 @@ func (p *voicePanel) refresh() {
 			if cerr != nil {
 				p.status.SetText("Engine " + engine + ": " + cerr.Error())
 				caps = tts.Capabilities{}
+			} else if p.engineErr {
+				p.status.SetText("") // the last engine's error is not this one's
 			}
+			p.engineErr = cerr != nil
 			p.setVoices(list, caps)
 			p.setCaps(caps)
+			if cerr != nil {
+				// not the last engine's table under the last engine's name
+				p.capsTitle.SetText(engine + " is not available")
+			}
 		})
 	}()
 }

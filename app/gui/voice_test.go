@@ -1,6 +1,7 @@
 package gui
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -204,5 +205,24 @@ func TestSaveDialog(t *testing.T) {
 	w.Canvas().OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
 	if w.Canvas().Overlays().Top() != nil {
 		t.Error("Escape with nothing focused left the dialog open")
+	}
+}
+
+// An engine that cannot open (Kokoro not installed) says so under its own name, with no
+// table; going back to one that opens clears its title and its error (the panel once showed
+// "What espeak-ng does" over an empty table, and the error stayed).
+func TestVoicePanelEngineThatCannotOpen(t *testing.T) {
+	u, _, fv := voicePanelUI(t)
+	p := u.voice
+	fv.broken = map[string]error{"kokoro": errors.New("kokoro-82m is not installed; run `parley models pull kokoro-82m`")}
+	p.engineS.SetSelected("kokoro")
+	waitFor(t, u, "kokoro's failure", func() bool { return p.capsTitle.Text == "kokoro is not available" })
+	if len(p.caps.Objects) != 0 || !strings.Contains(p.status.Text, "not installed") {
+		t.Errorf("table of %d rows, status %q", len(p.caps.Objects), p.status.Text)
+	}
+	p.engineS.SetSelected("espeak")
+	waitFor(t, u, "espeak's report", func() bool { return p.capsFor == "espeak-ng" })
+	if p.capsTitle.Text != "What espeak-ng does" || p.status.Text != "" || len(p.caps.Objects) == 0 {
+		t.Errorf("back on espeak: title %q, status %q, %d rows", p.capsTitle.Text, p.status.Text, len(p.caps.Objects))
 	}
 }
