@@ -104,8 +104,9 @@ func idleHelper(dir string) int {
 				w.Canvas().Focus(u.talk.entry)
 			}
 			go func() {
-				time.Sleep(3 * time.Second)                             // start-up work settles
-				if p := os.Getenv(helperEnv + "_CPUPROFILE"); p != "" { // where the idle time goes
+				time.Sleep(3 * time.Second) // start-up work settles
+				// where the idle time goes
+				if p := os.Getenv(helperEnv + "_CPUPROFILE"); p != "" {
 					if f, err := os.Create(p + "-" + idleCase); err == nil {
 						pprof.StartCPUProfile(f)
 						defer func() { pprof.StopCPUProfile(); f.Close() }()
