@@ -25,22 +25,44 @@ import (
 
 // modelService adapts assets.Manager; progress events go to the pull that asked.
 type modelService struct {
-	m    *assets.Manager
+	log  *slog.Logger
 	mu   sync.Mutex
+	m    *assets.Manager
 	subs map[string]func(assets.Event)
 }
 
 func newModelService(log *slog.Logger) (*modelService, error) {
-	reg, err := assets.DefaultRegistry()
-	if err != nil {
-		return nil, err
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	s := &modelService{subs: map[string]func(assets.Event){}}
-	s.m, err = assets.NewManager(reg, assets.Options{Progress: s.dispatch, Log: log})
-	if err != nil {
+	s := &modelService{log: log, subs: map[string]func(assets.Event){}}
+	if err := s.reload(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// reload reads the registry again: models installed since (a fine-tuned recogniser or
+// voice, `parley models import`) are listed, as the wizard's Install step says they are.
+func (s *modelService) reload() error {
+	reg, err := assets.DefaultRegistry()
+	if err != nil {
+		return err
+	}
+	m, err := assets.NewManager(reg, assets.Options{Progress: s.dispatch, Log: s.log})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.m = m
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *modelService) manager() *assets.Manager {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m
 }
 
 func (s *modelService) dispatch(ev assets.Event) {
@@ -53,7 +75,10 @@ func (s *modelService) dispatch(ev assets.Event) {
 }
 
 func (s *modelService) List(ctx context.Context) ([]assets.ModelStatus, error) {
-	return s.m.List(ctx, assets.CheckSize)
+	if err := s.reload(); err != nil {
+		s.log.Warn("reloading the model registry", "err", err) // the last one still lists
+	}
+	return s.manager().List(ctx, assets.CheckSize)
 }
 
 func (s *modelService) Pull(ctx context.Context, id string, progress func(assets.Event)) error {
@@ -65,14 +90,16 @@ func (s *modelService) Pull(ctx context.Context, id string, progress func(assets
 		delete(s.subs, id)
 		s.mu.Unlock()
 	}()
-	return s.m.Pull(ctx, id)
+	return s.manager().Pull(ctx, id)
 }
 
 func (s *modelService) Verify(ctx context.Context, id string) (assets.ModelStatus, error) {
-	return s.m.Verify(ctx, id)
+	return s.manager().Verify(ctx, id)
 }
 
-func (s *modelService) Remove(ctx context.Context, id string) error { return s.m.Remove(ctx, id) }
+func (s *modelService) Remove(ctx context.Context, id string) error {
+	return s.manager().Remove(ctx, id)
+}
 
 // voiceService is the voice library with previews on the configured speaker, through any
 // engine tts/engines opens (each opened once, on first use).
