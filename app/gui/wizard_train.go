@@ -807,6 +807,17 @@ func voiceSummary(ev *Evaluation) string {
 		}
 		lines = append(lines, fmt.Sprintf("%s%s — %.2f alike, %.0f%% misheard", tag, v.Name, v.Similarity, 100*v.CER))
 	}
+	// the voices between A and B are the quick clones: say so when one beat the fine-tune
+	if n := len(ev.Voices); n >= 3 {
+		b := ev.Voices[n-1]
+		for _, c := range ev.Voices[1 : n-1] {
+			if c.Similarity > b.Similarity {
+				lines = append(lines, fmt.Sprintf("The quick clone %s sounds more like you than the fine-tuned voice (%.2f against %.2f): "+
+					"use the clone, or collect more speech and train again.", c.Name, c.Similarity, b.Similarity))
+				break
+			}
+		}
+	}
 	if ev.Message != "" {
 		lines = append(lines, sentence(ev.Message))
 	}

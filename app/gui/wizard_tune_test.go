@@ -410,3 +410,20 @@ func TestWizardVoiceFineTune(t *testing.T) {
 		t.Errorf("after switching: %q", in.done.Text)
 	}
 }
+
+// The evaluate step says when the quick clone sounded more like the person than the
+// fine-tuned voice, and says nothing of it when the fine-tune won.
+func TestVoiceSummaryNamesABetterClone(t *testing.T) {
+	ev := &Evaluation{Voices: []tune.VoiceScore{
+		{Name: "a random voice (seed 3)", Similarity: 0.05, CER: 0.2, Sentences: 4},
+		{Name: "a zero-shot clone", Similarity: 0.61, CER: 0.25, Sentences: 4},
+		{Name: "your fine-tuned voice", Similarity: 0.48, CER: 0.3, Sentences: 4},
+	}}
+	if got := voiceSummary(ev); !strings.Contains(got, "The quick clone a zero-shot clone sounds more like you than the fine-tuned voice (0.61 against 0.48)") {
+		t.Errorf("clone better, summary:\n%s", got)
+	}
+	ev.Voices[2].Similarity = 0.7
+	if got := voiceSummary(ev); strings.Contains(got, "quick clone") {
+		t.Errorf("fine-tune better, summary:\n%s", got)
+	}
+}
