@@ -239,7 +239,7 @@ func openChatHistory(env *cliEnv, off bool) *chatHistory {
 	if off {
 		return h
 	}
-	s, err := store.Open(historyDBPath(env, ""))
+	s, err := env.factory().Store("")
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "parley chat: warning: history off: %v\n", err)
 		return h

@@ -39,7 +39,7 @@ func init() {
 
 // openTuneRunner opens the store and a job runner with the configured trainer.
 func openTuneRunner(env *cliEnv) (*tune.Runner, *store.Store, error) {
-	st, err := store.Open(historyDBPath(env, ""))
+	st, err := env.factory().Store("")
 	if err != nil {
 		return nil, nil, err
 	}

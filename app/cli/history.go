@@ -156,7 +156,7 @@ func runHistory(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 
-	s, err := store.Open(path)
+	s, err := env.factory().Store(path)
 	if err != nil {
 		return err
 	}
