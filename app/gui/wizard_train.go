@@ -99,6 +99,8 @@ type trainPage struct {
 	cancel *widget.Button
 	resume *widget.Button
 	bar    *widget.ProgressBar
+	prep   *widget.ProgressBarInfinite // moves while the job prepares (no steps to count yet)
+	began  time.Time                   // when this run started
 	status *notice
 	plot   *lossPlot
 	quick  *quickClone
@@ -141,6 +143,9 @@ func newTrainPage(w *wizard) *trainPage {
 	p.resume.Importance = widget.HighImportance
 	p.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { p.cancelRun() })
 	p.bar = widget.NewProgressBar()
+	p.prep = widget.NewProgressBarInfinite()
+	p.prep.Stop()
+	p.prep.Hide()
 	p.status = newNotice()
 	p.plot = newLossPlot()
 	p.quick = newQuickClone(w)
@@ -151,7 +156,7 @@ func newTrainPage(w *wizard) *trainPage {
 		"if Parley closes while it trains, it resumes from its last checkpoint. Python and PyTorch are checked first; " +
 		"with more than one GPU (or enough cores) it trains on several at once. A part of your clips is held out to test the result."
 	p.box = pageFrame("5  Train", intro,
-		container.NewVBox(p.needs, p.checks, p.what, p.why, container.NewHBox(p.start, p.resume, p.cancel), p.bar, p.status),
+		container.NewVBox(p.needs, p.checks, p.what, p.why, container.NewHBox(p.start, p.resume, p.cancel), p.bar, p.prep, p.status),
 		container.NewBorder(p.quick.box, nil, nil, nil, p.plot))
 	return p
 }
@@ -440,8 +445,17 @@ func (p *trainPage) showProgress(pr tune.Progress, note string) {
 		}
 		txt += "."
 	}
-	if p.running() && pr.TotalSteps == 0 {
-		txt = "Preparing (" + orDefault(pr.Stage, "starting") + ")…"
+	preparing := p.running() && pr.TotalSteps == 0
+	if preparing {
+		// no steps to count yet (clips prepared, the seed speaker searched): say what runs
+		// and for how long, with a bar that moves, so the step never looks frozen
+		txt = "Preparing (" + orDefault(pr.Stage, "starting") + ")… " + sinceWords(p.began) + " so far."
+		p.bar.Hide()
+		p.prep.Show()
+		p.prep.Start()
+	} else {
+		p.prep.Stop()
+		p.prep.Hide()
 	}
 	if note != "" {
 		txt = strings.TrimSpace(txt + " " + note)
@@ -453,6 +467,15 @@ func (p *trainPage) showProgress(pr tune.Progress, note string) {
 	} else {
 		p.plot.Hide()
 	}
+}
+
+// sinceWords words the time since t: "12 s", "3 min 05 s".
+func sinceWords(t time.Time) string {
+	d := time.Since(t).Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	}
+	return fmt.Sprintf("%d min %02d s", int(d.Minutes()), int(d.Seconds())%60)
 }
 
 // eta words a number of seconds left.
@@ -496,8 +519,10 @@ func (p *trainPage) begin(resume bool) {
 	}
 	p.mu.Unlock()
 	p.status.SetText("Starting…")
+	p.began = time.Now()
 	p.cancel.Enable() // a job cancelled before left it disabled
 	w.refresh()
+	go p.tick(ctx, finished)
 	go func() {
 		defer close(finished)
 		if id == 0 {
@@ -520,6 +545,30 @@ func (p *trainPage) begin(resume bool) {
 		}
 		p.ended(key, d, goal, id, wait())
 	}()
+}
+
+// tick repaints the progress once a second while the job prepares (nothing reports then),
+// so the time so far moves; it stops when training reports steps or the job ends.
+func (p *trainPage) tick(ctx context.Context, finished <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-finished:
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		steps := p.live.TotalSteps
+		ev := tune.Event{Progress: p.live}
+		p.mu.Unlock()
+		if steps > 0 {
+			return
+		}
+		p.event(ev)
+	}
 }
 
 // event keeps a job's newest progress and queues one repaint at a time, so a trainer that

@@ -33,6 +33,9 @@ type fakeTraining struct {
 	unsupported map[string]error
 	opts        map[int64]JobOptions // each job's options from the train step
 	fullSize    bool                 // Base: a full-size model, not a demo-grade one
+	// prepare, when set, holds a started job in its preparation (no steps to count) until
+	// it is closed
+	prepare chan struct{}
 }
 
 func newFakeTraining() *fakeTraining {
@@ -104,6 +107,10 @@ func (f *fakeTraining) Start(ctx context.Context, id int64, on tune.Handler) (fu
 	j.Progress.Interrupted = false
 	j.Progress.TotalSteps = f.steps
 	j.Progress.Device, j.Progress.WorldSize = "cpu", 2
+	prepare := f.prepare
+	if prepare != nil {
+		j.Progress.TotalSteps, j.Progress.Stage = 0, "prepare"
+	}
 	p := j.Progress
 	f.mu.Unlock()
 	done := make(chan error, 1)
@@ -112,6 +119,19 @@ func (f *fakeTraining) Start(ctx context.Context, id int64, on tune.Handler) (fu
 			f.mu.Lock()
 			j.Status, j.Progress = s, pr
 			f.mu.Unlock()
+		}
+		if prepare != nil {
+			on(tune.Event{Job: id, Kind: "stage", Progress: p})
+			select {
+			case <-ctx.Done():
+				set(store.JobCancelled, p)
+				done <- context.Canceled
+				return
+			case <-prepare:
+			}
+			p.TotalSteps, p.Stage = f.steps, "train"
+			set(store.JobRunning, p)
+			on(tune.Event{Job: id, Kind: "stage", Progress: p})
 		}
 		for p.Step < f.steps {
 			select {
@@ -418,4 +438,34 @@ func TestWizardVoiceWhatToTrain(t *testing.T) {
 			t.Error("the recognition goal shows the voice's choice")
 		}
 	}
+}
+
+// While a job prepares (no steps to count yet) the train step says what runs and for how
+// long, the time moving each second, under a bar that moves: it never looks frozen at 0 %.
+func TestWizardTrainPreparingIsNotFrozen(t *testing.T) {
+	requireWizardModels(t)
+	svc := newTestCloning(t)
+	tr := newFakeTraining()
+	tr.prepare = make(chan struct{})
+	u, _ := newTestUI(t, Services{Clone: svc, Training: tr})
+	w := u.wizard
+	labelledDataset(t, u, "Ada", goalRecognition)
+	test.Tap(w.next)
+	p := w.train
+	waitFor(t, u, "the readiness checks", func() bool { return !p.start.Disabled() })
+	test.Tap(p.start)
+	waitFor(t, u, "the preparation shown", func() bool { return strings.HasPrefix(p.status.Text, "Preparing (prepare)…") })
+	if !p.prep.Visible() || p.bar.Visible() {
+		t.Errorf("while preparing: moving bar shown %v, step bar shown %v", p.prep.Visible(), p.bar.Visible())
+	}
+	first := p.status.Text
+	waitFor(t, u, "the time so far to move", func() bool { return p.status.Text != first && strings.HasSuffix(p.status.Text, "so far.") })
+	close(tr.prepare)
+	tr.ticks(1)
+	waitFor(t, u, "the first step", func() bool { return strings.HasPrefix(p.status.Text, "Step 1 of 10") })
+	if p.prep.Visible() || !p.bar.Visible() {
+		t.Errorf("training: moving bar shown %v, step bar shown %v", p.prep.Visible(), p.bar.Visible())
+	}
+	test.Tap(p.cancel)
+	waitFor(t, u, "the job to stop", func() bool { return !p.run })
 }
