@@ -474,6 +474,10 @@ def main(argv=None) -> int:
                     help="code.sample_weight: a clone voice's code logits are this share of the prompted "
                          "sequence's, the rest the same text's without the speaker sample (0: not written = 1)")
     ap.add_argument("--clone-card", help="results.json of train.chattts.clone_cer: the clone's CER goes into the card")
+    ap.add_argument("--speed", choices=["native", "time-scale"],
+                    help="config.json 'speed': how the voice takes a speed, through its [speed_N] (native) or by "
+                         "time-scaling its audio (not written: native, except that the engine time-scales a demo "
+                         "size voice, as the espeak-trained one barely acted on [speed_N])")
     a = ap.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -554,6 +558,13 @@ def main(argv=None) -> int:
         add_card(paths["config"], a.card)
     if a.clone_card:
         add_clone_card(paths["config"], a.clone_card)
+    if a.speed:
+        with open(paths["config"], encoding="utf-8") as f:
+            conf = json.load(f)
+        conf["speed"] = a.speed
+        with open(paths["config"], "w", encoding="utf-8") as f:
+            json.dump(conf, f, indent=1, ensure_ascii=False)
+            f.write("\n")
     print(json.dumps({"params": count_params(m), **paths}))
     return 0
 

@@ -98,6 +98,11 @@ func New(cfg Config) (*Engine, error) {
 				break
 			}
 		}
+		if errors.Is(err, errVocabMissing) {
+			// kokoro-onnx's release (kokoro-v1.0.onnx, voices-v1.0.bin) has it nowhere
+			cfg.Log.Info("kokoro: no vocabulary beside the model; using Kokoro v1.0's", "model", path)
+			vocab, err = BuiltinV1Vocab(), nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -213,9 +214,13 @@ func TestLongTextChunksAndCancel(t *testing.T) {
 func TestBadModelDirs(t *testing.T) {
 	gputest.RequireORT(t)
 	cases := map[string]func(dir string){
-		"no model":  func(dir string) {},
-		"garbage":   func(dir string) { os.WriteFile(filepath.Join(dir, "model.onnx"), []byte("not onnx"), 0o644) },
-		"no vocab":  func(dir string) { copyFile(dir, "model.onnx"); copyFile(dir, "voices.npz") },
+		"no model": func(dir string) {},
+		"garbage":  func(dir string) { os.WriteFile(filepath.Join(dir, "model.onnx"), []byte("not onnx"), 0o644) },
+		"broken vocab": func(dir string) {
+			copyFile(dir, "model.onnx")
+			copyFile(dir, "voices.npz")
+			os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"vocab": {"a": "one"}}`), 0o644)
+		},
 		"no voices": func(dir string) { copyFile(dir, "model.onnx"); copyFile(dir, "config.json") },
 		"wrong signature": func(dir string) {
 			b, _ := os.ReadFile("../../gpu/testdata/scale.onnx")
@@ -281,5 +286,29 @@ func TestIntSpeedModel(t *testing.T) {
 		if r := float64(len(one.Data)) / float64(len(x.Data)); math.Abs(r-speed)/speed > 0.03 {
 			t.Errorf("speed %.2f: %d samples against %d at 1× (ratio %.3f)", speed, len(x.Data), len(one.Data), r)
 		}
+	}
+}
+
+// A model that comes without its vocabulary (kokoro-onnx's kokoro-v1.0.onnx and
+// voices-v1.0.bin, no config.json) loads with Kokoro v1.0's built in, and speaks exactly as
+// with the config.json that holds it; the built-in table is the fixture's.
+func TestModelWithoutVocabularyUsesV1(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(dir, "model.onnx")
+	copyFile(dir, "voices.npz")
+	bare := testEngine(t, dir)
+	b, _ := os.ReadFile("testdata/config.json")
+	want, err := VocabFromJSON("testdata/config.json", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := BuiltinV1Vocab(); !maps.Equal(got, want) {
+		t.Errorf("built-in vocabulary (%d symbols) differs from v1.0's config.json (%d)", len(got), len(want))
+	}
+	text := "Hello there, this is Kokoro."
+	x, _ := synth(t, bare, tts.Request{Text: text})
+	y, _ := synth(t, testEngine(t, "testdata"), tts.Request{Text: text})
+	if len(x.Data) != len(y.Data) || !slices.Equal(x.Data, y.Data) {
+		t.Errorf("without config.json: %d samples, differing from the %d with it", len(x.Data), len(y.Data))
 	}
 }

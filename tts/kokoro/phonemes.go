@@ -39,10 +39,13 @@ func LoadVocab(dir string) (Vocab, error) {
 		}
 		return v, err
 	}
-	return nil, fmt.Errorf("%w: %s", ErrVocab, strings.Join(errs, "; "))
+	return nil, fmt.Errorf("%w: %w: %s", ErrVocab, errVocabMissing, strings.Join(errs, "; "))
 }
 
 var errNoVocab = errors.New("has no vocab")
+
+// errVocabMissing: no file beside the model holds a vocabulary (none is broken).
+var errVocabMissing = errors.New("no vocabulary beside the model")
 
 // VocabFromJSON reads a vocabulary from a JSON document with a top-level "vocab" object
 // (config.json, or the config kokoro-onnx ≥ v1.1 embeds in the model's metadata) or a
