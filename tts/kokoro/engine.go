@@ -211,7 +211,7 @@ func (e *Engine) Capabilities() tts.Capabilities {
 		Engine:     "kokoro",
 		Model:      filepath.Base(filepath.Clean(e.cfg.Dir)),
 		SampleRate: SampleRate,
-		Languages:  []string{"en-us", "en-gb", "es", "fr", "hi", "it", "pt-br", "ja", "zh (voice-dependent)"},
+		Languages:  []string{"en-us", "en-gb", "es", "fr", "hi", "it", "pt-br"}, // not zh, ja: see needsMisaki
 		Voices:     e.Voices(),
 		Controls: map[tts.Control]tts.Support{
 			tts.CtlSeed: tts.Emulated, tts.CtlTemperature: tts.Ignored, tts.CtlTopP: tts.Ignored, tts.CtlTopK: tts.Ignored,
@@ -296,6 +296,25 @@ func packLang(name string) string {
 	return "en-us"
 }
 
+// needsMisaki refuses Chinese and Japanese text before any audio: Kokoro's voices for them
+// learnt misaki's phonemes (its own G2P: pinyin-based for Chinese, kana-based for Japanese),
+// and espeak-ng's, the only phonemizer Parley has, make them mispronounce every word.
+func needsMisaki(plan *tts.Plan, reqLang string) error {
+	for _, s := range plan.Sentences {
+		for _, seg := range s.Segments {
+			if seg.Kind != control.Text {
+				continue
+			}
+			l := strings.ToLower(espeakVoice(seg.Lang, reqLang, ""))
+			if strings.HasPrefix(l, "cmn") || strings.HasPrefix(l, "zh") || strings.HasPrefix(l, "ja") {
+				return fmt.Errorf("%w: kokoro: Chinese and Japanese need misaki's phonemizer, which Parley does not have "+
+					"(espeak-ng's phonemes make Kokoro mispronounce them); speak %q with ChatTTS, or espeak-ng", tts.ErrBadRequest, seg.Text)
+			}
+		}
+	}
+	return nil
+}
+
 // espeakVoice picks the phonemizer language for a run: the request's language when the run
 // is in it, else the run's own.
 func espeakVoice(runLang, reqLang, pack string) string {
@@ -336,6 +355,9 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 		req.Language = packLang(pack.Name)
 	}
 	plan := tts.Prepare(req, e.cfg.Calibration)
+	if err := needsMisaki(plan, req.Language); err != nil {
+		return nil, err
+	}
 	warn := tts.Warnings(plan.Script, e.Capabilities(), req)
 	// Sentences are phonemized as they are reached, so the first audio does not wait for a
 	// long text's phonemes; up front we only make sure there is something to say.

@@ -3,6 +3,7 @@ package kokoro
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -311,4 +312,24 @@ func TestModelWithoutVocabularyUsesV1(t *testing.T) {
 	if len(x.Data) != len(y.Data) || !slices.Equal(x.Data, y.Data) {
 		t.Errorf("without config.json: %d samples, differing from the %d with it", len(x.Data), len(y.Data))
 	}
+}
+
+// Chinese and Japanese are refused before any audio, with the reason: espeak-ng's phonemes
+// are not the misaki ones Kokoro's voices for them learnt. Other languages still speak.
+func TestChineseAndJapaneseRefused(t *testing.T) {
+	e := testEngine(t, "testdata")
+	for _, req := range []tts.Request{
+		{Text: "你好，今天天气很好。", Language: "zh"},
+		{Text: "こんにちは、元気ですか。", Language: "ja"},
+		{Text: "Hello. 你好。"}, // a Chinese run inside English text
+	} {
+		_, err := e.Synthesize(context.Background(), req)
+		if !errors.Is(err, tts.ErrBadRequest) || !strings.Contains(fmt.Sprint(err), "misaki") {
+			t.Errorf("%q (%s): %v", req.Text, req.Language, err)
+		}
+	}
+	if c := e.Capabilities(); slices.ContainsFunc(c.Languages, func(l string) bool { return strings.HasPrefix(l, "zh") || l == "ja" }) {
+		t.Errorf("languages %v still claim zh or ja", c.Languages)
+	}
+	synth(t, e, tts.Request{Text: "Bonjour tout le monde.", Language: "fr"})
 }
