@@ -76,6 +76,10 @@ type Request struct {
 type Sample struct {
 	Text  string
 	Codes []int32
+	// Model and ModelID name the voice model the codes were made with (its directory's
+	// name, and the identity its config.json declares): an engine refuses codes another
+	// model made, which it would speak as noise.
+	Model, ModelID string
 }
 
 // Validate checks ranges and fills defaults, returning the request to use.

@@ -117,10 +117,11 @@ type Voice struct {
 // the seed speaker closest to the recording, used as its speaker vector.
 type Sample struct {
 	Text    string  `json:"text"`
-	NumVQ   int     `json:"num_vq"`            // code streams (ChatTTS: 4)
-	Codes   []int32 `json:"codes"`             // frames × NumVQ, row-major
-	Model   string  `json:"model,omitempty"`   // the voice model the codes were made with
-	Seconds float64 `json:"seconds,omitempty"` // of the recording
+	NumVQ   int     `json:"num_vq"`             // code streams (ChatTTS: 4)
+	Codes   []int32 `json:"codes"`              // frames × NumVQ, row-major
+	Model   string  `json:"model,omitempty"`    // the voice model the codes were made with
+	ModelID string  `json:"model_id,omitempty"` // that model's identity (its config.json model_id), when it declares one
+	Seconds float64 `json:"seconds,omitempty"`  // of the recording
 }
 
 // check validates a prompt: shape, length and every code's range.

@@ -174,6 +174,9 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 	}
 	v := voices.New(o.Name, "chattts", voices.KindClone)
 	v.Sample = &voices.Sample{Text: text, NumVQ: o.NumVQ, Codes: codes, Model: o.Model, Seconds: res.Seconds}
+	if m, ok := o.Prompter.(interface{ ModelID() string }); ok { // the export's identity
+		v.Sample.ModelID = m.ModelID()
+	}
 	if o.Seeds > 0 && o.Embedder != nil && o.Voice != nil {
 		step("choosing the closest seed speaker")
 		res.Seed, res.SeedSimilarity, err = ClosestSeed(ctx, o.Voice, o.Embedder, []Utterance{{PCM: p16, Text: text}}, o.Seeds)

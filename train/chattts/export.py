@@ -193,6 +193,21 @@ def engine_config(m: ChatTTS, tok: WordPieceTokenizer, files: Dict[str, str], *,
     }
 
 
+def model_id(out: str, files: Dict[str, str]) -> str:
+    """The export's identity: what gives a clone voice's codes their meaning (the DVAE
+    encoder) and its seed voices theirs (spk_stat), hashed.  A clone voice records it, so the
+    engine refuses one another model made (or an earlier version of this one) instead of
+    speaking its codes as noise; re-exporting the same checkpoint keeps it."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for key in ("spk_stat", "dvae_encoder"):
+        if key in files:
+            with open(os.path.join(out, files[key]), "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()[:16]
+
+
 def write_spk_stat(spk_stat: torch.Tensor, path: str) -> None:
     spk_stat.detach().float().numpy().astype("<f4").tofile(path)
 
@@ -423,6 +438,7 @@ def save_bundle(m: ChatTTS, tok_spec: dict, spk_stat: torch.Tensor, out: str, *,
     files["spk_stat"] = "spk_stat.bin"
     conf = engine_config(m, tok, files, size=size, comment=comment, frontend=frontend, refine=refine,
                          code_defaults=code_defaults, neutral_streams=neutral_streams)
+    conf["model_id"] = model_id(out, files)
     with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
         json.dump(conf, f, indent=1, ensure_ascii=False)
         f.write("\n")

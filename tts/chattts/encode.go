@@ -147,6 +147,9 @@ type SampleEncoder struct {
 	path string
 }
 
+// ModelID is the export's identity, for the clone voices it makes ("" for older exports).
+func (s *SampleEncoder) ModelID() string { return s.mc.ModelID }
+
 // NewSampleEncoder loads the DVAE encoder of the export in dir (ErrNoEncoder when it has none).
 func NewSampleEncoder(dir string, opts gpu.Options) (*SampleEncoder, error) {
 	mc, err := ReadModelConfig(dir)

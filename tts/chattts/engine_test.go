@@ -3,6 +3,7 @@ package chattts
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -347,5 +348,47 @@ func TestClonePromptOrder(t *testing.T) {
 		if got, want := e.codePrompt(text, 5, true, nil), []int{id("[Stts]"), id("[spk_emb]"), id("[speed_5]"), 101, 102, id("[Ptts]")}; !slices.Equal(got, want) {
 			t.Errorf("no sample: %v, want %v", got, want)
 		}
+	}
+}
+
+// A clone voice's codes from another voice model, or from an earlier version of this one
+// (the same name, no identity recorded), are refused with the reason, not spoken as noise;
+// codes this model made speak; an export without an identity (older ones) takes any.
+func TestCloneCodesFromAnotherModelRefused(t *testing.T) {
+	dir := tinyCopy(t, func(m map[string]any) { m["model_id"] = "0123456789abcdef" })
+	e, err := New(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	name := filepath.Base(dir)
+	codes := make([]int32, 4*6)
+	req := func(model, id string) tts.Request {
+		return tts.Request{Text: "hello there", Seed: 3, HasSeed: true, Sample: &tts.Sample{Text: "hi", Codes: codes, Model: model, ModelID: id}}
+	}
+	for _, c := range []struct {
+		name, model, id, want string
+	}{
+		{"another model", "chattts", "fedcba9876543210", "made with another voice model"},
+		{"an earlier version of this one", name, "", "earlier version of " + name},
+	} {
+		if _, err := e.Synthesize(context.Background(), req(c.model, c.id)); !errors.Is(err, tts.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	s, err := e.Synthesize(context.Background(), req(name, "0123456789abcdef"))
+	if err != nil {
+		t.Fatalf("this model's own codes: %v", err)
+	}
+	s.Close()
+	old, err := New(Config{Dir: tinyCopy(t, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if s, err := old.Synthesize(context.Background(), req("chattts", "fedcba9876543210")); err != nil {
+		t.Errorf("an export without an identity refused a clone: %v", err)
+	} else {
+		s.Close()
 	}
 }

@@ -74,6 +74,10 @@ type ModelConfig struct {
 	// size: Parley's espeak-trained demo voice barely moves its duration with [speed_N].
 	Speed string      `json:"speed,omitempty"`
 	DVAE  *DVAEConfig `json:"dvae"`
+	// ModelID is the export's identity (the exporter writes it; older exports have none): a
+	// clone voice records it, so that another model, or another version of this one under
+	// the same name, refuses the voice's codes instead of speaking them as noise.
+	ModelID string `json:"model_id,omitempty"`
 }
 
 // DVAEConfig describes the export's speech codes. A model trained with neutral streams never

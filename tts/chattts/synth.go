@@ -3,6 +3,7 @@ package chattts
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -32,6 +33,9 @@ type SpeakerSample struct {
 // frames. The same request (text, voice or seed, settings) gives bit-identical samples.
 func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
 	if req.Sample != nil { // a clone voice's prompt
+		if err := e.sampleFits(req.Sample); err != nil {
+			return nil, err
+		}
 		return e.SynthesizeWithSample(ctx, req, &SpeakerSample{Text: req.Sample.Text, Codes: req.Sample.Codes})
 	}
 	return e.SynthesizeWithSample(ctx, req, nil)
@@ -344,4 +348,30 @@ func (e *Engine) prepareSample(s *SpeakerSample) (*promptSample, error) {
 	codes := append([]int32(nil), s.Codes...)
 	e.mc.Neutralize(codes) // a prompt encoded before the model's neutral streams were known
 	return &promptSample{text: e.tok.Encode(ft), codes: codes}, nil
+}
+
+// sampleFits refuses a clone voice's codes made by another voice model: one whose identity
+// differs from this export's, or, when this export declares an identity, one with none made
+// under this model's name (an earlier version of it: every clone since records the
+// identity). Those codes mean nothing to this model's GPT and would come out as noise.
+func (e *Engine) sampleFits(s *tts.Sample) error {
+	id, name := e.mc.ModelID, filepath.Base(filepath.Clean(e.cfg.Dir))
+	switch {
+	case id == "" || s.ModelID == id:
+		return nil
+	case s.ModelID != "":
+		return fmt.Errorf("%w: this clone voice was made with another voice model (%s, %s); %s (%s) cannot speak its recording's codes: clone it again from its recording",
+			tts.ErrBadRequest, orUnnamed(s.Model), s.ModelID, name, id)
+	case s.Model == name:
+		return fmt.Errorf("%w: this clone voice was made with an earlier version of %s, before it was retrained; the new one cannot speak its recording's codes: clone it again from its recording",
+			tts.ErrBadRequest, name)
+	}
+	return nil
+}
+
+func orUnnamed(s string) string {
+	if s == "" {
+		return "unnamed"
+	}
+	return s
 }
