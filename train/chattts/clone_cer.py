@@ -22,7 +22,27 @@ import subprocess
 import sys
 from typing import Dict, List
 
-from .evaluate import edits, norm, transcribe
+from .evaluate import edits, f0_median, norm, transcribe
+
+
+def median_f0(paths: List[str]) -> float:
+    """The median of the files' median F0s (Hz; 0 when none is voiced), at 24 kHz as
+    evaluate measures it."""
+    import numpy as np
+    import soundfile as sf
+    from scipy.signal import resample_poly
+
+    got = []
+    for p in paths:
+        x, sr = sf.read(p, dtype="float32", always_2d=True)
+        x = x.mean(1)
+        if sr != 24000:
+            g = np.gcd(int(sr), 24000)
+            x = resample_poly(x, 24000 // g, int(sr) // g).astype(np.float32)
+        f = f0_median(x)
+        if f > 0:
+            got.append(f)
+    return float(np.median(got)) if got else 0.0
 
 
 def pick_clips(adapt: List[dict], lo: float = 3.0, hi: float = 4.5, most: float = 10.0) -> Dict[str, List[dict]]:
@@ -164,6 +184,10 @@ def main(argv=None) -> int:
             tot[k][0] += sum(e[k])
             tot[k][1] += chars
             tot[k][2] += secs
+        # the clone keeps the person's pitch: its median F0 against the clip's (issue 29: within 15 %)
+        ref_f0 = median_f0([os.path.join(a.corpus, x["source"]) for x in src])
+        row["f0_hz"] = {"clip": round(ref_f0, 1), "clone": round(median_f0(paths["clone"]), 1), "seed": round(median_f0(paths["seed"]), 1)}
+        row["clone_f0_off"] = round(abs(row["f0_hz"]["clone"] / ref_f0 - 1), 3) if ref_f0 else None
         res["speakers"][spk] = row
         print(spk, json.dumps(row), flush=True)
     for k, (ed, ch, secs) in tot.items():
@@ -171,9 +195,11 @@ def main(argv=None) -> int:
     res["sentences"] = len(pairs)
     res["ratio"] = round(res["clone"]["cer"] / max(1e-9, res["seed"]["cer"]), 3)
     res["ratio_95"] = [round(x, 3) for x in ratio_interval(pairs)]
+    offs = [r["clone_f0_off"] for r in res["speakers"].values() if r.get("clone_f0_off") is not None]
+    res["clone_f0_within_15pct"] = f"{sum(o <= 0.15 for o in offs)} of {len(offs)}"
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
-    print(json.dumps({k: res[k] for k in ("clone", "seed", "sentences", "ratio", "ratio_95", "skipped")}))
+    print(json.dumps({k: res[k] for k in ("clone", "seed", "sentences", "ratio", "ratio_95", "clone_f0_within_15pct", "skipped")}))
     return 0
 
 
