@@ -58,8 +58,12 @@ func (f *Factory) LLM(ctx context.Context) (discover.Choice, []app.Note, error) 
 // kept in dataDir/timers.json ("" = kept in memory: a headless server has nobody to ring).
 // A timers file that cannot be read is kept as it is (never overwritten) and the timers of
 // this run live in memory; the error says so, and the skills work anyway.
-func (f *Factory) Skills(dataDir string) (*skills.Engine, error) {
-	o := skills.Options{Log: f.log, Language: ReplyLanguage(f.cfg.Assistant.Language), Timers: skills.NoTimers{}}
+func (f *Factory) Skills(dataDir string) (*skills.Engine, error) { return f.SkillsAt(dataDir, nil) }
+
+// SkillsAt is Skills on the clock now (nil: time.Now): the time the skills tell and set
+// timers by (tests fix it).
+func (f *Factory) SkillsAt(dataDir string, now func() time.Time) (*skills.Engine, error) {
+	o := skills.Options{Log: f.log, Language: ReplyLanguage(f.cfg.Assistant.Language), Timers: skills.NoTimers{}, Now: now}
 	var terr error
 	if dataDir != "" {
 		ft, err := skills.OpenFileTimers(filepath.Join(dataDir, "timers.json"))

@@ -48,6 +48,9 @@ type Options struct {
 	Stream func(dir device.Direction, sc *device.StreamConfig)
 	// Loop overrides the loop options derived from the configuration when non-nil.
 	Loop func(*app.Options)
+	// Clock is the time the offline skills tell and set timers by; nil: time.Now (tests fix
+	// it, so that the answer to "what time is it" is the same every run).
+	Clock func() time.Time
 	// Resume continues an earlier assistant's conversation (the desktop app rebuilds the
 	// assistant when the mode or the settings change): the same stored conversation, and the
 	// brain remembers what was said.
@@ -194,7 +197,7 @@ func (b *builder) dataDir() string {
 // brain: llm/brain over the language model the factory chooses (as the server does), with
 // the offline skills.
 func (b *builder) brain(ctx context.Context) error {
-	sk, err := b.f.Skills(b.dataDir())
+	sk, err := b.f.SkillsAt(b.dataDir(), b.o.Clock)
 	if sk == nil {
 		return fmt.Errorf("skills: %w", err)
 	}
