@@ -4,22 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 
-	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
-	"github.com/parley-voice/parley/audio/vad"
-	"github.com/parley-voice/parley/audio/wake"
-	"github.com/parley-voice/parley/gpu"
-	"github.com/parley-voice/parley/llm/builtin"
 	"github.com/parley-voice/parley/tts/chattts"
 	"github.com/parley-voice/parley/tts/kokoro"
-	"github.com/parley-voice/parley/voices/speaker"
 )
 
 // modelLayout is a model layout Parley can run, found in a directory.
@@ -36,8 +30,6 @@ type layoutProbe struct {
 	match func(dir string) (l *modelLayout, ok bool)
 	load  func(dir string) error
 }
-
-var cpuOne = gpu.Options{Provider: gpu.ProviderCPU, IntraOpThreads: 1}
 
 // layoutProbes are the layouts `parley models import DIR` recognises, in the order tried.
 var layoutProbes = []layoutProbe{
@@ -83,11 +75,7 @@ var layoutProbes = []layoutProbe{
 			if len(models) == 0 {
 				return errors.New("no wake model (*.onnx besides melspectrogram.onnx and embedding_model.onnx)")
 			}
-			d, err := wake.New(wake.Config{Dir: dir, Models: models, GPU: cpuOne})
-			if err == nil {
-				d.Close()
-			}
-			return err
+			return factory.ProbeWake(dir, models)
 		},
 	},
 	{
@@ -99,11 +87,7 @@ var layoutProbes = []layoutProbe{
 			return &modelLayout{format: "Kokoro", kind: assets.KindTTS, files: allFiles(dir)}, true
 		},
 		load: func(dir string) error {
-			e, err := kokoro.New(kokoro.Config{Dir: dir, Options: cpuOne, Log: quietLog()})
-			if err == nil {
-				e.Close()
-			}
-			return err
+			return factory.ProbeKokoro(dir)
 		},
 	},
 	{
@@ -115,11 +99,7 @@ var layoutProbes = []layoutProbe{
 			return &modelLayout{format: "ChatTTS", kind: assets.KindTTS, files: allFiles(dir)}, true
 		},
 		load: func(dir string) error {
-			e, err := chattts.New(chattts.Config{Dir: dir, Options: cpuOne, Log: quietLog()})
-			if err == nil {
-				e.Close()
-			}
-			return err
+			return factory.ProbeChatTTS(dir)
 		},
 	},
 	{
@@ -131,11 +111,7 @@ var layoutProbes = []layoutProbe{
 			return &modelLayout{format: "decoder LLM (onnx-community)", kind: assets.KindLLM, files: allFiles(dir)}, true
 		},
 		load: func(dir string) error {
-			m, err := builtin.Open(dir, builtin.Options{Provider: gpu.ProviderCPU, Threads: 1, Log: quietLog()})
-			if err == nil {
-				m.Close()
-			}
-			return err
+			return factory.ProbeLLM(dir)
 		},
 	},
 	{
@@ -147,11 +123,7 @@ var layoutProbes = []layoutProbe{
 			return nil, false
 		},
 		load: func(dir string) error {
-			m, err := vad.OpenModel(filepath.Join(dir, onnxFiles(dir)[0]), 16000, cpuOne)
-			if err == nil {
-				m.Close()
-			}
-			return err
+			return factory.ProbeVAD(filepath.Join(dir, onnxFiles(dir)[0]))
 		},
 	},
 	{
@@ -163,24 +135,12 @@ var layoutProbes = []layoutProbe{
 			return nil, false
 		},
 		load: func(dir string) error {
-			e, err := speaker.New(dir, speaker.Config{GPU: cpuOne})
-			if err == nil {
-				e.Close()
-			}
-			return err
+			return factory.ProbeSpeaker(dir)
 		},
 	},
 }
 
-func loadASR(dir string) error {
-	r, err := asr.New(dir, asr.Config{Provider: gpu.ProviderCPU, Threads: 1, VAD: "none", Log: quietLog()})
-	if err == nil {
-		r.Close()
-	}
-	return err
-}
-
-func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+func loadASR(dir string) error { return factory.ProbeASR(dir) }
 
 // detectLayout finds the layout of a model directory that Parley can run, loading it to be
 // sure. The error lists what was looked for, and why a layout whose files were there failed.
