@@ -81,7 +81,7 @@ directory: the model a fine-tune with --gpt installed).`)
 		}
 	}
 	fac := env.factory()
-	eng, err := chattts.New(chattts.Config{Dir: dir, Options: fac.GPU(), Log: env.Log})
+	eng, err := fac.ChatTTS(dir)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ directory: the model a fine-tune with --gpt installed).`)
 		return fmt.Errorf("voice activity detection: %w", err)
 	}
 	defer det.Close()
-	enc, err := chattts.NewSampleEncoder(dir, fac.GPU())
+	enc, err := fac.SampleEncoder(dir)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ directory: the model a fine-tune with --gpt installed).`)
 		return err
 	}
 	for _, o := range own {
-		oe, err := chattts.New(chattts.Config{Dir: o.dir, Options: fac.GPU(), Log: env.Log})
+		oe, err := fac.ChatTTS(o.dir)
 		if err != nil {
 			return fmt.Errorf("--voice %s: %w", o.cand.Name, err)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/store"
-	"github.com/parley-voice/parley/tts/chattts"
 	"github.com/parley-voice/parley/tts/engines"
 	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
@@ -128,7 +127,7 @@ func closestSeedOf(ctx context.Context, env *cliEnv, d *clone.Dataset, dir strin
 		return 0, 0, nil, err
 	}
 	defer se.Close()
-	eng, err := chattts.New(chattts.Config{Dir: dir, Options: fac.GPU(), Log: env.Log})
+	eng, err := fac.ChatTTS(dir)
 	if err != nil {
 		return 0, 0, nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/vad"
-	"github.com/parley-voice/parley/tts/chattts"
 	"github.com/parley-voice/parley/tts/engines"
 	"github.com/parley-voice/parley/voices"
 )
@@ -74,12 +73,12 @@ func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	enc, err := chattts.NewSampleEncoder(dir, fac.GPU())
+	enc, err := fac.SampleEncoder(dir)
 	if err != nil {
 		return err
 	}
 	defer enc.Close()
-	eng, err := chattts.New(chattts.Config{Dir: dir, Options: fac.GPU(), Log: env.Log})
+	eng, err := fac.ChatTTS(dir)
 	if err != nil {
 		return err
 	}

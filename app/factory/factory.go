@@ -23,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/llm/tokenizer"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/chattts"
 	"github.com/parley-voice/parley/tts/engines"
 	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
@@ -312,4 +313,16 @@ func (f *Factory) TokenCounter() func(text string) (n int, counted bool) {
 		}
 		return len(tok.Encode(text)), true
 	}
+}
+
+// ChatTTS opens the ChatTTS export in dir with runtime.*'s session options (the voice
+// clone, the wizard and `parley finetune` open a given export, not the configured voice).
+func (f *Factory) ChatTTS(dir string) (*chattts.Engine, error) {
+	return chattts.New(chattts.Config{Dir: dir, Options: f.GPU(), Log: f.log})
+}
+
+// SampleEncoder opens the DVAE encoder of the ChatTTS export in dir, which turns a
+// recording into a clone voice's prompt codes.
+func (f *Factory) SampleEncoder(dir string) (*chattts.SampleEncoder, error) {
+	return chattts.NewSampleEncoder(dir, f.GPU())
 }

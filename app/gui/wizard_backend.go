@@ -266,12 +266,12 @@ func (s *cloneService) clone(ctx context.Context, pcm []float32, text, name stri
 	}
 	fac := s.factory()
 	progress("loading the voice model")
-	enc, err := chattts.NewSampleEncoder(dir, fac.GPU())
+	enc, err := fac.SampleEncoder(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer enc.Close()
-	eng, err := chattts.New(chattts.Config{Dir: dir, Options: fac.GPU(), Log: s.log})
+	eng, err := fac.ChatTTS(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +343,7 @@ func (s *cloneService) voiceEngine() (*chattts.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return chattts.New(chattts.Config{Dir: dir, Options: s.factory().GPU(), Log: s.log})
+	return s.factory().ChatTTS(dir)
 }
 
 // request is what makes a library voice (or, for "", a seed speaker) speak text.

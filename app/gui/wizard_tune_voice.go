@@ -96,7 +96,7 @@ func (s *trainingService) startingSpeaker(ctx context.Context, d *clone.Dataset,
 		return 0, 0, nil, err
 	}
 	defer se.Close()
-	eng, err := chattts.New(chattts.Config{Dir: dir, Options: fac.GPU(), Log: s.log})
+	eng, err := fac.ChatTTS(dir)
 	if err != nil {
 		return 0, 0, nil, err
 	}
@@ -143,14 +143,14 @@ func (s *trainingService) evaluateVoice(ctx context.Context, j tune.Job) (*Evalu
 		return nil, fmt.Errorf("%w: none of the held-out clips is left to compare with", tune.ErrTooFewClips)
 	}
 	fac := s.voice.factory()
-	eng, err := chattts.New(chattts.Config{Dir: m.Model, Options: fac.GPU(), Log: s.log})
+	eng, err := fac.ChatTTS(m.Model)
 	if err != nil {
 		return nil, err
 	}
 	defer eng.Close()
 	tuned := eng
 	if m.GPT { // the fine-tuned voice speaks with its own model
-		if tuned, err = chattts.New(chattts.Config{Dir: tune.ModelDir(j), Options: fac.GPU(), Log: s.log}); err != nil {
+		if tuned, err = fac.ChatTTS(tune.ModelDir(j)); err != nil {
 			return nil, err
 		}
 		defer tuned.Close()
@@ -261,7 +261,7 @@ func (s *trainingService) zeroShot(ctx context.Context, d *clone.Dataset, m tune
 		return nil, fmt.Errorf("voice activity detection: %w", err)
 	}
 	defer det.Close()
-	enc, err := chattts.NewSampleEncoder(m.Model, fac.GPU())
+	enc, err := fac.SampleEncoder(m.Model)
 	if err != nil {
 		return nil, err
 	}

@@ -145,7 +145,7 @@ func runChild() int {
 				return 1
 			}
 			defer pool.Close()
-			e.NewVAD = SileroVADs(pool)
+			e.NewVAD = factory.SileroVADs(pool)
 		}
 	}
 	o := Options{Config: config.Default().Serve, Engines: e, Version: "child"}

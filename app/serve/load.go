@@ -118,7 +118,7 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 			l.Close()
 			return nil, fmt.Errorf("voice activity detection: %w", err)
 		}
-		e.NewVAD = SileroVADs(pool)
+		e.NewVAD = factory.SileroVADs(pool)
 		l.closers = append(l.closers, pool.Close)
 	} else {
 		note(&app.Note{Part: app.PartVAD, Kind: app.NoteMissing, Model: "silero-vad-v5",

@@ -17,9 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parley-voice/parley/app"
-	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve/realtime"
-	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
@@ -391,20 +389,6 @@ func (g gatedVAD) Close() error {
 		return c.Close()
 	}
 	return nil
-}
-
-// SileroVADs returns a factory of realtime sessions' Silero detectors over one shared pool
-// (app/factory's VADPool). A Silero session in ONNX Runtime costs about 12 MB that the C
-// allocator keeps once closed: one per realtime session left ~400 MB behind after 32
-// sessions; pooled, the server holds the pool's size of them at most.
-func SileroVADs(pool *vad.ModelPool) (newVAD func() (app.VAD, error)) {
-	return func() (app.VAD, error) {
-		d, err := vad.NewPooled(vad.Config{}, pool)
-		if err != nil {
-			return nil, err
-		}
-		return factory.SileroVAD{D: d}, nil
-	}
 }
 
 // checkVoice says whether the voice engine speaks with the named voice: OpenAI's names and
