@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,10 +28,11 @@ import (
 
 // modelService adapts assets.Manager; progress events go to the pull that asked.
 type modelService struct {
-	log  *slog.Logger
-	mu   sync.Mutex
-	m    *assets.Manager
-	subs map[string]func(assets.Event)
+	log   *slog.Logger
+	mu    sync.Mutex
+	m     *assets.Manager
+	stamp string // the registry files' sizes and times when m was made
+	subs  map[string]func(assets.Event)
 }
 
 func newModelService(log *slog.Logger) (*modelService, error) {
@@ -42,9 +46,18 @@ func newModelService(log *slog.Logger) (*modelService, error) {
 	return s, nil
 }
 
-// reload reads the registry again: models installed since (a fine-tuned recogniser or
-// voice, `parley models import`) are listed, as the wizard's Install step says they are.
+// reload reads the registry again when its files changed: models installed since (a
+// fine-tuned recogniser or voice, `parley models import`) are listed, as the wizard's
+// Install step says they are. The Models page lists every few seconds while shown; an
+// unchanged registry costs two stats.
 func (s *modelService) reload() error {
+	stamp := registryStamp()
+	s.mu.Lock()
+	same := s.m != nil && stamp == s.stamp
+	s.mu.Unlock()
+	if same {
+		return nil
+	}
 	reg, err := assets.DefaultRegistry()
 	if err != nil {
 		return err
@@ -54,9 +67,23 @@ func (s *modelService) reload() error {
 		return err
 	}
 	s.mu.Lock()
-	s.m = m
+	s.m, s.stamp = m, stamp
 	s.mu.Unlock()
 	return nil
+}
+
+// registryStamp names the state of the files the registry is read from beyond the binary's
+// own: the models directory's local manifest and the user's override.
+func registryStamp() string {
+	var b strings.Builder
+	for _, p := range []string{filepath.Join(assets.ModelsDir(), assets.LocalManifest), assets.OverridePath()} {
+		if st, err := os.Stat(p); err == nil {
+			fmt.Fprintf(&b, "%s %d %d;", p, st.Size(), st.ModTime().UnixNano())
+		} else {
+			fmt.Fprintf(&b, "%s -;", p)
+		}
+	}
+	return b.String()
 }
 
 func (s *modelService) manager() *assets.Manager {

@@ -125,7 +125,7 @@ func (f *fakeTTS) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, 
 	}), nil
 }
 
-// testServer runs a Server on loopback and returns its base URL.
+// testServer runs a Server on loopback and returns its base URL; it stops with the test.
 func testServer(t testing.TB, e Engines, mod func(*Options)) (*Server, string) {
 	t.Helper()
 	o := Options{Config: config.Default().Serve, Engines: e, Version: "test"}
@@ -133,19 +133,9 @@ func testServer(t testing.TB, e Engines, mod func(*Options)) (*Server, string) {
 	if mod != nil {
 		mod(&o)
 	}
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, Listeners{HTTP: ln}) }()
+	s, addr, stop, done := runServer(t, o)
 	t.Cleanup(func() {
-		cancel()
+		stop()
 		select {
 		case err := <-done:
 			if err != nil {
@@ -155,7 +145,26 @@ func testServer(t testing.TB, e Engines, mod func(*Options)) (*Server, string) {
 			t.Error("server did not stop")
 		}
 	})
-	return s, "http://" + ln.Addr().String()
+	return s, "http://" + addr
+}
+
+// runServer serves o on a loopback listener until stop, which starts the server's shutdown;
+// done then gives Serve's result. The caller (a shutdown test) drives both.
+func runServer(t testing.TB, o Options) (s *Server, addr string, stop context.CancelFunc, done <-chan error) {
+	t.Helper()
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, Listeners{HTTP: ln}) }()
+	return s, ln.Addr().String(), cancel, served
 }
 
 // wavBytes is a 16-bit WAV of a tone.

@@ -843,18 +843,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 func TestShutdownRefusesQueuedAndCutsRunning(t *testing.T) {
 	o := Options{Config: config.Default().Serve, Engines: Engines{TTS: &fakeTTS{pace: 200 * time.Millisecond}}, DrainTimeout: 2 * time.Second}
 	o.Config.MaxConcurrentTTS = 2
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, Listeners{HTTP: ln}) }()
+	s, addr, cancel, done := runServer(t, o)
 	type result struct {
 		status int
 		retry  string
@@ -864,7 +853,7 @@ func TestShutdownRefusesQueuedAndCutsRunning(t *testing.T) {
 	text := strings.Repeat("This sentence takes a while. ", 40) // 40 × 0.2 s
 	ask := func(format string, out chan<- result) {
 		body := fmt.Sprintf(`{"model":"tts-1","voice":"alloy","input":%q,"response_format":%q}`, text, format)
-		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/audio/speech", "application/json", strings.NewReader(body))
+		resp, err := http.Post("http://"+addr+"/v1/audio/speech", "application/json", strings.NewReader(body))
 		if err != nil {
 			out <- result{err: err}
 			return

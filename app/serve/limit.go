@@ -300,21 +300,11 @@ func (l *Limiter) Drain(deadline time.Time) int {
 	now := l.now()
 	rate := l.rateLocked()
 	left := deadline.Sub(now).Seconds()
-	free := make([]float64, l.workers) // when each worker frees up, seconds from now
-	for i, t := range l.running {
-		if i < len(free) {
-			free[i] = t.remaining(rate, now)
-		}
-	}
+	free := l.workersFreeLocked(now, rate)
 	refused := 0
 	keep := l.queue[:0]
 	for _, t := range l.queue {
-		k := 0
-		for j := range free {
-			if free[j] < free[k] {
-				k = j
-			}
-		}
+		k := argmin(free)
 		if end := free[k] + t.cost*rate; end <= left {
 			free[k] = end
 			keep = append(keep, t)
@@ -340,22 +330,34 @@ func (l *Limiter) RetryAfter() time.Duration {
 	defer l.mu.Unlock()
 	now := l.now()
 	rate := l.rateLocked()
-	free := make([]float64, l.workers) // when each worker frees up, seconds from now
+	free := l.workersFreeLocked(now, rate)
+	for _, t := range l.queue {
+		free[argmin(free)] += t.cost * rate
+	}
+	return retrySeconds(slices.Min(free))
+}
+
+// workersFreeLocked is when each worker frees up, in seconds from now: what its running job
+// has left at rate (0 for an idle worker). Drain and RetryAfter lay the queue out on it.
+func (l *Limiter) workersFreeLocked(now time.Time, rate float64) []float64 {
+	free := make([]float64, l.workers)
 	for i, t := range l.running {
 		if i < len(free) {
 			free[i] = t.remaining(rate, now)
 		}
 	}
-	for _, t := range l.queue {
-		k := 0
-		for j := range free {
-			if free[j] < free[k] {
-				k = j
-			}
+	return free
+}
+
+// argmin is the index of the smallest value (the first of equals).
+func argmin(x []float64) int {
+	k := 0
+	for j := range x {
+		if x[j] < x[k] {
+			k = j
 		}
-		free[k] += t.cost * rate
 	}
-	return retrySeconds(slices.Min(free))
+	return k
 }
 
 func retrySeconds(s float64) time.Duration {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,18 +173,7 @@ func TestOpenAINodeClientAtShutdown(t *testing.T) {
 	dir := peersDir(t)
 	o := Options{Config: config.Default().Serve, Engines: Engines{TTS: &fakeTTS{pace: 200 * time.Millisecond}}, DrainTimeout: 3 * time.Second}
 	o.Config.MaxConcurrentTTS = 1
-	s, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(sctx, Listeners{HTTP: ln}) }()
+	s, addr, stop, served := runServer(t, o)
 	script, err := os.CreateTemp(dir, ".serve-openai-*.mjs")
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +183,7 @@ func TestOpenAINodeClientAtShutdown(t *testing.T) {
 	script.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script.Name(), "http://"+ln.Addr().String())
+	cmd := exec.CommandContext(ctx, "node", script.Name(), "http://"+addr)
 	cmd.Dir = dir
 	type result struct {
 		out []byte

@@ -425,10 +425,13 @@ func (s *Server) api(h func(http.ResponseWriter, *http.Request) *APIError) http.
 			}
 		}()
 		if e := h(sw, r); e != nil {
-			e = s.cut(r.Context(), e)
+			drained := cutByDrain(r.Context())
+			if drained {
+				e = shuttingDown(s.restartAfter())
+			}
 			if sw.written {
 				// Headers are gone (a stream failed midway): the client must see a cut stream.
-				if errors.Is(context.Cause(r.Context()), ErrShuttingDown) {
+				if drained {
 					s.log.Warn("stream cut: the server is shutting down", "route", r.Pattern)
 				} else {
 					s.log.Warn("request failed mid-stream", "route", r.Pattern, "err", e.Message)
@@ -673,11 +676,14 @@ func (s *Server) restartAfter() time.Duration {
 // cut says whether ctx was ended by the drain's end, and if so turns e into the 503 the
 // client is owed; otherwise e is returned as it is.
 func (s *Server) cut(ctx context.Context, e *APIError) *APIError {
-	if e != nil && errors.Is(context.Cause(ctx), ErrShuttingDown) {
+	if e != nil && cutByDrain(ctx) {
 		return shuttingDown(s.restartAfter())
 	}
 	return e
 }
+
+// cutByDrain says whether ctx was ended by the drain's end (errWorkCut).
+func cutByDrain(ctx context.Context) bool { return errors.Is(context.Cause(ctx), ErrShuttingDown) }
 
 // abort ends a response whose headers were sent so that the client sees it failed: a
 // server-sent-event stream gets an error event first, then the connection is dropped before

@@ -22,26 +22,15 @@ import subprocess
 import sys
 from typing import Dict, List
 
-from .evaluate import edits, f0_median, norm, transcribe
+from .evaluate import edits, f0_median, norm, read_24k, transcribe
 
 
 def median_f0(paths: List[str]) -> float:
     """The median of the files' median F0s (Hz; 0 when none is voiced), at 24 kHz as
     evaluate measures it."""
     import numpy as np
-    import soundfile as sf
-    from scipy.signal import resample_poly
 
-    got = []
-    for p in paths:
-        x, sr = sf.read(p, dtype="float32", always_2d=True)
-        x = x.mean(1)
-        if sr != 24000:
-            g = np.gcd(int(sr), 24000)
-            x = resample_poly(x, 24000 // g, int(sr) // g).astype(np.float32)
-        f = f0_median(x)
-        if f > 0:
-            got.append(f)
+    got = [f for f in (f0_median(read_24k(p)) for p in paths) if f > 0]
     return float(np.median(got)) if got else 0.0
 
 

@@ -51,6 +51,18 @@ def load(checkpoint: str, feats: str):
 # ------------------------------------------------------------------------------ asr
 
 
+def read_24k(path: str) -> np.ndarray:
+    """A sound file as mono float32 at this module's 24 kHz, whatever its rate."""
+    from scipy.signal import resample_poly
+
+    x, sr = sf.read(path, dtype="float32", always_2d=True)
+    x = x.mean(1)
+    if sr != SR:
+        g = np.gcd(int(sr), SR)
+        x = resample_poly(x, SR // g, int(sr) // g).astype(np.float32)
+    return x
+
+
 def resample_24k(x: np.ndarray) -> np.ndarray:
     """A 16 kHz voice (train.corpus.voices) at this module's 24 kHz."""
     from scipy.signal import resample_poly

@@ -18,10 +18,9 @@ import sys
 from typing import List, Optional
 
 import numpy as np
-import soundfile as sf
 
 from ..judge import Judge, score
-from .evaluate import f0_median
+from .evaluate import f0_median, read_24k
 
 # New assistant sentences: what a voice assistant says, written for this check.
 SENTENCES = [
@@ -85,16 +84,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         seed = seeds[i % len(seeds)]
         path = os.path.join(a.out, f"say-{i:03d}-seed{seed}.wav")
         say(a.parley, a.model, text, seed, path)
-        x, sr = sf.read(path, dtype="float32", always_2d=True)
-        x = x.mean(1)
-        hyp = judge.transcribe(x, sr)
+        x = read_24k(path)
+        hyp = judge.transcribe(x, 24000)
         pairs.append((hyp, text))
-        rows.append({"seed": seed, "ref": text, "hyp": hyp, "seconds": round(len(x) / sr, 2)})
-        if sr != 24000:
-            from scipy.signal import resample_poly
-
-            g = np.gcd(int(sr), 24000)
-            x = resample_poly(x, 24000 // g, int(sr) // g).astype(np.float32)
+        rows.append({"seed": seed, "ref": text, "hyp": hyp, "seconds": round(len(x) / 24000, 2)})
         f0s.setdefault(seed, []).append(f0_median(x))
     res = {"model": a.model, "sentences": len(texts), "wer": round(score(pairs)["wer"], 4),
            "per_seed_f0_hz": {str(s): round(float(np.median(v)), 1) for s, v in sorted(f0s.items())}}
