@@ -288,7 +288,9 @@ func checkStaged(model *Model, files map[string]stagedFile) (missing []string, b
 	for _, f := range model.Files {
 		s, ok := files[f.Path]
 		if !ok {
-			missing = append(missing, f.Path)
+			if !f.Optional {
+				missing = append(missing, f.Path)
+			}
 			continue
 		}
 		if f.Size > 0 && s.size != f.Size {
@@ -310,7 +312,10 @@ func (m *Manager) installStaged(model *Model, st *staging, source, origin string
 	rec := loadRecord(dir)
 	now := time.Now().UTC()
 	for _, f := range model.Files {
-		s := files[f.Path]
+		s, ok := files[f.Path]
+		if !ok { // an optional file the source lacks
+			continue
+		}
 		hs := source
 		if f.SHA256 != "" {
 			hs = "pinned"
@@ -331,6 +336,9 @@ func (m *Manager) installStaged(model *Model, st *staging, source, origin string
 		return nil
 	}
 	for _, f := range model.Files {
+		if _, ok := files[f.Path]; !ok {
+			continue
+		}
 		dest := filepath.Join(dir, filepath.FromSlash(f.Path))
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 			return err

@@ -293,3 +293,42 @@ func TestPullNPM(t *testing.T) {
 		t.Errorf("missing member: %v", err)
 	}
 }
+
+// Optional files (a ChatTTS export's int8 GPT, its DVAE encoder) come along when the source has
+// them; the model is installed and whole without them, and a later import adds them.
+func TestImportOptionalFiles(t *testing.T) {
+	gpt, int8 := []byte("fp32 gpt\n"), []byte("int8 gpt\n")
+	models := []*Model{{ID: "voice", Kind: KindTTS, Files: []File{
+		{Path: "gpt.onnx"}, {Path: "gpt.int8.onnx", Optional: true},
+	}}}
+	tmp := t.TempDir()
+	without, with := filepath.Join(tmp, "without"), filepath.Join(tmp, "with")
+	writeDir(t, without, []memFile{{"gpt.onnx", gpt}})
+	writeDir(t, with, []memFile{{"gpt.onnx", gpt}, {"gpt.int8.onnx", int8}})
+	te := newTestEnv(t, models, nil, nil)
+	ctx := context.Background()
+	if _, err := te.mgr.Import(ctx, without); err != nil {
+		t.Fatalf("without the optional file: %v", err)
+	}
+	st, _ := te.mgr.Verify(ctx, "voice")
+	if st.State != StateInstalled || len(st.Files) != 1 {
+		t.Fatalf("without the optional file: %s, files %+v", st.State, st.Files)
+	}
+	if _, err := os.Stat(filepath.Join(te.dir, "voice", "gpt.int8.onnx")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("optional file there before any source had it: %v", err)
+	}
+	if _, err := te.mgr.Import(ctx, with); err != nil {
+		t.Fatalf("with the optional file: %v", err)
+	}
+	st, _ = te.mgr.Verify(ctx, "voice")
+	if st.State != StateInstalled || len(st.Files) != 2 {
+		t.Fatalf("with the optional file: %s, files %+v", st.State, st.Files)
+	}
+	if !bytes.Equal(te.read(t, "voice", "gpt.int8.onnx"), int8) {
+		t.Error("gpt.int8.onnx content differs")
+	}
+	// an install-only model with optional files is still not downloadable
+	if downloadable(models[0]) {
+		t.Error("a model no URL brings is downloadable")
+	}
+}

@@ -236,6 +236,9 @@ func (m *Manager) pull(ctx context.Context, model *Model) error {
 	var failed []File
 	var errs []error
 	for _, f := range model.Files {
+		if f.Optional && len(f.URLs) == 0 {
+			continue // only an import brings it
+		}
 		dest := filepath.Join(dir, filepath.FromSlash(f.Path))
 		if ok, err := m.fileInstalled(ctx, f, rec, dir, dest); err != nil {
 			return err

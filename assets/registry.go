@@ -85,6 +85,9 @@ type File struct {
 	URLs   []string // tried in order: https://, hf://REPO[@REV]/PATH, ms://REPO/PATH, npm:PKG@VER#MEMBER
 	Size   int64    // bytes; 0 when unknown
 	SHA256 string   // lower-case hex; empty when unknown (trust on first use)
+	// Optional files are installed when a source has them and not missed when it does not
+	// (a ChatTTS export's int8 GPT or DVAE encoder): the model is whole without them.
+	Optional bool
 }
 
 // Archive is a tarball or zip that holds a model's files.
@@ -262,10 +265,11 @@ type manifestModel struct {
 }
 
 type manifestFileEnt struct {
-	Path   string   `toml:"path"`
-	URLs   []string `toml:"urls"`
-	Size   int64    `toml:"size"`
-	SHA256 string   `toml:"sha256"`
+	Path     string   `toml:"path"`
+	URLs     []string `toml:"urls"`
+	Size     int64    `toml:"size"`
+	SHA256   string   `toml:"sha256"`
+	Optional bool     `toml:"optional"`
 }
 
 // ParseManifest parses a registry manifest (TOML, see manifest.toml). Errors wrap
@@ -329,7 +333,7 @@ func ParseManifest(name string, data []byte) ([]*Model, error) {
 			if err := checkSource(f.URLs, f.Size, f.SHA256); err != nil {
 				return nil, at("file %d (%s): %v", j+1, f.Path, err)
 			}
-			m.Files = append(m.Files, File{Path: f.Path, URLs: f.URLs, Size: f.Size, SHA256: strings.ToLower(f.SHA256)})
+			m.Files = append(m.Files, File{Path: f.Path, URLs: f.URLs, Size: f.Size, SHA256: strings.ToLower(f.SHA256), Optional: f.Optional})
 		}
 		for j, a := range e.Archive {
 			if err := checkSource(a.URLs, a.Size, a.SHA256); err != nil {

@@ -133,8 +133,13 @@ func (m *Manager) status(model *Model, ctx context.Context, full bool) ModelStat
 	rec := loadRecord(dir)
 	counts := map[State]int{}
 	totalKnown := true
+	n := 0
 	for _, f := range model.Files {
 		fs := m.fileStatus(ctx, full, model, f, rec, dir)
+		if f.Optional && fs.State == StateMissing {
+			continue // the model is whole without it
+		}
+		n++
 		st.Files = append(st.Files, fs)
 		counts[fs.State]++
 		if fs.State != StateMissing {
@@ -152,10 +157,11 @@ func (m *Manager) status(model *Model, ctx context.Context, full bool) ModelStat
 	if !totalKnown {
 		st.Total = 0
 	}
-	n := len(model.Files)
 	switch {
 	case counts[StateCorrupt] > 0:
 		st.State = StateCorrupt
+	case n == 0:
+		st.State = StateMissing
 	case counts[StateInstalled] == n:
 		st.State = StateInstalled
 	case counts[StateMissing] == n:
@@ -371,10 +377,12 @@ func downloadable(model *Model) bool {
 	if model.Embedded != "" || len(model.Archives) > 0 {
 		return true
 	}
+	n := 0
 	for _, f := range model.Files {
-		if len(f.URLs) == 0 {
+		if len(f.URLs) == 0 && !f.Optional {
 			return false
 		}
+		n += len(f.URLs)
 	}
-	return len(model.Files) > 0
+	return n > 0
 }

@@ -38,16 +38,16 @@ func readModelInfo(path string) (*ModelInfo, error) {
 // parseModelInfo parses an ONNX ModelProto of size bytes from r.
 func parseModelInfo(r io.ReadSeeker, size int64, path string) (*ModelInfo, error) {
 	p := &pbReader{r: r, br: bufio.NewReaderSize(r, 64<<10), size: size}
-	m := &onnxModel{meta: map[string]string{}, inits: map[string]bool{}}
+	m := &onnxModel{meta: map[string]string{}, inits: map[string]TensorInfo{}}
 	if err := p.message(size, m.field); err != nil {
 		return nil, err
 	}
 	if !m.hasGraph {
 		return nil, errors.New("no graph (not an ONNX model)")
 	}
-	info := &ModelInfo{Path: path, Metadata: m.meta, ExternalData: m.external}
+	info := &ModelInfo{Path: path, Metadata: m.meta, ExternalData: m.external, Initializers: m.inits, Nodes: m.nodes}
 	for _, in := range m.inputs {
-		if !m.inits[in.Name] {
+		if _, init := m.inits[in.Name]; !init {
 			info.Inputs = append(info.Inputs, in)
 		}
 	}
@@ -59,7 +59,8 @@ func parseModelInfo(r io.ReadSeeker, size int64, path string) (*ModelInfo, error
 type onnxModel struct {
 	hasGraph        bool
 	inputs, outputs []TensorInfo
-	inits           map[string]bool
+	inits           map[string]TensorInfo
+	nodes           []Node
 	external        []string // external data files, each once
 	meta            map[string]string
 }
@@ -69,11 +70,14 @@ const (
 	modelGraph    = 7
 	modelMetadata = 14
 
+	graphNode              = 1
 	graphInitializer       = 5
 	graphInput             = 11
 	graphOutput            = 12
 	graphSparseInitializer = 15
 
+	tensorDims          = 1
+	tensorDataType      = 2
 	tensorName          = 8
 	tensorExternalData  = 13
 	sparseTensorValues  = 1
@@ -93,6 +97,11 @@ const (
 	shapeDim        = 1
 	dimValue        = 1
 	dimParam        = 2
+
+	nodeInput  = 1
+	nodeOutput = 2
+	nodeOpType = 4
+	nodeDomain = 7
 )
 
 func (m *onnxModel) field(p *pbReader, num int, wire int, n int64) error {
@@ -114,6 +123,10 @@ func (m *onnxModel) graphField(p *pbReader, num int, wire int, n int64) error {
 		return p.skip(wire, n)
 	}
 	switch num {
+	case graphNode:
+		nd, err := p.node(n)
+		m.nodes = append(m.nodes, nd)
+		return err
 	case graphInput, graphOutput:
 		t, err := p.valueInfo(n)
 		if err != nil {
@@ -126,15 +139,15 @@ func (m *onnxModel) graphField(p *pbReader, num int, wire int, n int64) error {
 		}
 		return nil
 	case graphInitializer:
-		name, err := m.tensor(p, n)
-		m.inits[name] = true
+		t, err := m.tensor(p, n)
+		m.inits[t.Name] = t
 		return err
 	case graphSparseInitializer:
 		return p.message(n, func(p *pbReader, num, wire int, n int64) error {
 			if (num == sparseTensorValues || num == sparseTensorIndices) && wire == wireBytes {
-				name, err := m.tensor(p, n)
+				t, err := m.tensor(p, n)
 				if num == sparseTensorValues {
-					m.inits[name] = true
+					m.inits[t.Name] = TensorInfo{Name: t.Name, Type: t.Type}
 				}
 				return err
 			}
@@ -144,14 +157,22 @@ func (m *onnxModel) graphField(p *pbReader, num int, wire int, n int64) error {
 	return p.skip(wire, n)
 }
 
-// tensor reads a TensorProto's name and the file its external data is in (if any), seeking
-// over its data.
-func (m *onnxModel) tensor(p *pbReader, n int64) (string, error) {
-	var name string
+// tensor reads a TensorProto's name, element type, dimensions and the file its external data
+// is in (if any), seeking over its data.
+func (m *onnxModel) tensor(p *pbReader, n int64) (TensorInfo, error) {
+	t := TensorInfo{Shape: []int64{}}
 	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
 		switch {
 		case num == tensorName && wire == wireBytes:
-			return p.str(n, &name)
+			return p.str(n, &t.Name)
+		case num == tensorDataType && wire == wireVarint:
+			t.Type = elementType(ort.TensorElementDataType(n))
+			return nil
+		case num == tensorDims && wire == wireVarint:
+			t.Shape = append(t.Shape, n)
+			return nil
+		case num == tensorDims && wire == wireBytes: // packed
+			return p.packedVarints(n, func(v int64) { t.Shape = append(t.Shape, v) })
 		case num == tensorExternalData && wire == wireBytes:
 			var k, v string
 			if err := p.stringEntry(n, &k, &v); err != nil {
@@ -164,7 +185,52 @@ func (m *onnxModel) tensor(p *pbReader, n int64) (string, error) {
 		}
 		return p.skip(wire, n)
 	})
-	return name, err
+	return t, err
+}
+
+// node reads a NodeProto's operator, domain, inputs and outputs.
+func (p *pbReader) node(n int64) (Node, error) {
+	var nd Node
+	err := p.message(n, func(p *pbReader, num, wire int, n int64) error {
+		if wire != wireBytes {
+			return p.skip(wire, n)
+		}
+		var s string
+		switch num {
+		case nodeInput, nodeOutput:
+			if err := p.str(n, &s); err != nil {
+				return err
+			}
+			if num == nodeInput {
+				nd.Inputs = append(nd.Inputs, s)
+			} else {
+				nd.Outputs = append(nd.Outputs, s)
+			}
+			return nil
+		case nodeOpType:
+			return p.str(n, &nd.Op)
+		case nodeDomain:
+			return p.str(n, &nd.Domain)
+		}
+		return p.skip(wire, n)
+	})
+	return nd, err
+}
+
+// packedVarints reads n bytes of packed varints.
+func (p *pbReader) packedVarints(n int64, fn func(int64)) error {
+	end := p.pos + n
+	for p.pos < end {
+		u, err := p.varint()
+		if err != nil {
+			return err
+		}
+		fn(int64(u))
+	}
+	if p.pos != end {
+		return errTruncated
+	}
+	return nil
 }
 
 // stringEntry reads a StringStringEntryProto (metadata_props, external_data).

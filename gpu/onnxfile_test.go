@@ -3,6 +3,7 @@ package gpu
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -189,4 +190,96 @@ func FuzzParseModelInfo(f *testing.F) {
 			t.Fatal("no info and no error")
 		}
 	})
+}
+
+// The graph as read is whole: every operator's input is a graph input, a constant or an
+// earlier operator's output (ONNX keeps nodes in topological order), and every constant has
+// an element type.
+func TestReadGraphIsWhole(t *testing.T) {
+	for _, f := range onnxFiles(t) {
+		info, err := readModelInfo(f)
+		if err != nil {
+			continue // TestReadModelInfoMatchesRuntime reports what matters
+		}
+		if len(info.Nodes) == 0 {
+			t.Errorf("%s: no nodes", f)
+			continue
+		}
+		known := map[string]bool{"": true}
+		for _, in := range info.Inputs {
+			known[in.Name] = true
+		}
+		for name, init := range info.Initializers {
+			known[name] = true
+			if init.Type == "" || init.Type == "undefined" {
+				t.Errorf("%s: constant %s has no element type", f, name)
+			}
+		}
+	nodes:
+		for i, nd := range info.Nodes {
+			if nd.Op == "" {
+				t.Errorf("%s: node %d has no operator", f, i)
+			}
+			for _, in := range nd.Inputs {
+				if !known[in] {
+					t.Errorf("%s: node %d (%s) reads %q, which nothing before it makes", f, i, nd.Op, in)
+					break nodes
+				}
+			}
+			for _, out := range nd.Outputs {
+				known[out] = true
+			}
+		}
+	}
+}
+
+func TestQuantizedMatMuls(t *testing.T) {
+	read := func(p string) *ModelInfo {
+		info, err := readModelInfo(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	if n, err := read("../testdata/sensevoice/tiny/model.onnx").QuantizedMatMuls(); n != 0 || err != nil {
+		t.Errorf("float model: %d quantized MatMuls, %v", n, err)
+	}
+	q := read("../testdata/sensevoice/tiny/model.int8.onnx")
+	n, err := q.QuantizedMatMuls()
+	if err != nil || n == 0 {
+		t.Fatalf("int8 model: %d quantized MatMuls, %v", n, err)
+	}
+	var weight string
+	for _, nd := range q.Nodes {
+		if nd.Op == "MatMulInteger" {
+			weight = nd.Inputs[1]
+			break
+		}
+	}
+	scale := strings.TrimSuffix(weight, "_quantized") + "_scale"
+	w := q.Initializers[weight]
+	damage := map[string]func(m map[string]TensorInfo){
+		"missing": func(m map[string]TensorInfo) { delete(m, scale) },
+		"misshaped": func(m map[string]TensorInfo) {
+			m[scale] = TensorInfo{Name: scale, Type: "float32", Shape: []int64{w.Shape[1] + 1}}
+		},
+		"not float": func(m map[string]TensorInfo) { m[scale] = TensorInfo{Name: scale, Type: "float16", Shape: []int64{}} },
+		"float weight": func(m map[string]TensorInfo) {
+			m[weight] = TensorInfo{Name: weight, Type: "float32", Shape: w.Shape}
+		},
+	}
+	for name, fn := range damage {
+		m := maps.Clone(q.Initializers)
+		fn(m)
+		bad := *q
+		bad.Initializers = m
+		_, err := bad.QuantizedMatMuls()
+		if !errors.Is(err, ErrBadModel) {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if want := map[bool]string{true: weight, false: scale}[name == "float weight"]; !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v does not name %s", name, err, want)
+		}
+	}
 }

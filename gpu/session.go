@@ -38,6 +38,19 @@ type ModelInfo struct {
 	// keep their weights in (each named once, in the order first met); nil when all weights
 	// are in the file.
 	ExternalData []string
+	// Initializers are the graph's constant tensors by name, with their element type and
+	// dimensions (the data itself is not read).
+	Initializers map[string]TensorInfo
+	// Nodes are the graph's operators in file order (not those of subgraphs or functions).
+	Nodes []Node
+}
+
+// Node is one operator of a graph.
+type Node struct {
+	Op      string
+	Domain  string // "" = the ONNX domain
+	Inputs  []string
+	Outputs []string
 }
 
 // Inspect reads a model's inputs, outputs and custom metadata from the file itself. It needs
@@ -273,4 +286,59 @@ func (s *Session) Close() error {
 	var err error
 	s.once.Do(func() { err = s.DynamicAdvancedSession.Destroy() })
 	return err
+}
+
+// QuantizedMatMuls checks a graph's dynamically quantized MatMuls, laid out as ONNX Runtime's
+// quantize_dynamic and Parley's exporters (train/onnxquant.py) write them: the weight of each
+// MatMulInteger (its second input) is an 8-bit initializer "W_quantized" of two dimensions
+// [K, N], and its scale "W_scale" a float32 initializer of one value or N (one per output
+// column). It returns how many there are; an error names the first tensor that is missing or
+// misshaped, so a damaged export is refused at load instead of speaking noise.
+func (m *ModelInfo) QuantizedMatMuls() (int, error) {
+	n := 0
+	for _, nd := range m.Nodes {
+		if nd.Op != "MatMulInteger" || (nd.Domain != "" && nd.Domain != "ai.onnx") {
+			continue
+		}
+		n++
+		if len(nd.Inputs) < 2 {
+			return n, fmt.Errorf("%w: %s: a MatMulInteger has %d inputs", ErrBadModel, m.Path, len(nd.Inputs))
+		}
+		wn := nd.Inputs[1]
+		w, ok := m.Initializers[wn]
+		if !ok || !strings.HasSuffix(wn, "_quantized") {
+			return n, fmt.Errorf("%w: %s: quantized weight %q is not a constant named W_quantized", ErrBadModel, m.Path, wn)
+		}
+		if (w.Type != "int8" && w.Type != "uint8") || len(w.Shape) != 2 || w.Shape[0] < 1 || w.Shape[1] < 1 {
+			return n, fmt.Errorf("%w: %s: quantized weight %s is %s%v (want int8 or uint8 [K N])", ErrBadModel, m.Path, wn, w.Type, w.Shape)
+		}
+		sn := strings.TrimSuffix(wn, "_quantized") + "_scale"
+		s, ok := m.Initializers[sn]
+		if !ok {
+			return n, fmt.Errorf("%w: %s: the scale %s of quantized weight %s is missing", ErrBadModel, m.Path, sn, wn)
+		}
+		perTensor := len(s.Shape) == 0 || (len(s.Shape) == 1 && s.Shape[0] == 1)
+		if s.Type != "float32" || !(perTensor || (len(s.Shape) == 1 && s.Shape[0] == w.Shape[1])) {
+			return n, fmt.Errorf("%w: %s: the scale %s is %s%v (want float32 [1] or [%d] for weight %s%v)",
+				ErrBadModel, m.Path, sn, s.Type, s.Shape, w.Shape[1], wn, w.Shape)
+		}
+	}
+	return n, nil
+}
+
+// PlanFor is the provider sessions opened with opts will try (OpenInfo's plan), for callers
+// that pick a model variant by provider before opening it.
+func PlanFor(opts Options) (Plan, error) {
+	if err := Init(); err != nil {
+		return Plan{}, err
+	}
+	spec, err := ParseProvider(opts.Provider)
+	if err != nil {
+		return Plan{}, err
+	}
+	var gpus GPUReport
+	if spec.Kind != ProviderCPU {
+		gpus, _ = DiscoverGPUs()
+	}
+	return PlanProvider(spec, env.path, gpus), nil
 }

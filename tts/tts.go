@@ -194,8 +194,10 @@ var AllControls = []Control{CtlSeed, CtlTemperature, CtlTopP, CtlTopK, CtlSpeed,
 
 // Capabilities describes an engine.
 type Capabilities struct {
-	Engine     string              `json:"engine"`
-	Model      string              `json:"model,omitempty"` // the model in use (its directory's name), for the user
+	Engine string `json:"engine"`
+	Model  string `json:"model,omitempty"` // the model in use (its directory's name), for the user
+	// Precision is the weights' precision in use where the engine has a choice ("fp32", "int8").
+	Precision  string              `json:"precision,omitempty"`
 	SampleRate int                 `json:"sample_rate"`
 	Languages  []string            `json:"languages,omitempty"`
 	Voices     []string            `json:"voices,omitempty"`

@@ -42,6 +42,7 @@ default) is ChatTTS when a ChatTTS export is installed, else espeak-ng.`
 // sayFlags are the synthesis flags shared by say and voices preview.
 type sayFlags struct {
 	engine, voice, lang, model string
+	precision                  string
 	seed                       int64
 	temp, topP, speed          float64
 	topK                       int
@@ -62,6 +63,7 @@ func (f *sayFlags) register(fs *flag.FlagSet, env *cliEnv) {
 	fs.Float64Var(&f.speed, "speed", f.speed, "speed factor 0.25..4")
 	fs.StringVar(&f.lang, "lang", "", "language (en, en-gb, zh, fr, …); default: the voice's, else English")
 	fs.StringVar(&f.model, "model", "", "model directory for ONNX engines (default: installed model)")
+	fs.StringVar(&f.precision, "precision", "", "ChatTTS's GPT weights: auto | fp32 | int8 (default: tts.precision)")
 }
 
 // request builds the engine and the request (with the library voice applied). Sampling
@@ -82,7 +84,7 @@ func (f *sayFlags) request(fs *flag.FlagSet, env *cliEnv, text string) (tts.Engi
 	if v != nil && !set["engine"] {
 		f.engine = v.Engine // a library voice brings its engine
 	}
-	eng, err := fac.Voice(factory.Voice{Engine: f.engine, Model: f.model})
+	eng, err := fac.Voice(factory.Voice{Engine: f.engine, Model: f.model, Precision: f.precision})
 	if err != nil {
 		return nil, req, err
 	}

@@ -116,6 +116,7 @@ type TTS struct {
 	TopP        float64 `toml:"top_p"`
 	TopK        int     `toml:"top_k"`
 	Speed       float64 `toml:"speed"`
+	Precision   string  `toml:"precision" help:"auto (a ChatTTS voice's int8 GPT on a CPU that runs it well) | fp32 | int8"`
 }
 
 // Assistant configures the turn loop.
@@ -175,7 +176,7 @@ func Default() *Config {
 		Runtime: Runtime{Provider: "auto"},
 		ASR:     ASR{Language: "auto"}, // ITN off, as in sherpa-onnx; the demo model was trained without it
 		LLM:     LLM{Backend: "auto", MaxTokens: 512},
-		TTS:     TTS{Engine: "auto", Temperature: 0.3, TopP: 0.7, TopK: 20, Speed: 1.0},
+		TTS:     TTS{Engine: "auto", Temperature: 0.3, TopP: 0.7, TopK: 20, Speed: 1.0, Precision: "auto"},
 		Audio:   Audio{LatencyMs: 100},
 		Assistant: Assistant{Mode: "push-to-talk", BargeIn: "on", BargeInMinSec: 0.3, WakeWord: "hey_jarvis", Language: "auto",
 			EchoResidual: 0.35, EchoMaxDelayMs: 600},
@@ -456,6 +457,7 @@ func (c *Config) Validate() error {
 	if !(c.TTS.Speed >= 0.25 && c.TTS.Speed <= 4) {
 		bad("tts.speed", "%g is outside 0.25..4", c.TTS.Speed)
 	}
+	oneOf("tts.precision", c.TTS.Precision, "auto", "fp32", "int8")
 	oneOf("assistant.mode", c.Assistant.Mode, "push-to-talk", "hands-free", "wake-word")
 	oneOf("assistant.barge_in", c.Assistant.BargeIn, "off", "on", "min-speech")
 	if !(c.Assistant.BargeInMinSec >= 0) || math.IsInf(c.Assistant.BargeInMinSec, 1) {

@@ -164,6 +164,8 @@ type Voice struct {
 	Engine string // auto | espeak | kokoro | chattts; "" = tts.engine
 	Model  string // model directory of an ONNX engine; "" = the installed one
 	Preset string // the engine's default voice (not a library voice); "" = none
+	// Precision is ChatTTS's GPT precision: auto | fp32 | int8; "" = tts.precision
+	Precision string
 }
 
 // Voice opens a TTS engine with runtime.*'s session options.
@@ -171,7 +173,11 @@ func (f *Factory) Voice(v Voice) (tts.Engine, error) {
 	if v.Engine == "" {
 		v.Engine = f.cfg.TTS.Engine
 	}
-	return engines.Open(engines.Options{Engine: v.Engine, ModelDir: v.Model, Voice: v.Preset, GPU: f.GPU(), Log: f.log})
+	if v.Precision == "" {
+		v.Precision = f.cfg.TTS.Precision
+	}
+	return engines.Open(engines.Options{Engine: v.Engine, ModelDir: v.Model, Voice: v.Preset, GPU: f.GPU(),
+		Precision: v.Precision, Log: f.log})
 }
 
 // EngineName is the engine a tts.engine value means ("auto" resolved).
@@ -318,7 +324,7 @@ func (f *Factory) TokenCounter() func(text string) (n int, counted bool) {
 // ChatTTS opens the ChatTTS export in dir with runtime.*'s session options (the voice
 // clone, the wizard and `parley finetune` open a given export, not the configured voice).
 func (f *Factory) ChatTTS(dir string) (*chattts.Engine, error) {
-	return chattts.New(chattts.Config{Dir: dir, Options: f.GPU(), Log: f.log})
+	return chattts.New(chattts.Config{Dir: dir, Options: f.GPU(), Precision: f.cfg.TTS.Precision, Log: f.log})
 }
 
 // SampleEncoder opens the DVAE encoder of the ChatTTS export in dir, which turns a

@@ -120,7 +120,33 @@ def gpt_inputs(cfg: ChatTTSConfig, b: int = 1, s: int = 3, past: int = 2):
             torch.zeros(g.layers, 2, b, g.heads, past, hd))
 
 
-def export_graphs(m: ChatTTS, out: str, spk_emb_id: int, with_dvae: bool = True) -> Dict[str, str]:
+INT8_BITS = 7  # the int8 GPT's default: 7-bit weights, exact on AVX2 CPUs without VNNI (train/onnxquant.py)
+
+
+def write_int8_gpt(src: str, dst: str, bits: int = INT8_BITS) -> int:
+    """gpt.onnx -> the same graph with every weight MatMul dynamically quantized (int8 per
+    output column, symmetric; 7 bits unless bits=8), for the engine's tts.precision int8.
+    Returns the number of MatMuls quantized."""
+    import onnx
+
+    from ..onnxquant import quantize_matmuls
+
+    if bits not in (7, 8):
+        raise ValueError(f"int8 bits {bits}: want 7 or 8")
+    mp = onnx.load(src)
+    n = quantize_matmuls(mp, per_channel=True, reduce_range=bits == 7)
+    if n == 0:
+        raise ValueError(f"{src}: no weight MatMul to quantize")
+    for k, v in {"quantization": "int8 dynamic, weights per output column, symmetric",
+                 "quantization_bits": str(bits)}.items():
+        p = mp.metadata_props.add()
+        p.key, p.value = k, v
+    onnx.save(mp, dst)
+    return n
+
+
+def export_graphs(m: ChatTTS, out: str, spk_emb_id: int, with_dvae: bool = True,
+                  int8_bits: Optional[int] = None) -> Dict[str, str]:
     cfg = m.cfg
     files = {}
     p = os.path.join(out, "gpt.onnx")
@@ -133,6 +159,9 @@ def export_graphs(m: ChatTTS, out: str, spk_emb_id: int, with_dvae: bool = True)
              "hidden": {0: "batch"}, "present_kv": {2: "batch", 4: "total"}},
             {"chattts_part": "gpt", "format": FORMAT})
     files["gpt"] = "gpt.onnx"
+    if int8_bits:
+        write_int8_gpt(p, os.path.join(out, "gpt.int8.onnx"), int8_bits)
+        files["gpt_int8"] = "gpt.int8.onnx"
     p = os.path.join(out, "decoder.onnx")
     _export(DecoderGraph(m), (torch.randn(1, 5, cfg.gpt.hidden),), p, ["hiddens"], ["mel"],
             {"hiddens": {0: "batch", 1: "codes"}, "mel": {0: "batch", 2: "frames"}},
@@ -422,7 +451,7 @@ def save_bundle(m: ChatTTS, tok_spec: dict, spk_stat: torch.Tensor, out: str, *,
                 frontend: dict, refine: bool, reference_seed: Optional[int] = None,
                 reference_texts: Optional[List[str]] = None, frontend_examples: Optional[List[dict]] = None,
                 reference_name: str = "reference.json", code_defaults: Optional[dict] = None,
-                neutral_streams: Optional[List[int]] = None) -> Dict[str, str]:
+                neutral_streams: Optional[List[int]] = None, int8_bits: Optional[int] = None) -> Dict[str, str]:
     os.makedirs(out, exist_ok=True)
     tok = WordPieceTokenizer(tok_spec)
     if tok.size != m.cfg.gpt.num_text_tokens:
@@ -431,7 +460,7 @@ def save_bundle(m: ChatTTS, tok_spec: dict, spk_stat: torch.Tensor, out: str, *,
         raise ValueError(f"spk_stat has {spk_stat.numel()} values, want {2 * m.cfg.gpt.hidden}")
     m = m.float().eval()
     spk_id = tok.token_id("[spk_emb]")
-    files = export_graphs(m, out, spk_id, with_dvae=m.dvae.encoder is not None)
+    files = export_graphs(m, out, spk_id, with_dvae=m.dvae.encoder is not None, int8_bits=int8_bits)
     write_spec(tok_spec, os.path.join(out, "tokenizer.json"))
     files["tokenizer"] = "tokenizer.json"
     write_spk_stat(spk_stat, os.path.join(out, "spk_stat.bin"))
@@ -494,6 +523,12 @@ def main(argv=None) -> int:
                     help="config.json 'speed': how the voice takes a speed, through its [speed_N] (native) or by "
                          "time-scaling its audio (not written: native, except that the engine time-scales a demo "
                          "size voice, as the espeak-trained one barely acted on [speed_N])")
+    ap.add_argument("--int8", action="store_true",
+                    help="also write gpt.int8.onnx (files.gpt_int8): the GPT's weight MatMuls in int8, which "
+                         "the engine runs on CPUs (tts.precision auto/int8)")
+    ap.add_argument("--int8-bits", type=int, choices=[7, 8], default=INT8_BITS,
+                    help="weight bits of --int8: 7 (default) is exact on every AVX2 CPU; 8 needs VNNI "
+                         "(the engine falls back to fp32 without it)")
     a = ap.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -569,7 +604,7 @@ def main(argv=None) -> int:
     paths = save_bundle(m, spec, spk_stat, a.out, size=size, comment=comment, frontend=frontend, refine=refine,
                         reference_seed=a.seed if a.reference else None, reference_name=a.reference_name,
                         code_defaults=code_defaults, reference_texts=ref_texts, frontend_examples=examples,
-                        neutral_streams=neutral)
+                        neutral_streams=neutral, int8_bits=a.int8_bits if a.int8 else None)
     if a.card:
         add_card(paths["config"], a.card)
     if a.clone_card:

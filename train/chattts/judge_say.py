@@ -57,8 +57,9 @@ SENTENCES = [
 ]
 
 
-def say(parley: str, model: str, text: str, seed: int, out: str) -> None:
-    cmd = [parley, "say", "--engine", "chattts", "--model", model, "--seed", str(seed), "-o", out, text]
+def say(parley: str, model: str, text: str, seed: int, out: str, precision: str = "auto") -> None:
+    cmd = [parley, "say", "--engine", "chattts", "--model", model, "--seed", str(seed), "--precision", precision,
+           "-o", out, text]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:8])}…: {r.stderr.strip()[-400:]}")
@@ -72,6 +73,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--parley", default="bin/parley")
     ap.add_argument("--seeds", default="1,2,3,4,5,6,7,8,9,10", help="seed voices, used in turn")
     ap.add_argument("--limit", type=int, default=len(SENTENCES))
+    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "int8"], help="the GPT's weights (tts.precision)")
     ap.add_argument("--sources", default="", help="comma-separated train.corpus.voices ids that read the same sentences")
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
@@ -83,13 +85,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     for i, text in enumerate(texts):
         seed = seeds[i % len(seeds)]
         path = os.path.join(a.out, f"say-{i:03d}-seed{seed}.wav")
-        say(a.parley, a.model, text, seed, path)
+        say(a.parley, a.model, text, seed, path, a.precision)
         x = read_24k(path)
         hyp = judge.transcribe(x, 24000)
         pairs.append((hyp, text))
         rows.append({"seed": seed, "ref": text, "hyp": hyp, "seconds": round(len(x) / 24000, 2)})
         f0s.setdefault(seed, []).append(f0_median(x))
-    res = {"model": a.model, "sentences": len(texts), "wer": round(score(pairs)["wer"], 4),
+    res = {"model": a.model, "precision": a.precision, "sentences": len(texts), "wer": round(score(pairs)["wer"], 4),
            "per_seed_f0_hz": {str(s): round(float(np.median(v)), 1) for s, v in sorted(f0s.items())}}
     f0 = list(res["per_seed_f0_hz"].values())
     res["seed_f0_range_hz"] = [min(f0), max(f0)] if f0 else []

@@ -26,7 +26,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from train.llm.model import SIZES, Config, Decoder, init_random
-from train.sensevoice.quant import quantize_matmuls
+from train.onnxquant import quantize_matmuls
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<tool_response>",
             "</tool_response>", "<think>", "</think>"]

@@ -150,7 +150,7 @@ def store_fp16(m, min_elements: int = FP16_MIN_ELEMENTS) -> int:
 
 def export_int8(src: str, dst: str) -> int:
     import onnx
-    from .quant import quantize_matmuls
+    from ..onnxquant import quantize_matmuls
 
     m = onnx.load(src)
     n = quantize_matmuls(m)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,24 +136,8 @@ func BenchmarkVsPyTorch(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			prompt := e.codePrompt(e.tok.Encode("what time is it? it is a quarter past ten in the morning."), 5, true, nil)
-			ids := make([]string, len(prompt))
-			for i, id := range prompt {
-				ids[i] = fmt.Sprint(id)
-			}
-			cmd := exec.Command("/usr/bin/python3", "train/tts/chattts_decode_bench.py", "--model", dir,
-				"--prompt", strings.Join(ids, ","), "--frames", fmt.Sprint(benchFrames), "--threads", "1")
-			cmd.Dir = "../.."
-			out, err := cmd.Output()
-			if err != nil {
-				b.Skipf("PyTorch baseline unavailable (/usr/bin/python3 with torch): %v", err)
-			}
-			var py struct {
-				MS float64 `json:"ms_per_frame"`
-			}
-			if err := json.Unmarshal(out, &py); err != nil {
-				b.Fatalf("baseline output %q: %v", out, err)
-			}
+			prompt := benchPrompt(e)
+			pyMS := torchMSPerFrame(b, dir, prompt, 1)
 			spk := e.stat.Sample(1)
 			best := time.Duration(math.MaxInt64)
 			b.ResetTimer()
@@ -168,10 +153,172 @@ func BenchmarkVsPyTorch(b *testing.B) {
 			}
 			goMS := float64(best.Microseconds()) / 1000 / benchFrames
 			b.ReportMetric(goMS, "go-ms/frame")
-			b.ReportMetric(py.MS, "torch-ms/frame")
-			b.ReportMetric(goMS/py.MS, "go/torch")
+			b.ReportMetric(pyMS, "torch-ms/frame")
+			b.ReportMetric(goMS/pyMS, "go/torch")
 		})
 	}
+}
+
+func benchPrompt(e *Engine) []int {
+	return e.codePrompt(e.tok.Encode("what time is it? it is a quarter past ten in the morning."), 5, true, nil)
+}
+
+// torchMSPerFrame is PyTorch's fp32 time per code frame for the same prompt and frame count
+// (train/tts/chattts_decode_bench.py), the baseline of the Go loop's figures; it skips the
+// benchmark where /usr/bin/python3 has no torch.
+func torchMSPerFrame(b *testing.B, dir string, prompt []int, threads int) float64 {
+	b.Helper()
+	ids := make([]string, len(prompt))
+	for i, id := range prompt {
+		ids[i] = fmt.Sprint(id)
+	}
+	cmd := exec.Command("/usr/bin/python3", "train/tts/chattts_decode_bench.py", "--model", dir,
+		"--prompt", strings.Join(ids, ","), "--frames", fmt.Sprint(benchFrames), "--threads", fmt.Sprint(threads))
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		b.Skipf("PyTorch baseline unavailable (/usr/bin/python3 with torch): %v", err)
+	}
+	var py struct {
+		MS float64 `json:"ms_per_frame"`
+	}
+	if err := json.Unmarshal(out, &py); err != nil {
+		b.Fatalf("baseline output %q: %v", out, err)
+	}
+	return py.MS
+}
+
+// bestMSPerFrame is the fastest of the benchmark loop's code passes of benchFrames frames.
+func bestMSPerFrame(b *testing.B, e *Engine, prompt []int) float64 {
+	spk := e.stat.Sample(1)
+	best := time.Duration(math.MaxInt64)
+	for b.Loop() {
+		p := e.codeParams(tts.Request{})
+		p.MinNewTokens = benchFrames
+		t0 := time.Now()
+		if _, err := e.decode(context.Background(), prompt, decodeOptions{mode: modeCode,
+			sampler: NewSampler(p, NewRNG(1)), maxNew: benchFrames, spk: spk}); err != nil {
+			b.Fatal(err)
+		}
+		best = min(best, time.Since(t0))
+	}
+	return float64(best.Microseconds()) / 1000 / benchFrames
+}
+
+// procStatusMB is a field of /proc/self/status (VmRSS, VmHWM) in MB.
+func procStatusMB(field string) float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field+":" {
+			var kb float64
+			fmt.Sscan(f[1], &kb)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// TestResidentHelper is run by residentMB in a fresh copy of the test binary: it loads an
+// export at a precision, decodes once and prints its resident memory. Skipped otherwise.
+func TestResidentHelper(t *testing.T) {
+	dir, prec := os.Getenv("PARLEY_RSS_DIR"), os.Getenv("PARLEY_RSS_PRECISION")
+	if dir == "" {
+		t.Skip("run by BenchmarkPrecision")
+	}
+	e, err := New(Config{Dir: dir, Precision: prec, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p := e.codeParams(tts.Request{})
+	if _, err := e.decode(context.Background(), benchPrompt(e), decodeOptions{mode: modeCode,
+		sampler: NewSampler(p, NewRNG(1)), maxNew: 8, spk: e.stat.Sample(1)}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("RSS_MB %.1f %.1f\n", procStatusMB("VmRSS"), procStatusMB("VmHWM"))
+}
+
+// residentMB is the resident memory (now, and at its peak) of a fresh process that loaded the
+// export at prec and decoded a few frames: memory one engine in a process frees stays counted
+// in that process, so the figure comes from a process of its own.
+func residentMB(b *testing.B, dir, prec string) (rss, peak float64) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestResidentHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "PARLEY_RSS_DIR="+dir, "PARLEY_RSS_PRECISION="+prec)
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("resident-memory helper: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if _, err := fmt.Sscanf(line, "RSS_MB %f %f", &rss, &peak); err == nil {
+			return rss, peak
+		}
+	}
+	b.Fatalf("resident-memory helper printed %q", out)
+	return 0, 0
+}
+
+// BenchmarkPrecision (issue 35): the official-size GPT's time per code frame at fp32 and int8,
+// on 1 thread and on all cores, as a ratio to PyTorch fp32 on 1 thread in the same run; the
+// first audio of a sentence (Synthesize to its first chunk); and the resident memory of a
+// process that loaded it. Goals: int8 ≤ 15 ms/frame on one thread, first audio ≤ 300 ms on 2 cores.
+func BenchmarkPrecision(b *testing.B) {
+	dir := officialDir(b)
+	if _, err := os.Stat(filepath.Join(dir, "gpt.int8.onnx")); err != nil {
+		b.Skipf("%s has no int8 GPT: python3 -m train.chattts.quantize %s (make bench does)", dir, dir)
+	}
+	gputest.RequireORT(b)
+	var pyMS float64
+	for _, th := range []int{1, gpu.PhysicalCores()} {
+		for _, prec := range []string{PrecisionFP32, PrecisionInt8} {
+			b.Run(fmt.Sprintf("%s/threads=%d", prec, th), func(b *testing.B) {
+				e, err := New(Config{Dir: dir, Precision: prec, Options: gpu.Options{Provider: "cpu", IntraOpThreads: th}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer e.Close()
+				if got := e.Capabilities().Precision; got != prec {
+					b.Fatalf("asked for %s, runs %s", prec, got)
+				}
+				prompt := benchPrompt(e)
+				if pyMS == 0 {
+					pyMS = torchMSPerFrame(b, dir, prompt, 1)
+				}
+				ms := bestMSPerFrame(b, e, prompt)
+				b.StopTimer()
+				first := firstAudio(b, e)
+				b.ReportMetric(ms, "ms/frame")
+				b.ReportMetric(pyMS, "torch-fp32-ms/frame")
+				b.ReportMetric(ms/pyMS, "x-torch-fp32")
+				b.ReportMetric(float64(first.Milliseconds()), "ms-first-audio")
+				if th == 1 {
+					rss, peak := residentMB(b, dir, prec)
+					b.ReportMetric(rss, "MB-resident")
+					b.ReportMetric(peak, "MB-peak")
+				}
+			})
+		}
+	}
+}
+
+// firstAudio is the best of three times from Synthesize to a sentence's first audio chunk.
+func firstAudio(b *testing.B, e *Engine) time.Duration {
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		t0 := time.Now()
+		st, err := e.Synthesize(context.Background(), tts.Request{Text: "It is a quarter past ten, and the kitchen lights are on.", Seed: 3, HasSeed: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.Next(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		best = min(best, time.Since(t0))
+		st.Close()
+	}
+	return best
 }
 
 // streamVsOneShot decodes frames hidden states (frames × hidden) once whole and once the way
@@ -376,4 +523,78 @@ func BenchmarkDemoClone(b *testing.B) {
 	b.ReportMetric(a/float64(n), "RTF-sample-alone")
 	b.ReportMetric(p/float64(n), "RTF-no-sample")
 	b.ReportMetric(g/p, "clone/plain")
+}
+
+// BenchmarkDemoNativeSpeed: whether the demo voice's own [speed_N] tokens set the tempo, on 8
+// seeds × 3 assistant sentences at fp32 and int8: the share of cases where speed 0.6 / 1 / 1.4
+// ([speed_1]/[speed_5]/[speed_9]) give durations that fall in order and ≥ 1.4× apart at the
+// ends, and the mean ratio of the ends. The export's "speed" says whether the engine uses the
+// tokens ("native") or time-scales the audio; this is the figure that decides it.
+func BenchmarkDemoNativeSpeed(b *testing.B) {
+	src := demoDir()
+	if _, err := os.Stat(filepath.Join(src, "config.json")); err != nil {
+		b.Skipf("no demo voice in %s", src)
+	}
+	gputest.RequireORT(b)
+	dir := b.TempDir()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ent := range ents {
+		data, err := os.ReadFile(filepath.Join(src, ent.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ent.Name() == ConfigFile {
+			var m map[string]any
+			if err := json.Unmarshal(data, &m); err != nil {
+				b.Fatal(err)
+			}
+			m["speed"] = "native"
+			data, _ = json.Marshal(m)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ent.Name()), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	texts := []string{"Good evening, how can I help you tonight?", "The train to the city leaves at eight fifteen.",
+		"I have added milk and bread to your shopping list."}
+	for _, prec := range []string{PrecisionFP32, PrecisionInt8} {
+		b.Run(prec, func(b *testing.B) {
+			e, err := New(Config{Dir: dir, Precision: prec, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+			if err != nil {
+				b.Skip(err) // int8 on a CPU that does not run it
+			}
+			defer e.Close()
+			var ok, n int
+			var ratios float64
+			for b.Loop() {
+				ok, n, ratios = 0, 0, 0
+				for seed := int64(1); seed <= 8; seed++ {
+					for _, text := range texts {
+						d := map[float64]float64{}
+						for _, sp := range []float64{0.6, 1, 1.4} {
+							s, err := e.Synthesize(context.Background(), tts.Request{Text: text, Seed: seed, HasSeed: true, Speed: sp})
+							if err != nil {
+								b.Fatal(err)
+							}
+							pcm, err := tts.ReadAll(context.Background(), s)
+							if err != nil {
+								b.Fatal(err)
+							}
+							d[sp] = pcm.Duration().Seconds()
+						}
+						n++
+						ratios += d[0.6] / d[1.4]
+						if d[0.6] > d[1] && d[1] > d[1.4] && d[0.6]/d[1.4] >= 1.4 {
+							ok++
+						}
+					}
+				}
+			}
+			b.ReportMetric(100*float64(ok)/float64(n), "%speed-acts")
+			b.ReportMetric(ratios/float64(n), "mean-slow/fast")
+		})
+	}
 }

@@ -62,29 +62,33 @@ type Config struct {
 	// SampleWeight overrides the model's code.sample_weight for clone voices (0 = the
 	// model's; 1 = the speaker sample alone).
 	SampleWeight float64
-	Calibration  control.Calibration
-	Log          *slog.Logger
+	// Precision is the GPT's: PrecisionAuto ("" too), PrecisionFP32 or PrecisionInt8.
+	Precision   string
+	Calibration control.Calibration
+	Log         *slog.Logger
 }
 
 // Engine is a loaded ChatTTS export. Safe for concurrent use.
 type Engine struct {
-	cfg    Config
-	mc     *ModelConfig
-	files  map[string]string // part → path
-	gpt    *gpu.Session
-	dec    *gpu.Session
-	voc    *gpu.Session
-	tok    *Tokenizer
-	stat   SpkStat
-	log    *slog.Logger
-	mu     sync.Mutex // orders closed against busy.Add
-	kvMu   sync.Mutex
-	kvFree []*kvBuffer // KV cache backing stores kept for the next decode
-	closed chan struct{}
-	busy   sync.WaitGroup // model calls in flight; Close waits for them after cancelling them
-	stop   context.CancelFunc
-	life   context.Context // cancelled by Close: model calls in flight stop
-	once   sync.Once
+	cfg   Config
+	mc    *ModelConfig
+	files map[string]string // part → path
+	gpt   *gpu.Session
+	dec   *gpu.Session
+	voc   *gpu.Session
+	tok   *Tokenizer
+	stat  SpkStat
+	// precision is the GPT's in use (PrecisionFP32 or PrecisionInt8)
+	precision string
+	log       *slog.Logger
+	mu        sync.Mutex // orders closed against busy.Add
+	kvMu      sync.Mutex
+	kvFree    []*kvBuffer // KV cache backing stores kept for the next decode
+	closed    chan struct{}
+	busy      sync.WaitGroup // model calls in flight; Close waits for them after cancelling them
+	stop      context.CancelFunc
+	life      context.Context // cancelled by Close: model calls in flight stop
+	once      sync.Once
 }
 
 // New loads and validates an export directory: config.json, then each graph once with its
@@ -102,6 +106,13 @@ func New(cfg Config) (*Engine, error) {
 	case RefineAuto, RefineOn, RefineOff:
 	default:
 		return nil, fmt.Errorf("chattts: refine %q (want auto, on or off)", cfg.Refine)
+	}
+	switch cfg.Precision {
+	case "":
+		cfg.Precision = PrecisionAuto
+	case PrecisionAuto, PrecisionFP32, PrecisionInt8:
+	default:
+		return nil, fmt.Errorf("chattts: precision %q (want auto, fp32 or int8)", cfg.Precision)
 	}
 	if cfg.SampleWeight < 0 || cfg.SampleWeight > 1 || math.IsNaN(cfg.SampleWeight) {
 		return nil, fmt.Errorf("chattts: sample weight %g (want 0..1; 0 = the model's)", cfg.SampleWeight)
@@ -155,9 +166,17 @@ func New(cfg Config) (*Engine, error) {
 	open := func(part string, in, out []string) (*gpu.Session, error) {
 		return gpu.Open(e.files[part], in, out, cfg.Options)
 	}
-	if e.gpt, err = open("gpt", gptInputs, gptOutputs); err != nil {
+	part, precision, why, err := e.pickGPT()
+	if err != nil {
 		return nil, err
 	}
+	if why != "" {
+		cfg.Log.Warn("chattts: the GPT runs at fp32", "asked", cfg.Precision, "reason", why)
+	}
+	if e.gpt, err = open(part, gptInputs, gptOutputs); err != nil {
+		return nil, err
+	}
+	e.precision = precision
 	if e.dec, err = open("decoder", decoderInputs, decoderOutputs); err != nil {
 		e.Close()
 		return nil, err
@@ -175,7 +194,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg.Log.Debug("chattts loaded", "dir", cfg.Dir, "size", mc.Size, "frontend", mc.Frontend.Type,
-		"layers", mc.GPT.Layers, "hidden", mc.GPT.Hidden, "provider", e.gpt.Provider)
+		"layers", mc.GPT.Layers, "hidden", mc.GPT.Hidden, "provider", e.gpt.Provider, "precision", precision)
 	return e, nil
 }
 
@@ -250,6 +269,7 @@ func (e *Engine) Capabilities() tts.Capabilities {
 	c := tts.Capabilities{
 		Engine:     "chattts",
 		Model:      filepath.Base(filepath.Clean(e.cfg.Dir)),
+		Precision:  e.precision,
 		SampleRate: e.mc.Audio.SampleRate,
 		Languages:  []string{"zh", "en"},
 		Voices:     []string{"default", "none"}, // also seed:N and ChatTTS speaker strings

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/parley-voice/parley/gpu"
@@ -208,10 +209,13 @@ func ReadModelConfig(dir string) (*ModelConfig, error) {
 		return nil, err
 	}
 	var missing []string
-	for _, part := range []string{"gpt", "decoder", "vocos", "tokenizer", "spk_stat"} {
+	required := []string{"gpt", "decoder", "vocos", "tokenizer", "spk_stat"}
+	for _, part := range append(required, Int8File) {
 		f := c.Files[part]
 		if f == "" {
-			missing = append(missing, fmt.Sprintf("files.%s (not named in %s)", part, ConfigFile))
+			if slices.Contains(required, part) {
+				missing = append(missing, fmt.Sprintf("files.%s (not named in %s)", part, ConfigFile))
+			}
 			continue
 		}
 		if filepath.IsAbs(f) || strings.Contains(filepath.ToSlash(f), "..") {

@@ -43,6 +43,7 @@ type Options struct {
 	ModelsDir string      // "" = assets.ModelsDir()
 	GPU       gpu.Options // session options for ONNX engines
 	Voice     string      // engine default voice
+	Precision string      // ChatTTS's GPT: "auto" (or "") | "fp32" | "int8" (chattts.Config.Precision)
 	Log       *slog.Logger
 }
 
@@ -69,12 +70,12 @@ func Open(o Options) (tts.Engine, error) {
 		if dir == "" {
 			var demo bool
 			if dir, demo = FindChatTTS(o.ModelsDir, true); dir == "" {
-				return nil, fmt.Errorf("no ChatTTS model is installed (looked for %s under %s): export 2noise/ChatTTS with `python3 -m train.chattts.export --official ASSET_DIR --out DIR` and install it with `parley models import DIR chattts`", strings.Join(ChatTTSModels, ", "), modelsDir(o.ModelsDir))
+				return nil, fmt.Errorf("no ChatTTS model is installed (looked for %s under %s): export 2noise/ChatTTS with `python3 -m train.chattts.export --official ASSET_DIR --int8 --out DIR` and install it with `parley models import DIR chattts`", strings.Join(ChatTTSModels, ", "), modelsDir(o.ModelsDir))
 			} else if demo && o.Log != nil {
 				o.Log.Debug("chattts: using Parley's demo voice; install a real ChatTTS export for full quality", "dir", dir)
 			}
 		}
-		return chattts.New(chattts.Config{Dir: dir, Voice: o.Voice, Options: o.GPU, Log: o.Log})
+		return chattts.New(chattts.Config{Dir: dir, Voice: o.Voice, Options: o.GPU, Precision: o.Precision, Log: o.Log})
 	}
 	return nil, fmt.Errorf("%w: %q (have %s)", ErrUnknownEngine, o.Engine, strings.Join(Names, ", "))
 }

@@ -1,0 +1,96 @@
+"""int8 weights (train/onnxquant.py, train.chattts.quantize) and the recogniser's deepening
+(train.sensevoice.grow)."""
+import json
+import os
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+
+from train.chattts.export import save_bundle, synthetic_spk_stat, tiny_tokenizer_spec, write_int8_gpt
+from train.chattts.config import config_for
+from train.chattts.model import ChatTTS
+from train.chattts.tokenizer import WordPieceTokenizer
+from train.onnxquant import quantize_per_channel
+from train.sensevoice import grow
+from train.sensevoice import model as svm
+
+
+class PerChannelTest(unittest.TestCase):
+    def test_rounding_error_and_range(self):
+        rng = np.random.default_rng(3)
+        w = rng.normal(size=(64, 48)).astype(np.float32) * rng.uniform(0.01, 3, size=48).astype(np.float32)
+        w[:, 5] = 0  # an all-zero column keeps a usable scale
+        for reduce, qmax in ((False, 127), (True, 63)):
+            q, s = quantize_per_channel(w, reduce_range=reduce)
+            self.assertEqual(q.dtype, np.int8)
+            self.assertEqual(s.shape, (48,))
+            self.assertLessEqual(int(np.abs(q).max()), qmax + (1 if reduce else 0))
+            err = np.abs(q.astype(np.float32) * s - w)
+            self.assertTrue(np.all(err <= s / 2 + 1e-6), "per column, off by at most half a step")
+            self.assertTrue(np.all(q[:, 5] == 0))
+
+
+class ChatTTSInt8Test(unittest.TestCase):
+    def test_bundle_with_int8_gpt(self):
+        torch.manual_seed(1)
+        spec = tiny_tokenizer_spec()
+        tok = WordPieceTokenizer(spec)
+        m = ChatTTS(config_for("tiny", num_text_tokens=tok.size)).eval()
+        with tempfile.TemporaryDirectory() as d:
+            paths = save_bundle(m, spec, synthetic_spk_stat(m.cfg.gpt.hidden, 1), d, size="tiny", comment="t",
+                                frontend={"type": "wordpiece"}, refine=True, int8_bits=7)
+            with open(paths["config"]) as f:
+                conf = json.load(f)
+            self.assertEqual(conf["files"]["gpt_int8"], "gpt.int8.onnx")
+            q = onnx.load(os.path.join(d, "gpt.int8.onnx"))
+            f32 = onnx.load(os.path.join(d, "gpt.onnx"))
+            self.assertEqual([i.name for i in q.graph.input], [i.name for i in f32.graph.input])
+            self.assertEqual([o.name for o in q.graph.output], [o.name for o in f32.graph.output])
+            meta = {p.key: p.value for p in q.metadata_props}
+            self.assertEqual(meta["quantization_bits"], "7")
+            self.assertEqual(meta["chattts_part"], "gpt")
+            inits = {t.name: numpy_helper.to_array(t) for t in q.graph.initializer}
+            mmi = [n for n in q.graph.node if n.op_type == "MatMulInteger"]
+            self.assertEqual(len(mmi), sum(1 for n in f32.graph.node if n.op_type == "MatMul"
+                                           and n.input[1] in {t.name for t in f32.graph.initializer}))
+            for n in mmi:
+                w = inits[n.input[1]]
+                s = inits[n.input[1][: -len("_quantized")] + "_scale"]
+                self.assertEqual(w.dtype, np.int8)
+                self.assertLessEqual(int(np.abs(w).max()), 64)
+                self.assertEqual(s.shape, (w.shape[1],))
+            onnx.checker.check_model(q)
+            # the model's identity is the same with or without the int8 GPT: clones stay valid
+            os.remove(os.path.join(d, "gpt.int8.onnx"))
+            with self.assertRaises(ValueError):
+                write_int8_gpt(os.path.join(d, "decoder.onnx"), os.path.join(d, "x.onnx"), bits=9)
+
+
+class GrowTest(unittest.TestCase):
+    def test_same_logits_and_new_blocks_learn(self):
+        torch.manual_seed(0)
+        src = svm.build(svm.config_for("tiny", vocab_size=40, num_blocks=3)).eval()
+        dst = grow.grow(src, 6)
+        self.assertEqual(dst.cfg.num_blocks, 6)
+        self.assertLess(grow.max_logit_difference(src, dst), 1e-5)
+        self.assertEqual(grow.placement(2, 5), [0, None, 1, None, None])
+        with self.assertRaises(ValueError):
+            grow.grow(src, 2)
+        dst.train()
+        x = torch.randn(2, 20, dst.cfg.input_size)
+        loss, _ = dst(x, torch.tensor([20, 15]), torch.tensor([4, 0]), torch.tensor([15, 15]),
+                      torch.randint(1, 40, (2, 5)), torch.tensor([5, 3]), torch.full((2, 4), -1))
+        loss.backward()
+        new = [i for i, old in enumerate(grow.placement(2, 5)) if old is None]
+        for i in new:
+            layer = dst.encoder.encoders[i]
+            self.assertGreater(float(layer.self_attn.linear_q_k_v.weight.grad.abs().sum()), 0, f"block {i}: v learns")
+            self.assertGreater(float(layer.feed_forward.w_2.weight.grad.abs().sum()), 0, f"block {i}: ffn learns")
+
+
+if __name__ == "__main__":
+    unittest.main()
