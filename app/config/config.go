@@ -75,7 +75,7 @@ func (c *Config) markSet(key string, s Source) {
 // Runtime configures ONNX Runtime for every engine.
 type Runtime struct {
 	Provider       string `toml:"provider" help:"auto | cpu | cuda[:N] | tensorrt[:N]"`
-	IntraOpThreads int    `toml:"intra_op_threads" help:"0 = physical cores"`
+	IntraOpThreads int    `toml:"intra_op_threads" help:"0 = physical cores less one (at least 1), left for audio and the UI"`
 	InterOpThreads int    `toml:"inter_op_threads" help:"0 = 1"`
 	Library        string `toml:"ort_library" help:"path of libonnxruntime; empty = PARLEY_ORT_LIB, the set-up cache, system paths"`
 }

@@ -21,7 +21,7 @@ import (
 type Options struct {
 	Variant  string // "auto" (default), a variant name (q4, int8, fp32, fp16, …) or an .onnx file name
 	Provider string // gpu.Options.Provider: auto | cpu | cuda[:N]
-	Threads  int    // intra-op threads; 0: physical cores
+	Threads  int    // intra-op threads; 0: gpu.DefaultIntraOpThreads (physical cores less one)
 	Context  int    // context window in tokens; 0: min(max_position_embeddings, 4096)
 	Log      *slog.Logger
 }

@@ -62,7 +62,7 @@ type Options struct {
 	Timeout    time.Duration // per probe: 500ms (a configured URL gets at least 3s)
 	Log        *slog.Logger
 	// For KindBuiltin (and auto's fallback to an installed built-in model): the ONNX Runtime
-	// provider and intra-op threads (0: physical cores).
+	// provider and intra-op threads (0: gpu.DefaultIntraOpThreads, physical cores less one).
 	Provider string
 	Threads  int
 	// NoBuiltin keeps auto from falling back to an installed built-in model.
