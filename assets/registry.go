@@ -40,10 +40,13 @@ const (
 	// KindTokenizer is a tokenizer a model needs (the built-in decoder's, the server's usage
 	// counts): not a chat model itself.
 	KindTokenizer = "tokenizer"
+	// KindRelease is an upstream release Parley converts into a model it runs (ChatTTS's
+	// safetensors): not run as it is.
+	KindRelease = "release"
 )
 
 var validKinds = map[string]bool{KindASR: true, KindVAD: true, KindWake: true, KindTTS: true, KindLLM: true, KindSpeaker: true,
-	KindTokenizer: true}
+	KindTokenizer: true, KindRelease: true}
 
 // Sentinel errors.
 var (

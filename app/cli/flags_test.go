@@ -238,3 +238,59 @@ func TestServeAsCommand(t *testing.T) {
 		}
 	}
 }
+
+// `models import DIR` of an official ChatTTS release (safetensors) converts it in Go into the
+// chattts voice; without its speaker statistics it says where they are; the built-in template
+// refuses a release of another size by its config.
+func TestModelsImportChatTTSRelease(t *testing.T) {
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
+	src := filepath.Join(dir, "ChatTTS checkout")
+	copyDir(t, "../../testdata/chattts/tiny-release/asset", filepath.Join(src, "asset"))
+	spk := "../../testdata/chattts/tiny-release/config.py"
+	tpl := "../../testdata/chattts/template-tiny"
+	if code, _, stderr := runCLI(t, "models", "import", "--template", tpl, src); code == 0 ||
+		!strings.Contains(stderr, "ChatTTS/config/config.py") || !strings.Contains(stderr, "--spk-stat") {
+		t.Fatalf("without speaker statistics: %d %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "models", "import", "--spk-stat", spk, src); code == 0 || !strings.Contains(stderr, "this template's size has") {
+		t.Fatalf("tiny release, official template: %d %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "models", "import", "--template", tpl, "--spk-stat", spk, src)
+	if code != 0 || !strings.Contains(stdout, "chattts: converted") {
+		t.Fatalf("import: %d %s %s", code, stdout, stderr)
+	}
+	out := filepath.Join(dir, "hello.wav")
+	if code, _, stderr := runCLI(t, "say", "--engine", "chattts", "--seed", "3", "-o", out, "hello world"); code != 0 {
+		t.Fatalf("say with the converted voice: %d %s", code, stderr)
+	}
+	if st, err := os.Stat(out); err != nil || st.Size() < 1000 {
+		t.Fatalf("say wrote %v %v", st, err)
+	}
+	_, caps, _ := runCLI(t, "say", "--engine", "chattts", "--capabilities")
+	if !strings.Contains(caps, `"model": "chattts"`) {
+		t.Errorf("capabilities: %s", caps)
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/tts/chattts/convert"
 	"github.com/parley-voice/parley/tts/engines"
 )
 
@@ -47,10 +48,10 @@ MODELSCOPE_ENDPOINT and NPM_CONFIG_REGISTRY. Models live in $PARLEY_MODELS (defa
 // modelsVerbs are the verbs of `parley models` with their usage lines (for -h).
 var modelsVerbs = map[string]string{
 	"list":   "usage: parley models list [-json] [-verify]\n\nEvery known model: installed, missing, partial, corrupt, in use.",
-	"pull":   "usage: parley models pull NAME…\n\nDownload, verify and install (resumes interrupted pulls). Without network it says which\nfiles to fetch elsewhere for `parley models import`.",
+	"pull":   "usage: parley models pull NAME…\n\nDownload, verify and install (resumes interrupted pulls). Without network it says which\nfiles to fetch elsewhere for `parley models import`. `chattts` downloads the official\nrelease (chattts-release) and converts it in Go.",
 	"verify": "usage: parley models verify [-json] [NAME…]\n\nHash every file (default: all models on disk).",
 	"rm":     "usage: parley models rm NAME…\n\nRemove installed models (and partial downloads).",
-	"import": "usage: parley models import [-model ID] [-name NAME] DIR|ARCHIVE\n\nInstall without network: a registry model's files from a directory or .tar.gz/.tar.bz2/.zip,\nor a directory of a layout Parley runs (SenseVoice sherpa-onnx/FunASR, Kokoro, ChatTTS,\nSilero VAD, openWakeWord, onnx-community LLM, CAM++) as a local model with its own hashes.",
+	"import": "usage: parley models import [-model ID] [-name NAME] [-spk-stat FILE] DIR|ARCHIVE\n\nInstall without network: a registry model's files from a directory or .tar.gz/.tar.bz2/.zip,\nor a directory of a layout Parley runs (SenseVoice sherpa-onnx/FunASR, Kokoro, ChatTTS,\nSilero VAD, openWakeWord, onnx-community LLM, CAM++) as a local model with its own hashes.\nAn official ChatTTS release (a directory with asset/gpt/model.safetensors) is converted into\nthe chattts voice; its speaker statistics come from ChatTTS/config/config.py beside it.",
 	"path":   "usage: parley models path NAME\n\nPrint the directory of an installed model.",
 }
 
@@ -74,7 +75,7 @@ func runModels(ctx context.Context, env *cliEnv, args []string) error {
 		return usageError("models", "unknown models command %q%s (want list, pull, verify, rm, import or path)", sub, suggestFrom(sub, modelsVerbs))
 	}
 	fs := newFlags(env, "models "+sub, help)
-	asJSON, full, only, localAs := new(bool), new(bool), new(string), new(string)
+	asJSON, full, only, localAs, spkStat, tmpl := new(bool), new(bool), new(string), new(string), new(string), new(string)
 	switch sub {
 	case "list":
 		fs.BoolVar(asJSON, "json", false, "print JSON")
@@ -84,6 +85,8 @@ func runModels(ctx context.Context, env *cliEnv, args []string) error {
 	case "import":
 		fs.StringVar(only, "model", "", "the registry model to import (default: every complete model found)")
 		fs.StringVar(localAs, "name", "", "the name of a model no registry entry describes (default: the directory's name)")
+		fs.StringVar(spkStat, "spk-stat", "", "a ChatTTS release's ChatTTS/config/config.py (default: found beside its asset/ directory)")
+		fs.StringVar(tmpl, "template", "", "the graphs a ChatTTS release of another size converts into (python3 -m train.chattts.template; default: the official size's, built in)")
 	}
 	if err := fs.parse(rest); err != nil {
 		return err
@@ -119,6 +122,12 @@ func runModels(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		var errs []error
 		for _, n := range names {
+			if n == chatttsID { // a release to convert, not files to download
+				if err := pullChatTTS(ctx, env, mgr); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
 			if err := mgr.Pull(ctx, n); err != nil {
 				errs = append(errs, err)
 				continue
@@ -183,6 +192,9 @@ func runModels(ctx context.Context, env *cliEnv, args []string) error {
 	case "import":
 		if len(names) != 1 {
 			return usageError("models import", "give one DIR or ARCHIVE")
+		}
+		if dir, ok := convert.AssetDir(names[0]); ok && (*only == "" || *only == chatttsID) {
+			return importChatTTSRelease(ctx, env, mgr, names[0], dir, *spkStat, *tmpl)
 		}
 		return modelsImport(ctx, env, mgr, names[0], *only, *localAs)
 	case "path":

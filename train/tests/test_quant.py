@@ -94,3 +94,19 @@ class GrowTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TemplateTest(unittest.TestCase):
+    def test_committed_tiny_template_is_current(self):
+        from train.chattts.template import build
+
+        here = os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "chattts", "template-tiny")
+        with tempfile.TemporaryDirectory() as d:
+            build("tiny", d, tiny_tokenizer_spec())
+            for name in ("recipes.json", "config.json"):
+                with open(os.path.join(d, name)) as f, open(os.path.join(here, name)) as g:
+                    self.assertEqual(json.load(f), json.load(g), f"{name}: make -C train test-models")
+            for name in ("gpt.onnx", "gpt.int8.onnx", "decoder.onnx", "vocos.onnx", "dvae_encoder.onnx"):
+                a, b = onnx.load(os.path.join(d, name)), onnx.load(os.path.join(here, name))
+                self.assertEqual([n.op_type for n in a.graph.node], [n.op_type for n in b.graph.node], name)
+                self.assertEqual(sorted(t.name for t in a.graph.initializer), sorted(t.name for t in b.graph.initializer))
