@@ -11,11 +11,28 @@ import (
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio/device"
 	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/tts/engines"
 )
+
+// voiceInUse names the voice tts.engine gives, for people.
+func voiceInUse(cfg *config.Config) string {
+	name := "auto"
+	if cfg != nil {
+		name = cfg.TTS.Engine
+	}
+	switch factory.EngineName(name) {
+	case "chattts":
+		return "Parley's demo-grade ChatTTS voice"
+	case "kokoro":
+		return "Kokoro"
+	}
+	return "espeak-ng"
+}
 
 func init() {
 	register(&command{
@@ -64,6 +81,9 @@ type doctorReport struct {
 	// recogniser while the demo one would hear): not problems; fetched by --fetch-recommended
 	// (or yes at its question on a terminal).
 	Recommend []fetchOffer `json:"recommend,omitempty"`
+	// Optional lists models worth knowing of that doctor never fetches by itself (the official
+	// ChatTTS voice: a 1.2 GB download under a non-commercial licence).
+	Optional []fetchOffer `json:"optional,omitempty"`
 
 	Problems []string `json:"problems"`
 }
@@ -279,6 +299,13 @@ func diagnose(ctx context.Context, cfg *config.Config, verify bool) *doctorRepor
 			Command: "parley models pull " + m.ID, Bytes: m.Total,
 			Why: "the recogniser in use is the demo one, trained on synthetic voices: it hears real people poorly"})
 	}
+	if dir, _ := engines.FindChatTTS(mgr.Dir(), false); dir == "" {
+		if m, err := mgr.Status(chatttsID); err == nil {
+			r.Optional = append(r.Optional, fetchOffer{Model: m.ID, Description: m.Description, Licence: m.Licence, State: string(m.State),
+				Command: "parley models pull " + chatttsID,
+				Why: "the official ChatTTS voice, converted on this machine from 2noise's release (about 1.2 GB to download); until then Parley speaks with " + voiceInUse(cfg)})
+		}
+	}
 	if _, ok := mgr.BestInstalled(assets.KindASR); !ok {
 		problem("no speech recognition model is available; run `parley models pull sensevoice-small-int8`")
 	}
@@ -361,6 +388,12 @@ func printDoctor(w io.Writer, r *doctorReport) {
 		line(m.ID, fmt.Sprintf("%s\t%s", m.Kind, note))
 	}
 	tw.Flush()
+	if len(r.Optional) > 0 {
+		fmt.Fprintln(w, "\nOptional:")
+		for _, o := range r.Optional {
+			fmt.Fprintf(w, "  - %s: %s; licence %s; `%s` fetches it\n", o.Model, o.Why, o.Licence, o.Command)
+		}
+	}
 	if len(r.Recommend) > 0 {
 		fmt.Fprintln(w, "\nRecommended:")
 		for _, o := range r.Recommend {
