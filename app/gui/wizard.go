@@ -401,7 +401,8 @@ func (w *wizard) stepState(i int) (done bool, locked string) {
 			}
 			return false, why
 		}
-		return s.Usable > 0 && unheard(w.d) == 0, ""
+		// done once the person has checked every clip's text, not when the recogniser has written it
+		return s.Usable > 0 && unheard(w.d) == 0 && s.Unchecked == 0, ""
 	case stepTrain:
 		return w.train.state()
 	case stepEval:
@@ -436,6 +437,9 @@ func unheard(d *clone.Dataset) int {
 func (w *wizard) firstOpenStep() int {
 	for i := range numSteps {
 		done, locked := w.stepState(i)
+		if i == stepProof && !done && locked == "" && w.d.Summary().Usable > 0 && unheard(w.d) == 0 {
+			continue // texts left unchecked do not hold training up (as before the tick asked for them)
+		}
 		if !done || locked != "" {
 			return i
 		}

@@ -23,7 +23,8 @@ const (
 type proofPage struct {
 	w       *wizard
 	show    *widget.Select
-	rows    []clone.Clip // the clips shown (a copy)
+	rest    *widget.Button // "The rest look right": confirms every clip not yet checked
+	rows    []clone.Clip   // the clips shown (a copy)
 	list    *widget.List
 	entries []*commitEntry
 	total   *widget.Label
@@ -46,7 +47,9 @@ func newProofPage(w *wizard) *proofPage {
 	p.total.Wrapping = fyne.TextWrapWord
 	p.gauge = widget.NewProgressBar()
 	p.msg = newNotice()
-	top := container.NewVBox(container.NewHBox(widget.NewLabel("Show"), container.New(&fixedWidth{w: 280}, p.show)), p.msg)
+	p.rest = widget.NewButtonWithIcon("The rest look right", theme.ConfirmIcon(), p.confirmRest)
+	top := container.NewVBox(container.NewHBox(widget.NewLabel("Show"), container.New(&fixedWidth{w: 280}, p.show)),
+		container.NewHBox(p.rest), p.msg)
 	bottom := container.NewVBox(widget.NewSeparator(), p.total, p.gauge)
 	p.box = pageFrame("4  Proofread", "Listen to the clips and correct what the recogniser got wrong: the text must say exactly what is spoken. "+
 		"Drop a clip with a cough, a second voice or a slip you do not want copied. Edits are saved as you go.",
@@ -102,9 +105,32 @@ func (p *proofPage) footer() {
 	if s.Warnings > 0 {
 		txt += fmt.Sprintf(" %d with a warning.", s.Warnings)
 	}
+	if s.Unchecked > 0 {
+		txt += fmt.Sprintf(" %d of %d not checked yet: listen to those you doubt, then \"The rest look right\".", s.Unchecked, s.Usable)
+		p.rest.Enable()
+	} else {
+		p.rest.Disable()
+	}
 	p.total.SetText(txt)
 	p.gauge.TextFormatter = func() string { return fmt.Sprintf("%.1f of %.0f minutes", s.UsableMinutes, want) }
 	p.gauge.SetValue(min(1, s.UsableMinutes/want))
+}
+
+// confirmRest marks every clip not yet checked as right (after saving the pending edits).
+func (p *proofPage) confirmRest() {
+	d := p.w.d
+	if d == nil || p.w.busy != nil {
+		return
+	}
+	p.commit()
+	n, err := d.ConfirmAll()
+	if err != nil {
+		p.msg.SetText("Could not save: " + err.Error())
+		return
+	}
+	p.msg.SetText(fmt.Sprintf("%d clip%s marked as checked.", n, plural(n)))
+	p.refresh()
+	p.w.refreshSteps()
 }
 
 // commit saves the text boxes' pending edits.

@@ -345,6 +345,17 @@ func TestWizardStepsOneToFour(t *testing.T) {
 		t.Errorf("the dropped filter shows %d rows", len(w.proof.rows))
 	}
 	w.proof.show.SetSelected(showUsable)
+	// the step is ticked once the person has checked every text, not when the recogniser wrote them
+	if done, _ := w.stepState(stepProof); done || w.proof.rest.Disabled() || !strings.Contains(w.proof.total.Text, "not checked yet") {
+		t.Errorf("proofread done %v before checking, button disabled %v, footer %q", done, w.proof.rest.Disabled(), w.proof.total.Text)
+	}
+	test.Tap(w.proof.rest)
+	if done, _ := w.stepState(stepProof); !done || !w.proof.rest.Disabled() {
+		t.Errorf("after \"The rest look right\": done %v, button disabled %v", done, w.proof.rest.Disabled())
+	}
+	if onDisk, _ := clone.Open(w.d.Dir()); onDisk.Summary().Unchecked != 0 {
+		t.Error("the confirmation did not reach the disk")
+	}
 
 	// 5–7 say plainly why they cannot run
 	if !w.next.Disabled() {

@@ -396,8 +396,19 @@ func TestLabelAndProofread(t *testing.T) {
 	if c.Text != "la la la" || !c.Edited || c.Warning != "" || !dd.Dropped {
 		t.Errorf("edits not kept: %+v %+v", c, dd)
 	}
-	if got := again.Summary(); got.Usable != 5 || got.Dropped != 1 || math.Abs(got.UsableMinutes-(3+4+5+7+8)/60.0) > 1e-9 {
+	got := again.Summary()
+	if got.Usable != 5 || got.Dropped != 1 || math.Abs(got.UsableMinutes-(3+4+5+7+8)/60.0) > 1e-9 {
 		t.Errorf("after edits: %+v", got)
+	}
+	// the recogniser's texts are unchecked until the person confirms them (c was typed)
+	unchecked := 0
+	for _, c := range again.Clips {
+		if c.Usable() && !c.Edited {
+			unchecked++
+		}
+	}
+	if c, _ := again.Clip("c"); got.Unchecked != unchecked || unchecked == 0 || !c.Edited {
+		t.Errorf("%d unchecked clips, want %d", got.Unchecked, unchecked)
 	}
 	// Force relabels the recogniser's texts, never the person's
 	ear["3.0"] = Heard{Text: "hello there again", Lang: "en", Event: "Speech"}
@@ -408,6 +419,17 @@ func TestLabelAndProofread(t *testing.T) {
 	c, _ = again.Clip("c")
 	if a.Text != "hello there again" || c.Text != "la la la" {
 		t.Errorf("forced relabel: a %q, c %q", a.Text, c.Text)
+	}
+	// ConfirmAll checks the rest (once; a second call has nothing left), and it is kept
+	left := again.Summary().Unchecked
+	if n, err := again.ConfirmAll(); n != left || n == 0 || err != nil {
+		t.Errorf("ConfirmAll: %d, %v", n, err)
+	}
+	if n, _ := again.ConfirmAll(); n != 0 {
+		t.Errorf("second ConfirmAll: %d", n)
+	}
+	if re, _ := Open(again.Dir()); re.Summary().Unchecked != 0 {
+		t.Errorf("confirmation not saved: %+v", re.Summary())
 	}
 	b, _ := os.ReadFile(filepath.Join(d.Dir(), datasetFile))
 	if !json.Valid(b) {

@@ -214,6 +214,24 @@ func (d *Dataset) SetText(id, text string) error {
 	return d.Save()
 }
 
+// ConfirmAll marks the text of every usable clip as checked by the person (the proofread
+// step's "the rest look right") and saves once; it returns how many it marked.
+func (d *Dataset) ConfirmAll() (int, error) {
+	n := 0
+	for i := range d.Clips {
+		c := &d.Clips[i]
+		if c.Usable() && !c.Edited {
+			c.Edited = true
+			c.Warning = ""
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, d.Save()
+}
+
 // Drop takes a clip out of training (or puts it back) and saves.
 func (d *Dataset) Drop(id string, dropped bool) error {
 	c, err := d.Clip(id)
@@ -235,6 +253,9 @@ type Summary struct {
 	Rejected      map[string]int `json:"rejected,omitempty"` // reason → count
 	Warnings      int            `json:"warnings"`
 	Unsliced      int            `json:"unsliced"` // sources not yet cut into clips
+	// Unchecked counts usable clips whose text nobody confirmed: the recogniser's, not yet
+	// corrected, confirmed ("Looks right", ConfirmAll) or read from a prompt.
+	Unchecked int `json:"unchecked"`
 }
 
 // Summary counts what the dataset holds.
@@ -257,6 +278,9 @@ func (d *Dataset) Summary() Summary {
 		default:
 			s.Usable++
 			s.UsableMinutes += c.Seconds / 60
+			if !c.Edited {
+				s.Unchecked++
+			}
 		}
 		if c.Warning != "" && c.Rejected == "" && !c.Dropped {
 			s.Warnings++
