@@ -303,7 +303,7 @@ func diagnose(ctx context.Context, cfg *config.Config, verify bool) *doctorRepor
 		if m, err := mgr.Status(chatttsID); err == nil {
 			r.Optional = append(r.Optional, fetchOffer{Model: m.ID, Description: m.Description, Licence: m.Licence, State: string(m.State),
 				Command: "parley models pull " + chatttsID,
-				Why: "the official ChatTTS voice, converted on this machine from 2noise's release (about 1.2 GB to download); until then Parley speaks with " + voiceInUse(cfg)})
+				Why:     "the official ChatTTS voice, converted on this machine from 2noise's release (about 1.2 GB to download); until then Parley speaks with " + voiceInUse(cfg)})
 		}
 	}
 	if _, ok := mgr.BestInstalled(assets.KindASR); !ok {
