@@ -132,7 +132,7 @@ func closestSeedOf(ctx context.Context, env *cliEnv, d *clone.Dataset, dir strin
 		return 0, 0, nil, err
 	}
 	defer eng.Close()
-	return tune.StartingSpeaker(ctx, d, eng, se, n)
+	return tune.StartingSpeaker(ctx, d, eng, se, n, nil)
 }
 
 // findVoiceJob finds the dataset's newest voice job: one to resume (or, done, to install).

@@ -55,6 +55,9 @@ type JobOptions struct {
 	// WholeModel (the voice goal): train the voice model's GPT, embeddings and decoder with
 	// the speaker, making a new model, not only a speaker vector for the installed one.
 	WholeModel bool
+	// Progress hears the steps of the preparation done before the job exists (the voice's
+	// seed-speaker search), so the page can say how far it is and how long it has left.
+	Progress func(done, total int)
 }
 
 // Evaluation is a fine-tune's before/after, as the evaluate step shows it.
@@ -127,7 +130,9 @@ type trainPage struct {
 	stop     context.CancelFunc
 	mu       sync.Mutex
 	live     tune.Progress // newest progress from the job's goroutine
-	pending  bool          // a repaint is queued
+	// prepDone of prepTotal seed speakers searched before the voice job exists
+	prepDone, prepTotal int
+	pending             bool // a repaint is queued
 }
 
 func newTrainPage(w *wizard) *trainPage {
@@ -450,6 +455,13 @@ func (p *trainPage) showProgress(pr tune.Progress, note string) {
 		// no steps to count yet (clips prepared, the seed speaker searched): say what runs
 		// and for how long, with a bar that moves, so the step never looks frozen
 		txt = "Preparing (" + orDefault(pr.Stage, "starting") + ")… " + sinceWords(p.began) + " so far."
+		p.mu.Lock()
+		done, total := p.prepDone, p.prepTotal
+		p.mu.Unlock()
+		if total > 0 && p.job == nil { // the seed-speaker search, before the job exists
+			txt = fmt.Sprintf("Preparing (%s: %d of %d seed speakers)… %s so far%s.", pr.Stage, done, total,
+				sinceWords(p.began), prepLeft(time.Since(p.began), done, total))
+		}
 		p.bar.Hide()
 		p.prep.Show()
 		p.prep.Start()
@@ -467,6 +479,16 @@ func (p *trainPage) showProgress(pr tune.Progress, note string) {
 	} else {
 		p.plot.Hide()
 	}
+}
+
+// prepLeft is ", about N left" at the rate so far (nothing before the first item is done:
+// there is no rate yet).
+func prepLeft(spent time.Duration, done, total int) string {
+	if done <= 0 || done >= total {
+		return ""
+	}
+	left := time.Duration(float64(spent) / float64(done) * float64(total-done))
+	return ", about " + eta(left.Seconds()) + " left"
 }
 
 // sinceWords words the time since t: "12 s", "3 min 05 s".
@@ -499,6 +521,11 @@ func (p *trainPage) begin(resume bool) {
 	w.proof.commit()
 	key, d, goal := p.key, w.d, w.goal
 	opt := JobOptions{WholeModel: goal == goalVoice && p.what.Selected == whatWhole}
+	opt.Progress = func(done, total int) {
+		p.mu.Lock()
+		p.prepDone, p.prepTotal = done, total
+		p.mu.Unlock()
+	}
 	var id int64
 	if resume && p.job != nil {
 		id = p.job.ID
@@ -511,6 +538,7 @@ func (p *trainPage) begin(resume bool) {
 	p.finished = finished
 	p.mu.Lock()
 	p.live = tune.Progress{Stage: "starting"}
+	p.prepDone, p.prepTotal = 0, 0
 	if goal == goalVoice {
 		p.live.Stage = "finding the seed speaker closest to you" // Create synthesises a few first
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 
@@ -36,6 +37,9 @@ type fakeTraining struct {
 	// prepare, when set, holds a started job in its preparation (no steps to count) until
 	// it is closed
 	prepare chan struct{}
+	// search, when set, makes Create report 1 of 4 seed speakers searched and wait until it
+	// is closed (the voice's search before the job exists)
+	search chan struct{}
 }
 
 func newFakeTraining() *fakeTraining {
@@ -73,6 +77,11 @@ func (f *fakeTraining) Latest(_ context.Context, d *clone.Dataset, goal string) 
 }
 
 func (f *fakeTraining) Create(_ context.Context, d *clone.Dataset, goal string, opt JobOptions) (tune.Job, error) {
+	if f.search != nil && opt.Progress != nil {
+		opt.Progress(1, 4)
+		<-f.search
+		opt.Progress(4, 4)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j := &tune.Job{Job: store.Job{ID: int64(len(f.jobs) + 1), Kind: "asr-finetune", Status: store.JobQueued},
@@ -436,6 +445,42 @@ func TestWizardVoiceWhatToTrain(t *testing.T) {
 		w.refresh()
 		if p.what.Visible() {
 			t.Error("the recognition goal shows the voice's choice")
+		}
+	}
+}
+
+// The voice's seed-speaker search (before the job exists) says how far it is and, from the
+// first speaker done, how long it has left.
+func TestWizardSeedSearchProgress(t *testing.T) {
+	requireWizardModels(t)
+	svc := newTestCloning(t)
+	tr := newFakeTraining()
+	tr.search = make(chan struct{})
+	u, _ := newTestUI(t, Services{Clone: svc, Training: tr})
+	w := u.wizard
+	labelledDataset(t, u, "Ada", goalVoice)
+	test.Tap(w.next)
+	p := w.train
+	waitFor(t, u, "the readiness checks", func() bool { return !p.start.Disabled() })
+	test.Tap(p.start)
+	waitFor(t, u, "the search shown", func() bool { return strings.Contains(p.status.Text, "1 of 4 seed speakers") })
+	if !strings.Contains(p.status.Text, "left.") || !strings.Contains(p.status.Text, "finding the seed speaker") {
+		t.Errorf("search status %q: no time left", p.status.Text)
+	}
+	close(tr.search)
+	waitFor(t, u, "the job to start", func() bool { return p.job != nil })
+	test.Tap(p.cancel)
+	waitFor(t, u, "the job to stop", func() bool { return !p.run })
+}
+
+func TestPrepLeft(t *testing.T) {
+	for _, c := range []struct {
+		spent       time.Duration
+		done, total int
+		want        string
+	}{{10 * time.Second, 0, 4, ""}, {10 * time.Second, 4, 4, ""}, {30 * time.Second, 1, 4, ", about 2 min left"}, {5 * time.Second, 1, 3, ", about a minute left"}} {
+		if got := prepLeft(c.spent, c.done, c.total); got != c.want {
+			t.Errorf("%v %d/%d: %q, want %q", c.spent, c.done, c.total, got, c.want)
 		}
 	}
 }

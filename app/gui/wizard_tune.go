@@ -141,7 +141,7 @@ func (s *trainingService) Create(ctx context.Context, d *clone.Dataset, goal str
 		return tune.Job{}, err
 	}
 	if goal == goalVoice {
-		return s.createVoice(ctx, d, opt.WholeModel)
+		return s.createVoice(ctx, d, opt.WholeModel, opt.Progress)
 	}
 	dir, id, _, err := s.base(ctx)
 	if err != nil {

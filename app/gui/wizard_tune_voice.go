@@ -66,7 +66,7 @@ func (s *trainingService) voiceModel() (dir string, demo bool, err error) {
 	return dir, engines.IsChatTTSDemo(dir), nil
 }
 
-func (s *trainingService) createVoice(ctx context.Context, d *clone.Dataset, whole bool) (tune.Job, error) {
+func (s *trainingService) createVoice(ctx context.Context, d *clone.Dataset, whole bool, progress func(done, total int)) (tune.Job, error) {
 	dir, _, err := s.voiceModel()
 	if err != nil {
 		return tune.Job{}, err
@@ -79,7 +79,7 @@ func (s *trainingService) createVoice(ctx context.Context, d *clone.Dataset, who
 	if s.voice.seeds > 0 {
 		seeds = s.voice.seeds
 	}
-	if seed, sim, spk, err := s.startingSpeaker(ctx, d, dir, seeds); err != nil {
+	if seed, sim, spk, err := s.startingSpeaker(ctx, d, dir, seeds, progress); err != nil {
 		s.log.Info("the voice fine-tune starts from the model's mean speaker", "reason", err)
 	} else {
 		s.log.Info("the voice fine-tune starts from the closest seed speaker", "seed", seed, "similarity", sim)
@@ -89,7 +89,7 @@ func (s *trainingService) createVoice(ctx context.Context, d *clone.Dataset, who
 }
 
 // startingSpeaker is the seed speaker closest to the person (the speaker encoder's choice).
-func (s *trainingService) startingSpeaker(ctx context.Context, d *clone.Dataset, dir string, n int) (int64, float64, []float32, error) {
+func (s *trainingService) startingSpeaker(ctx context.Context, d *clone.Dataset, dir string, n int, progress func(done, total int)) (int64, float64, []float32, error) {
 	fac := s.voice.factory()
 	se, _, err := fac.SpeakerEncoder(ctx, "")
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *trainingService) startingSpeaker(ctx context.Context, d *clone.Dataset,
 		return 0, 0, nil, err
 	}
 	defer eng.Close()
-	return tune.StartingSpeaker(ctx, d, eng, se, n)
+	return tune.StartingSpeaker(ctx, d, eng, se, n, progress)
 }
 
 // evaluateVoice speaks held-out sentences with a random seed voice, a 3-second zero-shot

@@ -179,7 +179,7 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 	}
 	if o.Seeds > 0 && o.Embedder != nil && o.Voice != nil {
 		step("choosing the closest seed speaker")
-		res.Seed, res.SeedSimilarity, err = ClosestSeed(ctx, o.Voice, o.Embedder, []Utterance{{PCM: p16, Text: text}}, o.Seeds)
+		res.Seed, res.SeedSimilarity, err = ClosestSeed(ctx, o.Voice, o.Embedder, []Utterance{{PCM: p16, Text: text}}, o.Seeds, nil)
 		if err != nil {
 			return res, err
 		}
@@ -201,8 +201,9 @@ type Utterance struct {
 // ClosestSeed speaks each utterance's text with seed speakers 1..n and returns the seed
 // whose mean speaker embedding is closest (cosine) to the person's mean over the utterances.
 // Several utterances make the choice steadier than one: one clip's embedding moves with what
-// it says and how it was said.
-func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utterance, n int) (int64, float64, error) {
+// it says and how it was said. progress (nil: none) hears each seed done, so a caller can say
+// how far the search is and how long it has left: it is most of a fine-tune's preparation.
+func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utterance, n int, progress func(done, total int)) (int64, float64, error) {
 	var want meanEmbedding
 	for _, u := range person {
 		e, err := emb.Embed(ctx, u.PCM)
@@ -225,6 +226,9 @@ func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utt
 			if e, err := emb.Embed(ctx, pcm); err == nil { // else too short to embed
 				got.add(e)
 			}
+		}
+		if progress != nil {
+			progress(int(seed), n)
 		}
 		if got.n == 0 {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/parley-voice/parley/audio"
@@ -238,14 +239,23 @@ func TestClosestSeedOverClips(t *testing.T) {
 	}
 	one := []Utterance{{PCM: level(0.2), Text: "hello"}}
 	two := append(one, Utterance{PCM: level(0.4), Text: "good night"})
-	if seed, _, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, one, 6); err != nil || seed != 2 {
+	if seed, _, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, one, 6, nil); err != nil || seed != 2 {
 		t.Fatalf("one clip: seed %d, %v", seed, err)
 	}
-	seed, sim, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, two, 6)
+	var seen []int
+	seed, sim, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, two, 6, func(done, total int) {
+		if total != 6 {
+			t.Errorf("progress total %d", total)
+		}
+		seen = append(seen, done)
+	})
+	if !slices.Equal(seen, []int{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("progress %v, want each seed once in order", seen)
+	}
 	if err != nil || seed != 3 || sim < 0.99 {
 		t.Fatalf("two clips: seed %d (similarity %.3f), %v", seed, sim, err)
 	}
-	if _, _, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, nil, 6); err == nil {
+	if _, _, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, nil, 6, nil); err == nil {
 		t.Fatal("no clip of the person: no error")
 	}
 }

@@ -149,7 +149,7 @@ type SeedSpeakers interface {
 // StartingSpeaker is the speaker vector a voice fine-tune starts from: of the seed speakers
 // 1..n, the one the speaker encoder finds closest to the person over the dataset's
 // startingClips training clips nearest 5 s (one clip's embedding is a noisy judge).
-func StartingSpeaker(ctx context.Context, d *clone.Dataset, eng SeedSpeakers, emb Embedder, n int) (seed int64, sim float64, spk []float32, err error) {
+func StartingSpeaker(ctx context.Context, d *clone.Dataset, eng SeedSpeakers, emb Embedder, n int, progress func(done, total int)) (seed int64, sim float64, spk []float32, err error) {
 	train, _, err := SplitClips(d, 0.2)
 	if err != nil {
 		return 0, 0, nil, err
@@ -170,7 +170,7 @@ func StartingSpeaker(ctx context.Context, d *clone.Dataset, eng SeedSpeakers, em
 		}
 		person = append(person, Utterance{PCM: pcm, Text: c.Text})
 	}
-	if seed, sim, err = ClosestSeed(ctx, eng, emb, person, n); err != nil {
+	if seed, sim, err = ClosestSeed(ctx, eng, emb, person, n, progress); err != nil {
 		return 0, 0, nil, err
 	}
 	spk, err = eng.SampleSpeaker(seed)
