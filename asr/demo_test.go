@@ -83,7 +83,7 @@ func TestDemoModel(t *testing.T) {
 		t.Fatal("demo_expected.json has no items")
 	}
 	gputest.RequireORT(t)
-	r, err := New(demoDir, Config{Provider: "cpu", Threads: 1})
+	r, err := New(demoDir, Config{Provider: "cpu", Threads: 1, LM: "none"}) // greedy: PyTorch's decode
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +176,60 @@ func TestDemoBatchEqualsSingle(t *testing.T) {
 		}
 		if !slices.Equal(one.TokenIDs, batch[i].TokenIDs) {
 			t.Errorf("%s: batched %v, alone %v", filepath.Base(files[i]), batch[i].TokenIDs, one.TokenIDs)
+		}
+	}
+}
+
+// With its lm.bin the demo model decodes by beam search (the default); the error rates of
+// both decoders on the held-out utterances are reported, and a language model file that does
+// not fit, or is not there, is refused by name.
+func TestDemoModelBeam(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(demoDir, LMFile)); err != nil {
+		t.Skipf("no %s beside the demo model: %v", LMFile, err)
+	}
+	gputest.RequireORT(t)
+	b, err := os.ReadFile(filepath.Join(speechDir, "demo_expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct{ Items []demoItem }
+	if err := json.Unmarshal(b, &golden); err != nil {
+		t.Fatal(err)
+	}
+	wer := map[string]float64{}
+	for _, lm := range []string{"none", ""} {
+		r, err := New(demoDir, Config{Provider: "cpu", Threads: 1, LM: lm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e, n int
+		for _, it := range golden.Items {
+			buf, err := audio.ReadWAVFile(filepath.Join(speechDir, it.File))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.TranscribeWith(context.Background(), buf.Data, Options{Language: "en"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Lang != "en" {
+				t.Errorf("lm %q: %s language %q", lm, it.File, res.Lang)
+			}
+			ref, hyp := words(it.Ref), words(res.Text)
+			e += edit.Distance(ref, hyp)
+			n += len(ref)
+			t.Logf("lm %q: %q → %q", lm, it.Ref, res.Text)
+		}
+		r.Close()
+		wer[lm] = float64(e) / float64(max(1, n))
+	}
+	t.Logf("WER greedy %.1f%%, beam with lm.bin %.1f%%", 100*wer["none"], 100*wer[""])
+	if wer[""] > wer["none"]+0.15 {
+		t.Errorf("the beam search is much worse than greedy: %.2f against %.2f", wer[""], wer["none"])
+	}
+	for _, bad := range []string{filepath.Join(t.TempDir(), "missing.bin"), "../testdata/asr/beam/lm.bin"} {
+		if _, err := New(demoDir, Config{Provider: "cpu", Threads: 1, LM: bad}); err == nil || !strings.Contains(err.Error(), filepath.Base(bad)) {
+			t.Errorf("LM %s: %v", bad, err)
 		}
 	}
 }

@@ -71,6 +71,8 @@ type model struct {
 	emoUnknown int // id of <|EMO_UNKNOWN|>, -1 if none
 	lenInt64   bool
 	maxBatch   int // 0 = any batch size
+	lm         *ngramLM // nil: greedy CTC
+	isText     []bool   // ids that are pieces of words (not tags or specials), for the beam search
 	inputs     []string
 	outputs    []string
 }
@@ -143,11 +145,41 @@ func loadModel(path string, cfg Config) (*model, error) {
 		return nil, fmt.Errorf("%w: %s: blank_id %d outside the vocabulary (%d)", ErrBadModel, file, m.blank, m.vocab)
 	}
 	m.emoUnknown = m.tokens.ID("<|EMO_UNKNOWN|>")
+	if err := m.loadLM(cfg.LM, dir); err != nil {
+		return nil, err
+	}
 	m.sess, err = gpu.OpenInfo(info, m.inputs, m.outputs, gpu.Options{Provider: cfg.Provider, IntraOpThreads: cfg.Threads})
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// loadLM loads the beam search's language model: spec "" = dir's lm.bin if there is one,
+// "none" = none, else that file.
+func (m *model) loadLM(spec, dir string) error {
+	path := spec
+	switch spec {
+	case "none":
+		return nil
+	case "":
+		path = filepath.Join(dir, LMFile)
+		if _, err := os.Stat(path); err != nil {
+			return nil
+		}
+	}
+	lm, err := loadLM(path, m.vocab)
+	if err != nil {
+		return err
+	}
+	m.lm = lm
+	m.isText = make([]bool, m.vocab)
+	for id := range m.vocab {
+		p := m.tokens.Piece(id)
+		m.isText[id] = id != m.blank && p != "<s>" && p != "</s>" && p != "<unk>" &&
+			!(strings.HasPrefix(p, "<|") && strings.HasSuffix(p, "|>"))
+	}
+	return nil
 }
 
 func tokensFile(f Format, dir string) string {

@@ -52,6 +52,12 @@ type Config struct {
 	// silero-vad-v5 when there is one (else energy-based cuts), "none" = energy-based cuts
 	// always, anything else a model file that must load.
 	VAD string
+	// LM is the token language model for the beam search: "" = the model directory's lm.bin
+	// when it has one (else greedy CTC), "none" = greedy CTC always, anything else a file that
+	// must load.
+	LM string
+	// Beam tunes the beam search (zero values: its defaults).
+	Beam BeamOptions
 	// Log receives debug timings; nil means slog.Default().
 	Log *slog.Logger
 }
@@ -452,7 +458,13 @@ func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banE
 	tm.Features = t2.Sub(t1)
 	err = m.forward(ctx, feats, rows, langs, norms, func(i int, logits []float32, frames int) {
 		d0 := time.Now()
-		w.ids, w.frames = greedyCTC(logits, frames, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
+		if m.lm != nil && frames > numQueries {
+			// the tags from the query positions, the words from a beam search with the LM
+			w.ids, w.frames = greedyCTC(logits, numQueries, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
+			w.ids, w.frames = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, r.cfg.Beam, w.ids, w.frames)
+		} else {
+			w.ids, w.frames = greedyCTC(logits, frames, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
+		}
 		out[i] = decodeSegment(m.tokens, w.ids, w.frames, seconds(ps[i].offset), seconds(len(ps[i].x)))
 		tm.Decode += time.Since(d0)
 	})

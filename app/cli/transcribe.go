@@ -45,6 +45,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	format := fs.String("format", "text", "output: "+strings.Join(transcribeFormats, " | "))
 	noUnk := fs.Bool("no-emo-unknown", false, "never report the EMO_UNKNOWN emotion; pick the likeliest real one")
 	int8 := fs.Bool("int8", false, "prefer the int8 model file when the model directory has both")
+	lm := fs.String("lm", "", "token language model for a beam search: none = greedy decoding, or a file (default: asr.lm, else the model's lm.bin)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 
 	rec, _, err := env.factory().Recognizer(ctx, model, asr.Config{
-		Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8})
+		Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8, LM: *lm})
 	if errors.Is(err, factory.ErrNoASR) {
 		return fmt.Errorf("%w (or give --model DIR)", err)
 	}

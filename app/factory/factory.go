@@ -135,6 +135,9 @@ func (f *Factory) Recognizer(ctx context.Context, spec string, c asr.Config) (*a
 		return nil, m, err
 	}
 	c.Provider, c.Threads, c.Log = f.cfg.Runtime.Provider, f.cfg.Runtime.IntraOpThreads, f.log
+	if c.LM == "" {
+		c.LM = f.cfg.ASR.LM
+	}
 	r, err := asr.New(m.Path, c)
 	return r, m, err
 }
