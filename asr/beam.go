@@ -95,7 +95,9 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 			lp[i] = float64(x) - lse
 			order[i] = i
 		}
-		sort.Slice(order, func(a, b int) bool { return lp[order[a]] > lp[order[b]] || lp[order[a]] == lp[order[b]] && order[a] < order[b] })
+		sort.Slice(order, func(a, b int) bool {
+			return lp[order[a]] > lp[order[b]] || lp[order[a]] == lp[order[b]] && order[a] < order[b]
+		})
 		cand := order[:min(o.Top, v)]
 		next := map[string]*beamEntry{}
 		get := func(p []int32, fr []int32, lms float64) *beamEntry {

@@ -70,7 +70,7 @@ type model struct {
 	blank      int
 	emoUnknown int // id of <|EMO_UNKNOWN|>, -1 if none
 	lenInt64   bool
-	maxBatch   int // 0 = any batch size
+	maxBatch   int      // 0 = any batch size
 	lm         *ngramLM // nil: greedy CTC
 	isText     []bool   // ids that are pieces of words (not tags or specials), for the beam search
 	inputs     []string
