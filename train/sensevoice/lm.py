@@ -12,7 +12,8 @@ training split, plus drawn assistant sentences, commands and words): no held-out
 
 Interpolated Kneser-Ney (absolute discount per order, continuation counts below the top
 order), stored ARPA-style: for each kept n-gram its log10 probability and, for each context,
-its log10 back-off weight. Highest-order n-grams seen fewer than --min-count times are pruned.
+its log10 back-off weight. N-grams of order 3 and up seen fewer than --min-count times (below the
+top order: with fewer distinct left extensions) are pruned.
 
 File (little-endian): b"PARLEYLM", uint32 version 1, uint32 order, uint32 vocab size, then per
 order k = 1..order: uint32 count and count records of k uint16 ids, float32 log10 p, float32
@@ -91,7 +92,9 @@ def build(seqs: Sequence[Sequence[int]], order: int, vocab: int, discount: float
     for k in range(order):
         keep = {}
         for g, p in probs[k].items():
-            if k == order - 1 and top.get(g, 0) < min_count:
+            # prune rare n-grams of order 3 and up (by count at the top order, by the number of
+            # distinct left extensions below it); unigrams and bigrams stay whole
+            if k >= 2 and (top.get(g, 0) if k == order - 1 else counts[k].get(g, 0)) < min_count:
                 continue
             b = backoff[k].get(g, 1.0) if k < order - 1 else 1.0
             keep[g] = (math.log10(p), math.log10(b))
@@ -128,7 +131,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--checkpoint", required=True, help="the recogniser's checkpoint (its vocabulary), or a directory")
     ap.add_argument("--out", required=True)
     ap.add_argument("--order", type=int, default=4)
-    ap.add_argument("--min-count", type=int, default=2)
+    ap.add_argument("--min-count", type=int, default=8)
     ap.add_argument("--draws", type=int, default=200000, help="assistant sentences, commands and words drawn")
     ap.add_argument("--seed", type=int, default=3)
     a = ap.parse_args(argv)
