@@ -34,6 +34,7 @@ from ..corpus import text as T
 from .train import from_init
 
 BOS, EOS = 1, 2
+NEVER = -99.0  # log10 p of an n-gram kept only for its back-off (ARPA's <s>)
 MAGIC = b"PARLEYLM"
 
 
@@ -88,6 +89,8 @@ def build(seqs: Sequence[Sequence[int]], order: int, vocab: int, discount: float
             h = g[:-1]
             lower = lookup(probs, backoff, g[1:], floor1)
             probs[k][g] = max(c - discount, 0) / ctx_tot[h] + backoff[k - 1][h] * lower
+    for w in range(vocab):  # every token has a unigram (the floor for those the text never has)
+        probs[0].setdefault((w,), floor1)
     out = []
     for k in range(order):
         keep = {}
@@ -98,6 +101,10 @@ def build(seqs: Sequence[Sequence[int]], order: int, vocab: int, discount: float
                 continue
             b = backoff[k].get(g, 1.0) if k < order - 1 else 1.0
             keep[g] = (math.log10(p), math.log10(b))
+        if k < order - 1:  # contexts never predicted themselves (<s>, <s> <s>) still carry a back-off
+            for h, b in backoff[k].items():
+                if h not in probs[k]:
+                    keep[h] = (NEVER, math.log10(b))
         out.append(keep)
     return out
 

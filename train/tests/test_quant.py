@@ -110,3 +110,34 @@ class TemplateTest(unittest.TestCase):
                 a, b = onnx.load(os.path.join(d, name)), onnx.load(os.path.join(here, name))
                 self.assertEqual([n.op_type for n in a.graph.node], [n.op_type for n in b.graph.node], name)
                 self.assertEqual(sorted(t.name for t in a.graph.initializer), sorted(t.name for t in b.graph.initializer))
+
+
+class NgramLMTest(unittest.TestCase):
+    def test_probabilities_sum_to_one_and_beam_prefers_known_words(self):
+        import math
+
+        import numpy as np
+
+        from train.sensevoice.beam import NgramLM, prefix_beam_search
+        from train.sensevoice.lm import build, write
+
+        rng = random_state = np.random.default_rng(0)
+        seqs = []
+        for _ in range(300):
+            s = []
+            for _ in range(int(rng.integers(1, 5))):
+                s += [[4, 5, 6], [7, 8], [9, 10, 11]][int(rng.integers(0, 3))]
+            seqs.append(s)
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "lm.bin")
+            write(p, build(seqs, 3, 12, min_count=1), 12)
+            lm = NgramLM(p)
+        for ctx in [(1, 1), (1, 7), (7, 8), (5, 6), (3, 3)]:
+            total = sum(math.exp(lm.logp(ctx, w)) for w in range(12))
+            self.assertAlmostEqual(total, 1.0, delta=0.03, msg=f"context {ctx}")
+        self.assertGreater(lm.logp((1, 7), 8), lm.logp((1, 7), 5))
+        # acoustics undecided between 5 and 8 after 7: the LM picks the word it knows
+        lp = np.full((4, 12), -12.0)
+        lp[0, 7] = lp[1, 0] = lp[3, 0] = 0.0
+        lp[2, 5], lp[2, 8] = math.log(0.51), math.log(0.49)
+        self.assertEqual(prefix_beam_search(lp, lm, first_text=4), [7, 8])
