@@ -2,6 +2,7 @@ package chattts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -240,14 +241,14 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 	var res *decodeResult
 	for attempt := 0; ; attempt++ {
 		st.emitted = 0
+		// The decoder and Vocos run beside the GPT (overlap): the GPT goes on with the next
+		// frames while a chunk is vocoded on another core.
+		voc := st.overlap(ctx, out)
 		res, err = e.decode(ctx, prompt, decodeOptions{mode: modeCode, sampler: codeSampler, maxNew: e.cfg.MaxNewTokens,
-			spk: spk, prefix: prefix, guide: guide, guideWeight: float32(w), frames: func(n int, hiddens []float32) error {
-				pcm, ok, err := st.at(ctx, hiddens, n)
-				if err != nil || !ok {
-					return err
-				}
-				return out(pcm, false)
-			}})
+			spk: spk, prefix: prefix, guide: guide, guideWeight: float32(w), frames: voc.send})
+		if werr := voc.wait(); werr != nil && (err == nil || errors.Is(err, errVocoder)) {
+			err = werr
+		}
 		if err != nil {
 			return err
 		}
@@ -280,6 +281,62 @@ type streamer struct {
 }
 
 func (e *Engine) newStreamer(ist *ISTFT) *streamer { return &streamer{e: e, ist: ist} }
+
+// vocoder runs a streamer's chunks in a goroutine of its own, in order, handing each chunk's
+// audio to out; send queues the hidden states so far (the decode loop only ever appends past
+// them, so the slice stays valid), wait ends the queue and returns the first error.
+type vocoder struct {
+	jobs chan vocJob
+	done chan struct{}
+	err  error // set by the goroutine before done closes
+	fail chan struct{}
+}
+
+type vocJob struct {
+	n       int
+	hiddens []float32
+}
+
+func (s *streamer) overlap(ctx context.Context, out func([]float32, bool) error) *vocoder {
+	v := &vocoder{jobs: make(chan vocJob, 4), done: make(chan struct{}), fail: make(chan struct{})}
+	go func() {
+		defer close(v.done)
+		for j := range v.jobs {
+			if v.err != nil {
+				continue // drain after a failure
+			}
+			pcm, ok, err := s.at(ctx, j.hiddens, j.n)
+			if err == nil && ok {
+				err = out(pcm, false)
+			}
+			if err != nil {
+				v.err = err
+				close(v.fail)
+			}
+		}
+	}()
+	return v
+}
+
+// send is the decode loop's frames callback: it fails once the vocoder has failed (stopping
+// the decode), and waits when the vocoder is 4 chunks behind.
+func (v *vocoder) send(n int, hiddens []float32) error {
+	select {
+	case <-v.fail:
+		return errVocoder
+	case v.jobs <- vocJob{n: n, hiddens: hiddens}:
+		return nil
+	}
+}
+
+func (v *vocoder) wait() error {
+	close(v.jobs)
+	<-v.done
+	return v.err
+}
+
+// errVocoder stops a decode whose vocoder failed; wait returns the vocoder's own error.
+var errVocoder = errors.New("chattts: the vocoder stopped")
 
 // at is called after n frames; ok says whether it is time for a chunk.
 func (s *streamer) at(ctx context.Context, hiddens []float32, n int) ([]float32, bool, error) {
