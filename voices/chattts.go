@@ -86,8 +86,11 @@ func EncodeChatTTSSpeaker(v []float32) (string, error) {
 	return encodeB14(buf.Bytes()), nil
 }
 
-// encodeB14 is base16384: the bytes as one big-endian bit stream cut into 14-bit groups (the
+// EncodeBase16384 is base16384 (pybase16384, ChatTTS's text form for speakers and its
+// spk_stat). encodeB14 is base16384: the bytes as one big-endian bit stream cut into 14-bit groups (the
 // last zero-padded), each written as U+4E00+group, then U+3D00+(len mod 7) when that is not 0.
+func EncodeBase16384(b []byte) string { return encodeB14(b) }
+
 func encodeB14(b []byte) string {
 	var sb strings.Builder
 	var acc uint32
@@ -108,6 +111,9 @@ func encodeB14(b []byte) string {
 	}
 	return sb.String()
 }
+
+// DecodeBase16384 decodes base16384 (EncodeBase16384); errors wrap ErrInvalid.
+func DecodeBase16384(s string) ([]byte, error) { return decodeB14(s) }
 
 func decodeB14(s string) ([]byte, error) {
 	rs := []rune(s)

@@ -247,7 +247,9 @@ func TestModelsImportChatTTSRelease(t *testing.T) {
 	dir := isolate(t)
 	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
 	src := filepath.Join(dir, "ChatTTS checkout")
-	copyDir(t, "../../testdata/chattts/tiny-release/asset", filepath.Join(src, "asset"))
+	if err := os.CopyFS(filepath.Join(src, "asset"), os.DirFS("../../testdata/chattts/tiny-release/asset")); err != nil {
+		t.Fatal(err)
+	}
 	spk := "../../testdata/chattts/tiny-release/config.py"
 	tpl := "../../testdata/chattts/template-tiny"
 	if code, _, stderr := runCLI(t, "models", "import", "--template", tpl, src); code == 0 ||
@@ -271,26 +273,5 @@ func TestModelsImportChatTTSRelease(t *testing.T) {
 	_, caps, _ := runCLI(t, "say", "--engine", "chattts", "--capabilities")
 	if !strings.Contains(caps, `"model": "chattts"`) {
 		t.Errorf("capabilities: %s", caps)
-	}
-}
-
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

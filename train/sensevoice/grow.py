@@ -16,7 +16,6 @@ Writes a checkpoint in our layout (model, config, tokens, cmvn, sp_model) for
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
 from typing import List, Optional
@@ -25,15 +24,7 @@ import torch
 
 from ..trainer import load_torch
 from . import model as svm
-
-
-def _checkpoint(path: str) -> str:
-    if os.path.isdir(path):
-        found = sorted(glob.glob(os.path.join(path, "ckpt-*.pt")))
-        if not found:
-            raise ValueError(f"{path}: no ckpt-*.pt")
-        return found[-1]
-    return path
+from .export import resolve_checkpoint
 
 
 def identity_block(layer: svm.SANMLayer) -> None:
@@ -107,7 +98,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the new blocks' other weights")
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    path = _checkpoint(a.checkpoint)
+    path = resolve_checkpoint(a.checkpoint)
     ck = load_torch(path)
     missing = [k for k in ("model", "config", "tokens", "cmvn") if k not in ck]
     if missing:

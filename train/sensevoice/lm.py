@@ -31,6 +31,7 @@ import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..corpus import text as T
+from .export import resolve_checkpoint
 from .train import from_init
 
 BOS, EOS = 1, 2
@@ -142,11 +143,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--draws", type=int, default=200000, help="assistant sentences, commands and words drawn")
     ap.add_argument("--seed", type=int, default=3)
     a = ap.parse_args(argv)
-    ck = a.checkpoint
-    if os.path.isdir(ck):
-        ck = sorted(p for p in os.listdir(ck) if p.startswith("ckpt-"))[-1]
-        ck = os.path.join(a.checkpoint, ck)
-    vocab, _, _ = from_init(ck, {})
+    vocab, _, _ = from_init(resolve_checkpoint(a.checkpoint), {})
     pool = T.load_pool(log=sys.stderr)
     texts = sentences(pool, a.draws, a.seed)
     first = len(vocab.pieces) - sum(1 for p in vocab.pieces if not p.startswith("<|") and p not in ("<unk>", "<s>", "</s>"))

@@ -138,20 +138,8 @@ func BenchmarkVsPyTorch(b *testing.B) {
 			defer e.Close()
 			prompt := benchPrompt(e)
 			pyMS := torchMSPerFrame(b, dir, prompt, 1)
-			spk := e.stat.Sample(1)
-			best := time.Duration(math.MaxInt64)
 			b.ResetTimer()
-			for b.Loop() {
-				p := e.codeParams(tts.Request{})
-				p.MinNewTokens = benchFrames
-				t0 := time.Now()
-				if _, err := e.decode(context.Background(), prompt, decodeOptions{mode: modeCode,
-					sampler: NewSampler(p, NewRNG(1)), maxNew: benchFrames, spk: spk}); err != nil {
-					b.Fatal(err)
-				}
-				best = min(best, time.Since(t0))
-			}
-			goMS := float64(best.Microseconds()) / 1000 / benchFrames
+			goMS := bestMSPerFrame(b, e, prompt)
 			b.ReportMetric(goMS, "go-ms/frame")
 			b.ReportMetric(pyMS, "torch-ms/frame")
 			b.ReportMetric(goMS/pyMS, "go/torch")
@@ -172,12 +160,18 @@ func torchMSPerFrame(b *testing.B, dir string, prompt []int, threads int) float6
 	for i, id := range prompt {
 		ids[i] = fmt.Sprint(id)
 	}
+	dir, err := filepath.Abs(dir) // the script runs from the repository root
+	if err != nil {
+		b.Fatal(err)
+	}
 	cmd := exec.Command("/usr/bin/python3", "train/tts/chattts_decode_bench.py", "--model", dir,
 		"--prompt", strings.Join(ids, ","), "--frames", fmt.Sprint(benchFrames), "--threads", fmt.Sprint(threads))
 	cmd.Dir = "../.."
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		b.Skipf("PyTorch baseline unavailable (/usr/bin/python3 with torch): %v", err)
+		b.Skipf("PyTorch baseline unavailable (/usr/bin/python3 with torch): %v: %s", err, tail(stderr.String(), 1200))
 	}
 	var py struct {
 		MS float64 `json:"ms_per_frame"`
@@ -187,6 +181,8 @@ func torchMSPerFrame(b *testing.B, dir string, prompt []int, threads int) float6
 	}
 	return py.MS
 }
+
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }
 
 // bestMSPerFrame is the fastest of the benchmark loop's code passes of benchFrames frames.
 func bestMSPerFrame(b *testing.B, e *Engine, prompt []int) float64 {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,12 +62,12 @@ func TestInt8FollowsFP32(t *testing.T) {
 	}
 	want := frames(r32.Codes, e32.mc.GPT.NumVQ)
 	for i, f := range want { // fp32 is PyTorch's (TestGreedyMatchesPyTorch); the baseline here
-		if !equalInt32(f, ref.Greedy.Codes[i]) {
+		if !slices.Equal(f, ref.Greedy.Codes[i]) {
 			t.Fatalf("fp32 frame %d differs from PyTorch", i)
 		}
 	}
 	got := frames(r8.Codes, e8.mc.GPT.NumVQ)
-	if len(got) == 0 || !equalInt32(got[0], want[0]) {
+	if len(got) == 0 || !slices.Equal(got[0], want[0]) {
 		t.Fatalf("first frame %v, fp32 %v", got[:min(1, len(got))], want[0])
 	}
 	H := e8.mc.GPT.Hidden
@@ -84,18 +85,6 @@ func TestInt8FollowsFP32(t *testing.T) {
 	if rel > 0.01 {
 		t.Errorf("first hidden state %.4f relative RMS from fp32 (want ≤ 0.01)", rel)
 	}
-}
-
-func equalInt32(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestPrecisionChoice(t *testing.T) {

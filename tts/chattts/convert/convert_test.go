@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -34,35 +33,16 @@ func convertTiny(t *testing.T, edit func(assets string)) (string, error) {
 	t.Helper()
 	src := tinyRelease
 	if edit != nil {
-		src = t.TempDir()
-		copyTree(t, tinyRelease, src)
+		src = filepath.Join(t.TempDir(), "release")
+		if err := os.CopyFS(src, os.DirFS(tinyRelease)); err != nil {
+			t.Fatal(err)
+		}
 		edit(filepath.Join(src, "asset"))
 	}
 	out := filepath.Join(t.TempDir(), "chattts")
 	_, err := Convert(context.Background(), Options{Assets: filepath.Join(src, "asset"), SpkStat: filepath.Join(src, "config.py"),
 		Template: os.DirFS(tinyTemplate)}, out)
 	return out, err
-}
-
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(from, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func open(t *testing.T, dir, precision string) *chattts.Engine {
@@ -258,44 +238,6 @@ func TestHalfToFloat(t *testing.T) {
 	if !math.IsInf(float64(halfToFloat(0x7c00)), 1) || !math.IsNaN(float64(halfToFloat(0x7e00))) {
 		t.Error("inf/nan")
 	}
-}
-
-func TestBase16384(t *testing.T) {
-	// pybase16384's encoding of "hello" and of 7 bytes (no remainder marker)
-	for _, in := range [][]byte{[]byte("hello"), {1, 2, 3, 4, 5, 6, 7}, {0xff}, {}} {
-		got, err := decodeBase16384(encode16384(in))
-		if err != nil || !slices.Equal(got, in) {
-			t.Errorf("%v: %v %v", in, got, err)
-		}
-	}
-	for _, bad := range []string{"abc", "一\u3d07x"} {
-		if _, err := decodeBase16384(bad); err == nil {
-			t.Errorf("%q decoded", bad)
-		}
-	}
-}
-
-// encode16384 is train/chattts/checkpoint.py b14_encode, for the round trip.
-func encode16384(b []byte) string {
-	var out []rune
-	var acc uint32
-	bits := 0
-	for _, x := range b {
-		acc = acc<<8 | uint32(x)
-		bits += 8
-		if bits >= 14 {
-			bits -= 14
-			out = append(out, rune(0x4E00+(acc>>bits)&0x3FFF))
-		}
-		acc &= 1<<bits - 1
-	}
-	if bits > 0 {
-		out = append(out, rune(0x4E00+(acc<<(14-bits))&0x3FFF))
-	}
-	if len(b)%7 != 0 {
-		out = append(out, rune(0x3D00+len(b)%7))
-	}
-	return string(out)
 }
 
 func FuzzParseSafetensors(f *testing.F) {

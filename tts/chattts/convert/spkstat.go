@@ -6,43 +6,9 @@ import (
 	"math"
 	"regexp"
 	"strings"
-)
 
-// decodeBase16384 decodes base16384 (as pybase16384, which ChatTTS uses for speaker strings and
-// its spk_stat): 14 bits per character from U+4E00..U+8DFF, a big-endian bit stream; a final
-// U+3D01..U+3D06 gives the byte count mod 7.
-func decodeBase16384(s string) ([]byte, error) {
-	rs := []rune(strings.TrimSpace(s))
-	rem := 0
-	if n := len(rs); n > 0 && rs[n-1] > 0x3D00 && rs[n-1] <= 0x3D06 {
-		rem = int(rs[n-1] - 0x3D00)
-		rs = rs[:n-1]
-	}
-	var acc uint32
-	bits := 0
-	out := make([]byte, 0, len(rs)*14/8)
-	for i, r := range rs {
-		if r < 0x4E00 || r > 0x8DFF {
-			return nil, fmt.Errorf("base16384: character %d (U+%04X) outside U+4E00..U+8DFF", i, r)
-		}
-		acc = acc<<14 | uint32(r-0x4E00)
-		bits += 14
-		for bits >= 8 {
-			bits -= 8
-			out = append(out, byte(acc>>bits))
-		}
-		acc &= 1<<bits - 1
-	}
-	full := len(rs) / 4 * 7
-	if rem != 0 {
-		full = (len(rs) - (8*rem+13)/14) / 4 * 7
-	}
-	n := full + rem
-	if n < 0 || len(out) < n {
-		return nil, fmt.Errorf("base16384: %d characters hold fewer than %d bytes", len(rs), n)
-	}
-	return out[:n], nil
-}
+	"github.com/parley-voice/parley/voices"
+)
 
 var spkStatRe = regexp.MustCompile(`spk_stat\s*:\s*str\s*=\s*\(\s*"([^"]+)"`)
 
@@ -54,7 +20,7 @@ func parseSpkStat(name, text string, hidden int) ([]float32, error) {
 	if m := spkStatRe.FindStringSubmatch(text); m != nil {
 		s = m[1]
 	}
-	raw, err := decodeBase16384(s)
+	raw, err := voices.DecodeBase16384(strings.TrimSpace(s))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: spk_stat: %v", ErrRelease, name, err)
 	}
