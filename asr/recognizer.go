@@ -58,7 +58,7 @@ type Config struct {
 	LM string
 	// Beam tunes the beam search (zero values: its defaults).
 	Beam BeamOptions
-	// Log receives debug timings; nil means slog.Default().
+	// Log receives debug timings; nil discards them.
 	Log *slog.Logger
 }
 
@@ -131,7 +131,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 		cfg.BatchSize = 8
 	}
 	if cfg.Log == nil {
-		cfg.Log = slog.Default()
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	m, err := loadModel(modelPath, cfg)
 	if err != nil {

@@ -65,7 +65,7 @@ type Config struct {
 	// Precision is the GPT's: PrecisionAuto ("" too), PrecisionFP32 or PrecisionInt8.
 	Precision   string
 	Calibration control.Calibration
-	Log         *slog.Logger
+	Log         *slog.Logger // nil discards
 }
 
 // Engine is a loaded ChatTTS export. Safe for concurrent use.
@@ -95,7 +95,7 @@ type Engine struct {
 // inputs and outputs checked against the config, the tokenizer and spk_stat.bin.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
-		cfg.Log = slog.Default()
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Calibration.Strengths == nil {
 		cfg.Calibration = control.DefaultCalibration()

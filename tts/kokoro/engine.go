@@ -39,7 +39,7 @@ type Config struct {
 	Voice       string      // default voice pack (default: af_heart if present, else the first by name)
 	Options     gpu.Options // session options
 	Calibration control.Calibration
-	Log         *slog.Logger
+	Log         *slog.Logger // nil discards
 }
 
 // Engine is a loaded Kokoro model. Safe for concurrent use.
@@ -62,7 +62,7 @@ type Engine struct {
 // New loads and validates a Kokoro model directory.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
-		cfg.Log = slog.Default()
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Calibration.Strengths == nil {
 		cfg.Calibration = control.DefaultCalibration()
