@@ -49,8 +49,8 @@ const (
 
 // Config configures the engine.
 type Config struct {
-	Dir     string      // the export directory (config.json, gpt.onnx, …)
-	Options gpu.Options // ONNX Runtime session options
+	Dir string      // the export directory (config.json, gpt.onnx, …)
+	GPU gpu.Options // ONNX Runtime session options
 	// Voice is the default voice: "" (the model's default_seed, else DefaultSeed), "seed:N",
 	// "none" (ChatTTS's [empty_spk]) or a ChatTTS speaker string.
 	Voice           string
@@ -164,7 +164,7 @@ func New(cfg Config) (*Engine, error) {
 		}
 	}
 	open := func(part string, in, out []string) (*gpu.Session, error) {
-		return gpu.Open(e.files[part], in, out, cfg.Options)
+		return gpu.Open(e.files[part], in, out, cfg.GPU)
 	}
 	part, precision, why, err := e.pickGPT()
 	if err != nil {

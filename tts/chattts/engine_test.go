@@ -64,7 +64,7 @@ func readTinyRef(t testing.TB) *tinyRef {
 func tinyEngine(t testing.TB, mod ...func(*Config)) *Engine {
 	t.Helper()
 	gputest.RequireORT(t)
-	cfg := Config{Dir: tinyDir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}}
+	cfg := Config{Dir: tinyDir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}}
 	for _, m := range mod {
 		m(&cfg)
 	}

@@ -65,7 +65,7 @@ func (e *Engine) pickGPT() (part, precision, why string, err error) {
 		if !has {
 			return "gpt", PrecisionFP32, "", nil
 		}
-		plan, err := gpu.PlanFor(e.cfg.Options)
+		plan, err := gpu.PlanFor(e.cfg.GPU)
 		if err != nil {
 			return "", "", "", err
 		}

@@ -37,7 +37,7 @@ type Config struct {
 	Dir         string      // model directory
 	Model       string      // model file (default: the first of ModelFiles present in Dir)
 	Voice       string      // default voice pack (default: af_heart if present, else the first by name)
-	Options     gpu.Options // session options
+	GPU         gpu.Options // session options
 	Calibration control.Calibration
 	Log         *slog.Logger // nil discards
 }
@@ -120,7 +120,7 @@ func New(cfg Config) (*Engine, error) {
 	} else if packs[cfg.Voice] == nil {
 		return nil, fmt.Errorf("%w: %q (have %s)", tts.ErrUnknownVoice, cfg.Voice, strings.Join(names(packs), ", "))
 	}
-	sess, err := gpu.OpenInfo(info, []string{in, "style", "speed"}, []string{out}, cfg.Options)
+	sess, err := gpu.OpenInfo(info, []string{in, "style", "speed"}, []string{out}, cfg.GPU)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ import (
 func testEngine(t testing.TB, dir string) *Engine {
 	t.Helper()
 	gputest.RequireORT(t)
-	e, err := New(Config{Dir: dir, Options: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatalf("New(%s): %v", dir, err)
 	}
