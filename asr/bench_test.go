@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-voice/parley/asr/asrtest"
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -67,7 +68,7 @@ func BenchmarkPipeline(b *testing.B) {
 
 func benchPipeline(b *testing.B, dir string) {
 	gputest.RequireORT(b)
-	r, err := New(dir, Config{Provider: "cpu"})
+	r, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/edit"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -83,7 +84,7 @@ func TestDemoModel(t *testing.T) {
 		t.Fatal("demo_expected.json has no items")
 	}
 	gputest.RequireORT(t)
-	r, err := New(demoDir, Config{Provider: "cpu", Threads: 1, LM: "none"}) // greedy: PyTorch's decode
+	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: "none"}) // greedy: PyTorch's decode
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestDemoBatchEqualsSingle(t *testing.T) {
 		t.Skipf("demo model not in this checkout: %v", err)
 	}
 	gputest.RequireORT(t)
-	r, err := New(demoDir, Config{Provider: "cpu", Threads: 1, BatchSize: 8})
+	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, BatchSize: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestDemoModelBeam(t *testing.T) {
 	}
 	wer := map[string]float64{}
 	for _, lm := range []string{"none", ""} {
-		r, err := New(demoDir, Config{Provider: "cpu", Threads: 1, LM: lm})
+		r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: lm})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +229,7 @@ func TestDemoModelBeam(t *testing.T) {
 		t.Errorf("the beam search is much worse than greedy: %.2f against %.2f", wer[""], wer["none"])
 	}
 	for _, bad := range []string{filepath.Join(t.TempDir(), "missing.bin"), "../testdata/asr/beam/lm.bin"} {
-		if _, err := New(demoDir, Config{Provider: "cpu", Threads: 1, LM: bad}); err == nil || !strings.Contains(err.Error(), filepath.Base(bad)) {
+		if _, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: bad}); err == nil || !strings.Contains(err.Error(), filepath.Base(bad)) {
 			t.Errorf("LM %s: %v", bad, err)
 		}
 	}

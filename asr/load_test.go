@@ -28,7 +28,7 @@ func copyFile(t *testing.T, src, dst string) {
 // the ids the sherpa-onnx export gives.
 func TestFunASRLayout(t *testing.T) {
 	gputest.RequireORT(t)
-	fr, err := New(filepath.Join("testdata", "funasr-tiny"), Config{Provider: "cpu", Threads: 1})
+	fr, err := New(filepath.Join("testdata", "funasr-tiny"), Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestInt8Preference(t *testing.T) {
 	if p := r.Info().Path; filepath.Base(p) != "model.onnx" {
 		t.Fatalf("default loaded %s", p)
 	}
-	f, err := New(filepath.Join(tinyDir, "model.int8.onnx"), Config{Provider: "cpu", Threads: 1})
+	f, err := New(filepath.Join(tinyDir, "model.int8.onnx"), Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatalf("a model file path: %v", err)
 	}
@@ -112,7 +112,7 @@ func TestBadModels(t *testing.T) {
 		{"FunASR without tokens.json", mk("nojson", map[string]string{"model.onnx": filepath.Join(funasr, "model.onnx"), "am.mvn": filepath.Join(funasr, "am.mvn")}), []string{"tokens.json"}},
 	}
 	for _, c := range cases {
-		r, err := New(c.dir, Config{Provider: "cpu", Threads: 1})
+		r, err := New(c.dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 		if err == nil {
 			r.Close()
 			t.Errorf("%s: loaded", c.name)
@@ -145,7 +145,7 @@ func TestModelLoadedOnce(t *testing.T) {
 	gputest.RequireORT(t)
 	for _, dir := range []string{tinyDir, filepath.Join("testdata", "funasr-tiny")} {
 		before := gpu.Loads()
-		r, err := New(dir, Config{Provider: "cpu", Threads: 1, VAD: "none"}) // the VAD is its own model
+		r, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, VAD: "none"}) // the VAD is its own model
 		if err != nil {
 			t.Fatal(err)
 		}

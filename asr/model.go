@@ -148,7 +148,7 @@ func loadModel(path string, cfg Config) (*model, error) {
 	if err := m.loadLM(cfg.LM, dir); err != nil {
 		return nil, err
 	}
-	m.sess, err = gpu.OpenInfo(info, m.inputs, m.outputs, gpu.Options{Provider: cfg.Provider, IntraOpThreads: cfg.Threads})
+	m.sess, err = gpu.OpenInfo(info, m.inputs, m.outputs, cfg.GPU)
 	if err != nil {
 		return nil, err
 	}

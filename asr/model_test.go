@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 )
 
@@ -19,11 +20,11 @@ var tinyDir = filepath.Join("..", "testdata", "sensevoice", "tiny")
 func newTiny(t testing.TB, cfg Config) *Recognizer {
 	t.Helper()
 	gputest.RequireORT(t)
-	if cfg.Threads == 0 {
-		cfg.Threads = 1
+	if cfg.GPU.IntraOpThreads == 0 {
+		cfg.GPU.IntraOpThreads = 1
 	}
-	if cfg.Provider == "" {
-		cfg.Provider = "cpu"
+	if cfg.GPU.Provider == "" {
+		cfg.GPU.Provider = "cpu"
 	}
 	r, err := New(tinyDir, cfg)
 	if err != nil {
@@ -229,7 +230,7 @@ func TestLanguageOption(t *testing.T) {
 		t.Error("language fr accepted")
 	}
 	gputest.RequireORT(t)
-	if _, err := New(tinyDir, Config{Options: Options{Language: "klingon"}, Provider: "cpu", Threads: 1}); err == nil {
+	if _, err := New(tinyDir, Config{Options: Options{Language: "klingon"}, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}}); err == nil {
 		t.Error("New accepted language klingon")
 	}
 }

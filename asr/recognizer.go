@@ -38,10 +38,8 @@ type Config struct {
 	Options
 	// Int8 prefers model.int8.onnx (or model_quant.onnx) when a directory has both.
 	Int8 bool
-	// Provider and Threads choose the ONNX Runtime execution provider and intra-op threads
-	// (see gpu.Options).
-	Provider string
-	Threads  int
+	// GPU is the model's ONNX Runtime session options (execution provider, intra-op threads).
+	GPU gpu.Options
 	// Workers bounds how many model calls run at once (default 1); more callers wait.
 	Workers int
 	// BatchSize is how many pieces one model call may take in TranscribeBatch (default 8).
@@ -112,8 +110,8 @@ type ModelInfo struct {
 // sherpa-onnx export (model.onnx / model.int8.onnx + tokens.txt) or the FunASR one
 // (model.onnx / model_quant.onnx + am.mvn + tokens.json).
 func New(modelPath string, cfg Config) (*Recognizer, error) {
-	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.MaxSegment < 0 || cfg.Threads < 0 {
-		return nil, fmt.Errorf("%w: negative Workers, BatchSize, Threads or MaxSegment", ErrConfig)
+	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.MaxSegment < 0 || cfg.GPU.IntraOpThreads < 0 {
+		return nil, fmt.Errorf("%w: negative Workers, BatchSize, GPU.IntraOpThreads or MaxSegment", ErrConfig)
 	}
 	if cfg.MaxSegment > MaxSegment {
 		return nil, fmt.Errorf("%w: MaxSegment %v is over the model's %v", ErrConfig, cfg.MaxSegment, MaxSegment)

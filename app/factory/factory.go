@@ -134,7 +134,7 @@ func (f *Factory) Recognizer(ctx context.Context, spec string, c asr.Config) (*a
 	if err != nil {
 		return nil, m, err
 	}
-	c.Provider, c.Threads, c.Log = f.cfg.Runtime.Provider, f.cfg.Runtime.IntraOpThreads, f.log
+	c.GPU, c.Log = f.GPU(), f.log
 	if c.LM == "" {
 		c.LM = f.cfg.ASR.LM
 	}

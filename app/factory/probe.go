@@ -24,7 +24,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // ProbeASR loads a SenseVoice model directory.
 func ProbeASR(dir string) error {
-	r, err := asr.New(dir, asr.Config{Provider: gpu.ProviderCPU, Threads: 1, VAD: "none", Log: quiet()})
+	r, err := asr.New(dir, asr.Config{GPU: probeCPU, VAD: "none", Log: quiet()})
 	if err == nil {
 		r.Close()
 	}

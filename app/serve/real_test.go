@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/parley-voice/parley/gpu"
 	"io"
 	"net/http"
 	"os"
@@ -43,7 +44,7 @@ func realASR(t testing.TB) (r *asr.Recognizer, id string, demo bool) {
 	}
 	// ITN off, as config's asr.itn default: the demo model is trained without ITN and the
 	// retrained one (01bf813) loses "weather" in the test sentence with it on
-	r, err := asr.New(dir, asr.Config{Options: asr.Options{Language: "auto", ITN: false}, Threads: 1, Workers: 2})
+	r, err := asr.New(dir, asr.Config{Options: asr.Options{Language: "auto", ITN: false}, GPU: gpu.Options{IntraOpThreads: 1}, Workers: 2})
 	if err != nil {
 		t.Fatalf("asr model %s: %v", dir, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/voices/clone"
@@ -234,7 +235,7 @@ func TestNewASRJobManifest(t *testing.T) {
 
 // asrOpener opens recognisers for Evaluate.
 func asrOpener(dir string) (clone.Transcriber, func(), error) {
-	rec, err := asr.New(dir, asr.Config{Provider: "cpu", Threads: 1})
+	rec, err := asr.New(dir, asr.Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		return nil, nil, err
 	}
