@@ -32,6 +32,7 @@ import torch
 from .infer import Sampling, generate_codes, prompt_ids, speaker_from_seed, synthesize, vocode
 from .tokenizer import WordPieceTokenizer
 from .train import Feats, GPTData, build_model, collate_gpt, table_size
+from ..edit import edit_distance
 from ..trainer import load_torch
 
 SR = 24000
@@ -91,13 +92,7 @@ def norm(s: str) -> str:
 
 
 def edits(a: str, b: str) -> int:
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
+    return edit_distance(a, b)
 
 
 def cer(refs: List[str], hyps: List[str]) -> float:
