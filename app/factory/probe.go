@@ -60,7 +60,7 @@ func ProbeChatTTS(dir string) error {
 
 // ProbeLLM loads an onnx-community decoder LLM directory.
 func ProbeLLM(dir string) error {
-	m, err := builtin.Open(dir, builtin.Options{Provider: gpu.ProviderCPU, Threads: 1, Log: quiet()})
+	m, err := builtin.Open(dir, builtin.Options{GPU: probeCPU, Log: quiet()})
 	if err == nil {
 		m.Close()
 	}

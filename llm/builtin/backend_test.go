@@ -3,6 +3,7 @@ package builtin
 import (
 	"context"
 	"errors"
+	"github.com/parley-voice/parley/gpu"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 func tinyBackend(t *testing.T, variant string) *Backend {
 	t.Helper()
 	needORT(t)
-	b, err := Load(tinyDir, Options{Variant: variant, Threads: 1})
+	b, err := Load(tinyDir, Options{Variant: variant, GPU: gpu.Options{IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestCancel(t *testing.T) {
 // is a clear error; invalid UTF-8 in a turn is replaced, not fatal.
 func TestContextAndBadInput(t *testing.T) {
 	needORT(t)
-	b, err := Load(tinyDir, Options{Variant: "fp32", Threads: 1, Context: 160})
+	b, err := Load(tinyDir, Options{Variant: "fp32", GPU: gpu.Options{IntraOpThreads: 1}, Context: 160})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +259,7 @@ func TestBadModels(t *testing.T) {
 	t.Run("template fails to render", func(t *testing.T) {
 		dir := copyTiny(t)
 		os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte("{{ raise_exception('no tools here') if tools else messages[0].content }}"), 0o644)
-		b, err := Load(dir, Options{Variant: "fp32", Threads: 1})
+		b, err := Load(dir, Options{Variant: "fp32", GPU: gpu.Options{IntraOpThreads: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}

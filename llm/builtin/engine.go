@@ -19,11 +19,10 @@ import (
 // Options configure Open. The zero value picks the variant automatically and runs on the CPU
 // with one thread per physical core.
 type Options struct {
-	Variant  string // "auto" (default), a variant name (q4, int8, fp32, fp16, …) or an .onnx file name
-	Provider string // gpu.Options.Provider: auto | cpu | cuda[:N]
-	Threads  int    // intra-op threads; 0: gpu.DefaultIntraOpThreads (physical cores less one)
-	Context  int    // context window in tokens; 0: min(max_position_embeddings, 4096)
-	Log      *slog.Logger
+	Variant string      // "auto" (default), a variant name (q4, int8, fp32, fp16, …) or an .onnx file name
+	GPU     gpu.Options // session options; zero: auto provider, gpu.DefaultIntraOpThreads
+	Context int         // context window in tokens; 0: min(max_position_embeddings, 4096)
+	Log     *slog.Logger
 }
 
 // Model is an opened decoder with its tokenizer and chat template.
@@ -76,7 +75,7 @@ func Open(dir string, o Options) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := gpu.OpenInfo(info, lay.inputs, lay.outputs, gpu.Options{Provider: o.Provider, IntraOpThreads: o.Threads})
+	sess, err := gpu.OpenInfo(info, lay.inputs, lay.outputs, o.GPU)
 	if err != nil {
 		return nil, err
 	}

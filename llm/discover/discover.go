@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parley-voice/parley/gpu"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -226,7 +227,7 @@ func selectBuiltin(spec string, opt Options, log *slog.Logger) (Choice, error) {
 	if err != nil {
 		return Choice{}, err
 	}
-	b, err := builtin.Load(dir, builtin.Options{Provider: opt.Provider, Threads: opt.Threads, Log: log})
+	b, err := builtin.Load(dir, builtin.Options{GPU: gpu.Options{Provider: opt.Provider, IntraOpThreads: opt.Threads}, Log: log})
 	if err != nil {
 		return Choice{}, err
 	}
