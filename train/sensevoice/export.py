@@ -124,15 +124,17 @@ def round_fp16(model: torch.nn.Module, min_elements: int = FP16_MIN_ELEMENTS) ->
     return model
 
 
-def store_fp16(m, min_elements: int = FP16_MIN_ELEMENTS) -> int:
+def store_fp16(m, min_elements: int = FP16_MIN_ELEMENTS, only=None) -> int:
     """Rewrite an ONNX model in place: float32 initializers of at least min_elements values
-    become float16 initializers read through a Cast to float32.  Returns how many."""
+    (or, with ``only``, those named in it) become float16 initializers read through a Cast to
+    float32.  Returns how many."""
     from onnx import TensorProto, helper, numpy_helper
 
     g = m.graph
     casts, n = [], 0
     for init in g.initializer:
-        if init.data_type != TensorProto.FLOAT or int(np.prod(init.dims)) < min_elements:
+        if init.data_type != TensorProto.FLOAT or (init.name not in only if only is not None
+                                                   else int(np.prod(init.dims)) < min_elements):
             continue
         w = numpy_helper.to_array(init)
         h = w.astype(np.float16)

@@ -136,7 +136,18 @@ def _values(m) -> Dict[str, np.ndarray]:
     for n in m.graph.node:
         if n.op_type == "Identity" and n.input[0] in vals:
             vals[n.output[0]] = vals[n.input[0]]
+        # export --fp16-weights stores a weight W as float16 W_fp16 read through Cast -> W
+        if n.op_type == "Cast" and n.input[0] in vals and vals[n.input[0]].dtype == np.float16:
+            vals[n.output[0]] = vals[n.input[0]].astype(np.float32)
     return vals
+
+
+def _fp16_weights(m) -> set:
+    """The weights an export stores as float16 (W_fp16 read through a Cast to W)."""
+    from onnx import TensorProto
+
+    return {t.name[: -len("_fp16")] for t in m.graph.initializer
+            if t.data_type == TensorProto.FLOAT16 and t.name.endswith("_fp16")}
 
 
 def _plausible(real: Dict[str, np.ndarray], cfg: svm.SenseVoiceConfig) -> bool:
@@ -201,6 +212,13 @@ def recover(path: str, work: Optional[str] = None):
             # the same model, checked by exporting it again
             again = os.path.join(tmp, "again.onnx")
             export_onnx(model, again, meta)
+            halves = _fp16_weights(src)
+            if halves:  # stored as the source stored them (their values are float16-exact)
+                from .export import store_fp16
+
+                m2 = onnx.load(again)
+                store_fp16(m2, only=halves)
+                onnx.save(m2, again)
             diffs = compare_onnx(again, file)
             if diffs:
                 raise RecoverError(f"{file}: the recovered model exports differently: {diffs[:3]}")

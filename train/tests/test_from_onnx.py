@@ -35,6 +35,43 @@ class RecoverTest(unittest.TestCase):
             self.assertTrue(torch.allclose(got[k].float(), v.float(), atol=1e-5 * max(1.0, float(v.abs().max()))), k)
         self.assertEqual(len(cmvn["neg_mean"]), 560)
 
+    def test_fp16_weights_come_back(self):
+        """An export with float16 weights (the shipped demo recogniser's --fp16-weights) is
+        recovered too: its Cast-read weights resolve, and the re-export stored the same way is
+        the same model."""
+        import onnx
+
+        from train.sensevoice.export import store_fp16
+
+        model, _, _, _ = fo.recover(TINY)
+        shutil.copytree(TINY, os.path.join(self.dir, "fp16"))
+        path = os.path.join(self.dir, "fp16", "model.onnx")
+        m = onnx.load(path)
+        # round every weight to float16 first, as export --fp16-weights does
+        from onnx import numpy_helper
+
+        for t in m.graph.initializer:
+            a = numpy_helper.to_array(t)
+            if a.dtype.kind == "f" and a.size >= 64:
+                t.CopyFrom(numpy_helper.from_array(a.astype("float16").astype("float32"), t.name))
+        self.assertGreater(store_fp16(m, min_elements=64), 0)
+        onnx.save(m, path)
+        got, _, _, size = fo.recover(os.path.join(self.dir, "fp16"))
+        self.assertEqual(size, "tiny")
+        for k, v in model.state_dict().items():
+            self.assertTrue(torch.allclose(got.state_dict()[k].float(), v.float(), atol=2e-3 * max(1.0, float(v.abs().max()))), k)
+
+    def test_the_shipped_recogniser_comes_back(self):
+        """The embedded demo recogniser (float16 weights) is what the wizard's "improve
+        recognition of my voice" starts from: it must be recoverable (it was not from session
+        10's fp16 export until session 12)."""
+        demo = os.path.join(ROOT, "assets", "demo", "sensevoice")
+        if not os.path.exists(os.path.join(demo, "model.onnx")):
+            self.skipTest("no demo recogniser in this checkout")
+        model, vocab, _, size = fo.recover(demo)
+        self.assertIn(size, svm.SIZES)
+        self.assertEqual(len(vocab.pieces), model.cfg.vocab_size)
+
     def test_cli_writes_what_training_takes(self):
         with contextlib.redirect_stdout(io.StringIO()):
             self.assertEqual(fo.main(["--model", TINY, "--out", self.dir]), 0)
