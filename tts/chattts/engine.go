@@ -166,14 +166,19 @@ func New(cfg Config) (*Engine, error) {
 	open := func(part string, in, out []string) (*gpu.Session, error) {
 		return gpu.Open(e.files[part], in, out, cfg.GPU)
 	}
-	part, precision, why, err := e.pickGPT()
+	part, precision, why, int8Info, err := e.pickGPT()
 	if err != nil {
 		return nil, err
 	}
 	if why != "" {
 		cfg.Log.Warn("chattts: the GPT runs at fp32", "asked", cfg.Precision, "reason", why)
 	}
-	if e.gpt, err = open(part, gptInputs, gptOutputs); err != nil {
+	if int8Info != nil {
+		e.gpt, err = gpu.OpenInfo(int8Info, gptInputs, gptOutputs, cfg.GPU)
+	} else {
+		e.gpt, err = open(part, gptInputs, gptOutputs)
+	}
+	if err != nil {
 		return nil, err
 	}
 	e.precision = precision

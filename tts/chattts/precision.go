@@ -49,49 +49,50 @@ func int8CPUFor(arch string, x86 x86Features, bits int) (bool, string) {
 
 // pickGPT decides which GPT graph to open for the configured precision: the part name
 // ("gpt" or Int8File), the precision it runs at and, when that is not what was asked for,
-// why (logged).
-func (e *Engine) pickGPT() (part, precision, why string, err error) {
+// why (logged). For the int8 graph it also returns what it read of the file, so the session
+// opens without reading it again.
+func (e *Engine) pickGPT() (part, precision, why string, info *gpu.ModelInfo, err error) {
 	want := e.cfg.Precision
 	_, has := e.files[Int8File]
 	switch want {
 	case PrecisionFP32:
-		return "gpt", PrecisionFP32, "", nil
+		return "gpt", PrecisionFP32, "", nil, nil
 	case PrecisionInt8:
 		if !has {
-			return "", "", "", fmt.Errorf("%w: %s has no int8 GPT (files.%s in %s); export it with python3 -m train.chattts.export --int8, or use precision fp32",
+			return "", "", "", nil, fmt.Errorf("%w: %s has no int8 GPT (files.%s in %s); export it with python3 -m train.chattts.export --int8, or use precision fp32",
 				ErrModel, e.cfg.Dir, Int8File, ConfigFile)
 		}
 	case PrecisionAuto:
 		if !has {
-			return "gpt", PrecisionFP32, "", nil
+			return "gpt", PrecisionFP32, "", nil, nil
 		}
 		plan, err := gpu.PlanFor(e.cfg.GPU)
 		if err != nil {
-			return "", "", "", err
+			return "", "", "", nil, err
 		}
 		if plan.Use.Kind != gpu.ProviderCPU {
-			return "gpt", PrecisionFP32, "", nil // fp32 on a GPU: the int8 graph is a CPU speed-up
+			return "gpt", PrecisionFP32, "", nil, nil // fp32 on a GPU: the int8 graph is a CPU speed-up
 		}
 	}
-	info, err := gpu.Inspect(e.files[Int8File])
+	info, err = gpu.Inspect(e.files[Int8File])
 	if err != nil {
-		return "", "", "", err
+		return "", "", "", nil, err
 	}
 	n, err := info.QuantizedMatMuls()
 	if err != nil {
-		return "", "", "", err
+		return "", "", "", nil, err
 	}
 	if n == 0 {
-		return "", "", "", fmt.Errorf("%w: %s (files.%s) has no quantized MatMul", ErrModel, info.Path, Int8File)
+		return "", "", "", nil, fmt.Errorf("%w: %s (files.%s) has no quantized MatMul", ErrModel, info.Path, Int8File)
 	}
 	bits := 8
 	if s, ok := info.Meta("quantization_bits"); ok {
 		if bits, err = strconv.Atoi(s); err != nil || bits < 2 || bits > 8 {
-			return "", "", "", fmt.Errorf("%w: %s: metadata quantization_bits %q", ErrModel, info.Path, s)
+			return "", "", "", nil, fmt.Errorf("%w: %s: metadata quantization_bits %q", ErrModel, info.Path, s)
 		}
 	}
 	if ok, reason := int8CPU(bits); !ok {
-		return "gpt", PrecisionFP32, reason, nil
+		return "gpt", PrecisionFP32, reason, nil, nil
 	}
-	return Int8File, PrecisionInt8, "", nil
+	return Int8File, PrecisionInt8, "", info, nil
 }
