@@ -2,6 +2,10 @@ package device_test
 
 import (
 	"context"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +109,96 @@ func BenchmarkCaptureToVAD(b *testing.B) {
 	b.ReportMetric(per(startRule), "start_rule_ms")
 	b.ReportMetric(per(endRule), "end_rule_ms")
 	b.ReportMetric(float64(capt.Stats().Dropped), "dropped_frames")
+}
+
+// BenchmarkPlaybackUnderLoad plays 6 s of a made tone at the live path's latency (30 ms, 10 ms
+// buffers) while goroutines keep every core busy allocating (so the garbage collector runs
+// throughout), records the sink's monitor and counts the gaps the listener would hear:
+// gaps_per_min is the number of 5 ms blocks inside the tone that came out silent, per minute
+// of audio; host_xruns_per_min the under-runs PortAudio reported. The callback runs in C, so
+// the Go scheduler and the collector cannot make it late.
+func BenchmarkPlaybackUnderLoad(b *testing.B) {
+	pulse := audiotest.RequirePulse(b)
+	h, err := device.Open(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	const rate, secs = 48000, 6
+	tone := make([]float32, rate*secs)
+	for i := range tone {
+		tone[i] = 0.3 * float32(math.Sin(2*math.Pi*440*float64(i)/rate))
+	}
+	var gaps, xruns float64
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		capt, err := h.OpenCapture(device.CaptureConfig{StreamConfig: device.StreamConfig{Device: pulse.Device, SampleRate: rate, Channels: 1, Latency: 100 * time.Millisecond}, Format: audio.Format{SampleRate: rate, Channels: 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		play, err := h.OpenPlayback(device.PlaybackConfig{StreamConfig: device.StreamConfig{Device: pulse.Device, SampleRate: rate, Channels: 1, BufferFrames: rate / 100, Latency: 30 * time.Millisecond}, Format: audio.Format{SampleRate: rate, Channels: 1}, Echo: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := 0; w < 2*runtime.GOMAXPROCS(0); w++ {
+			wg.Add(1)
+			go func() { // garbage, as synthesis and decoding make it
+				defer wg.Done()
+				var keep [][]byte
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					keep = append(keep, make([]byte, 64<<10))
+					if len(keep) > 64 {
+						keep = keep[:0]
+					}
+				}
+			}()
+		}
+		recorded := make(chan *audio.Buffer, 1)
+		go func() {
+			r, _ := audio.ReadAll(ctx, audio.LimitSource(capt, rate*(secs+2)), 0)
+			recorded <- r
+		}()
+		capt.WaitRunning(ctx, 100*time.Millisecond)
+		play.WaitRunning(ctx, 100*time.Millisecond)
+		if _, err := play.Write(ctx, tone); err != nil {
+			b.Fatal(err)
+		}
+		play.Drain(ctx)
+		close(stop)
+		wg.Wait()
+		rec := <-recorded
+		ps := play.Stats()
+		play.Close()
+		capt.Close()
+		cancel()
+		// the tone's span in the recording: from its first to its last loud block
+		const blk = rate / 200
+		var loud []bool
+		for j := 0; j+blk <= len(rec.Data); j += blk {
+			loud = append(loud, audio.RMS(rec.Data[j:j+blk]) > 0.05)
+		}
+		first, last := slices.Index(loud, true), len(loud)-1
+		for last > first && !loud[last] {
+			last--
+		}
+		silent := 0
+		if first >= 0 {
+			for _, l := range loud[first : last+1] {
+				if !l {
+					silent++
+				}
+			}
+		}
+		gaps += float64(silent) / secs * 60
+		xruns += float64(ps.HostFlags+ps.Underflows) / secs * 60
+	}
+	b.ReportMetric(gaps/float64(b.N), "gaps_per_min")
+	b.ReportMetric(xruns/float64(b.N), "host_xruns_per_min")
 }

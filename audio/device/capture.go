@@ -8,11 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gordonklaus/portaudio"
 	"github.com/parley-voice/parley/audio"
 )
 
-// counters are the atomics a callback updates.
+// counters are the atomics a callback updates. They live in the C callback's memory
+// (prt_counters in rt.go, the same layout).
 type counters struct {
 	callbacks, frames, overflows, dropped, underflows, hostFlags atomic.Uint64
 	firstTime                                                    atomic.Int64 // stream time (ns) of the first frame, +1 so 0 means unset
@@ -30,14 +30,15 @@ type stream struct {
 	info   Info
 	cfg    StreamConfig
 	dev    audio.Format
-	pa     *portaudio.Stream
-	ctr    counters
+	pa     *rtStream
+	ctr    *counters
 	events chan Event
 	lost   atomic.Pointer[error]
 	done   chan struct{}
 	once   sync.Once
 	shared bool         // the PortAudio stream belongs to a Duplex, which stops and closes it
 	beat   atomic.Int64 // wall clock (Unix ns) when the watchdog last saw callbacks progress
+	kick   func()       // wakes the goroutines sleeping on the stream's rings
 	wg     sync.WaitGroup
 	poll   time.Duration
 }
@@ -74,6 +75,9 @@ func (s *stream) watch(dir Direction) {
 			} else if now.Sub(lastAt) > limit {
 				err := fmt.Errorf("%w: %s %q: no audio callback for %v", ErrDeviceLost, dir, s.info.Name, now.Sub(lastAt).Round(time.Millisecond))
 				s.lost.Store(&err)
+				if s.kick != nil {
+					s.kick()
+				}
 				s.emit(Event{Kind: Lost, Err: err})
 				return
 			}
@@ -141,7 +145,7 @@ func (s *stream) close() error {
 // opened with. One goroutine reads at a time.
 type Capture struct {
 	stream
-	ring   *audio.Ring
+	rt     *rtCapture // the ring the callback fills, in C memory
 	conv   audio.Source
 	closed atomic.Bool
 }
@@ -160,14 +164,13 @@ func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := pa.openStream(c.cfg.params(d, Input), c.callback)
+	st, err := pa.openStream(c.cfg.params(d, Input), c.rt, nil)
 	if err != nil {
 		return nil, fmt.Errorf("device: opening input %q at %d Hz × %d: %w", d.Name, c.cfg.SampleRate, c.cfg.Channels, err)
 	}
 	c.pa = st
 	if err := st.Start(); err != nil {
-		st.Close()
-		pa.open--
+		pa.closeStream(st)
 		return nil, fmt.Errorf("device: starting input %q: %w", d.Name, err)
 	}
 	c.wg.Add(1)
@@ -198,31 +201,17 @@ func (h *Host) newCapture(cfg CaptureConfig) (*Capture, Info, error) {
 	c.events = make(chan Event, 16)
 	c.done = make(chan struct{})
 	c.poll = pollInterval(cfg.BufferFrames, cfg.SampleRate)
-	c.ring = audio.NewRing(int(int64(cfg.Ring) * int64(cfg.SampleRate) / int64(time.Second) * int64(cfg.Channels)))
+	if c.rt, err = newRTCapture(int(int64(cfg.Ring)*int64(cfg.SampleRate)/int64(time.Second)*int64(cfg.Channels)), cfg.Channels); err != nil {
+		return nil, Info{}, err
+	}
+	c.ctr = c.rt.counters()
+	c.kick = c.rt.wake.kick
+	freeWhenUnreachable(c, &c.rt.inStream, c.rt.free)
 	raw := &ringSource{c: c}
 	if c.conv, err = audio.Convert(raw, cfg.Format, audio.Quality(cfg.Quality)); err != nil {
 		return nil, Info{}, err
 	}
 	return c, d, nil
-}
-
-// callback runs on PortAudio's real-time thread: copy, count, nothing else.
-func (c *Capture) callback(in []float32, ti portaudio.StreamCallbackTimeInfo, flags portaudio.StreamCallbackFlags) {
-	if c.ctr.firstTime.Load() == 0 {
-		c.ctr.firstTime.Store(int64(ti.InputBufferAdcTime) + 1)
-	}
-	ch := c.dev.Channels
-	n := min(len(in), c.ring.Free()/ch*ch)
-	c.ring.Write(in[:n])
-	if n < len(in) {
-		c.ctr.overflows.Add(1)
-		c.ctr.dropped.Add(uint64((len(in) - n) / ch))
-	}
-	if flags&(portaudio.InputOverflow|portaudio.InputUnderflow) != 0 {
-		c.ctr.hostFlags.Add(1)
-	}
-	c.ctr.frames.Add(uint64(len(in) / ch))
-	c.ctr.callbacks.Add(1)
 }
 
 // Format is the format Read delivers.
@@ -255,6 +244,7 @@ func (c *Capture) StartTime() time.Duration {
 // Close stops the stream; a blocked Read returns io.EOF.
 func (c *Capture) Close() error {
 	c.closed.Store(true)
+	c.rt.wake.kick()
 	return c.close()
 }
 
@@ -267,9 +257,9 @@ func (r *ringSource) Read(ctx context.Context, p []float32) (int, error) {
 	c := r.c
 	ch := c.dev.Channels
 	p = p[:len(p)/ch*ch]
-	var timer *time.Timer
+	ring, wake := c.rt.ring, c.rt.wake
 	for {
-		if n := c.ring.Read(p); n > 0 {
+		if n := ring.Read(p); n > 0 {
 			return n, nil
 		}
 		if c.closed.Load() {
@@ -278,16 +268,15 @@ func (r *ringSource) Read(ctx context.Context, p []float32) (int, error) {
 		if err := c.lostErr(); err != nil {
 			return 0, err
 		}
-		if timer == nil {
-			timer = time.NewTimer(c.poll)
-			defer timer.Stop()
-		} else {
-			timer.Reset(c.poll)
+		if err := ctx.Err(); err != nil {
+			return 0, err
 		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-timer.C:
+		wake.arm()
+		if ring.Len() > 0 { // arrived before the flag was seen
+			continue
+		}
+		if err := wake.sleep(ctx); err != nil {
+			return 0, err
 		}
 	}
 }

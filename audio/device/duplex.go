@@ -16,7 +16,7 @@ import (
 type Duplex struct {
 	Capture  *Capture
 	Playback *Playback
-	pa       *portaudio.Stream
+	pa       *rtStream
 	once     sync.Once
 }
 
@@ -56,15 +56,14 @@ func (h *Host) OpenDuplex(cfg DuplexConfig) (*Duplex, error) {
 	params.SampleRate = float64(p.cfg.SampleRate)
 	params.FramesPerBuffer = p.cfg.BufferFrames
 	d := &Duplex{Capture: c, Playback: p}
-	st, err := pa.openStream(params, d.callback)
+	st, err := pa.openStream(params, c.rt, p.rt)
 	if err != nil {
 		return nil, fmt.Errorf("device: opening duplex %q → %q at %d Hz: %w", din.Name, dout.Name, p.cfg.SampleRate, err)
 	}
 	d.pa, c.pa, p.pa = st, st, st
 	c.shared, p.shared = true, true
 	if err := st.Start(); err != nil {
-		st.Close()
-		pa.open--
+		pa.closeStream(st)
 		return nil, fmt.Errorf("device: starting duplex %q → %q: %w", din.Name, dout.Name, err)
 	}
 	c.wg.Add(1)
@@ -74,12 +73,6 @@ func (h *Host) OpenDuplex(cfg DuplexConfig) (*Duplex, error) {
 	h.log.Debug("duplex open", "input", din.Name, "output", dout.Name, "rate", p.cfg.SampleRate,
 		"in_channels", c.cfg.Channels, "out_channels", p.cfg.Channels, "buffer", p.cfg.BufferFrames)
 	return d, nil
-}
-
-// callback runs on PortAudio's real-time thread: both halves' callbacks, nothing else.
-func (d *Duplex) callback(in, out []float32, ti portaudio.StreamCallbackTimeInfo, flags portaudio.StreamCallbackFlags) {
-	d.Capture.callback(in, ti, flags)
-	d.Playback.callback(out, ti, flags)
 }
 
 // Close stops the stream at once and closes both halves.

@@ -83,12 +83,13 @@ func (l *paLife) rescan() (bool, error) {
 	return true, l.ensure()
 }
 
-// openStream opens a PortAudio stream and counts it. Call with mu held.
-func (l *paLife) openStream(p portaudio.StreamParameters, cb any) (*portaudio.Stream, error) {
+// openStream opens a PortAudio stream over the given halves (either may be nil) and counts
+// it. Call with mu held.
+func (l *paLife) openStream(p portaudio.StreamParameters, capt *rtCapture, play *rtPlayback) (*rtStream, error) {
 	if err := l.ensure(); err != nil {
 		return nil, err
 	}
-	s, err := portaudio.OpenStream(p, cb)
+	s, err := openRT(p, capt, play)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +98,7 @@ func (l *paLife) openStream(p portaudio.StreamParameters, cb any) (*portaudio.St
 }
 
 // closeStream closes a stream opened by openStream (after Stop or Abort).
-func (l *paLife) closeStream(s *portaudio.Stream) error {
+func (l *paLife) closeStream(s *rtStream) error {
 	err := s.Close()
 	l.mu.Lock()
 	l.open--

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gordonklaus/portaudio"
 	"github.com/parley-voice/parley/audio"
 )
 
@@ -18,19 +17,27 @@ import (
 // reference (EchoRef), for echo suppression.
 type Playback struct {
 	stream
-	in          audio.Format
-	ring        *audio.Ring
-	echo        *audio.Ring
-	rs          *audio.Resampler
-	mixed       []float32
-	conv        []float32
-	gen         atomic.Uint64 // bumped by Stop
-	poison      atomic.Uint64 // the callback discards ring samples before this write position
-	streaming   atomic.Bool   // between the first Write and Drain/Stop: a short ring is an underflow
-	handed      atomic.Uint64 // ring position handed to the device (consumer position after each callback)
-	wgen        uint64        // writer-owned: the generation of the last Write
-	closed      atomic.Bool
-	echoDropped atomic.Uint64
+	in     audio.Format
+	rt     *rtPlayback // the rings and flags the callback shares, in C memory
+	rs     *audio.Resampler
+	mixed  []float32
+	conv   []float32
+	gen    atomic.Uint64 // bumped by Stop
+	wgen   uint64        // writer-owned: the generation of the last Write
+	closed atomic.Bool
+}
+
+// The callback's state (rt.go): poison is the write position before which the callback
+// discards queued samples; streaming is set between the first Write and Drain/Stop (a short
+// ring is then an underflow); handed is the ring position handed to the device.
+func (p *Playback) poison() *atomic.Uint64 { return p.rt.poison() }
+func (p *Playback) handed() *atomic.Uint64 { return p.rt.handed() }
+func (p *Playback) setStreaming(on bool) {
+	var v uint32
+	if on {
+		v = 1
+	}
+	p.rt.streaming().Store(v)
 }
 
 // PlaybackConfig configures OpenPlayback.
@@ -48,14 +55,13 @@ func (h *Host) OpenPlayback(cfg PlaybackConfig) (*Playback, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := pa.openStream(p.cfg.params(d, Output), p.callback)
+	st, err := pa.openStream(p.cfg.params(d, Output), nil, p.rt)
 	if err != nil {
 		return nil, fmt.Errorf("device: opening output %q at %d Hz × %d: %w", d.Name, p.cfg.SampleRate, p.cfg.Channels, err)
 	}
 	p.pa = st
 	if err := st.Start(); err != nil {
-		st.Close()
-		pa.open--
+		pa.closeStream(st)
 		return nil, fmt.Errorf("device: starting output %q: %w", d.Name, err)
 	}
 	p.wg.Add(1)
@@ -89,50 +95,25 @@ func (h *Host) newPlayback(cfg PlaybackConfig) (*Playback, Info, error) {
 	p.events = make(chan Event, 16)
 	p.done = make(chan struct{})
 	p.poll = pollInterval(cfg.BufferFrames, cfg.SampleRate)
-	p.ring = audio.NewRing(int(int64(cfg.Ring) * int64(cfg.SampleRate) / int64(time.Second) * int64(cfg.Channels)))
 	if cfg.Echo == 0 {
 		cfg.Echo = 4 * time.Second
 	}
+	echo := 0
 	if cfg.Echo > 0 {
-		p.echo = audio.NewRing(int(int64(cfg.Echo) * int64(cfg.SampleRate) / int64(time.Second) * int64(cfg.Channels)))
+		echo = int(int64(cfg.Echo) * int64(cfg.SampleRate) / int64(time.Second) * int64(cfg.Channels))
 	}
+	if p.rt, err = newRTPlayback(int(int64(cfg.Ring)*int64(cfg.SampleRate)/int64(time.Second)*int64(cfg.Channels)), echo, cfg.Channels); err != nil {
+		return nil, Info{}, err
+	}
+	p.ctr = p.rt.counters()
+	p.kick = p.rt.kick
+	freeWhenUnreachable(p, &p.rt.inStream, p.rt.free)
 	if cfg.Format.SampleRate != cfg.SampleRate {
 		if p.rs, err = audio.NewResampler(cfg.Format.SampleRate, cfg.SampleRate, cfg.Channels, audio.Quality(cfg.Quality)); err != nil {
 			return nil, Info{}, err
 		}
 	}
 	return p, d, nil
-}
-
-// callback runs on PortAudio's real-time thread.
-func (p *Playback) callback(out []float32, ti portaudio.StreamCallbackTimeInfo, flags portaudio.StreamCallbackFlags) {
-	if p.ctr.firstTime.Load() == 0 {
-		p.ctr.firstTime.Store(int64(ti.OutputBufferDacTime) + 1)
-	}
-	// barge-in: drop everything queued before the stop point
-	if pos, read := p.poison.Load(), p.ring.Consumed(); read < pos {
-		p.ring.Discard(int(pos - read))
-	}
-	n := p.ring.Read(out)
-	if n < len(out) {
-		clear(out[n:])
-		if p.streaming.Load() && n < len(out) {
-			p.ctr.underflows.Add(1) // the writer is mid-stream but did not keep up
-		}
-	}
-	p.handed.Store(p.ring.Consumed())
-	if p.echo != nil {
-		w := min(len(out), p.echo.Free()/p.dev.Channels*p.dev.Channels)
-		p.echo.Write(out[:w])
-		if w < len(out) {
-			p.echoDropped.Add(uint64(len(out) - w))
-		}
-	}
-	if flags&(portaudio.OutputUnderflow|portaudio.OutputOverflow) != 0 {
-		p.ctr.hostFlags.Add(1)
-	}
-	p.ctr.frames.Add(uint64(len(out) / p.dev.Channels))
-	p.ctr.callbacks.Add(1)
 }
 
 // Format is the format Write accepts.
@@ -196,18 +177,18 @@ func (p *Playback) convert(s []float32, flush bool) {
 func (p *Playback) push(ctx context.Context, gen uint64) error {
 	buf := p.conv
 	ch := p.dev.Channels
-	var timer *time.Timer
+	ring := p.rt.ring
 	for len(buf) > 0 {
-		n := min(len(buf), p.ring.Free()/ch*ch)
+		n := min(len(buf), ring.Free()/ch*ch)
 		if n > 0 {
-			p.ring.Write(buf[:n])
+			ring.Write(buf[:n])
 			buf = buf[n:]
-			p.streaming.Store(true) // from now on, running dry is an underflow
+			p.setStreaming(true) // from now on, running dry is an underflow
 		}
 		if p.gen.Load() != gen {
-			p.streaming.Store(false)
+			p.setStreaming(false)
 			// Stop raced with this write: make sure what we just queued is dropped too
-			p.raisePoison(p.ring.Written())
+			p.raisePoison(ring.Written())
 			if p.rs != nil {
 				p.rs.Reset()
 			}
@@ -222,16 +203,15 @@ func (p *Playback) push(ctx context.Context, gen uint64) error {
 		if p.closed.Load() {
 			return ErrClosed
 		}
-		if timer == nil {
-			timer = time.NewTimer(p.poll)
-			defer timer.Stop()
-		} else {
-			timer.Reset(p.poll)
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-timer.C:
+		p.rt.space.arm()
+		if ring.Free() >= min(len(buf), ch) { // room came before the flag was seen
+			continue
+		}
+		if err := p.rt.space.sleep(ctx); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -239,8 +219,8 @@ func (p *Playback) push(ctx context.Context, gen uint64) error {
 
 func (p *Playback) raisePoison(pos uint64) {
 	for {
-		old := p.poison.Load()
-		if pos <= old || p.poison.CompareAndSwap(old, pos) {
+		old := p.poison().Load()
+		if pos <= old || p.poison().CompareAndSwap(old, pos) {
 			return
 		}
 	}
@@ -250,9 +230,10 @@ func (p *Playback) raisePoison(pos uint64) {
 // device buffer (plus the host's own output latency) of queued audio still sounds. A Write in
 // progress returns ErrStopped; later Writes play normally. Safe from any goroutine.
 func (p *Playback) Stop() {
-	p.streaming.Store(false)
+	p.setStreaming(false)
 	p.gen.Add(1)
-	p.raisePoison(p.ring.Written())
+	p.raisePoison(p.rt.ring.Written())
+	p.rt.space.kick() // a Write or Drain waiting for the device returns now
 }
 
 // Drain flushes the resampler's tail, waits until everything queued has been handed to the
@@ -265,29 +246,30 @@ func (p *Playback) Drain(ctx context.Context) error {
 			return err
 		}
 	}
-	target := p.ring.Written()
-	p.streaming.Store(false) // the end of the stream is coming: running dry now is expected
-	var timer *time.Timer
-	for p.handed.Load() < target && p.gen.Load() == gen {
+	target := p.rt.ring.Written()
+	p.setStreaming(false) // the end of the stream is coming: running dry now is expected
+	for p.handed().Load() < target && p.gen.Load() == gen {
 		if err := p.lostErr(); err != nil {
 			return err
 		}
-		if timer == nil {
-			timer = time.NewTimer(p.poll)
-			defer timer.Stop()
-		} else {
-			timer.Reset(p.poll)
+		if p.closed.Load() {
+			return ErrClosed
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-timer.C:
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p.rt.space.arm()
+		if p.handed().Load() >= target {
+			break
+		}
+		if err := p.rt.space.sleep(ctx); err != nil {
+			return err
 		}
 	}
 	if p.gen.Load() != gen {
 		return ErrStopped
 	}
-	lat := p.pa.Info().OutputLatency
+	lat := p.pa.OutputLatency()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -298,7 +280,7 @@ func (p *Playback) Drain(ctx context.Context) error {
 
 // Queued is the audio waiting in the ring (not yet handed to the device).
 func (p *Playback) Queued() time.Duration {
-	return p.dev.Duration(p.ring.Len())
+	return p.dev.Duration(p.rt.ring.Len())
 }
 
 // Played is the number of device frames the device has been handed since it opened
@@ -320,18 +302,19 @@ func (p *Playback) Events() <-chan Event { return p.events }
 // StartTime + i/rate. Read it steadily: when its ring is full, frames are dropped (counted by
 // EchoDropped) and alignment is lost. Nil when the echo reference is disabled.
 func (p *Playback) EchoRef() audio.Source {
-	if p.echo == nil {
+	if !p.rt.hasEcho() {
 		return nil
 	}
 	return &echoSource{p: p}
 }
 
 // EchoDropped is the number of echo samples dropped because nobody read them.
-func (p *Playback) EchoDropped() uint64 { return p.echoDropped.Load() }
+func (p *Playback) EchoDropped() uint64 { return p.rt.echoDropped().Load() }
 
 // Close stops the stream at once (queued audio is dropped; Drain first to play it out).
 func (p *Playback) Close() error {
 	p.closed.Store(true)
+	p.rt.kick()
 	return p.close()
 }
 
@@ -343,9 +326,9 @@ func (e *echoSource) Read(ctx context.Context, dst []float32) (int, error) {
 	p := e.p
 	ch := p.dev.Channels
 	dst = dst[:len(dst)/ch*ch]
-	var timer *time.Timer
+	ring, wake := p.rt.echo, p.rt.echoWake
 	for {
-		if n := p.echo.Read(dst); n > 0 {
+		if n := ring.Read(dst); n > 0 {
 			return n, nil
 		}
 		if p.closed.Load() {
@@ -354,16 +337,15 @@ func (e *echoSource) Read(ctx context.Context, dst []float32) (int, error) {
 		if err := p.lostErr(); err != nil {
 			return 0, err
 		}
-		if timer == nil {
-			timer = time.NewTimer(p.poll)
-			defer timer.Stop()
-		} else {
-			timer.Reset(p.poll)
+		if err := ctx.Err(); err != nil {
+			return 0, err
 		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-timer.C:
+		wake.arm()
+		if ring.Len() > 0 {
+			continue
+		}
+		if err := wake.sleep(ctx); err != nil {
+			return 0, err
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gordonklaus/portaudio"
 	"github.com/parley-voice/parley/audio"
 )
 
@@ -27,9 +26,14 @@ func fakeStream(s *stream, name string) {
 }
 
 func fakeCapture(t *testing.T, name string) *Capture {
-	c := &Capture{ring: audio.NewRing(16000)}
+	rt, err := newRTCapture(16000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Capture{rt: rt}
 	fakeStream(&c.stream, name)
-	var err error
+	c.ctr, c.kick = rt.counters(), rt.wake.kick
+	freeWhenUnreachable(c, &rt.inStream, rt.free)
 	if c.conv, err = audio.Convert(&ringSource{c: c}, audio.Mono16k, audio.QualityHigh); err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +41,14 @@ func fakeCapture(t *testing.T, name string) *Capture {
 }
 
 func fakePlayback(name string) *Playback {
-	p := &Playback{in: audio.Mono16k, ring: audio.NewRing(16000), echo: audio.NewRing(16000)}
+	rt, err := newRTPlayback(16000, 16000, 1)
+	if err != nil {
+		panic(err) // out of memory in a test
+	}
+	p := &Playback{in: audio.Mono16k, rt: rt}
 	fakeStream(&p.stream, name)
+	p.ctr, p.kick = rt.counters(), rt.kick
+	freeWhenUnreachable(p, &rt.inStream, rt.free)
 	return p
 }
 
@@ -48,6 +58,9 @@ func lostErr(name string) error { return fmt.Errorf("%w: %q: test", ErrDeviceLos
 func kill(s *stream) {
 	err := lostErr(s.info.Name)
 	s.lost.Store(&err)
+	if s.kick != nil {
+		s.kick()
+	}
 	s.emit(Event{Kind: Lost, Err: err})
 }
 
@@ -143,7 +156,7 @@ func feed(c *Capture, v float32, n int) {
 	for i := range in {
 		in[i] = v
 	}
-	c.callback(in, portaudio.StreamCallbackTimeInfo{}, 0)
+	c.rt.callback(in, 0, 0)
 }
 
 func TestBackoff(t *testing.T) {
@@ -335,7 +348,7 @@ func TestResilientPlaybackEcho(t *testing.T) {
 		if _, err := rp.Write(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		p.callback(out, portaudio.StreamCallbackTimeInfo{}, 0)
+		p.rt.callback(out, 0, 0)
 	}
 	play(p1, 0.5)
 	kill(&p1.stream)

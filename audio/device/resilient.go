@@ -185,7 +185,7 @@ func (h *Host) OpenResilientPlayback(cfg PlaybackConfig, rec Recovery) (*Resilie
 	p.r.rescan = pa.rescan
 	p.r.ready = gate.check
 	p.r.onSwap = p.swapped
-	if first.echo != nil {
+	if first.rt.hasEcho() {
 		p.segs = []echoSeg{{p: first}}
 	}
 	p.r.start(first)
@@ -203,7 +203,7 @@ func (p *ResilientPlayback) swapped(prev, cur *Playback) {
 		}
 		p.lastBase += prev.Played() + uint64(gap)
 	}
-	if cur.echo == nil {
+	if !cur.rt.hasEcho() {
 		return
 	}
 	p.segs = append(p.segs, echoSeg{p: cur, gap: gap})

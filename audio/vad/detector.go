@@ -30,7 +30,12 @@ type Config struct {
 	PreRoll     time.Duration // audio kept before the detected start in an utterance's samples: 300 ms
 	HangOver    time.Duration // audio kept after the detected end: 150 ms
 	MaxSpeech   time.Duration // an utterance is cut (Forced) at this length: 30 s
-	GPU         gpu.Options   // session options; empty Provider = CPU, one thread
+	// Quiet is the RMS under which a window is silence without asking the model, so that a
+	// silent room costs no inference; the model starts afresh on the next window above it.
+	// Default 0.001 (−60 dBFS, far under any voice the recogniser could use); negative:
+	// every window goes to the model.
+	Quiet float32
+	GPU   gpu.Options // session options; empty Provider = CPU, one thread
 }
 
 func (c *Config) fill() error {
@@ -48,6 +53,9 @@ func (c *Config) fill() error {
 	}
 	if c.OnsetThresh == 0 {
 		c.OnsetThresh = 0.1
+	}
+	if c.Quiet == 0 {
+		c.Quiet = 1e-3
 	}
 	if c.LookBack == 0 {
 		c.LookBack = 500 * time.Millisecond
@@ -122,6 +130,7 @@ type Detector struct {
 	candGap                                         int64 // a dip a candidate survives
 
 	recent []float32 // probabilities of the last lookBack windows outside speech, newest last
+	quiet  bool      // the last window was under Config.Quiet (the model did not hear it)
 
 	pending []float32 // samples not yet a whole window
 	pos     int64     // stream position of the end of the last whole window processed
@@ -208,6 +217,7 @@ func (d *Detector) Reset() {
 	d.pos, d.histStart, d.lastEnd = 0, 0, 0
 	d.state, d.silentFrom, d.dipFrom, d.prob = idle, -1, -1, 0
 	d.recent = d.recent[:0]
+	d.quiet = false
 }
 
 // InSpeech reports whether an utterance is open (after SpeechStart, before SpeechEnd).
@@ -251,9 +261,18 @@ func (d *Detector) Accept(ctx context.Context, samples []float32) ([]Event, erro
 			}
 			win = d.pending
 		}
-		p, err := d.m.Prob(win)
-		if err != nil {
-			return evs, err
+		var p float32
+		if d.cfg.Quiet > 0 && audio.RMS(win) < float64(d.cfg.Quiet) {
+			d.quiet = true
+		} else {
+			if d.quiet { // what the model last heard is gone: start as on a fresh stream
+				d.m.Reset()
+				d.quiet = false
+			}
+			var err error
+			if p, err = d.m.Prob(win); err != nil {
+				return evs, err
+			}
 		}
 		d.hist = append(d.hist, win...)
 		d.pending = d.pending[:0]

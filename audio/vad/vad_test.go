@@ -483,3 +483,35 @@ func TestPooledDetectorsMatchOwned(t *testing.T) {
 		t.Errorf("%d models opened for a pool of 1", pool.Open())
 	}
 }
+
+// TestQuietWindowsSkipTheModel: windows under Config.Quiet are silence without inference (a
+// silent room costs nothing), and the model restarting after such a stretch finds the same
+// utterances, within a window or two, as a model that heard every window.
+func TestQuietWindowsSkipTheModel(t *testing.T) {
+	c := makeConversation(t) // digital silence between the utterances
+	gated := segmentsOf(t, openDetector(t, Config{}), c.audio)
+	all := segmentsOf(t, openDetector(t, Config{Quiet: -1}), c.audio)
+	if len(gated) != len(c.truth) || len(all) != len(c.truth) {
+		t.Fatalf("%d utterances with the quiet gate, %d without; want %d", len(gated), len(all), len(c.truth))
+	}
+	win := int64(512)
+	for i := range gated {
+		if d := abs64(gated[i].Start - all[i].Start); d > 2*win {
+			t.Errorf("utterance %d starts %d samples apart with and without the gate", i, d)
+		}
+		if d := abs64(gated[i].End - all[i].End); d > 2*win {
+			t.Errorf("utterance %d ends %d samples apart with and without the gate", i, d)
+		}
+	}
+	// every window under the gate: the model is never asked, so nothing is speech
+	if segs := segmentsOf(t, openDetector(t, Config{Quiet: 10}), c.audio); len(segs) != 0 {
+		t.Errorf("a gate above every window still found %d utterances: the model was asked", len(segs))
+	}
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -62,7 +62,13 @@ type Config struct {
 	Threshold  float32       // score that detects: 0.5
 	Patience   int           // consecutive chunks at or above the threshold: 1
 	Refractory time.Duration // after a detection, the same label is quiet this long: 2 s
-	GPU        gpu.Options   // session options; empty Provider = CPU, one thread
+	// Quiet is the RMS under which a chunk counts as silent. Once the raw audio, mel and
+	// embedding windows and every classifier's input have seen nothing but such chunks, the
+	// models' outputs no longer change (exactly so for digital silence), so further silent
+	// chunks repeat them instead of running the models: a silent room costs no inference.
+	// Default 0.001 (−60 dBFS); negative: every chunk runs the models.
+	Quiet float32
+	GPU   gpu.Options // session options; empty Provider = CPU, one thread
 }
 
 // Detection is one wake-word hit.
@@ -106,6 +112,10 @@ type Detector struct {
 	primed  [][embDim]float32 // the initial feature buffer, for Reset
 	pos     int64
 	scores  map[string]float32
+
+	quietRun int // consecutive chunks under Config.Quiet
+	steady   int // quietRun from which the models' outputs no longer change
+	lastMels int // mel frames the last melspectrogram run gave
 }
 
 // resolve finds a wake model file by name or path.
@@ -173,6 +183,9 @@ func New(cfg Config) (*Detector, error) {
 	if cfg.Refractory == 0 {
 		cfg.Refractory = 2 * time.Second
 	}
+	if cfg.Quiet == 0 {
+		cfg.Quiet = 1e-3
+	}
 	if cfg.GPU.Provider == "" {
 		cfg.GPU.Provider = gpu.ProviderCPU
 	}
@@ -190,6 +203,13 @@ func New(cfg Config) (*Detector, error) {
 	if err := d.prime(); err != nil {
 		d.Close()
 		return nil, err
+	}
+	// silent chunks until nothing the models see changes: the raw audio window, the mel
+	// frames of one embedding (8 per chunk), the embeddings of the widest classifier, and one
+	// more chunk to be sure
+	d.steady = (melContext+Chunk+Chunk-1)/Chunk + (embWindow+7)/8 + 1
+	for _, m := range d.models {
+		d.steady = max(d.steady, (melContext+Chunk+Chunk-1)/Chunk+(embWindow+7)/8+m.frames+1)
 	}
 	d.Reset()
 	return d, nil
@@ -322,6 +342,7 @@ func (d *Detector) prime() error {
 // Reset starts a new stream.
 func (d *Detector) Reset() {
 	d.pending = d.pending[:0]
+	d.quietRun, d.lastMels = 0, 0
 	d.raw = d.raw[:0]
 	d.mels = d.mels[:0]
 	for i := 0; i < embWindow; i++ {
@@ -385,14 +406,23 @@ func (d *Detector) Accept(ctx context.Context, samples []float32) ([]Detection, 
 
 // step processes one 80 ms chunk held in d.pending.
 func (d *Detector) step(dets []Detection) ([]Detection, error) {
+	if d.cfg.Quiet > 0 && audio.RMS(d.pending) < float64(d.cfg.Quiet)*32768 {
+		d.quietRun++
+	} else {
+		d.quietRun = 0
+	}
 	d.raw = append(d.raw, d.pending...)
 	if len(d.raw) > melContext+Chunk {
 		d.raw = d.raw[len(d.raw)-melContext-Chunk:]
+	}
+	if d.quietRun > d.steady && d.repeat() {
+		return dets, nil
 	}
 	mels, err := d.melspec(d.raw)
 	if err != nil {
 		return dets, err
 	}
+	d.lastMels = len(mels)
 	d.mels = append(d.mels, mels...)
 	if len(d.mels) > melMax {
 		d.mels = d.mels[len(d.mels)-melMax:]
@@ -449,6 +479,50 @@ func (d *Detector) step(dets []Detection) ([]Detection, error) {
 		}
 	}
 	return dets, nil
+}
+
+// repeat advances one silent chunk in the steady state of silence: the last chunk's mel
+// frames, embedding and scores again, without running a model. It declines (false) while a
+// score is at the threshold, so a detection is always the models' own.
+func (d *Detector) repeat() bool {
+	if d.lastMels == 0 || len(d.feats) == 0 {
+		return false
+	}
+	for _, s := range d.scores {
+		if s >= d.cfg.Threshold {
+			return false
+		}
+	}
+	for _, m := range d.models {
+		if m.count <= warmupZeros {
+			return false
+		}
+	}
+	n := len(d.mels)
+	for i := n - d.lastMels; i < n; i++ {
+		d.mels = append(d.mels, d.mels[i])
+	}
+	if len(d.mels) > melMax {
+		d.mels = d.mels[len(d.mels)-melMax:]
+	}
+	d.feats = append(d.feats, d.feats[len(d.feats)-1])
+	if len(d.feats) > featMax {
+		d.feats = d.feats[len(d.feats)-featMax:]
+	}
+	d.pos += Chunk
+	for _, m := range d.models {
+		m.count++
+		for c, label := range m.labels {
+			if label == "" {
+				continue
+			}
+			m.hist[c] = append(m.hist[c], d.scores[label])
+			if len(m.hist[c]) > 30 {
+				m.hist[c] = m.hist[c][1:]
+			}
+		}
+	}
+	return true
 }
 
 // melspec runs the melspectrogram model on int16-scaled samples and returns its frames,

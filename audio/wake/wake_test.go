@@ -3,6 +3,7 @@ package wake
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,5 +201,54 @@ func TestModelsLoadedOnce(t *testing.T) {
 	openDetector(t, Config{})
 	if n := gpu.Loads() - before; n != 3 {
 		t.Errorf("loaded %d sessions for 3 models", n)
+	}
+}
+
+// TestSilenceSkipsTheModels: after a stretch of digital silence the models' outputs no longer
+// change, so further silent chunks repeat them; every chunk's score, and the detections, are
+// the same as when every chunk runs the models.
+func TestSilenceSkipsTheModels(t *testing.T) {
+	ctx := context.Background()
+	var x []float32
+	for _, v := range []string{"en-gb", "en-us"} {
+		x = append(x, make([]float32, 5*Rate)...)
+		x = append(x, audiotest.RequireSpeech(t, "hey jarvis", v, 0).Data...)
+	}
+	x = append(x, make([]float32, 4*Rate)...)
+	trace := func(d *Detector) ([]float32, []Detection) {
+		var scores []float32
+		var dets []Detection
+		for i := 0; i < len(x); i += Chunk {
+			got, err := d.Accept(ctx, x[i:min(i+Chunk, len(x))])
+			if err != nil {
+				t.Fatal(err)
+			}
+			dets = append(dets, got...)
+			scores = append(scores, d.scores["hey_jarvis_v0.1"])
+		}
+		return scores, dets
+	}
+	gated := openDetector(t, Config{})
+	gs, gd := trace(gated)
+	if gated.steady == 0 || gated.steady > 40 {
+		t.Fatalf("steady after %d silent chunks", gated.steady)
+	}
+	as, ad := trace(openDetector(t, Config{Quiet: -1}))
+	if len(gd) != 2 || len(ad) != 2 {
+		t.Fatalf("detections: %+v with the gate, %+v without; want two each", gd, ad)
+	}
+	for i := range gd {
+		if gd[i].At != ad[i].At || math.Abs(float64(gd[i].Score-ad[i].Score)) > 1e-5 {
+			t.Errorf("detection %d: %+v with the gate, %+v without", i, gd[i], ad[i])
+		}
+	}
+	for i := range gs {
+		if math.Abs(float64(gs[i]-as[i])) > 1e-5 {
+			t.Fatalf("chunk %d: score %.6f with the gate, %.6f without", i, gs[i], as[i])
+		}
+	}
+	// a gate over every chunk: once steady, the models never run again, so nothing fires
+	if _, dets := trace(openDetector(t, Config{Quiet: 10})); len(dets) != 0 {
+		t.Errorf("a gate above every chunk still detected %+v: the models ran", dets)
 	}
 }
