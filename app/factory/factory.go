@@ -327,7 +327,7 @@ func (f *Factory) TokenCounter() func(text string) (n int, counted bool) {
 // ChatTTS opens the ChatTTS export in dir with runtime.*'s session options (the voice
 // clone, the wizard and `parley finetune` open a given export, not the configured voice).
 func (f *Factory) ChatTTS(dir string) (*chattts.Engine, error) {
-	return chattts.New(chattts.Config{Dir: dir, GPU: f.GPU(), Precision: f.cfg.TTS.Precision, Log: f.log})
+	return chattts.New(dir, chattts.Config{GPU: f.GPU(), Precision: f.cfg.TTS.Precision, Log: f.log})
 }
 
 // SampleEncoder opens the DVAE encoder of the ChatTTS export in dir, which turns a

@@ -42,7 +42,7 @@ func ProbeWake(dir string, models []string) error {
 
 // ProbeKokoro loads a Kokoro model directory.
 func ProbeKokoro(dir string) error {
-	e, err := kokoro.New(kokoro.Config{Dir: dir, GPU: probeCPU, Log: quiet()})
+	e, err := kokoro.New(dir, kokoro.Config{GPU: probeCPU, Log: quiet()})
 	if err == nil {
 		e.Close()
 	}
@@ -51,7 +51,7 @@ func ProbeKokoro(dir string) error {
 
 // ProbeChatTTS loads a ChatTTS export.
 func ProbeChatTTS(dir string) error {
-	e, err := chattts.New(chattts.Config{Dir: dir, GPU: probeCPU, Log: quiet()})
+	e, err := chattts.New(dir, chattts.Config{GPU: probeCPU, Log: quiet()})
 	if err == nil {
 		e.Close()
 	}

@@ -40,7 +40,7 @@ const benchFrames = 48
 // full length) and reports the loop's own time per step against the time inside ONNX Runtime.
 func benchDecode(b *testing.B, dir string, threads int) {
 	gputest.RequireORT(b)
-	e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: threads}})
+	e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: threads}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func BenchmarkVsPyTorch(b *testing.B) {
 		}
 		b.Run(size, func(b *testing.B) {
 			gputest.RequireORT(b)
-			e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+			e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestResidentHelper(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by BenchmarkPrecision")
 	}
-	e, err := New(Config{Dir: dir, Precision: prec, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	e, err := New(dir, Config{Precision: prec, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func BenchmarkPrecision(b *testing.B) {
 	for _, th := range []int{1, gpu.PhysicalCores()} {
 		for _, prec := range []string{PrecisionFP32, PrecisionInt8} {
 			b.Run(fmt.Sprintf("%s/threads=%d", prec, th), func(b *testing.B) {
-				e, err := New(Config{Dir: dir, Precision: prec, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: th}})
+				e, err := New(dir, Config{Precision: prec, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: th}})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -370,7 +370,7 @@ func BenchmarkStreamingJoins(b *testing.B) {
 	const frames = 144 // 3 s
 	for _, c := range []struct{ ctx, look int }{{-1, -1}, {8, 4}, {24, 8}, {24, 12}, {24, 24}} {
 		b.Run(fmt.Sprintf("context=%d/lookahead=%d", max(c.ctx, 0), max(c.look, 1)), func(b *testing.B) {
-			e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu"}, ContextFrames: c.ctx, LookaheadFrames: c.look})
+			e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu"}, ContextFrames: c.ctx, LookaheadFrames: c.look})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -409,7 +409,7 @@ func BenchmarkDemoVoice(b *testing.B) {
 		b.Skipf("no demo voice in %s yet", dir)
 	}
 	gputest.RequireORT(b)
-	e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -465,12 +465,12 @@ func BenchmarkDemoClone(b *testing.B) {
 	}
 	gputest.RequireORT(b)
 	opts := gpu.Options{Provider: "cpu", IntraOpThreads: 1}
-	guided, err := New(Config{Dir: dir, GPU: opts})
+	guided, err := New(dir, Config{GPU: opts})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer guided.Close()
-	alone, err := New(Config{Dir: dir, GPU: opts, SampleWeight: 1})
+	alone, err := New(dir, Config{GPU: opts, SampleWeight: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -558,7 +558,7 @@ func BenchmarkDemoNativeSpeed(b *testing.B) {
 		"I have added milk and bread to your shopping list."}
 	for _, prec := range []string{PrecisionFP32, PrecisionInt8} {
 		b.Run(prec, func(b *testing.B) {
-			e, err := New(Config{Dir: dir, Precision: prec, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+			e, err := New(dir, Config{Precision: prec, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 			if err != nil {
 				b.Skip(err) // int8 on a CPU that does not run it
 			}

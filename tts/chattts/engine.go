@@ -49,7 +49,6 @@ const (
 
 // Config configures the engine.
 type Config struct {
-	Dir string      // the export directory (config.json, gpt.onnx, …)
 	GPU gpu.Options // ONNX Runtime session options
 	// Voice is the default voice: "" (the model's default_seed, else DefaultSeed), "seed:N",
 	// "none" (ChatTTS's [empty_spk]) or a ChatTTS speaker string.
@@ -70,6 +69,7 @@ type Config struct {
 
 // Engine is a loaded ChatTTS export. Safe for concurrent use.
 type Engine struct {
+	dir   string // the export directory (config.json, gpt.onnx, …)
 	cfg   Config
 	mc    *ModelConfig
 	files map[string]string // part → path
@@ -93,7 +93,7 @@ type Engine struct {
 
 // New loads and validates an export directory: config.json, then each graph once with its
 // inputs and outputs checked against the config, the tokenizer and spk_stat.bin.
-func New(cfg Config) (*Engine, error) {
+func New(dir string, cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -129,7 +129,7 @@ func New(cfg Config) (*Engine, error) {
 	// a chunk's last samples need the next frame (the ISTFT's final half window), so at least
 	// one frame is always held back
 	cfg.ContextFrames, cfg.LookaheadFrames = max(0, cfg.ContextFrames), max(1, cfg.LookaheadFrames)
-	mc, err := ReadModelConfig(cfg.Dir)
+	mc, err := ReadModelConfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -139,10 +139,10 @@ func New(cfg Config) (*Engine, error) {
 			cfg.MaxNewTokens = DefaultMaxNewCodeTokens
 		}
 	}
-	e := &Engine{cfg: cfg, mc: mc, files: map[string]string{}, log: cfg.Log, closed: make(chan struct{})}
+	e := &Engine{dir: dir, cfg: cfg, mc: mc, files: map[string]string{}, log: cfg.Log, closed: make(chan struct{})}
 	e.life, e.stop = context.WithCancel(context.Background())
 	for k, f := range mc.Files {
-		e.files[k] = filepath.Join(cfg.Dir, f)
+		e.files[k] = filepath.Join(dir, f)
 	}
 	if e.tok, err = LoadTokenizer(e.files["tokenizer"]); err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	for name, id := range mc.Tokens {
 		if got, ok := e.tok.ID(name); !ok || got != id {
-			return nil, fmt.Errorf("%w: %s: token %s is id %d in %s but %d (found %v) in the tokenizer", ErrModel, cfg.Dir, name, id, ConfigFile, got, ok)
+			return nil, fmt.Errorf("%w: %s: token %s is id %d in %s but %d (found %v) in the tokenizer", ErrModel, dir, name, id, ConfigFile, got, ok)
 		}
 	}
 	if e.stat, err = readSpkStat(e.files["spk_stat"], mc.GPT.Hidden); err != nil {
@@ -160,7 +160,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if mc.Frontend.Type == "espeak-ipa" {
 		if _, err := espeak.Phonemes("a", e.espeakVoice()); err != nil {
-			return nil, fmt.Errorf("chattts: %s wants espeak-ng phonemes (%s): %w", cfg.Dir, e.espeakVoice(), err)
+			return nil, fmt.Errorf("chattts: %s wants espeak-ng phonemes (%s): %w", dir, e.espeakVoice(), err)
 		}
 	}
 	open := func(part string, in, out []string) (*gpu.Session, error) {
@@ -198,7 +198,7 @@ func New(cfg Config) (*Engine, error) {
 		e.Close()
 		return nil, err
 	}
-	cfg.Log.Debug("chattts loaded", "dir", cfg.Dir, "size", mc.Size, "frontend", mc.Frontend.Type,
+	cfg.Log.Debug("chattts loaded", "dir", dir, "size", mc.Size, "frontend", mc.Frontend.Type,
 		"layers", mc.GPT.Layers, "hidden", mc.GPT.Hidden, "provider", e.gpt.Provider, "precision", precision)
 	return e, nil
 }
@@ -273,7 +273,7 @@ func (e *Engine) Capabilities() tts.Capabilities {
 	}
 	c := tts.Capabilities{
 		Engine:     "chattts",
-		Model:      filepath.Base(filepath.Clean(e.cfg.Dir)),
+		Model:      filepath.Base(filepath.Clean(e.dir)),
 		Precision:  e.precision,
 		SampleRate: e.mc.Audio.SampleRate,
 		Languages:  []string{"zh", "en"},

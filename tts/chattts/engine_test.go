@@ -63,14 +63,20 @@ func readTinyRef(t testing.TB) *tinyRef {
 
 func tinyEngine(t testing.TB, mod ...func(*Config)) *Engine {
 	t.Helper()
+	return tinyEngineIn(t, tinyDir, mod...)
+}
+
+// tinyEngineIn opens dir (a copy or variant of the tiny model) as tinyEngine does.
+func tinyEngineIn(t testing.TB, dir string, mod ...func(*Config)) *Engine {
+	t.Helper()
 	gputest.RequireORT(t)
-	cfg := Config{Dir: tinyDir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}}
+	cfg := Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}}
 	for _, m := range mod {
 		m(&cfg)
 	}
-	e, err := New(cfg)
+	e, err := New(dir, cfg)
 	if err != nil {
-		t.Fatalf("New(%s): %v", tinyDir, err)
+		t.Fatalf("New(%s): %v", dir, err)
 	}
 	t.Cleanup(func() { e.Close() })
 	return e
@@ -286,7 +292,7 @@ func TestGuidedDecode(t *testing.T) {
 		}
 		return hashPCM(b.Data)
 	}
-	g, err := New(Config{Dir: e.cfg.Dir, SampleWeight: 0.3})
+	g, err := New(e.dir, Config{SampleWeight: 0.3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,13 +300,13 @@ func TestGuidedDecode(t *testing.T) {
 	if speak(e) == speak(g) {
 		t.Error("sample weight 0.3 changed nothing")
 	}
-	if _, err := New(Config{Dir: e.cfg.Dir, SampleWeight: 1.5}); err == nil {
+	if _, err := New(e.dir, Config{SampleWeight: 1.5}); err == nil {
 		t.Error("sample weight 1.5 accepted")
 	}
 	weighted := func(v any) func(map[string]any) {
 		return func(m map[string]any) { m["code"].(map[string]any)["sample_weight"] = v }
 	}
-	m, err := New(Config{Dir: tinyCopy(t, weighted(0.3))})
+	m, err := New(tinyCopy(t, weighted(0.3)), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +362,7 @@ func TestClonePromptOrder(t *testing.T) {
 // codes this model made speak; an export without an identity (older ones) takes any.
 func TestCloneCodesFromAnotherModelRefused(t *testing.T) {
 	dir := tinyCopy(t, func(m map[string]any) { m["model_id"] = "0123456789abcdef" })
-	e, err := New(Config{Dir: dir})
+	e, err := New(dir, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +387,7 @@ func TestCloneCodesFromAnotherModelRefused(t *testing.T) {
 		t.Fatalf("this model's own codes: %v", err)
 	}
 	s.Close()
-	old, err := New(Config{Dir: tinyCopy(t, nil)})
+	old, err := New(tinyCopy(t, nil), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

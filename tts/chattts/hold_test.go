@@ -38,7 +38,7 @@ func TestSamplerHoldEOS(t *testing.T) {
 func TestMinFramesPerToken(t *testing.T) {
 	frames := func(dir string, sample *SpeakerSample) (int, int) {
 		t.Helper()
-		e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, MaxNewTokens: 600})
+		e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, MaxNewTokens: 600})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func tinyCopy(t *testing.T, edit func(map[string]any)) string {
 func TestBadExports(t *testing.T) {
 	gputest.RequireORT(t)
 	open := func(dir string) error {
-		e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+		e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 		if err == nil {
 			e.Close()
 		}

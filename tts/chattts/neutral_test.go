@@ -21,7 +21,7 @@ func withNeutral(streams []int, code int) func(map[string]any) {
 // streams are still sampled.
 func TestNeutralStreams(t *testing.T) {
 	dir := tinyCopy(t, withNeutral([]int{1, 3}, 312))
-	e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, MaxNewTokens: 40})
+	e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, MaxNewTokens: 40})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (e *Engine) pickGPT() (part, precision, why string, info *gpu.ModelInfo, er
 	case PrecisionInt8:
 		if !has {
 			return "", "", "", nil, fmt.Errorf("%w: %s has no int8 GPT (files.%s in %s); export it with python3 -m train.chattts.export --int8, or use precision fp32",
-				ErrModel, e.cfg.Dir, Int8File, ConfigFile)
+				ErrModel, e.dir, Int8File, ConfigFile)
 		}
 	case PrecisionAuto:
 		if !has {

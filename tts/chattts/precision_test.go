@@ -43,7 +43,7 @@ func TestInt8FollowsFP32(t *testing.T) {
 	ref := readTinyRef(t)
 	dir := tinyInt8(t, tinyInt8GPT)
 	run := func(precision string) (*Engine, *decodeResult) {
-		e := tinyEngine(t, func(c *Config) { c.Dir, c.Precision = dir, precision })
+		e := tinyEngineIn(t, dir, func(c *Config) { c.Precision = precision })
 		s := NewSampler(SampleParams{Greedy: true, Temperature: []float32{1}, RepetitionPenalty: 1, EOS: e.mc.EOSCode}, nil)
 		res, err := e.decode(context.Background(), ref.Greedy.PromptIDs, decodeOptions{mode: modeCode, sampler: s,
 			maxNew: ref.Greedy.MaxNew, spk: ref.Speaker})
@@ -95,8 +95,8 @@ func TestPrecisionChoice(t *testing.T) {
 			t.Errorf("precision %q without an int8 GPT: %q", p, got)
 		}
 	}
-	gputestNew := func(c Config) error {
-		e, err := New(c)
+	gputestNew := func(dir string, c Config) error {
+		e, err := New(dir, c)
 		if err == nil {
 			e.Close()
 		}
@@ -105,21 +105,20 @@ func TestPrecisionChoice(t *testing.T) {
 	base := tinyEngine(t).cfg
 	c := base
 	c.Precision = PrecisionInt8
-	if err := gputestNew(c); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "files."+Int8File) {
+	if err := gputestNew(tinyDir, c); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "files."+Int8File) {
 		t.Errorf("int8 without an int8 GPT: %v", err)
 	}
 	c.Precision = "fp16"
-	if err := gputestNew(c); err == nil || !strings.Contains(err.Error(), "fp16") {
+	if err := gputestNew(tinyDir, c); err == nil || !strings.Contains(err.Error(), "fp16") {
 		t.Errorf("unknown precision: %v", err)
 	}
 	// files.gpt_int8 naming a graph that is not quantized, or a file that is not there
 	c = base
-	c.Dir, c.Precision = tinyInt8(t, filepath.Join(tinyDir, "gpt.onnx")), PrecisionAuto
-	if err := gputestNew(c); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "no quantized MatMul") {
+	c.Precision = PrecisionAuto
+	if err := gputestNew(tinyInt8(t, filepath.Join(tinyDir, "gpt.onnx")), c); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "no quantized MatMul") {
 		t.Errorf("an fp32 graph as the int8 GPT: %v", err)
 	}
-	c.Dir = tinyCopy(t, func(m map[string]any) { m["files"].(map[string]any)[Int8File] = "gpt.int8.onnx" })
-	if err := gputestNew(c); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "gpt.int8.onnx") {
+	if err := gputestNew(tinyCopy(t, func(m map[string]any) { m["files"].(map[string]any)[Int8File] = "gpt.int8.onnx" }), c); !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "gpt.int8.onnx") {
 		t.Errorf("a missing int8 GPT: %v", err)
 	}
 }

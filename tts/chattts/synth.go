@@ -412,7 +412,7 @@ func (e *Engine) prepareSample(s *SpeakerSample) (*promptSample, error) {
 // under this model's name (an earlier version of it: every clone since records the
 // identity). Those codes mean nothing to this model's GPT and would come out as noise.
 func (e *Engine) sampleFits(s *tts.Sample) error {
-	id, name := e.mc.ModelID, filepath.Base(filepath.Clean(e.cfg.Dir))
+	id, name := e.mc.ModelID, filepath.Base(filepath.Clean(e.dir))
 	switch {
 	case id == "" || s.ModelID == id:
 		return nil

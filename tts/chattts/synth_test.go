@@ -265,7 +265,7 @@ func TestMixAndCapabilities(t *testing.T) {
 // the stream (an error, not a crash) and returns once no model call uses the sessions.
 func TestCloseDuringStream(t *testing.T) {
 	gputest.RequireORT(t)
-	e, err := New(Config{Dir: tinyDir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, MaxNewTokens: 2000})
+	e, err := New(tinyDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, MaxNewTokens: 2000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,7 +221,7 @@ func TestDemoVoiceSpeedActs(t *testing.T) {
 		t.Skipf("no demo voice in %s", dir)
 	}
 	gputest.RequireORT(t)
-	e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func Open(o Options) (tts.Engine, error) {
 				return nil, fmt.Errorf("kokoro is not installed (looked for %s under %s): run `parley models pull kokoro-82m`", strings.Join(KokoroModels, ", "), modelsDir(o.ModelsDir))
 			}
 		}
-		return kokoro.New(kokoro.Config{Dir: dir, Voice: o.Voice, GPU: o.GPU, Log: o.Log})
+		return kokoro.New(dir, kokoro.Config{Voice: o.Voice, GPU: o.GPU, Log: o.Log})
 	case "chattts":
 		dir := o.ModelDir
 		if dir == "" {
@@ -75,7 +75,7 @@ func Open(o Options) (tts.Engine, error) {
 				o.Log.Debug("chattts: using Parley's demo voice; install a real ChatTTS export for full quality", "dir", dir)
 			}
 		}
-		return chattts.New(chattts.Config{Dir: dir, Voice: o.Voice, GPU: o.GPU, Precision: o.Precision, Log: o.Log})
+		return chattts.New(dir, chattts.Config{Voice: o.Voice, GPU: o.GPU, Precision: o.Precision, Log: o.Log})
 	}
 	return nil, fmt.Errorf("%w: %q (have %s)", ErrUnknownEngine, o.Engine, strings.Join(Names, ", "))
 }

@@ -34,7 +34,6 @@ var ModelFiles = []string{"model.onnx", "onnx/model.onnx", "kokoro-v1.0.onnx", "
 
 // Config configures the engine.
 type Config struct {
-	Dir         string      // model directory
 	Model       string      // model file (default: the first of ModelFiles present in Dir)
 	Voice       string      // default voice pack (default: af_heart if present, else the first by name)
 	GPU         gpu.Options // session options
@@ -44,6 +43,7 @@ type Config struct {
 
 // Engine is a loaded Kokoro model. Safe for concurrent use.
 type Engine struct {
+	dir    string // model directory
 	cfg    Config
 	sess   *gpu.Session
 	input  string
@@ -60,7 +60,7 @@ type Engine struct {
 }
 
 // New loads and validates a Kokoro model directory.
-func New(cfg Config) (*Engine, error) {
+func New(dir string, cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -70,16 +70,16 @@ func New(cfg Config) (*Engine, error) {
 	path := cfg.Model
 	if path == "" {
 		for _, f := range ModelFiles {
-			if _, err := os.Stat(filepath.Join(cfg.Dir, f)); err == nil {
-				path = filepath.Join(cfg.Dir, f)
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				path = filepath.Join(dir, f)
 				break
 			}
 		}
 		if path == "" {
-			return nil, fmt.Errorf("kokoro: no model in %s (looked for %s)", cfg.Dir, strings.Join(ModelFiles, ", "))
+			return nil, fmt.Errorf("kokoro: no model in %s (looked for %s)", dir, strings.Join(ModelFiles, ", "))
 		}
 	} else if !filepath.IsAbs(path) {
-		path = filepath.Join(cfg.Dir, path)
+		path = filepath.Join(dir, path)
 	}
 	info, err := gpu.Inspect(path)
 	if err != nil {
@@ -89,7 +89,7 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	vocab, err := LoadVocab(cfg.Dir)
+	vocab, err := LoadVocab(dir)
 	if err != nil {
 		// kokoro-onnx's newer exports carry config.json in the graph metadata
 		for k, val := range info.Metadata {
@@ -107,13 +107,13 @@ func New(cfg Config) (*Engine, error) {
 			return nil, err
 		}
 	}
-	packs, err := LoadPacks(cfg.Dir)
+	packs, err := LoadPacks(dir)
 	if err != nil {
 		return nil, err
 	}
 	stats, err := ComputeStats(packs)
 	if err != nil {
-		return nil, fmt.Errorf("%w in %s (voices/*.bin or voices*.npz)", err, cfg.Dir)
+		return nil, fmt.Errorf("%w in %s (voices/*.bin or voices*.npz)", err, dir)
 	}
 	if cfg.Voice == "" {
 		cfg.Voice = defaultVoice(packs)
@@ -126,7 +126,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	cfg.Log.Debug("kokoro loaded", "model", path, "input", in, "output", out, "voices", len(packs), "provider", sess.Provider)
 	sp, _ := info.Input("speed")
-	return &Engine{cfg: cfg, sess: sess, input: in, output: out, vocab: vocab, packs: packs, stats: stats,
+	return &Engine{dir: dir, cfg: cfg, sess: sess, input: in, output: out, vocab: vocab, packs: packs, stats: stats,
 		log: cfg.Log, closed: make(chan struct{}), speedInt: sp.Type == "int32"}, nil
 }
 
@@ -209,7 +209,7 @@ func (e *Engine) Close() error {
 func (e *Engine) Capabilities() tts.Capabilities {
 	c := tts.Capabilities{
 		Engine:     "kokoro",
-		Model:      filepath.Base(filepath.Clean(e.cfg.Dir)),
+		Model:      filepath.Base(filepath.Clean(e.dir)),
 		SampleRate: SampleRate,
 		Languages:  []string{"en-us", "en-gb", "es", "fr", "hi", "it", "pt-br"}, // not zh, ja: see needsMisaki
 		Voices:     e.Voices(),

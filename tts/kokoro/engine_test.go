@@ -24,7 +24,7 @@ import (
 func testEngine(t testing.TB, dir string) *Engine {
 	t.Helper()
 	gputest.RequireORT(t)
-	e, err := New(Config{Dir: dir, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	e, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatalf("New(%s): %v", dir, err)
 	}
@@ -233,13 +233,13 @@ func TestBadModelDirs(t *testing.T) {
 	for name, setup := range cases {
 		dir := t.TempDir()
 		setup(dir)
-		if _, err := New(Config{Dir: dir}); err == nil {
+		if _, err := New(dir, Config{}); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		} else {
 			t.Logf("%s: %v", name, err)
 		}
 	}
-	if _, err := New(Config{Dir: "testdata", Voice: "zz_nobody"}); !errors.Is(err, tts.ErrUnknownVoice) {
+	if _, err := New("testdata", Config{Voice: "zz_nobody"}); !errors.Is(err, tts.ErrUnknownVoice) {
 		t.Errorf("unknown voice: %v", err)
 	}
 }

@@ -61,7 +61,7 @@ func BenchmarkConvertOfficial(b *testing.B) {
 }
 
 func openB(b *testing.B, dir, prec string) *chattts.Engine {
-	e, err := chattts.New(chattts.Config{Dir: dir, Precision: prec})
+	e, err := chattts.New(dir, chattts.Config{Precision: prec})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func convertTiny(t *testing.T, edit func(assets string)) (string, error) {
 
 func open(t *testing.T, dir, precision string) *chattts.Engine {
 	t.Helper()
-	e, err := chattts.New(chattts.Config{Dir: dir, Precision: precision, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	e, err := chattts.New(dir, chattts.Config{Precision: precision, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatalf("%s: %v", dir, err)
 	}
