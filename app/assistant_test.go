@@ -511,3 +511,24 @@ func TestSayWaitsForTheTurnInFlight(t *testing.T) {
 		t.Errorf("history %+v", h)
 	}
 }
+
+// TestLevelsAtRestAreSparse: listening hands-free to silence, the level reaches the UI only
+// twice a second (each event wakes the UI); while somebody speaks, every 50 ms.
+func TestLevelsAtRestAreSparse(t *testing.T) {
+	r := newRig(t, Options{Mode: HandsFree}, fixed("Yes."))
+	r.ears.texts = []string{"hello"}
+	start := r.room.now()
+	for r.room.now() < start+2*SampleRate {
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.drainAll()
+	if n := r.count(EvLevel); n < 2 || n > 6 {
+		t.Errorf("%d level events in 2 s of silence, want about 4", n)
+	}
+	before := r.count(EvLevel)
+	r.room.say(speech(time.Second, 0.05, 3))
+	r.turnDone(t)
+	if n := r.count(EvLevel) - before; n < 15 {
+		t.Errorf("%d level events over a second of speech and its turn, want one per 50 ms", n)
+	}
+}

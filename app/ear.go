@@ -260,6 +260,8 @@ func (e *ear) run(ctx context.Context) {
 		pending       bool  // speech started while Parley spoke and the check could not tell yet
 		pendUntil     int64 // when a pending start is taken as the user's
 		grayRun       int   // consecutive undecided re-checks of an echo segment
+		lastLevel     = math.Inf(-1)
+		lastLevelAt   int64 // capture index of the last level published
 	)
 	pendMax := a.samples(300 * time.Millisecond)
 	window := a.samples(300 * time.Millisecond)
@@ -273,6 +275,7 @@ func (e *ear) run(ctx context.Context) {
 		n, err := a.p.Ear.Read(ctx, buf)
 		if n > 0 && e.fresh.CompareAndSwap(true, false) {
 			inSeg, pending, segEcho = false, false, false
+			lastLevel = math.Inf(-1) // the first level of a reopened microphone shows at once
 			if a.p.VAD != nil {
 				a.p.VAD.Reset()
 			}
@@ -293,7 +296,14 @@ func (e *ear) run(ctx context.Context) {
 
 			meter.Add(block)
 			if meter.Levels().Samples >= SampleRate/20 {
-				a.publish(Event{Kind: EvLevel, Level: meter.Levels().RMS})
+				// every 50 ms while speech is heard or Parley listens for a turn (the waveform
+				// draws each level); at rest only what a meter can show (a change of 1 dB), and
+				// twice a second that the microphone is live: each event wakes the UI
+				l := meter.Levels().RMS
+				if inSeg || a.State() != a.restState() || math.Abs(l-lastLevel) >= 1 || now-lastLevelAt >= SampleRate/2 {
+					a.publish(Event{Kind: EvLevel, Level: l})
+					lastLevel, lastLevelAt = l, now
+				}
 				meter.Reset()
 			}
 			if wake != nil {

@@ -298,8 +298,8 @@ func (b *builder) devices(context.Context) error {
 	}
 	b.closes(host.Close)
 	lat := deviceLatency(b.cfg)
-	osc := device.StreamConfig{Device: b.cfg.Audio.Output, Latency: lat, LossTimeout: lossTimeout}
-	isc := device.StreamConfig{Device: b.cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout}
+	osc := device.StreamConfig{Device: b.cfg.Audio.Output, Latency: lat, LossTimeout: lossTimeout, Batch: echoBatch}
+	isc := device.StreamConfig{Device: b.cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout, Batch: micBatch}
 	if b.o.Stream != nil {
 		b.o.Stream(device.Output, &osc)
 		b.o.Stream(device.Input, &isc)
@@ -554,3 +554,13 @@ func deviceLatency(cfg *config.Config) time.Duration {
 // lossTimeout is how long a device may deliver no callback before it counts as lost: longer
 // than the device package's default, as a busy machine can stall PulseAudio for a second.
 const lossTimeout = 3 * time.Second
+
+// The microphone's reader wakes for every micBatch of audio, not every device buffer, and the
+// echo reference's for every echoBatch: a listening app at rest wakes a few dozen times a
+// second instead of two hundred. The VAD decides on 32 ms windows, so micBatch delays its
+// decisions by about half of it on average; the echo check allows the reference to trail by
+// echoLead (100 ms).
+const (
+	micBatch  = 20 * time.Millisecond
+	echoBatch = 40 * time.Millisecond
+)

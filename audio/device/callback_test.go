@@ -208,3 +208,35 @@ stop:
 		t.Error("Stop did not release a waiting write")
 	}
 }
+
+// With StreamConfig.Batch, a waiting reader sleeps until that much audio has gathered (fewer
+// wake-ups at rest), not until the first callback.
+func TestCaptureReadWaitsForItsBatch(t *testing.T) {
+	c := testCapture(t, audio.Format{SampleRate: 16000, Channels: 1}, 1600)
+	c.cfg = StreamConfig{SampleRate: 16000, Channels: 1, BufferFrames: 160, Batch: 30 * time.Millisecond}
+	src := &ringSource{c: c}
+	got := make(chan int, 1)
+	go func() {
+		n, err := src.Read(context.Background(), make([]float32, 1024))
+		if err != nil {
+			t.Error(err)
+		}
+		got <- n
+	}()
+	time.Sleep(20 * time.Millisecond)
+	c.rt.callback(make([]float32, 160), 0, 0) // one buffer: not yet
+	select {
+	case n := <-got:
+		t.Fatalf("the reader woke with %d samples, before its 480", n)
+	case <-time.After(maxSleep / 4):
+	}
+	c.rt.callback(make([]float32, 320), 0, 0)
+	select {
+	case n := <-got:
+		if n < 480 {
+			t.Errorf("woke with %d samples, want the batch of 480", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reader never woke")
+	}
+}

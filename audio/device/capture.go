@@ -258,6 +258,7 @@ func (r *ringSource) Read(ctx context.Context, p []float32) (int, error) {
 	ch := c.dev.Channels
 	p = p[:len(p)/ch*ch]
 	ring, wake := c.rt.ring, c.rt.wake
+	want := max(1, min(len(p), c.cfg.batchSamples()))
 	for {
 		if n := ring.Read(p); n > 0 {
 			return n, nil
@@ -271,8 +272,8 @@ func (r *ringSource) Read(ctx context.Context, p []float32) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		wake.arm()
-		if ring.Len() > 0 { // arrived before the flag was seen
+		wake.armFor(want)
+		if ring.Len() >= want { // arrived before the flag was seen
 			continue
 		}
 		if err := wake.sleep(ctx); err != nil {

@@ -249,6 +249,16 @@ type StreamConfig struct {
 	LossTimeout  time.Duration // no callback for this long = device lost; 0 = max(3 s, 20 buffers)
 	StartTimeout time.Duration // no first callback for this long = device lost; 0 = 10 s
 	Quality      int           // audio.Quality of the resampler (0 = high)
+	// Batch is how much audio a waiting reader (the capture's, the echo reference's) lets
+	// gather before it wakes: fewer wake-ups at rest for up to that much more delay; 0 = one
+	// device buffer.
+	Batch time.Duration
+}
+
+// batchSamples is Batch in device samples (interleaved), at least one buffer's.
+func (c *StreamConfig) batchSamples() int {
+	n := int(int64(c.Batch) * int64(c.SampleRate) / int64(time.Second))
+	return max(n, c.BufferFrames) * max(1, c.Channels)
 }
 
 func (c *StreamConfig) fill(d Info, dir Direction, want int) error {

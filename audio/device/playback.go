@@ -327,6 +327,7 @@ func (e *echoSource) Read(ctx context.Context, dst []float32) (int, error) {
 	ch := p.dev.Channels
 	dst = dst[:len(dst)/ch*ch]
 	ring, wake := p.rt.echo, p.rt.echoWake
+	want := max(1, min(len(dst), p.cfg.batchSamples()))
 	for {
 		if n := ring.Read(dst); n > 0 {
 			return n, nil
@@ -340,8 +341,8 @@ func (e *echoSource) Read(ctx context.Context, dst []float32) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
 		}
-		wake.arm()
-		if ring.Len() > 0 {
+		wake.armFor(want)
+		if ring.Len() >= want {
 			continue
 		}
 		if err := wake.sleep(ctx); err != nil {

@@ -33,8 +33,9 @@ typedef struct {
 	prt_ring ring;
 	prt_counters ctr;
 	int channels;
-	int wake_fd;     // write end of the reader's pipe
+	int wake_fd;      // write end of the reader's pipe
 	uint32_t waiting; // the reader sleeps on the pipe
+	uint64_t want;    // ... until the ring holds this many samples
 } prt_capture;
 
 typedef struct {
@@ -51,6 +52,7 @@ typedef struct {
 	uint32_t space_waiting;
 	int echo_fd;           // the echo reader's pipe
 	uint32_t echo_waiting;
+	uint64_t echo_want;
 } prt_playback;
 
 typedef struct {
@@ -112,6 +114,13 @@ static void prt_wake(int fd, uint32_t *waiting) {
 	}
 }
 
+// prt_wake_when wakes a reader once the ring holds what it waits for.
+static void prt_wake_when(int fd, uint32_t *waiting, prt_ring *q, uint64_t *want) {
+	if (__atomic_load_n(waiting, __ATOMIC_ACQUIRE) && prt_ring_len(q) >= __atomic_load_n(want, __ATOMIC_ACQUIRE)) {
+		prt_wake(fd, waiting);
+	}
+}
+
 static void prt_first(prt_counters *c, double t) {
 	if (__atomic_load_n(&c->first_time, __ATOMIC_ACQUIRE) == 0) {
 		__atomic_store_n(&c->first_time, (int64_t)(t * 1e9) + 1, __ATOMIC_RELEASE);
@@ -133,7 +142,7 @@ static void prt_capture_cb(prt_capture *c, const float *in, unsigned long frames
 	if (flags & (paInputOverflow | paInputUnderflow)) prt_add(&c->ctr.host_flags, 1);
 	prt_add(&c->ctr.frames, frames);
 	prt_add(&c->ctr.callbacks, 1);
-	prt_wake(c->wake_fd, &c->waiting);
+	prt_wake_when(c->wake_fd, &c->waiting, &c->ring, &c->want);
 }
 
 static void prt_playback_cb(prt_playback *p, float *out, unsigned long frames, double dac, PaStreamCallbackFlags flags) {
@@ -153,7 +162,7 @@ static void prt_playback_cb(prt_playback *p, float *out, unsigned long frames, d
 		if (w > len) w = len;
 		prt_ring_write(&p->echo, out, w);
 		if (w < len) prt_add(&p->echo_dropped, len - w);
-		prt_wake(p->echo_fd, &p->echo_waiting);
+		prt_wake_when(p->echo_fd, &p->echo_waiting, &p->echo, &p->echo_want);
 	}
 	if (flags & (paOutputUnderflow | paOutputOverflow)) prt_add(&p->ctr.host_flags, 1);
 	prt_add(&p->ctr.frames, frames);
@@ -248,6 +257,7 @@ type waker struct {
 	r       *os.File // read end, non-blocking, in Go's poller
 	w       int      // write end (non-blocking), shared with the callback
 	waiting *uint32  // the flag, in C memory
+	want    *uint64  // for a reader: the ring fill it waits for (nil: any callback wakes it)
 	buf     [64]byte
 }
 
@@ -261,6 +271,12 @@ func newWaker(waiting *C.uint32_t) (*waker, error) {
 
 // arm tells the callback that a goroutine is about to sleep.
 func (k *waker) arm() { atomic.StoreUint32(k.waiting, 1) }
+
+// armFor is arm for a reader that wants n samples in the ring before it wakes.
+func (k *waker) armFor(n int) {
+	atomic.StoreUint64(k.want, uint64(max(1, n)))
+	atomic.StoreUint32(k.waiting, 1)
+}
 
 // kick wakes the sleeper from Go (close, loss, a cancelled context).
 func (k *waker) kick() {
@@ -311,6 +327,7 @@ func newRTCapture(samples, channels int) (*rtCapture, error) {
 		return nil, err
 	}
 	c.wake_fd = C.int(k.w)
+	k.want = (*uint64)(unsafe.Pointer(&c.want))
 	return &rtCapture{c: c, ring: rtRing{&c.ring}, wake: k}, nil
 }
 
@@ -369,6 +386,7 @@ func newRTPlayback(samples, echoSamples, channels int) (*rtPlayback, error) {
 			return fail(err)
 		}
 		p.echo_fd = C.int(r.echoWake.w)
+		r.echoWake.want = (*uint64)(unsafe.Pointer(&p.echo_want))
 	} else {
 		p.echo_fd = -1
 	}
