@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -112,4 +113,93 @@ func TestPushToTalkDevicesRest(t *testing.T) {
 		t.Errorf("push-to-talk: the recogniser got %v samples, answer %q", heard, ex.Answer)
 	}
 	eventually("the microphone closes after the spoken answer", func() bool { return !a.Mic.IsOpen() })
+}
+
+// TestHandsFreeSpeakerRests: listening hands-free, the microphone stays open but the output
+// stream closes once it has had nothing to play for a while (it costs about a percent of a
+// core playing silence); an answer opens it again and is heard on the sink, whole, without
+// Parley taking its own voice for the user's; then it rests again.
+func TestHandsFreeSpeakerRests(t *testing.T) {
+	pulse := audiotest.RequirePulse(t)
+	cfg := config.Default()
+	cfg.Audio.Input, cfg.Audio.Output = pulse.Device, pulse.Device
+	cfg.Assistant.Mode = "hands-free"
+	cfg.LLM.Backend = "skills"
+	a, err := wire.Build(context.Background(), cfg, wire.Options{NoHistory: true, NoDiscovery: true, Transcript: &heardOnce{},
+		Stream: func(dir device.Direction, sc *device.StreamConfig) {
+			sc.SampleRate = pulse.Rate
+			if dir == device.Output {
+				sc.Channels = 2
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ev, unsub := a.Subscribe(1024)
+	defer unsub()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); !cond(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out: %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	eventually("the speaker closes at rest", func() bool { return !a.Speaker.IsOpen() })
+	if !a.Mic.IsOpen() {
+		t.Fatal("the microphone closed in hands-free mode")
+	}
+	// a preview at rest plays on a deep-buffered stream; the answer after it on a live one
+	tone := &audio.Buffer{Format: audio.Mono16k, Data: make([]float32, app.SampleRate/2)}
+	for i := range tone.Data {
+		tone.Data[i] = 0.2 * float32(math.Sin(float64(i)*0.2))
+	}
+	if err := a.PlayAside(context.Background(), tone); err != nil {
+		t.Fatal(err)
+	}
+	if l := a.Speaker.Latency(); l < 150*time.Millisecond {
+		t.Errorf("a preview played at rest on a stream of %v latency, want the deep buffer", l)
+	}
+	t.Logf("preview stream latency %v", a.Speaker.Latency())
+	rec := startRecorder(t, pulse.Device)
+	if _, err := a.SubmitText("what is six times seven"); err != nil {
+		t.Fatal(err)
+	}
+	var ex *app.Exchange
+	turns := 0
+	for timeout := time.After(60 * time.Second); turns == 0; {
+		select {
+		case e := <-ev:
+			if e.Kind == app.EvTurnDone {
+				ex, turns = e.Exchange, turns+1
+			}
+		case <-timeout:
+			t.Fatal("timed out waiting for the answer")
+		}
+	}
+	if ex.Err != nil || ex.Latency.FirstAudio.IsZero() || ex.Interrupted {
+		t.Fatalf("exchange %+v: want the answer played whole", ex)
+	}
+	t.Logf("answer stream latency %v", a.Speaker.Latency())
+	if l := a.Speaker.Latency(); l == 0 || l >= 150*time.Millisecond {
+		t.Errorf("the answer played on a stream of %v latency, want the live one", l)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if played := rec.stop(); audio.DB(audio.RMS(played)) < -50 {
+		t.Errorf("the sink heard nothing of the answer (%.0f dBFS)", audio.DB(audio.RMS(played)))
+	}
+	eventually("the speaker closes after the answer", func() bool { return !a.Speaker.IsOpen() })
+	for {
+		select {
+		case e := <-ev:
+			if e.Kind == app.EvTurnDone || e.Kind == app.EvSpeechStart {
+				t.Errorf("after the answer: %v (Parley heard itself)", e.Kind)
+			}
+			continue
+		default:
+		}
+		break
+	}
 }

@@ -13,23 +13,34 @@ import (
 	"github.com/parley-voice/parley/audio/device"
 )
 
-// Speaker is the assistant's playback device, closed while nothing can play: a push-to-talk
-// assistant at rest (the Mic's gate). An open output stream plays silence and costs a
-// couple of percent of a core; opening one takes milliseconds, done when Talk is pressed or
-// an exchange starts, well before its first audio. It keeps the playback device's
-// behaviour (a lost device is reopened) and one echo reference across its streams.
+// Speaker is the assistant's playback device, closed while nothing plays: a push-to-talk
+// assistant at rest (the Mic's gate), and in every mode once it has had nothing to play for
+// speakerIdle. An open output stream plays silence and costs about a percent of a core;
+// opening one takes milliseconds, done when Talk is pressed or by the first write of an
+// answer. It keeps the playback device's behaviour (a lost device is reopened) and one echo
+// reference across its streams (the echo is aligned by sample counts and re-synchronised
+// after the gap, see Echo).
 type Speaker struct {
 	open func() (*device.ResilientPlayback, error)
-	in   audio.Format
-	echo audio.Format // the echo reference's format; zero: none
-	log  *slog.Logger
+	// openAside opens a stream for audio that is not part of a live turn (a voice preview):
+	// a deep device buffer, so that a busy machine does not make it stutter; nil: open
+	openAside func() (*device.ResilientPlayback, error)
+	in        audio.Format
+	echo      audio.Format // the echo reference's format; zero: none
+	log       *slog.Logger
 
 	mu      sync.Mutex
 	cur     *device.ResilientPlayback // nil while closed
 	closed  bool
 	changed chan struct{} // closed (and replaced) when cur or closed change
 	linger  *time.Timer   // a pending close
+	writing int           // Writes in progress: the stream is not closed under them
+	idle    *time.Timer   // closes the stream speakerIdle after the last write
+	aside   bool          // cur was opened by openAside
 }
+
+// speakerIdle is how long an open stream with nothing to play stays open.
+const speakerIdle = 3 * time.Second
 
 // speakerLinger is how long the stream stays open after the gate closes: the device plays
 // out its last buffers, and a quick follow-up does not reopen it.
@@ -40,7 +51,39 @@ func newSpeaker(first *device.ResilientPlayback, open func() (*device.ResilientP
 	if first.EchoRef() != nil {
 		s.echo = first.DeviceFormat()
 	}
+	s.mu.Lock()
+	s.armIdleLocked()
+	s.mu.Unlock()
 	return s
+}
+
+// armIdleLocked (re)starts the idle close. s.mu is held.
+func (s *Speaker) armIdleLocked() {
+	if s.idle == nil {
+		s.idle = time.AfterFunc(speakerIdle, s.closeIfIdle)
+		return
+	}
+	s.idle.Reset(speakerIdle)
+}
+
+// closeIfIdle closes the stream when nothing is being written or waits to be played.
+func (s *Speaker) closeIfIdle() {
+	s.mu.Lock()
+	if s.closed || s.cur == nil || s.writing > 0 {
+		s.mu.Unlock()
+		return
+	}
+	if q := s.cur.Queued(); q > 0 {
+		s.idle.Reset(q + speakerIdle)
+		s.mu.Unlock()
+		return
+	}
+	cur := s.cur
+	s.cur = nil
+	s.bump()
+	s.mu.Unlock()
+	s.log.Debug("speaker closed: nothing to play")
+	cur.Close()
 }
 
 // setOpen opens the stream at once, or closes it after speakerLinger.
@@ -65,6 +108,7 @@ func (s *Speaker) setOpen(on bool) {
 			s.log.Warn("speaker did not open", "err", err) // Write tries again and reports it
 		}
 	}
+	s.armIdleLocked()
 }
 
 func (s *Speaker) closeNow() {
@@ -89,31 +133,90 @@ func (s *Speaker) openLocked() (*device.ResilientPlayback, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cur = c
+	s.cur, s.aside = c, false
 	s.bump()
 	return c, nil
 }
 
-// acquire returns the open stream, opening it if a write came while closed.
-func (s *Speaker) acquire() (*device.ResilientPlayback, error) {
+// acquire returns the open stream, opening it if a write came while closed. A live write
+// replaces a stream opened for an aside (whose deep buffer would delay the answer).
+func (s *Speaker) acquire(aside bool) (*device.ResilientPlayback, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, device.ErrClosed
 	}
-	if s.cur != nil {
+	if s.cur != nil && (aside || !s.aside) {
+		defer s.mu.Unlock()
 		return s.cur, nil
+	}
+	if s.cur != nil { // an aside's stream: closed (what it still queues is cut), then a live one
+		old := s.cur
+		s.cur = nil
+		s.bump()
+		s.mu.Unlock()
+		old.Close()
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, device.ErrClosed
+		}
+		if s.cur != nil { // another write opened one meanwhile
+			defer s.mu.Unlock()
+			return s.cur, nil
+		}
+	}
+	defer s.mu.Unlock()
+	if aside && s.openAside != nil {
+		c, err := s.openAside()
+		if err != nil {
+			return nil, err
+		}
+		s.cur, s.aside = c, true
+		s.bump()
+		return c, nil
 	}
 	return s.openLocked()
 }
 
-// Write writes to the open stream (see device.ResilientPlayback.Write).
+// Write writes to the open stream (see device.ResilientPlayback.Write), opening it if needed.
 func (s *Speaker) Write(ctx context.Context, pcm []float32) (int, error) {
-	cur, err := s.acquire()
+	return s.write(ctx, pcm, false)
+}
+
+// writeAside is Write for audio outside a live turn: at rest it opens the deep-buffered
+// stream (openAside).
+func (s *Speaker) writeAside(ctx context.Context, pcm []float32) (int, error) {
+	return s.write(ctx, pcm, true)
+}
+
+func (s *Speaker) write(ctx context.Context, pcm []float32, aside bool) (int, error) {
+	s.mu.Lock()
+	s.writing++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.writing--; s.writing == 0 && !s.closed {
+			s.armIdleLocked()
+		}
+		s.mu.Unlock()
+	}()
+	cur, err := s.acquire(aside)
 	if err != nil {
 		return 0, err
 	}
 	return cur.Write(ctx, pcm)
+}
+
+// Latency is the open stream's output latency (0 while closed).
+func (s *Speaker) Latency() time.Duration {
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	if cur == nil {
+		return 0
+	}
+	return cur.Latency()
 }
 
 // Format is the format Write accepts.
@@ -177,6 +280,9 @@ func (s *Speaker) Close() error {
 	if s.linger != nil {
 		s.linger.Stop()
 	}
+	if s.idle != nil {
+		s.idle.Stop()
+	}
 	cur := s.cur
 	s.cur = nil
 	s.bump()
@@ -232,8 +338,10 @@ var ErrNoSpeaker = errors.New("wire: the assistant has no speaker")
 // PlayAside plays audio that is not an answer (the desktop app's voice preview) on the
 // assistant's own speaker, so that its echo reference holds it and its microphone takes it
 // for Parley's voice, not the user's (a preview in hands-free mode would otherwise start a
-// turn). Call it while the assistant is quiet; it returns once the audio has been played
-// out, or ctx ends (then it stops it).
+// turn). At rest the speaker opens with a deep device buffer for it (asideLatency), since
+// nothing waits on this audio and a busy machine must not make it stutter; an answer that
+// comes later gets a low-latency stream again. Call it while the assistant is quiet; it
+// returns once the audio has been played out, or ctx ends (then it stops it).
 func (a *Assistant) PlayAside(ctx context.Context, b *audio.Buffer) error {
 	s := a.Speaker
 	if s == nil {
@@ -251,7 +359,7 @@ func (a *Assistant) PlayAside(ctx context.Context, b *audio.Buffer) error {
 			s.setOpen(false) // push-to-talk at rest: the speaker rests again
 		}
 	}()
-	if _, err := s.Write(ctx, pcm); err != nil {
+	if _, err := s.writeAside(ctx, pcm); err != nil {
 		if ctx.Err() != nil {
 			s.Stop()
 		}

@@ -353,6 +353,9 @@ func (b *builder) speaker(host *device.Host, sc device.StreamConfig) (*Speaker, 
 		return nil, fmt.Errorf("speaker: %w", err)
 	}
 	play := newSpeaker(first, func() (*device.ResilientPlayback, error) { return host.OpenResilientPlayback(pcfg, device.Recovery{}) }, b.log)
+	acfg := pcfg
+	acfg.Latency = max(acfg.Latency, asideLatency)
+	play.openAside = func() (*device.ResilientPlayback, error) { return host.OpenResilientPlayback(acfg, device.Recovery{}) }
 	b.closes(play.Close)
 	b.p.Speaker = &Player{P: play}
 	return play, nil
@@ -564,3 +567,7 @@ const (
 	micBatch  = 20 * time.Millisecond
 	echoBatch = 40 * time.Millisecond
 )
+
+// asideLatency is the output latency asked for audio outside a live turn (voice previews):
+// PulseAudio keeps that much queued, so a busy machine does not make it stutter.
+const asideLatency = 200 * time.Millisecond

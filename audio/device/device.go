@@ -243,7 +243,7 @@ type StreamConfig struct {
 	Device       string        // "" (default), an index or a name; see Host.Lookup
 	SampleRate   int           // device rate; 0 = the device's native (default) rate
 	Channels     int           // device channels; 0 = the caller's channel count if the device has them, else its maximum (≤ 2)
-	BufferFrames int           // device frames per callback; 0 = 10 ms
+	BufferFrames int           // device frames per callback; 0 = 10 ms (a capture's: Batch, when longer)
 	Latency      time.Duration // suggested latency; 0 = the device's default low latency
 	Ring         time.Duration // ring buffer between callback and caller; 0 = 2 s
 	LossTimeout  time.Duration // no callback for this long = device lost; 0 = max(3 s, 20 buffers)
@@ -283,6 +283,11 @@ func (c *StreamConfig) fill(d Info, dir Direction, want int) error {
 	}
 	if c.BufferFrames == 0 {
 		c.BufferFrames = c.SampleRate / 100
+		if dir == Input && c.Batch > 10*time.Millisecond {
+			// the reader waits for a batch anyway: buffers that long cost the audio stack
+			// fewer wake-ups and the reader no extra delay
+			c.BufferFrames = int(int64(c.Batch) * int64(c.SampleRate) / int64(time.Second))
+		}
 	}
 	if c.Ring == 0 {
 		c.Ring = 2 * time.Second

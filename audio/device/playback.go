@@ -269,7 +269,7 @@ func (p *Playback) Drain(ctx context.Context) error {
 	if p.gen.Load() != gen {
 		return ErrStopped
 	}
-	lat := p.pa.OutputLatency()
+	lat := p.Latency()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -277,6 +277,10 @@ func (p *Playback) Drain(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Latency is the output latency the host reports for the open stream: how long a sample
+// handed to the device takes to be heard.
+func (p *Playback) Latency() time.Duration { return p.pa.OutputLatency() }
 
 // Queued is the audio waiting in the ring (not yet handed to the device).
 func (p *Playback) Queued() time.Duration {

@@ -296,6 +296,15 @@ func (p *ResilientPlayback) Queued() time.Duration {
 	return cur.Queued()
 }
 
+// Latency is the current stream's output latency as the host reports it (0 while reopening).
+func (p *ResilientPlayback) Latency() time.Duration {
+	cur, _, _ := p.r.current()
+	if cur == nil {
+		return 0
+	}
+	return cur.Latency()
+}
+
 // Played is the number of device frames played since the first stream opened, counting each
 // outage as silence: the echo reference's clock.
 func (p *ResilientPlayback) Played() uint64 {
