@@ -478,23 +478,47 @@ func paErr(e C.PaError) error {
 	return errors.New(C.GoString(C.Pa_GetErrorText(e)))
 }
 
-func (s *rtStream) Start() error { return paErr(C.Pa_StartStream(s.s.pa)) }
-func (s *rtStream) Stop() error  { return paErr(C.Pa_StopStream(s.s.pa)) }
-func (s *rtStream) Abort() error { return paErr(C.Pa_AbortStream(s.s.pa)) }
+// The methods below are safe on a closed stream: they do nothing, or say 0.
+
+func (s *rtStream) Start() error {
+	return s.call(func(p unsafe.Pointer) C.PaError { return C.Pa_StartStream(p) })
+}
+func (s *rtStream) Stop() error {
+	return s.call(func(p unsafe.Pointer) C.PaError { return C.Pa_StopStream(p) })
+}
+func (s *rtStream) Abort() error {
+	return s.call(func(p unsafe.Pointer) C.PaError { return C.Pa_AbortStream(p) })
+}
+
+func (s *rtStream) call(f func(unsafe.Pointer) C.PaError) error {
+	if s.s == nil {
+		return ErrClosed
+	}
+	return paErr(f(s.s.pa))
+}
 
 // Time is the stream's clock.
 func (s *rtStream) Time() time.Duration {
+	if s.s == nil {
+		return 0
+	}
 	return time.Duration(float64(C.Pa_GetStreamTime(s.s.pa)) * 1e9)
 }
 
 // OutputLatency is the output latency PortAudio reports for the open stream.
 func (s *rtStream) OutputLatency() time.Duration {
+	if s.s == nil {
+		return 0
+	}
 	return time.Duration(float64(C.prt_output_latency(s.s.pa)) * 1e9)
 }
 
 // Close closes the stream; its callback has run for the last time when it returns.
 // A stream that cannot be closed keeps its halves' memory.
 func (s *rtStream) Close() error {
+	if s.s == nil {
+		return nil
+	}
 	if err := paErr(C.Pa_CloseStream(s.s.pa)); err != nil {
 		return err
 	}
