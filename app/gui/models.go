@@ -218,6 +218,8 @@ func kindName(k string) string {
 		return "LANGUAGE MODELS"
 	case "tokenizer":
 		return "TOKENIZERS"
+	case "runtime":
+		return "GPU RUNTIME (used from the next start; parley doctor --gpu checks the NVIDIA libraries it needs)"
 	}
 	return strings.ToUpper(k)
 }
