@@ -257,3 +257,27 @@ func TestRuntimeLibrary(t *testing.T) {
 		t.Errorf("installed whole: %q, want %q", got, want)
 	}
 }
+
+// SenseVoice's BPE tokenizer is fetched first from the repositories that hold it, the PyTorch
+// model's (iic/SenseVoiceSmall, FunAudioLLM/SenseVoiceSmall), not from an ONNX export's.
+func TestSenseVoiceBPEFromTheModelRepository(t *testing.T) {
+	reg, err := LoadRegistry("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := reg.Lookup("sensevoice-small-funasr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range m.Files {
+		if !strings.HasSuffix(f.Path, ".bpe.model") {
+			continue
+		}
+		if len(f.URLs) < 2 || f.URLs[0] != "ms://iic/SenseVoiceSmall/chn_jpn_yue_eng_ko_spectok.bpe.model" ||
+			f.URLs[1] != "hf://FunAudioLLM/SenseVoiceSmall/chn_jpn_yue_eng_ko_spectok.bpe.model" {
+			t.Errorf("bpe.model sources %v", f.URLs)
+		}
+		return
+	}
+	t.Fatal("no bpe.model in sensevoice-small-funasr")
+}
