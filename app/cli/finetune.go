@@ -223,7 +223,7 @@ func printProblems(w io.Writer, problems []clone.Problem) {
 }
 
 func finetuneSlice(ctx context.Context, env *cliEnv, d *clone.Dataset) error {
-	det, err := env.factory().VAD(vad.Config{})
+	det, err := env.factory().VAD("", vad.Config{})
 	if err != nil {
 		return fmt.Errorf("voice activity detection: %w", err)
 	}

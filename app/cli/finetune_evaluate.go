@@ -130,7 +130,7 @@ directory: the model a fine-tune with --gpt installed).`)
 	if err != nil {
 		return err
 	}
-	det, err := fac.VAD(vad.Config{MinSilence: tune.CloneVADMinSilence})
+	det, err := fac.VAD("", vad.Config{MinSilence: tune.CloneVADMinSilence})
 	if err != nil {
 		return fmt.Errorf("voice activity detection: %w", err)
 	}

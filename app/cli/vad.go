@@ -43,7 +43,7 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "vad", "")
 	var cfg vad.Config
 	var thr, neg float64
-	fs.StringVar(&cfg.Model, "model", "", "Silero VAD v5 model file (default: the models directory's silero-vad-v5)")
+	model := fs.String("model", "", "Silero VAD v5 model file (default: the models directory's silero-vad-v5)")
 	fs.Float64Var(&thr, "threshold", 0.5, "speech probability that starts speech")
 	fs.Float64Var(&neg, "neg-threshold", 0, "probability below which speech may end (default threshold-0.15)")
 	fs.DurationVar(&cfg.MinSpeech, "min-speech", 250*time.Millisecond, "ignore speech shorter than this")
@@ -67,12 +67,12 @@ func runVAD(ctx context.Context, env *cliEnv, args []string) error {
 		if *dev == "" {
 			*dev = env.Config.Audio.Input
 		}
-		return vadListen(ctx, env, cfg, *dev)
+		return vadListen(ctx, env, *model, cfg, *dev)
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: parley vad [flags] FILE…|- (or --listen)", errUsage)
 	}
-	d, err := env.factory().VAD(cfg)
+	d, err := env.factory().VAD(*model, cfg)
 	if err != nil {
 		return err
 	}
@@ -134,8 +134,8 @@ type vadLiveEvent struct {
 	Forced  bool    `json:"forced,omitempty"`
 }
 
-func vadListen(ctx context.Context, env *cliEnv, cfg vad.Config, dev string) error {
-	d, err := env.factory().VAD(cfg)
+func vadListen(ctx context.Context, env *cliEnv, model string, cfg vad.Config, dev string) error {
+	d, err := env.factory().VAD(model, cfg)
 	if err != nil {
 		return err
 	}

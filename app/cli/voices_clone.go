@@ -83,7 +83,7 @@ func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
-	det, err := fac.VAD(vad.Config{MinSilence: tune.CloneVADMinSilence})
+	det, err := fac.VAD("", vad.Config{MinSilence: tune.CloneVADMinSilence})
 	if err != nil {
 		return fmt.Errorf("voice activity detection: %w", err)
 	}

@@ -33,7 +33,7 @@ func runWake(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Var(&models, "model", "wake model name or file (repeatable; default: assistant.wake_word)")
 	var cfg wake.Config
 	var thr float64
-	fs.StringVar(&cfg.Dir, "dir", "", "openWakeWord model directory (default: the models directory's openwakeword)")
+	dir := fs.String("dir", "", "openWakeWord model directory (default: the models directory's openwakeword)")
 	fs.Float64Var(&thr, "threshold", 0.5, "score that counts as a detection")
 	fs.IntVar(&cfg.Patience, "patience", 1, "consecutive 80 ms steps at or above the threshold")
 	fs.DurationVar(&cfg.Refractory, "refractory", 2*time.Second, "quiet time after a detection")
@@ -44,7 +44,7 @@ func runWake(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	if *list {
-		names, err := wake.Available(cfg.Dir)
+		names, err := wake.Available(*dir)
 		if err != nil {
 			return err
 		}
@@ -57,7 +57,7 @@ func runWake(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() > 1 {
 		return fmt.Errorf("%w: parley wake [flags] [FILE|-]", errUsage)
 	}
-	d, err := env.factory().Wake(cfg)
+	d, err := env.factory().Wake(*dir, cfg)
 	if err != nil {
 		return err
 	}

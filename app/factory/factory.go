@@ -232,11 +232,11 @@ func (f *Factory) LibraryVoice(name string) (*voices.Voice, error) {
 	return v, err
 }
 
-// VAD opens a Silero voice activity detector (c.Model "" = the installed silero-vad-v5) on
+// VAD opens a Silero voice activity detector (model "" = the installed silero-vad-v5) on
 // one CPU thread (see detectorGPU).
-func (f *Factory) VAD(c vad.Config) (*vad.Detector, error) {
+func (f *Factory) VAD(model string, c vad.Config) (*vad.Detector, error) {
 	c.GPU = detectorGPU()
-	return vad.New(c)
+	return vad.New(model, c)
 }
 
 // VADPool opens a pool of at most size Silero models for many detectors at once (the
@@ -245,14 +245,14 @@ func (f *Factory) VADPool(size int) (*vad.ModelPool, error) {
 	return vad.NewPool(vad.DefaultModel(), 16000, detectorGPU(), size)
 }
 
-// Wake opens the openWakeWord detector for c.Models (none = assistant.wake_word) on one
-// CPU thread.
-func (f *Factory) Wake(c wake.Config) (*wake.Detector, error) {
+// Wake opens the openWakeWord detector in dir ("" = the installed openwakeword) for c.Models
+// (none = assistant.wake_word) on one CPU thread.
+func (f *Factory) Wake(dir string, c wake.Config) (*wake.Detector, error) {
 	if len(c.Models) == 0 && f.cfg.Assistant.WakeWord != "" {
 		c.Models = []string{f.cfg.Assistant.WakeWord}
 	}
 	c.GPU = detectorGPU()
-	return wake.New(c)
+	return wake.New(dir, c)
 }
 
 // SpeakerEncoder opens the speaker encoder spec names (a directory, a registry id, or ""

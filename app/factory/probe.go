@@ -33,7 +33,7 @@ func ProbeASR(dir string) error {
 
 // ProbeWake loads an openWakeWord directory with the given wake-word models.
 func ProbeWake(dir string, models []string) error {
-	d, err := wake.New(wake.Config{Dir: dir, Models: models, GPU: probeCPU})
+	d, err := wake.New(dir, wake.Config{Models: models, GPU: probeCPU})
 	if err == nil {
 		d.Close()
 	}

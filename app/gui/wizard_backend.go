@@ -129,7 +129,7 @@ func (s *cloneService) Open(ctx context.Context, path string) (audio.Source, fun
 func (s *cloneService) factory() *factory.Factory { return factory.New(s.cfg, s.log) }
 
 func (s *cloneService) Segmenter() (clone.Segmenter, func(), error) {
-	det, err := s.factory().VAD(vad.Config{})
+	det, err := s.factory().VAD("", vad.Config{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("voice activity detection: %w", err)
 	}
@@ -276,7 +276,7 @@ func (s *cloneService) clone(ctx context.Context, pcm []float32, text, name stri
 		return nil, err
 	}
 	defer eng.Close()
-	det, err := fac.VAD(vad.Config{MinSilence: tune.CloneVADMinSilence})
+	det, err := fac.VAD("", vad.Config{MinSilence: tune.CloneVADMinSilence})
 	if err != nil {
 		return nil, fmt.Errorf("voice activity detection: %w", err)
 	}

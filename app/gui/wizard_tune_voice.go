@@ -256,7 +256,7 @@ func (s *trainingService) zeroShot(ctx context.Context, d *clone.Dataset, m tune
 		return nil, err
 	}
 	fac := s.voice.factory()
-	det, err := fac.VAD(vad.Config{MinSilence: tune.CloneVADMinSilence})
+	det, err := fac.VAD("", vad.Config{MinSilence: tune.CloneVADMinSilence})
 	if err != nil {
 		return nil, fmt.Errorf("voice activity detection: %w", err)
 	}

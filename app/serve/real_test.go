@@ -260,7 +260,7 @@ func TestRealRealtime(t *testing.T) {
 	e := Engines{ASR: rec, ASRModel: id, TTS: eng, TTSEngine: "espeak"}
 	if p := vad.DefaultModel(); fileExists(p) {
 		e.NewVAD = func() (app.VAD, error) {
-			d, err := vad.New(vad.Config{Model: p})
+			d, err := vad.New(p, vad.Config{})
 			if err != nil {
 				return nil, err
 			}

@@ -90,7 +90,7 @@ func BenchmarkDemoEndOfSpeechToFirstAudio(b *testing.B) {
 	script := append(make([]float32, app.SampleRate/2), q.Data...)
 	script = append(script, make([]float32, 2*app.SampleRate)...)
 
-	d, err := vad.New(vad.Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	d, err := vad.New("", vad.Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}

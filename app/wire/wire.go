@@ -377,7 +377,7 @@ func (b *builder) echo(play *Speaker) (*Echo, error) {
 
 // vad: Silero when it loads, else the energy detector with a note.
 func (b *builder) vad() {
-	d, err := b.f.VAD(vad.Config{})
+	d, err := b.f.VAD("", vad.Config{})
 	if err == nil && !b.o.EnergyVAD {
 		b.closes(d.Close)
 		b.p.VAD = factory.SileroVAD{D: d}
@@ -402,7 +402,7 @@ func (b *builder) wake() error {
 	if b.lo.Mode != app.WakeWord {
 		return nil
 	}
-	d, err := b.f.Wake(wake.Config{})
+	d, err := b.f.Wake("", wake.Config{})
 	if err != nil {
 		return fmt.Errorf("wake word %q: %w", b.cfg.Assistant.WakeWord, err)
 	}

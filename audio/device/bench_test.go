@@ -48,7 +48,7 @@ func BenchmarkCaptureToVAD(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer play.Close()
-	d, err := vad.New(vad.Config{Model: model})
+	d, err := vad.New(model, vad.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 
 // Config tunes detection. Zero fields take the defaults shown.
 type Config struct {
-	Model      string        // model file; "" = DefaultModel()
 	SampleRate int           // 16000 (default) or 8000; input must be mono at this rate
 	Threshold  float32       // probability that starts speech: 0.5
 	NegThresh  float32       // probability below which speech may end (hysteresis): Threshold − 0.15
@@ -157,12 +156,13 @@ const (
 	speaking
 )
 
-// New opens the model and returns a Detector. Close it when done.
-func New(cfg Config) (*Detector, error) {
+// New opens the Silero model file model ("" = DefaultModel()) and returns a Detector. Close
+// it when done.
+func New(model string, cfg Config) (*Detector, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	m, err := OpenModel(cfg.Model, cfg.SampleRate, cfg.GPU)
+	m, err := OpenModel(model, cfg.SampleRate, cfg.GPU)
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,7 @@ const rate = 16000
 
 func openDetector(t testing.TB, cfg Config) *Detector {
 	t.Helper()
-	cfg.Model = gputest.RequireModel(t, "silero-vad-v5/silero_vad.onnx")
-	d, err := New(cfg)
+	d, err := New(gputest.RequireModel(t, "silero-vad-v5/silero_vad.onnx"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +380,7 @@ func mustResample(t *testing.T, x []float32, from, to int) []float32 {
 func TestBadConfigAndModel(t *testing.T) {
 	gputest.RequireORT(t)
 	for _, cfg := range []Config{{SampleRate: 44100}, {Threshold: 1.5}, {Threshold: 0.5, NegThresh: 0.7}, {MaxSpeech: time.Millisecond}} {
-		if _, err := New(cfg); err == nil {
+		if _, err := New("", cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)
 		}
 	}
@@ -389,10 +388,10 @@ func TestBadConfigAndModel(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "x.onnx")
 	os.WriteFile(bad, []byte("not a model"), 0o644)
-	if _, err := New(Config{Model: bad}); err == nil {
+	if _, err := New(bad, Config{}); err == nil {
 		t.Error("garbage model accepted")
 	}
-	if _, err := New(Config{Model: filepath.Join(dir, "missing.onnx")}); err == nil {
+	if _, err := New(filepath.Join(dir, "missing.onnx"), Config{}); err == nil {
 		t.Error("missing model accepted")
 	}
 }
@@ -410,7 +409,7 @@ func TestContextCancel(t *testing.T) {
 func TestModelLoadedOnce(t *testing.T) {
 	gputest.RequireModel(t, "silero-vad-v5/silero_vad.onnx")
 	before := gpu.Loads()
-	d, err := New(Config{})
+	d, err := New("", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

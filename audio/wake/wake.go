@@ -57,7 +57,6 @@ func DefaultDir() string { return filepath.Join(assets.ModelsDir(), "openwakewor
 
 // Config configures a Detector. Zero fields take the defaults shown.
 type Config struct {
-	Dir        string        // directory with melspectrogram.onnx, embedding_model.onnx and wake models: DefaultDir()
 	Models     []string      // wake models by name ("hey_jarvis", "hey_jarvis_v0.1") or path: ["hey_jarvis"]
 	Threshold  float32       // score that detects: 0.5
 	Patience   int           // consecutive chunks at or above the threshold: 1
@@ -97,6 +96,7 @@ type wakeModel struct {
 
 // Detector runs openWakeWord on a stream. Not safe for concurrent use.
 type Detector struct {
+	dir    string // the models' directory
 	cfg    Config
 	mel    *gpu.Session
 	emb    *gpu.Session
@@ -160,10 +160,11 @@ func Available(dir string) ([]string, error) {
 	return out, nil
 }
 
-// New loads the feature models and the wake models.
-func New(cfg Config) (*Detector, error) {
-	if cfg.Dir == "" {
-		cfg.Dir = DefaultDir()
+// New loads the feature models and the wake models from dir (melspectrogram.onnx,
+// embedding_model.onnx and the wake models; "" = DefaultDir()).
+func New(dir string, cfg Config) (*Detector, error) {
+	if dir == "" {
+		dir = DefaultDir()
 	}
 	if len(cfg.Models) == 0 {
 		cfg.Models = []string{"hey_jarvis"}
@@ -195,7 +196,7 @@ func New(cfg Config) (*Detector, error) {
 	if err := gpu.Init(); err != nil {
 		return nil, err
 	}
-	d := &Detector{cfg: cfg, scores: map[string]float32{}}
+	d := &Detector{dir: dir, cfg: cfg, scores: map[string]float32{}}
 	if err := d.open(); err != nil {
 		d.Close()
 		return nil, err
@@ -216,8 +217,8 @@ func New(cfg Config) (*Detector, error) {
 }
 
 func (d *Detector) open() error {
-	melPath := filepath.Join(d.cfg.Dir, "melspectrogram.onnx")
-	embPath := filepath.Join(d.cfg.Dir, "embedding_model.onnx")
+	melPath := filepath.Join(d.dir, "melspectrogram.onnx")
+	embPath := filepath.Join(d.dir, "embedding_model.onnx")
 	melInfo, err := checkShapes(melPath, "input", 2, "output", 4)
 	if err != nil {
 		return err
@@ -239,7 +240,7 @@ func (d *Detector) open() error {
 		return err
 	}
 	for _, name := range d.cfg.Models {
-		path, err := resolve(d.cfg.Dir, name)
+		path, err := resolve(d.dir, name)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ func openDetector(t testing.TB, cfg Config) *Detector {
 	gputest.RequireModel(t, "openwakeword/melspectrogram.onnx")
 	gputest.RequireModel(t, "openwakeword/embedding_model.onnx")
 	gputest.RequireModel(t, "openwakeword/hey_jarvis_v0.1.onnx")
-	d, err := New(cfg)
+	d, err := New("", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,20 +171,20 @@ func TestModelsAndErrors(t *testing.T) {
 			t.Errorf("no score for %s: %v", label, d.Scores())
 		}
 	}
-	if _, err := New(Config{Models: []string{"hey_nobody"}}); !errors.Is(err, ErrNoModel) || !strings.Contains(err.Error(), "hey_jarvis_v0.1") {
+	if _, err := New("", Config{Models: []string{"hey_nobody"}}); !errors.Is(err, ErrNoModel) || !strings.Contains(err.Error(), "hey_jarvis_v0.1") {
 		t.Errorf("unknown model: %v (want ErrNoModel listing the available ones)", err)
 	}
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.onnx")
 	os.WriteFile(bad, []byte("garbage"), 0o644)
-	if _, err := New(Config{Models: []string{bad}}); err == nil {
+	if _, err := New("", Config{Models: []string{bad}}); err == nil {
 		t.Error("garbage model accepted")
 	}
 	// the embedding model is not a wake classifier
-	if _, err := New(Config{Models: []string{filepath.Join(DefaultDir(), "embedding_model.onnx")}}); !errors.Is(err, ErrBadModel) {
+	if _, err := New("", Config{Models: []string{filepath.Join(DefaultDir(), "embedding_model.onnx")}}); !errors.Is(err, ErrBadModel) {
 		t.Errorf("embedding model as wake model: %v", err)
 	}
-	if _, err := New(Config{Threshold: 2}); err == nil {
+	if _, err := New("", Config{Threshold: 2}); err == nil {
 		t.Error("threshold 2 accepted")
 	}
 	ctx, cancel := context.WithCancel(context.Background())

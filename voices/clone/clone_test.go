@@ -213,7 +213,7 @@ func TestImportUnwritable(t *testing.T) {
 
 func detector(t *testing.T) *vad.Detector {
 	t.Helper()
-	det, err := vad.New(vad.Config{Model: gputest.RequireModel(t, "silero-vad-v5/silero_vad.onnx")})
+	det, err := vad.New(gputest.RequireModel(t, "silero-vad-v5/silero_vad.onnx"), vad.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
