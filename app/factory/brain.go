@@ -81,6 +81,13 @@ func (f *Factory) SkillsAt(dataDir string, now func() time.Time) (*skills.Engine
 	return sk, terr
 }
 
+// ServerSkills is the server's offline skills: headless, so no timers (one would run out
+// with nothing to ring it, and the skills say so), in the skills' own reply language (the
+// server's clients ask in theirs).
+func (f *Factory) ServerSkills() (*skills.Engine, error) {
+	return skills.New(skills.Options{Log: f.log, Timers: skills.NoTimers{}})
+}
+
 // Brain is what Brain builds on.
 type Brain struct {
 	Choice     discover.Choice

@@ -107,6 +107,10 @@ func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, e
 		e.LLM, e.LLMModel = choice.Backend, choice.Model
 		log.Info("llm", "server", choice.Name, "model", choice.Model)
 	}
+	if e.Skills, err = f.ServerSkills(); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("skills: %w", err)
+	}
 	e.NewBrain = func(sk *skills.Engine) (*brain.Brain, error) {
 		return f.Brain(factory.Brain{Choice: choice, Skills: sk, LocalFirst: true, Spoken: true})
 	}

@@ -17,10 +17,12 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve/realtime"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
+	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/llm/skills"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/engines"
@@ -289,11 +291,12 @@ func (s *Server) brain() (app.Brain, error) {
 		}
 		return turnBrain{b}, nil
 	}
-	cfg := brain.Config{Skills: s.eng.Skills, LocalFirst: true, Persona: llm.Persona{Spoken: true}, Log: s.log}
+	// a server built without Load (tests): the LLM it was given, else the skills alone
+	var choice discover.Choice
 	if _, ok := s.eng.LLM.(skills.Backend); !ok {
-		cfg.Backend, cfg.Model = s.eng.LLM, s.eng.LLMModel
+		choice.Backend, choice.Model = s.eng.LLM, s.eng.LLMModel
 	}
-	b, err := brain.New(cfg)
+	b, err := factory.New(nil, s.log).Brain(factory.Brain{Choice: choice, Skills: s.eng.Skills, LocalFirst: true, Spoken: true})
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/llm"
@@ -282,9 +283,8 @@ func New(o Options) (*Server, error) {
 		audioMem: newMemBudget(o.MaxAudioMemory),
 		vadCalls: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
-	if s.eng.Skills == nil {
-		// Headless, a timer would run out with nothing to ring it: the skills say so.
-		sk, err := skills.New(skills.Options{Log: o.Log, Timers: skills.NoTimers{}})
+	if s.eng.Skills == nil { // a server built without Load (tests)
+		sk, err := factory.New(nil, o.Log).ServerSkills()
 		if err != nil {
 			return nil, fmt.Errorf("serve: skills: %w", err)
 		}
