@@ -32,13 +32,15 @@ func (h *heardOnce) Transcribe(_ context.Context, pcm []float32, _ app.Transcrib
 // sink) closes its capture stream at rest, and its output stream a moment later; a typed
 // question opens both and the answer is played and heard on the sink; Talk opens the
 // microphone and what was said reaches the recogniser.
-func TestPushToTalkDevicesRest(t *testing.T) {
+// pulseAssistant builds an assistant in mode on a PulseAudio null sink (its microphone the
+// sink's monitor), with the offline skills and tr as its ear, and subscribes to its events.
+func pulseAssistant(t *testing.T, mode string, tr app.Transcriber) (*audiotest.Pulse, *wire.Assistant, <-chan app.Event) {
+	t.Helper()
 	pulse := audiotest.RequirePulse(t)
 	cfg := config.Default()
 	cfg.Audio.Input, cfg.Audio.Output = pulse.Device, pulse.Device
-	cfg.Assistant.Mode = "push-to-talk"
+	cfg.Assistant.Mode = mode
 	cfg.LLM.Backend = "skills"
-	tr := &heardOnce{}
 	a, err := wire.Build(context.Background(), cfg, wire.Options{NoHistory: true, NoDiscovery: true, Transcript: tr,
 		Stream: func(dir device.Direction, sc *device.StreamConfig) {
 			sc.SampleRate = pulse.Rate
@@ -49,20 +51,28 @@ func TestPushToTalkDevicesRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	t.Cleanup(func() { a.Close() })
 	ev, unsub := a.Subscribe(1024)
-	defer unsub()
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); !cond(); {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out: %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
+	t.Cleanup(unsub)
+	return pulse, a, ev
+}
+
+// eventually waits up to 15 s for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	eventually("the microphone closes at rest", func() bool { return !a.Mic.IsOpen() })
-	eventually("the speaker closes at rest", func() bool { return !a.Speaker.IsOpen() })
+}
+
+func TestPushToTalkDevicesRest(t *testing.T) {
+	tr := &heardOnce{}
+	pulse, a, ev := pulseAssistant(t, "push-to-talk", tr)
+	eventually(t, "the microphone closes at rest", func() bool { return !a.Mic.IsOpen() })
+	eventually(t, "the speaker closes at rest", func() bool { return !a.Speaker.IsOpen() })
 	rec := startRecorder(t, pulse.Device)
 	await := func(what string, pred func(app.Event) bool) app.Event {
 		t.Helper()
@@ -90,8 +100,8 @@ func TestPushToTalkDevicesRest(t *testing.T) {
 	if played := rec.stop(); audio.DB(audio.RMS(played)) < -50 {
 		t.Errorf("the sink heard nothing of the answer (%.0f dBFS)", audio.DB(audio.RMS(played)))
 	}
-	eventually("the microphone closes after the answer", func() bool { return !a.Mic.IsOpen() })
-	eventually("the speaker closes after the answer", func() bool { return !a.Speaker.IsOpen() })
+	eventually(t, "the microphone closes after the answer", func() bool { return !a.Mic.IsOpen() })
+	eventually(t, "the speaker closes after the answer", func() bool { return !a.Speaker.IsOpen() })
 
 	talk := time.Now()
 	if err := a.StartListening(); err != nil {
@@ -112,7 +122,7 @@ func TestPushToTalkDevicesRest(t *testing.T) {
 	if len(heard) != 1 || heard[0] < app.SampleRate/4 || ex.Answer == "" {
 		t.Errorf("push-to-talk: the recogniser got %v samples, answer %q", heard, ex.Answer)
 	}
-	eventually("the microphone closes after the spoken answer", func() bool { return !a.Mic.IsOpen() })
+	eventually(t, "the microphone closes after the spoken answer", func() bool { return !a.Mic.IsOpen() })
 }
 
 // TestHandsFreeSpeakerRests: listening hands-free, the microphone stays open but the output
@@ -120,34 +130,8 @@ func TestPushToTalkDevicesRest(t *testing.T) {
 // core playing silence); an answer opens it again and is heard on the sink, whole, without
 // Parley taking its own voice for the user's; then it rests again.
 func TestHandsFreeSpeakerRests(t *testing.T) {
-	pulse := audiotest.RequirePulse(t)
-	cfg := config.Default()
-	cfg.Audio.Input, cfg.Audio.Output = pulse.Device, pulse.Device
-	cfg.Assistant.Mode = "hands-free"
-	cfg.LLM.Backend = "skills"
-	a, err := wire.Build(context.Background(), cfg, wire.Options{NoHistory: true, NoDiscovery: true, Transcript: &heardOnce{},
-		Stream: func(dir device.Direction, sc *device.StreamConfig) {
-			sc.SampleRate = pulse.Rate
-			if dir == device.Output {
-				sc.Channels = 2
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	ev, unsub := a.Subscribe(1024)
-	defer unsub()
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); !cond(); {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out: %s", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	eventually("the speaker closes at rest", func() bool { return !a.Speaker.IsOpen() })
+	pulse, a, ev := pulseAssistant(t, "hands-free", &heardOnce{})
+	eventually(t, "the speaker closes at rest", func() bool { return !a.Speaker.IsOpen() })
 	if !a.Mic.IsOpen() {
 		t.Fatal("the microphone closed in hands-free mode")
 	}
@@ -190,7 +174,7 @@ func TestHandsFreeSpeakerRests(t *testing.T) {
 	if played := rec.stop(); audio.DB(audio.RMS(played)) < -50 {
 		t.Errorf("the sink heard nothing of the answer (%.0f dBFS)", audio.DB(audio.RMS(played)))
 	}
-	eventually("the speaker closes after the answer", func() bool { return !a.Speaker.IsOpen() })
+	eventually(t, "the speaker closes after the answer", func() bool { return !a.Speaker.IsOpen() })
 	for {
 		select {
 		case e := <-ev:

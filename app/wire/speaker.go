@@ -208,11 +208,16 @@ func (s *Speaker) write(ctx context.Context, pcm []float32, aside bool) (int, er
 	return cur.Write(ctx, pcm)
 }
 
+// current is the open stream (nil while closed).
+func (s *Speaker) current() *device.ResilientPlayback {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
 // Latency is the open stream's output latency (0 while closed).
 func (s *Speaker) Latency() time.Duration {
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
+	cur := s.current()
 	if cur == nil {
 		return 0
 	}
@@ -224,9 +229,7 @@ func (s *Speaker) Format() audio.Format { return s.in }
 
 // Queued is the audio waiting to be played (0 while closed).
 func (s *Speaker) Queued() time.Duration {
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
+	cur := s.current()
 	if cur == nil {
 		return 0
 	}
@@ -235,10 +238,7 @@ func (s *Speaker) Queued() time.Duration {
 
 // Stop drops everything queued.
 func (s *Speaker) Stop() {
-	s.mu.Lock()
-	cur := s.cur
-	s.mu.Unlock()
-	if cur != nil {
+	if cur := s.current(); cur != nil {
 		cur.Stop()
 	}
 }
