@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/app/factory"
@@ -234,21 +233,9 @@ func finetuneSlice(ctx context.Context, env *cliEnv, d *clone.Dataset) error {
 		return err
 	}
 	s := d.Summary()
-	fmt.Fprintf(env.Stdout, "%d clips, %d set aside%s\n", s.Clips, s.Clips-s.Usable-s.Unlabelled-s.Dropped, rejectedText(s))
+	fmt.Fprintf(env.Stdout, "%d clips, %d set aside%s\n", s.Clips, s.Clips-s.Usable-s.Unlabelled-s.Dropped, s.RejectedText())
 	fmt.Fprintf(env.Stdout, "next: parley finetune label %s\n", d.Name)
 	return nil
-}
-
-func rejectedText(s clone.Summary) string {
-	if len(s.Rejected) == 0 {
-		return ""
-	}
-	var parts []string
-	for k, v := range s.Rejected {
-		parts = append(parts, fmt.Sprintf("%d %s", v, k))
-	}
-	sort.Strings(parts)
-	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func finetuneLabel(ctx context.Context, env *cliEnv, d *clone.Dataset, model string, force bool) error {
@@ -310,7 +297,7 @@ func finetuneStatus(env *cliEnv, d *clone.Dataset, asJSON bool) error {
 		return json.NewEncoder(env.Stdout).Encode(map[string]any{"name": d.Name, "dir": d.Dir(), "lang": d.Lang, "summary": s})
 	}
 	fmt.Fprintf(env.Stdout, "%s (%s)\n  recordings %d, clips %d%s\n  usable %d clips, %.1f minutes; %d unlabelled, %d dropped, %d with warnings\n",
-		d.Name, d.Dir(), s.Sources, s.Clips, rejectedText(s), s.Usable, s.UsableMinutes, s.Unlabelled, s.Dropped, s.Warnings)
+		d.Name, d.Dir(), s.Sources, s.Clips, s.RejectedText(), s.Usable, s.UsableMinutes, s.Unlabelled, s.Dropped, s.Warnings)
 	switch {
 	case s.Sources == 0:
 		fmt.Fprintf(env.Stdout, "next: parley finetune import %s FILE|DIR…\n", d.Name)

@@ -90,7 +90,7 @@ func (p *slicePage) refresh() {
 		p.summary.SetText("")
 	} else {
 		p.summary.SetText(fmt.Sprintf("%d clips: %d usable (%s), %d set aside%s", s.Clips, s.Clips-rejectedCount(s),
-			minutes(usableSeconds(p.all)/60), rejectedCount(s), reasons(s)))
+			minutes(usableSeconds(p.all)/60), rejectedCount(s), s.RejectedText()))
 	}
 	p.filter()
 }
@@ -116,19 +116,6 @@ func usableSeconds(clips []clone.Clip) float64 {
 		}
 	}
 	return secs
-}
-
-// reasons lists the kinds of rejection with their counts: " (2 too short, 1 too noisy)".
-func reasons(s clone.Summary) string {
-	if len(s.Rejected) == 0 {
-		return ""
-	}
-	var parts []string
-	for k, v := range s.Rejected {
-		parts = append(parts, fmt.Sprintf("%d %s", v, k))
-	}
-	sort.Strings(parts)
-	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 func (p *slicePage) filter() {

@@ -258,6 +258,20 @@ type Summary struct {
 	Unchecked int `json:"unchecked"`
 }
 
+// RejectedText lists the kinds of rejection with their counts, " (2 too short, 1 too noisy)",
+// or "" when nothing was rejected.
+func (s Summary) RejectedText() string {
+	if len(s.Rejected) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, v := range s.Rejected {
+		parts = append(parts, fmt.Sprintf("%d %s", v, k))
+	}
+	sort.Strings(parts)
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // Summary counts what the dataset holds.
 func (d *Dataset) Summary() Summary {
 	s := Summary{Sources: len(d.Sources), Clips: len(d.Clips), Rejected: map[string]int{}}
