@@ -766,3 +766,37 @@ func sha256Hex(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
+
+// An optional file with a source is installed when the source has it, and skipped without an
+// error when the source answers 404 (an ONNX export whose weights are inside the graph has no
+// .onnx_data beside it).
+func TestPullOptionalFile(t *testing.T) {
+	srv := newFaultServer(t)
+	graph, weights := randomBytes(2000, 3), randomBytes(5000, 4)
+	model := func(id string) *Model {
+		return &Model{ID: id, Kind: KindLLM, Description: "test", Licence: "MIT", Files: []File{
+			{Path: "onnx/model_q4.onnx", URLs: []string{srv.URL + "/" + id + "/model_q4.onnx"}},
+			{Path: "onnx/model_q4.onnx_data", URLs: []string{srv.URL + "/" + id + "/model_q4.onnx_data"}, Optional: true},
+		}}
+	}
+	srv.add("/inside/model_q4.onnx", graph)
+	srv.add("/outside/model_q4.onnx", graph)
+	srv.add("/outside/model_q4.onnx_data", weights)
+	te := newTestEnv(t, []*Model{model("inside"), model("outside")}, srv, nil)
+	ctx := context.Background()
+	if err := te.mgr.Pull(ctx, "inside"); err != nil {
+		t.Fatalf("an optional file the source does not have: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(te.dir, "inside", "onnx", "model_q4.onnx_data")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an absent optional file was written: %v", err)
+	}
+	if st, err := te.mgr.Status("inside"); err != nil || st.State != StateInstalled {
+		t.Errorf("without its optional file: %+v, %v", st, err)
+	}
+	if err := te.mgr.Pull(ctx, "outside"); err != nil {
+		t.Fatal(err)
+	}
+	if got := te.read(t, "outside", "onnx/model_q4.onnx_data"); !bytes.Equal(got, weights) {
+		t.Error("the optional file the source has was not installed")
+	}
+}

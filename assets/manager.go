@@ -247,6 +247,12 @@ func (m *Manager) pull(ctx context.Context, model *Model) error {
 			continue
 		}
 		res, err := m.fetchFile(ctx, model, f, dest)
+		if err != nil && f.Optional && errors.Is(err, ErrNotFound) {
+			// the source does not have it (an ONNX export with its weights inside the graph
+			// has no .onnx_data): nothing is missing
+			m.emit(Event{Model: model.ID, File: f.Path, Phase: "absent"})
+			continue
+		}
 		if err != nil {
 			if fatal(ctx, err) {
 				return fmt.Errorf("pulling %s: %s: %w", model.ID, f.Path, err)
