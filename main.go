@@ -34,5 +34,5 @@ func main() {
 }
 
 func runGUI(ctx context.Context, cfg *config.Config, o cli.GUIOptions) error {
-	return gui.Run(ctx, cfg, gui.Options{Log: o.Log, LogLevel: o.LogLevel, NoAudio: o.NoAudio, NoTray: o.NoTray, Diagnostics: o.Diagnostics})
+	return gui.Run(ctx, cfg, gui.Options{Log: o.Log, LogLevel: o.LogLevel, NoAudio: o.NoAudio, NoTray: o.NoTray, Diagnostics: o.Diagnostics, SetUpGPU: o.SetUpGPU})
 }

@@ -43,6 +43,9 @@ type GUIOptions struct {
 	NoTray   bool       // no system tray icon
 	// Diagnostics is doctor's report as JSON (the app's "Copy diagnostics").
 	Diagnostics func(ctx context.Context) ([]byte, error)
+	// SetUpGPU is doctor --gpu (the app's Settings → Set up GPU): its report, and why the GPU
+	// cannot run yet.
+	SetUpGPU func(ctx context.Context, progress func(what string, done, total int64)) (string, error)
 }
 
 // GUIFunc runs the desktop app until it is closed or ctx ends.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -434,48 +435,10 @@ type gpuSetup struct {
 // the provider loads, and says what is missing with the line that installs it. It fails when
 // the GPU cannot be used yet; the CPU keeps working either way.
 func doctorGPU(ctx context.Context, env *cliEnv, asJSON bool) error {
-	reg, err := assets.LoadRegistry(assets.OverridePath())
+	s, err := setUpGPU(ctx, env.Log, assets.NewProgressPrinter(env.Stderr, assets.IsTerminal(env.Stderr)))
 	if err != nil {
 		return err
 	}
-	mgr, err := assets.NewManager(reg, assets.Options{
-		Log:      env.Log,
-		Progress: assets.NewProgressPrinter(env.Stderr, assets.IsTerminal(env.Stderr)),
-	})
-	if err != nil {
-		return err
-	}
-	if err := mgr.Pull(ctx, assets.CUDARuntime); err != nil {
-		return fmt.Errorf("fetching %s: %w", assets.CUDARuntime, err)
-	}
-	core := assets.RuntimeLibrary(reg, mgr.Dir())
-	if core == "" {
-		return fmt.Errorf("%s was fetched but is not whole in %s: run `parley models verify %s`", assets.CUDARuntime, mgr.Dir(), assets.CUDARuntime)
-	}
-	s := gpuSetup{Runtime: core, Provider: filepath.Join(filepath.Dir(core), "libonnxruntime_providers_cuda.so"), Missing: []gpu.MissingLib{}}
-	coreVersions, err := gpu.ProviderVersions(core)
-	if err != nil {
-		return err
-	}
-	provVersions, err := gpu.ProviderVersions(s.Provider)
-	if err != nil {
-		return err
-	}
-	if len(coreVersions) > 0 {
-		s.Version = coreVersions[0]
-		if len(provVersions) > 0 && !slices.Contains(provVersions, s.Version) {
-			return fmt.Errorf("%s is ONNX Runtime %s but %s is %s: a provider only works with its own version", s.Provider, provVersions[0], core, s.Version)
-		}
-	}
-	if s.Missing, err = gpu.MissingForProvider(s.Provider); err != nil {
-		return err
-	}
-	if s.Missing == nil {
-		s.Missing = []gpu.MissingLib{}
-	}
-	s.Install = gpu.InstallLine(s.Missing)
-	s.GPUs, _ = gpu.DiscoverGPUs()
-	s.Ready = len(s.Missing) == 0 && len(s.GPUs.Devices) > 0
 	if asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
@@ -485,6 +448,58 @@ func doctorGPU(ctx context.Context, env *cliEnv, asJSON bool) error {
 	} else {
 		printGPUSetup(env.Stdout, s)
 	}
+	return s.usable()
+}
+
+// setUpGPU installs the CUDA runtime and checks it: what doctor --gpu and the desktop's
+// Settings → Set up GPU do. An error means it could not be installed or is not one version;
+// what keeps the GPU from running (no device, missing libraries) is in the result.
+func setUpGPU(ctx context.Context, log *slog.Logger, progress func(assets.Event)) (gpuSetup, error) {
+	var s gpuSetup
+	reg, err := assets.LoadRegistry(assets.OverridePath())
+	if err != nil {
+		return s, err
+	}
+	mgr, err := assets.NewManager(reg, assets.Options{Log: log, Progress: progress})
+	if err != nil {
+		return s, err
+	}
+	if err := mgr.Pull(ctx, assets.CUDARuntime); err != nil {
+		return s, fmt.Errorf("fetching %s: %w", assets.CUDARuntime, err)
+	}
+	core := assets.RuntimeLibrary(reg, mgr.Dir())
+	if core == "" {
+		return s, fmt.Errorf("%s was fetched but is not whole in %s: run `parley models verify %s`", assets.CUDARuntime, mgr.Dir(), assets.CUDARuntime)
+	}
+	s = gpuSetup{Runtime: core, Provider: filepath.Join(filepath.Dir(core), "libonnxruntime_providers_cuda.so"), Missing: []gpu.MissingLib{}}
+	coreVersions, err := gpu.ProviderVersions(core)
+	if err != nil {
+		return s, err
+	}
+	provVersions, err := gpu.ProviderVersions(s.Provider)
+	if err != nil {
+		return s, err
+	}
+	if len(coreVersions) > 0 {
+		s.Version = coreVersions[0]
+		if len(provVersions) > 0 && !slices.Contains(provVersions, s.Version) {
+			return s, fmt.Errorf("%s is ONNX Runtime %s but %s is %s: a provider only works with its own version", s.Provider, provVersions[0], core, s.Version)
+		}
+	}
+	if s.Missing, err = gpu.MissingForProvider(s.Provider); err != nil {
+		return s, err
+	}
+	if s.Missing == nil {
+		s.Missing = []gpu.MissingLib{}
+	}
+	s.Install = gpu.InstallLine(s.Missing)
+	s.GPUs, _ = gpu.DiscoverGPUs()
+	s.Ready = len(s.Missing) == 0 && len(s.GPUs.Devices) > 0
+	return s, nil
+}
+
+// usable says why the GPU cannot run yet, or nil.
+func (s gpuSetup) usable() error {
 	switch {
 	case len(s.GPUs.Devices) == 0:
 		why := s.GPUs.Reason
@@ -496,6 +511,22 @@ func doctorGPU(ctx context.Context, env *cliEnv, asJSON bool) error {
 		return fmt.Errorf("GPU inference needs %d more NVIDIA librar%s: %s", len(s.Missing), map[bool]string{true: "y", false: "ies"}[len(s.Missing) == 1], s.Install)
 	}
 	return nil
+}
+
+// SetUpGPU is setUpGPU for the desktop app: progress names what is being fetched (a file, or
+// the npm package it comes in) with its bytes, and the report is doctor --gpu's.
+func SetUpGPU(ctx context.Context, log *slog.Logger, progress func(what string, done, total int64)) (string, error) {
+	s, err := setUpGPU(ctx, log, func(e assets.Event) {
+		if progress != nil && e.File != "" {
+			progress(e.File, e.Done, e.Total)
+		}
+	})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	printGPUSetup(&b, s)
+	return b.String(), s.usable()
 }
 
 func printGPUSetup(w io.Writer, s gpuSetup) {

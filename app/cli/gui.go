@@ -48,7 +48,10 @@ func init() {
 			diag := func(ctx context.Context) ([]byte, error) {
 				return json.MarshalIndent(diagnose(ctx, cfg, false), "", "  ")
 			}
-			return env.GUI(ctx, env.Config, GUIOptions{Log: env.Log, LogLevel: level, NoAudio: *noAudio, NoTray: *noTray, Diagnostics: diag})
+			setUp := func(ctx context.Context, progress func(string, int64, int64)) (string, error) {
+				return SetUpGPU(ctx, env.Log, progress)
+			}
+			return env.GUI(ctx, env.Config, GUIOptions{Log: env.Log, LogLevel: level, NoAudio: *noAudio, NoTray: *noTray, Diagnostics: diag, SetUpGPU: setUp})
 		},
 	})
 }

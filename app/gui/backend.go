@@ -125,6 +125,9 @@ type Services struct {
 	// Diagnostics reports the runtime, devices and models as JSON (Settings → Copy
 	// diagnostics: what a bug report needs).
 	Diagnostics func(ctx context.Context) ([]byte, error)
+	// SetUpGPU fetches ONNX Runtime's CUDA provider and checks what it needs (Settings → Set
+	// up GPU; doctor --gpu): the report, and why the GPU cannot run yet. nil: not offered.
+	SetUpGPU func(ctx context.Context, progress func(what string, done, total int64)) (string, error)
 	// Prefs keeps small UI choices across launches (a banner dismissed stays dismissed);
 	// nil: they last until the app quits.
 	Prefs Prefs

@@ -147,6 +147,35 @@ func TestLogFolderAndDiagnostics(t *testing.T) {
 	waitFor(t, u, "the failure", func() bool { return strings.Contains(u.settings.status.Text, "no ORT") })
 }
 
+// TestSettingsSetUpGPU: Settings → Set up GPU runs doctor --gpu's set-up, shows what it is
+// fetching on the status line and its report under the button; a GPU that cannot run yet says
+// so, and a failed set-up names the error.
+func TestSettingsSetUpGPU(t *testing.T) {
+	report := "ONNX Runtime 1.29.0 with its CUDA provider: installed in /x\nInstall them: sudo apt install libcudnn9-cuda-13"
+	release := make(chan struct{})
+	u, _ := newTestUI(t, Services{Config: config.Default(),
+		SetUpGPU: func(ctx context.Context, progress func(string, int64, int64)) (string, error) {
+			progress("libonnxruntime_providers_cuda.so", 100e6, 229e6)
+			<-release
+			return report, errors.New("GPU inference needs 1 more NVIDIA library")
+		}})
+	test.Tap(u.settings.gpuBtn)
+	waitFor(t, u, "the progress", func() bool { return strings.Contains(u.settings.status.Text, "100 MB of 229 MB") })
+	if !u.settings.gpuBtn.Disabled() {
+		t.Error("the button stays enabled while the set-up runs")
+	}
+	close(release)
+	waitFor(t, u, "the report", func() bool { return strings.Contains(u.settings.gpuReport.Text, "sudo apt install libcudnn9-cuda-13") })
+	if !strings.Contains(u.settings.status.Text, "cannot run yet") || u.settings.gpuBtn.Disabled() {
+		t.Errorf("status %q, button disabled %v", u.settings.status.Text, u.settings.gpuBtn.Disabled())
+	}
+	u.svc.SetUpGPU = func(context.Context, func(string, int64, int64)) (string, error) {
+		return "", errors.New("npm registry unreachable")
+	}
+	test.Tap(u.settings.gpuBtn)
+	waitFor(t, u, "the failure", func() bool { return strings.Contains(u.settings.status.Text, "npm registry unreachable") })
+}
+
 // TestBubbleTimeCopyReplay: bubbles show when they were said, copy their text, and offer
 // replay of the turn's kept audio.
 func TestBubbleTimeCopyReplay(t *testing.T) {

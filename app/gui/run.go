@@ -51,6 +51,8 @@ type Options struct {
 	LogDir   string
 	// Diagnostics is what Settings → Copy diagnostics copies (doctor's JSON report).
 	Diagnostics func(ctx context.Context) ([]byte, error)
+	// SetUpGPU is what Settings → Set up GPU runs (doctor --gpu).
+	SetUpGPU func(ctx context.Context, progress func(what string, done, total int64)) (string, error)
 	// Services adjusts the services before the window is built (tests).
 	Services func(*Services)
 }
@@ -111,6 +113,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		Config:      cfg,
 		LogDir:      logDir,
 		Diagnostics: o.Diagnostics,
+		SetUpGPU:    o.SetUpGPU,
 	}
 	if m, err := newModelService(log); err == nil {
 		svc.Models = m

@@ -41,6 +41,8 @@ type settingsPanel struct {
 	logs      *widget.Button
 	diag      *widget.Button
 	helpNote  *widget.Label
+	gpuBtn    *widget.Button
+	gpuReport *widget.Label
 	sections  []*fyne.Container
 	save      *widget.Button
 	status    *widget.Label
@@ -112,13 +114,19 @@ func newSettingsPanel(u *UI) *settingsPanel {
 	p.logs = widget.NewButtonWithIcon("Open log folder", theme.FolderOpenIcon(), func() { p.openLogs() })
 	p.diag = widget.NewButtonWithIcon("Copy diagnostics", theme.ContentCopyIcon(), func() { p.copyDiagnostics() })
 	helpForm := g.form(widget.NewFormItem("Problems", container.NewVBox(container.NewHBox(p.logs, p.diag), p.helpNote)))
+	p.gpuBtn = widget.NewButtonWithIcon("Set up GPU (NVIDIA CUDA)", theme.DownloadIcon(), func() { p.setUpGPU() })
+	p.gpuReport = widget.NewLabel("Models run on the CPU. For an NVIDIA GPU this fetches ONNX Runtime's CUDA provider (258 MB) and checks the driver and the CUDA and cuDNN libraries it needs.")
+	p.gpuReport.Wrapping = fyne.TextWrapWord
+	p.gpuReport.Importance = widget.LowImportance
+	gpuForm := g.form(widget.NewFormItem("GPU", container.NewVBox(container.NewHBox(p.gpuBtn), p.gpuReport)))
 	p.servers.Hide()
-	p.sections = []*fyne.Container{audioForm, talkForm, llmForm, dataForm, helpForm}
+	p.sections = []*fyne.Container{audioForm, talkForm, llmForm, dataForm, gpuForm, helpForm}
 	form := container.NewVScroll(container.NewPadded(container.NewVBox(
 		heading("Audio"), audioForm,
 		heading("Conversation"), talkForm,
 		heading("Language model"), llmForm,
 		heading("Data"), dataForm,
+		heading("Inference"), gpuForm,
 		heading("Help"), helpForm,
 	)))
 	footer := container.NewVBox(widget.NewSeparator(), container.NewPadded(container.NewBorder(nil, nil, nil, p.save, p.status)))
@@ -353,3 +361,51 @@ func (p *settingsPanel) copyDiagnostics() {
 		})
 	}()
 }
+
+// setUpGPU runs Services.SetUpGPU (doctor --gpu) with its progress on the status line, and
+// shows its report: what was installed, the GPU found, the libraries still missing with the
+// line that installs them.
+func (p *settingsPanel) setUpGPU() {
+	setUp := p.u.svc.SetUpGPU
+	if setUp == nil {
+		p.status.SetText("GPU set-up is not available in this build: run `parley doctor --gpu`.")
+		return
+	}
+	p.gpuBtn.Disable()
+	p.status.SetText("Setting up the GPU runtime…")
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		var last time.Time
+		report, err := setUp(ctx, func(what string, done, total int64) {
+			now := time.Now()
+			if now.Sub(last) < 250*time.Millisecond && done != total {
+				return
+			}
+			last = now
+			text := fmt.Sprintf("Fetching %s: %s", what, mib(done))
+			if total > 0 {
+				text += fmt.Sprintf(" of %s", mib(total))
+			}
+			p.u.do(func() { p.status.SetText(text) })
+		})
+		p.u.do(func() {
+			p.gpuBtn.Enable()
+			if report != "" {
+				p.gpuReport.SetText(strings.TrimSpace(report))
+				p.gpuReport.Importance = widget.MediumImportance
+				p.gpuReport.Refresh()
+			}
+			switch {
+			case err != nil && report == "":
+				p.status.SetText("GPU set-up failed: " + err.Error())
+			case err != nil:
+				p.status.SetText("Installed, but the GPU cannot run yet: see Inference above.")
+			default:
+				p.status.SetText("GPU runtime ready: models run on the GPU from the next start.")
+			}
+		})
+	}()
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.0f MB", float64(n)/1e6) }
