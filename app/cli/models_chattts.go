@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/tts/chattts/convert"
 )
@@ -18,19 +18,19 @@ import (
 // chattts-release, downloaded and pinned) and `parley models import DIR` of a release already
 // on disk (a ChatTTS checkout with its asset/ directory).
 
-const chatttsID, chatttsReleaseID = "chattts", "chattts-release"
+const chatttsID, chatttsReleaseID = factory.ChatTTS, factory.ChatTTSRelease
 
 // pullChatTTS downloads the official release and converts it into the chattts voice.
 func pullChatTTS(ctx context.Context, env *cliEnv, mgr *assets.Manager) error {
-	if err := mgr.Pull(ctx, chatttsReleaseID); err != nil {
-		return err
-	}
-	dir, err := mgr.ModelDir(chatttsReleaseID)
+	fmt.Fprintln(env.Stderr, "after the download the release is converted (about a minute; 1.4 GB written) …")
+	t0 := time.Now()
+	dir, err := factory.PullChatTTS(ctx, mgr, env.Log)
 	if err != nil {
 		return err
 	}
-	return convertChatTTS(ctx, env, mgr, filepath.Join(dir, "asset"), filepath.Join(dir, "ChatTTS", "config", "config.py"), nil,
-		fmt.Sprintf("(`parley models rm %s` frees the release's space)", chatttsReleaseID))
+	fmt.Fprintf(env.Stdout, "%s: converted in %s and installed in %s; it is the default voice now (tts.engine auto) (`parley models rm %s` frees the release's space)\n",
+		chatttsID, time.Since(t0).Round(time.Second), dir, chatttsReleaseID)
+	return nil
 }
 
 // importChatTTSRelease converts a release found on disk: its files are checked against the
@@ -61,24 +61,12 @@ func importChatTTSRelease(ctx context.Context, env *cliEnv, mgr *assets.Manager,
 }
 
 func convertChatTTS(ctx context.Context, env *cliEnv, mgr *assets.Manager, assetDir, spkStat string, tpl fs.FS, after string) error {
-	if err := os.MkdirAll(mgr.Dir(), 0o755); err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp(mgr.Dir(), ".chattts-convert-")
+	fmt.Fprintf(env.Stderr, "converting the ChatTTS release in %s (about a minute; 1.4 GB written) …\n", assetDir)
+	t0 := time.Now()
+	dir, err := factory.ConvertChatTTS(ctx, mgr, assetDir, spkStat, tpl, env.Log)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
-	fmt.Fprintf(env.Stderr, "converting the ChatTTS release in %s (about a minute; 1.4 GB written) …\n", assetDir)
-	t0 := time.Now()
-	out := filepath.Join(work, chatttsID)
-	if _, err := convert.Convert(ctx, convert.Options{Assets: assetDir, SpkStat: spkStat, Template: tpl, Log: env.Log}, out); err != nil {
-		return err
-	}
-	if _, err := mgr.Import(ctx, out, chatttsID); err != nil {
-		return err
-	}
-	dir, _ := mgr.ModelDir(chatttsID)
 	fmt.Fprintf(env.Stdout, "%s: converted in %s and installed in %s; it is the default voice now (tts.engine auto) %s\n",
 		chatttsID, time.Since(t0).Round(time.Second), dir, after)
 	return nil

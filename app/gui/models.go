@@ -432,6 +432,8 @@ func (p *modelsPanel) progress(id string, ev assets.Event) {
 		msg = "Waiting for another Parley process that is downloading this model"
 	case "extract":
 		msg = "Extracting " + ev.File
+	case "release", "converting":
+		msg = strings.ToUpper(ev.Message[:1]) + ev.Message[1:]
 	case "done":
 		r.progress.SetValue(1)
 		msg = "Done"

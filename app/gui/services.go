@@ -105,18 +105,56 @@ func (s *modelService) List(ctx context.Context) ([]assets.ModelStatus, error) {
 	if err := s.reload(); err != nil {
 		s.log.Warn("reloading the model registry", "err", err) // the last one still lists
 	}
-	return s.manager().List(ctx, assets.CheckSize)
+	list, err := s.manager().List(ctx, assets.CheckSize)
+	for i := range list {
+		if list[i].ID == factory.ChatTTS && s.releaseKnown() {
+			list[i].Downloadable = true // through its release, converted (Pull)
+		}
+	}
+	return list, err
 }
 
+// releaseKnown says whether the registry has ChatTTS's official release to convert.
+func (s *modelService) releaseKnown() bool {
+	_, err := s.manager().Status(factory.ChatTTSRelease)
+	return err == nil
+}
+
+// Pull installs a model; the ChatTTS voice is its official release downloaded and converted
+// in Go (factory.PullChatTTS), its download's progress shown on the voice's row.
 func (s *modelService) Pull(ctx context.Context, id string, progress func(assets.Event)) error {
+	ids := []string{id}
+	if id == factory.ChatTTS {
+		ids = append(ids, factory.ChatTTSRelease)
+	}
 	s.mu.Lock()
-	s.subs[id] = progress
+	for _, k := range ids {
+		s.subs[k] = nil
+		if progress != nil {
+			s.subs[k] = func(ev assets.Event) {
+				if ev.Model == factory.ChatTTSRelease && ev.Phase == "done" { // the release is in; the voice is not yet
+					ev.Phase, ev.Message = "converting", "converting the release into the voice (about a minute)"
+				}
+				ev.Model = id
+				progress(ev)
+			}
+		}
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.subs, id)
+		for _, k := range ids {
+			delete(s.subs, k)
+		}
 		s.mu.Unlock()
 	}()
+	if id == factory.ChatTTS {
+		if progress != nil {
+			progress(assets.Event{Model: id, Phase: "release", Message: "downloading the official release, then converting it (about a minute)"})
+		}
+		_, err := factory.PullChatTTS(ctx, s.manager(), s.log)
+		return err
+	}
 	return s.manager().Pull(ctx, id)
 }
 

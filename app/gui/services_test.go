@@ -2,9 +2,13 @@ package gui
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parley-voice/parley/app/config"
@@ -83,5 +87,66 @@ func TestModelsListAModelInstalledLater(t *testing.T) {
 	}
 	if !has() {
 		t.Error("a model installed by another manager (the wizard's job) is not listed")
+	}
+}
+
+// TestModelServicePullsChatTTSThroughItsRelease: the Models page offers Download for the
+// ChatTTS voice, and Download fetches its official release (here a stand-in server with a tiny
+// release in the official layout) and hands it to the Go converter; the progress is the
+// voice's row's, and a release the converter refuses leaves no voice installed.
+func TestModelServicePullsChatTTSThroughItsRelease(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PARLEY_MODELS", filepath.Join(dir, "models"))
+	t.Setenv("PARLEY_CACHE", filepath.Join(dir, "cache"))
+	release := filepath.Join("..", "..", "testdata", "chattts", "tiny-release")
+	srv := httptest.NewServer(http.FileServer(http.Dir(release)))
+	defer srv.Close()
+	var m strings.Builder
+	m.WriteString("version = 1\n[[model]]\nid = \"chattts-release\"\nkind = \"release\"\ndescription = \"test\"\nlicence = \"test\"\n")
+	for _, f := range []struct{ path, src string }{
+		{"asset/Decoder.safetensors", "asset/Decoder.safetensors"}, {"asset/DVAE.safetensors", "asset/DVAE.safetensors"},
+		{"asset/Embed.safetensors", "asset/Embed.safetensors"}, {"asset/Vocos.safetensors", "asset/Vocos.safetensors"},
+		{"asset/gpt/config.json", "asset/gpt/config.json"}, {"asset/gpt/model.safetensors", "asset/gpt/model.safetensors"},
+		{"asset/tokenizer/tokenizer.json", "asset/tokenizer/tokenizer.json"}, {"ChatTTS/config/config.py", "config.py"},
+	} {
+		fmt.Fprintf(&m, "[[model.file]]\npath = %q\nurls = [%q]\n", f.path, srv.URL+"/"+f.src)
+	}
+	manifest := filepath.Join(dir, "models.toml")
+	os.WriteFile(manifest, []byte(m.String()), 0o644)
+	t.Setenv("PARLEY_MODELS_MANIFEST", manifest)
+
+	s, err := newModelService(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := false
+	for _, st := range list {
+		if st.ID == "chattts" {
+			offered = st.Downloadable
+		}
+	}
+	if !offered {
+		t.Error("the ChatTTS voice offers no Download though its release is in the registry")
+	}
+	var phases []string
+	err = s.Pull(context.Background(), "chattts", func(ev assets.Event) {
+		if ev.Model != "chattts" {
+			t.Errorf("an event for %q reached the voice's row", ev.Model)
+		}
+		phases = append(phases, ev.Phase)
+	})
+	// the tiny release is not the official size the built-in template converts
+	if err == nil || !strings.Contains(err.Error(), "hidden_size") {
+		t.Fatalf("pull: %v, want the converter's refusal of another size", err)
+	}
+	if !slices.Contains(phases, "converting") || !slices.Contains(phases, "download") {
+		t.Errorf("progress phases %v: want the release's download, then converting", phases)
+	}
+	if st, err := s.manager().Status("chattts"); err != nil || st.State == assets.StateInstalled {
+		t.Errorf("after a refused conversion the voice is %+v (%v)", st, err)
 	}
 }
