@@ -612,8 +612,9 @@ class CardTest(unittest.TestCase):
         whole config.json unreadable) and meets_goal follows the ratio to espeak-ng's CER."""
         from train.chattts.export import add_card
         with tempfile.TemporaryDirectory() as d:
+            conf, res = os.path.join(d, "config.json"), os.path.join(d, "results.json")
+            # results without seed speakers: the held-out speaker decides
             for demo, meets in ((0.30, True), (0.50, False)):
-                conf, res = os.path.join(d, "config.json"), os.path.join(d, "results.json")
                 with open(conf, "w") as f:
                     json.dump({"format": "parley-chattts-onnx"}, f)
                 with open(res, "w") as f:
@@ -625,6 +626,17 @@ class CardTest(unittest.TestCase):
                 self.assertIsInstance(card["goal"], float)
                 self.assertIsInstance(card["ratio"], float)
                 self.assertEqual(card["meets_goal"], meets)
+            # with seed speakers, they decide (the voice auto plays); the held-out speaker is kept
+            for seeds, meets in ((0.36, True), (0.40, False)):
+                with open(res, "w") as f:
+                    json.dump({"cer": {"demo_heldout": 0.55, "espeak_heldout": 0.25, "demo_seen": 0.2, "espeak_seen": 0.2,
+                                       "demo_seeds": seeds}, "cer_ratio_heldout": 2.2}, f)
+                add_card(conf, res)
+                with open(conf) as f:
+                    card = json.load(f)["card"]["intelligibility"]
+                self.assertEqual(card["meets_goal"], meets)
+                self.assertAlmostEqual(card["ratio"], seeds / 0.25, places=3)
+                self.assertEqual(card["heldout_speaker"], {"value": 0.55, "ratio": 2.2})
 
     def test_clone_card_keeps_the_intelligibility_card(self):
         """The clone card sits beside the intelligibility card (which decides the default voice)
