@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -148,9 +147,7 @@ func runDoctor(ctx context.Context, env *cliEnv, args []string) error {
 		r = diagnose(ctx, env.Config, *verify)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := writeJSON(env.Stdout, r); err != nil {
 			return err
 		}
 	} else {
@@ -440,9 +437,7 @@ func doctorGPU(ctx context.Context, env *cliEnv, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(s); err != nil {
+		if err := writeJSON(env.Stdout, s); err != nil {
 			return err
 		}
 	} else {
