@@ -170,7 +170,8 @@ func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
 	}
 	c.pa = st
 	if err := st.Start(); err != nil {
-		pa.closeStream(st)
+		st.Close()
+		pa.open-- // pa.mu is held: closeStream would wait for it forever
 		return nil, fmt.Errorf("device: starting input %q: %w", d.Name, err)
 	}
 	c.wg.Add(1)

@@ -63,7 +63,8 @@ func (h *Host) OpenDuplex(cfg DuplexConfig) (*Duplex, error) {
 	d.pa, c.pa, p.pa = st, st, st
 	c.shared, p.shared = true, true
 	if err := st.Start(); err != nil {
-		pa.closeStream(st)
+		st.Close()
+		pa.open-- // pa.mu is held: closeStream would wait for it forever
 		return nil, fmt.Errorf("device: starting duplex %q → %q: %w", din.Name, dout.Name, err)
 	}
 	c.wg.Add(1)

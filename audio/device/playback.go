@@ -61,7 +61,8 @@ func (h *Host) OpenPlayback(cfg PlaybackConfig) (*Playback, error) {
 	}
 	p.pa = st
 	if err := st.Start(); err != nil {
-		pa.closeStream(st)
+		st.Close()
+		pa.open-- // pa.mu is held: closeStream would wait for it forever
 		return nil, fmt.Errorf("device: starting output %q: %w", d.Name, err)
 	}
 	p.wg.Add(1)
