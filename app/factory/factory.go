@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -71,6 +72,12 @@ func New(cfg *config.Config, log *slog.Logger) *Factory {
 func ORTLibrary(cfg *config.Config) string {
 	if cfg.Runtime.Library != "" {
 		return cfg.Runtime.Library
+	}
+	// every command and factory asks: without the runtimes' folder (the registry keeps
+	// kind-runtime entries under runtime/) there is nothing to find, and the registry is not
+	// parsed
+	if _, err := os.Stat(filepath.Join(assets.ModelsDir(), "runtime")); err != nil {
+		return ""
 	}
 	reg, err := assets.LoadRegistry(assets.OverridePath())
 	if err != nil {

@@ -116,7 +116,7 @@ func (s *modelService) List(ctx context.Context) ([]assets.ModelStatus, error) {
 
 // releaseKnown says whether the registry has ChatTTS's official release to convert.
 func (s *modelService) releaseKnown() bool {
-	_, err := s.manager().Status(factory.ChatTTSRelease)
+	_, err := s.manager().Registry().Lookup(factory.ChatTTSRelease)
 	return err == nil
 }
 

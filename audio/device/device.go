@@ -321,8 +321,8 @@ func (c *StreamConfig) params(d Info, dir Direction) portaudio.StreamParameters 
 	return p
 }
 
-// pollInterval is how often blocked readers and writers look at the rings (the callbacks
-// cannot wake them without locking).
+// pollInterval is how often WaitRunning looks at the callback counters (readers and writers
+// sleep on their wakers instead, rt.go).
 func pollInterval(bufferFrames, rate int) time.Duration {
 	d := time.Duration(bufferFrames) * time.Second / time.Duration(rate) / 2
 	return min(max(d, time.Millisecond), 5*time.Millisecond)

@@ -78,6 +78,7 @@ static uint64_t prt_ring_len(prt_ring *q) { return prt_ld(&q->w) - prt_ld(&q->r)
 static uint64_t prt_ring_free(prt_ring *q) { return q->mask + 1 - prt_ring_len(q); }
 
 static uint64_t prt_ring_write(prt_ring *q, const float *p, uint64_t n) {
+	if (n == 0) return 0;
 	uint64_t w = prt_ld(&q->w), size = q->mask + 1, free = size - (w - prt_ld(&q->r));
 	if (n > free) n = free;
 	uint64_t at = w & q->mask, first = size - at;
@@ -89,6 +90,7 @@ static uint64_t prt_ring_write(prt_ring *q, const float *p, uint64_t n) {
 }
 
 static uint64_t prt_ring_read(prt_ring *q, float *p, uint64_t n) {
+	if (n == 0) return 0;
 	uint64_t r = prt_ld(&q->r), avail = prt_ld(&q->w) - r, size = q->mask + 1;
 	if (n > avail) n = avail;
 	uint64_t at = r & q->mask, first = size - at;
@@ -228,18 +230,20 @@ func (r rtRing) Free() int { return int(C.prt_ring_free(r.q)) }
 
 // Write copies as much of p as fits and returns the count (producer side).
 func (r rtRing) Write(p []float32) int {
-	if len(p) == 0 {
-		return 0
-	}
-	return int(C.prt_ring_write(r.q, (*C.float)(unsafe.Pointer(&p[0])), C.uint64_t(len(p))))
+	return int(C.prt_ring_write(r.q, cfloats(p), C.uint64_t(len(p))))
 }
 
 // Read copies up to len(p) samples out and returns the count (consumer side).
 func (r rtRing) Read(p []float32) int {
+	return int(C.prt_ring_read(r.q, cfloats(p), C.uint64_t(len(p))))
+}
+
+// cfloats is p's first sample for C (nil for an empty p, which C then copies none of).
+func cfloats(p []float32) *C.float {
 	if len(p) == 0 {
-		return 0
+		return nil
 	}
-	return int(C.prt_ring_read(r.q, (*C.float)(unsafe.Pointer(&p[0])), C.uint64_t(len(p))))
+	return (*C.float)(unsafe.Pointer(&p[0]))
 }
 
 // Discard drops up to n queued samples (consumer side) and returns how many it dropped.
@@ -335,11 +339,7 @@ func (r *rtCapture) counters() *counters { return (*counters)(unsafe.Pointer(&r.
 
 // callback runs the C callback on a buffer: how tests drive a capture without a device.
 func (r *rtCapture) callback(in []float32, adc time.Duration, flags portaudio.StreamCallbackFlags) {
-	var p *C.float
-	if len(in) > 0 {
-		p = (*C.float)(unsafe.Pointer(&in[0]))
-	}
-	C.prt_capture_cb(r.c, p, C.ulong(len(in)/int(r.c.channels)), C.double(adc.Seconds()), C.PaStreamCallbackFlags(flags))
+	C.prt_capture_cb(r.c, cfloats(in), C.ulong(len(in)/int(r.c.channels)), C.double(adc.Seconds()), C.PaStreamCallbackFlags(flags))
 }
 
 func (r *rtCapture) free() {
@@ -414,11 +414,7 @@ func (r *rtPlayback) streaming() *atomic.Uint32 {
 
 // callback runs the C callback on a buffer: how tests drive a playback without a device.
 func (r *rtPlayback) callback(out []float32, dac time.Duration, flags portaudio.StreamCallbackFlags) {
-	var p *C.float
-	if len(out) > 0 {
-		p = (*C.float)(unsafe.Pointer(&out[0]))
-	}
-	C.prt_playback_cb(r.p, p, C.ulong(len(out)/int(r.p.channels)), C.double(dac.Seconds()), C.PaStreamCallbackFlags(flags))
+	C.prt_playback_cb(r.p, cfloats(out), C.ulong(len(out)/int(r.p.channels)), C.double(dac.Seconds()), C.PaStreamCallbackFlags(flags))
 }
 
 func (r *rtPlayback) free() {
