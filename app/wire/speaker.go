@@ -104,7 +104,7 @@ func (s *Speaker) setOpen(on bool) {
 		return
 	}
 	if s.cur == nil {
-		if _, err := s.openLocked(); err != nil {
+		if _, err := s.openLocked(false); err != nil {
 			s.log.Warn("speaker did not open", "err", err) // Write tries again and reports it
 		}
 	}
@@ -128,12 +128,18 @@ func (s *Speaker) bump() {
 	s.changed = make(chan struct{})
 }
 
-func (s *Speaker) openLocked() (*device.ResilientPlayback, error) {
-	c, err := s.open()
+// openLocked opens a stream: the deep-buffered one for an aside when there is one. s.mu is
+// held.
+func (s *Speaker) openLocked(aside bool) (*device.ResilientPlayback, error) {
+	open := s.open
+	if aside = aside && s.openAside != nil; aside {
+		open = s.openAside
+	}
+	c, err := open()
 	if err != nil {
 		return nil, err
 	}
-	s.cur, s.aside = c, false
+	s.cur, s.aside = c, aside
 	s.bump()
 	return c, nil
 }
@@ -167,16 +173,7 @@ func (s *Speaker) acquire(aside bool) (*device.ResilientPlayback, error) {
 		}
 	}
 	defer s.mu.Unlock()
-	if aside && s.openAside != nil {
-		c, err := s.openAside()
-		if err != nil {
-			return nil, err
-		}
-		s.cur, s.aside = c, true
-		s.bump()
-		return c, nil
-	}
-	return s.openLocked()
+	return s.openLocked(aside)
 }
 
 // Write writes to the open stream (see device.ResilientPlayback.Write), opening it if needed.
