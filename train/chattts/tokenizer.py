@@ -196,18 +196,47 @@ def build_spec(pieces: Sequence[str], *, lowercase: bool, strip_accents: Optiona
                specials: Sequence[str] = CHATTTS_SPECIALS) -> dict:
     """A BERT WordPiece tokenizer.json: the five BERT specials first (ids 0-4), then ``pieces``,
     then the ChatTTS control tokens as added special tokens (in the official order)."""
-    vocab: Dict[str, int] = {}
+    vocab: List[str] = []
     for t in list(BERT_SPECIALS) + list(pieces):
         if t not in vocab:
-            vocab[t] = len(vocab)
-    added = []
-    for t in BERT_SPECIALS:
-        added.append(_added(vocab[t], t))
+            vocab.append(t)
+    return wordpiece_spec(vocab, lowercase=lowercase, strip_accents=strip_accents, specials=specials)
+
+
+def wordpiece_spec(vocab: Sequence[str], *, lowercase: bool, strip_accents: Optional[bool],
+                   specials: Sequence[str] = CHATTTS_SPECIALS, specials_special: bool = True,
+                   mask_lstrip: bool = False, cls_sep: bool = False, controls_in_vocab: bool = True) -> dict:
+    """The one tokenizer.json writer (Hugging Face ``tokenizers`` format, BertTokenizerFast's
+    layout): ``vocab`` is the whole WordPiece vocabulary in id order and must hold the five BERT
+    specials wherever they sit (bert-base-chinese has [unused] entries between them); the
+    ChatTTS control tokens follow as added tokens, special (normalized=false) or, with
+    specials_special=False, plain normalized tokens as ChatTTS's own file has them, and are also
+    entries of the model's vocabulary unless controls_in_vocab is False. mask_lstrip, cls_sep
+    ([CLS] A [SEP] post-processing) and controls_in_vocab=False give the variants the Go
+    tokenizer tests check (train/tts/chattts_tokenizer.py)."""
+    ids: Dict[str, int] = {}
+    for t in vocab:
+        if t in ids:
+            raise ValueError(f"vocabulary entry {t} repeats")
+        ids[t] = len(ids)
+    missing = [t for t in BERT_SPECIALS if t not in ids]
+    if missing:
+        raise ValueError(f"vocabulary lacks {', '.join(missing)}")
+    added = [_added(ids[t], t, lstrip=mask_lstrip and t == "[MASK]") for t in BERT_SPECIALS]
     for t in specials:
-        if t in vocab:
+        if t in ids:
             raise ValueError(f"control token {t} is also a piece")
-        vocab[t] = len(vocab)
-        added.append(_added(vocab[t], t))
+        ids[t] = len(ids)
+        added.append(_added(ids[t], t, normalized=not specials_special, special=specials_special))
+    post = None
+    if cls_sep:
+        cls, sep = {"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"SpecialToken": {"id": "[SEP]", "type_id": 0}}
+        post = {"type": "TemplateProcessing",
+                "single": [cls, {"Sequence": {"id": "A", "type_id": 0}}, sep],
+                "pair": [cls, {"Sequence": {"id": "A", "type_id": 0}}, sep,
+                         {"Sequence": {"id": "B", "type_id": 1}}, {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                "special_tokens": {t: {"id": t, "ids": [ids[t]], "tokens": [t]} for t in ("[CLS]", "[SEP]")}}
+    vocab_map = ids if controls_in_vocab else {t: i for t, i in ids.items() if t not in specials}
     return {
         "version": "1.0",
         "truncation": None,
@@ -216,16 +245,16 @@ def build_spec(pieces: Sequence[str], *, lowercase: bool, strip_accents: Optiona
         "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
                        "strip_accents": strip_accents, "lowercase": lowercase},
         "pre_tokenizer": {"type": "BertPreTokenizer"},
-        "post_processor": None,
+        "post_processor": post,
         "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
         "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                  "max_input_chars_per_word": 100, "vocab": vocab},
+                  "max_input_chars_per_word": 100, "vocab": vocab_map},
     }
 
 
-def _added(i: int, t: str) -> dict:
-    return {"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-            "normalized": False, "special": True}
+def _added(i: int, t: str, *, lstrip: bool = False, normalized: bool = False, special: bool = True) -> dict:
+    return {"id": i, "content": t, "single_word": False, "lstrip": lstrip, "rstrip": False,
+            "normalized": normalized, "special": special}
 
 
 def english_pieces() -> List[str]:

@@ -80,6 +80,32 @@ class TokenizerTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "WordPiece"):
             WordPieceTokenizer(bad)
 
+    def test_one_writer_for_both_layouts(self):
+        """wordpiece_spec writes the demo voice's layout (build_spec) and the Go tests' ChatTTS-like
+        one (BERT specials among [unused] entries, plain control tokens, [CLS] A [SEP])."""
+        from train.chattts.tokenizer import wordpiece_spec
+
+        vocab = ["[PAD]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ab", "##c"]
+        like = wordpiece_spec(vocab, lowercase=False, strip_accents=None, specials_special=False,
+                              cls_sep=True, controls_in_vocab=False)
+        self.assertEqual(like["model"]["vocab"]["[UNK]"], 2)
+        self.assertNotIn("[laugh]", like["model"]["vocab"])
+        laugh = [a for a in like["added_tokens"] if a["content"] == "[laugh]"][0]
+        self.assertEqual((laugh["id"], laugh["special"], laugh["normalized"]),
+                         (len(vocab) + CHATTTS_SPECIALS.index("[laugh]"), False, True))
+        self.assertEqual(like["post_processor"]["special_tokens"]["[SEP]"]["ids"], [4])
+        t = WordPieceTokenizer(like)
+        self.assertEqual(t.encode("abc [laugh]"), [6, 7, laugh["id"]])
+        self.assertEqual(build_spec(vocab[6:], lowercase=True, strip_accents=None),
+                         wordpiece_spec(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "ab", "##c"],
+                                        lowercase=True, strip_accents=None))
+        with self.assertRaisesRegex(ValueError, "lacks \\[MASK\\]"):
+            wordpiece_spec(vocab[:5], lowercase=True, strip_accents=None)
+        with self.assertRaisesRegex(ValueError, "repeats"):
+            wordpiece_spec(vocab + ["ab"], lowercase=True, strip_accents=None)
+        with self.assertRaisesRegex(ValueError, "also a piece"):
+            wordpiece_spec(vocab + ["[laugh]"], lowercase=True, strip_accents=None)
+
 
 class ModelTest(unittest.TestCase):
     def test_official_names_and_shapes(self):

@@ -32,16 +32,12 @@ import os
 import random
 import re
 import subprocess
+import sys
 
-CHATTTS_TOKENS = (
-    ["[Sasr]", "[Pasr]", "[Easr]", "[Stts]", "[Ptts]", "[Etts]", "[Sbreak]", "[Pbreak]", "[Ebreak]",
-     "[uv_break]", "[v_break]", "[lbreak]", "[llbreak]", "[undefine]", "[laugh]", "[spk_emb]",
-     "[empty_spk]", "[music]", "[pure]"]
-    + [f"[break_{i}]" for i in range(8)]
-    + [f"[laugh_{i}]" for i in range(3)]
-    + [f"[oral_{i}]" for i in range(10)]
-    + [f"[speed_{i}]" for i in range(10)]
-)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from train.chattts.tokenizer import CHATTTS_SPECIALS, wordpiece_spec  # noqa: E402 (run as a script)
+
+CHATTTS_TOKENS = CHATTTS_SPECIALS
 assert len(CHATTTS_TOKENS) == 50
 
 # Common Chinese characters (typed here; any CJK outside the vocabulary becomes [UNK]).
@@ -114,39 +110,9 @@ def build_vocab(counts):
 
 
 def tokenizer_json(vocab, lowercase, chattts_special):
-    vocab_map = {t: i for i, t in enumerate(vocab)}
-    added = []
-    for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]:
-        added.append({"id": vocab_map[t], "content": t, "single_word": False,
-                      "lstrip": t == "[MASK]" and lowercase, "rstrip": False,
-                      "normalized": False, "special": True})
-    for i, t in enumerate(CHATTTS_TOKENS):
-        added.append({"id": len(vocab) + i, "content": t, "single_word": False, "lstrip": False,
-                      "rstrip": False, "normalized": not chattts_special, "special": chattts_special})
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": added,
-        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
-                       "strip_accents": None, "lowercase": lowercase},
-        "pre_tokenizer": {"type": "BertPreTokenizer"},
-        "post_processor": {"type": "TemplateProcessing",
-                           "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                                      {"Sequence": {"id": "A", "type_id": 0}},
-                                      {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
-                           "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
-                                    {"Sequence": {"id": "A", "type_id": 0}},
-                                    {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
-                                    {"Sequence": {"id": "B", "type_id": 1}},
-                                    {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
-                           "special_tokens": {
-                               "[CLS]": {"id": "[CLS]", "ids": [vocab_map["[CLS]"]], "tokens": ["[CLS]"]},
-                               "[SEP]": {"id": "[SEP]", "ids": [vocab_map["[SEP]"]], "tokens": ["[SEP]"]}}},
-        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
-        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
-                  "max_input_chars_per_word": 100, "vocab": vocab_map},
-    }
+    return wordpiece_spec(vocab, lowercase=lowercase, strip_accents=None, specials=CHATTTS_TOKENS,
+                          specials_special=chattts_special, mask_lstrip=lowercase, cls_sep=True,
+                          controls_in_vocab=False)
 
 
 def corpus(words, rng, n):
