@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/parley-voice/parley/lang"
 )
 
 // Cue is one subtitle: a span of time and its text.
@@ -96,13 +98,11 @@ func stamp(sec float64, sep byte) string {
 	return fmt.Sprintf("%02d:%02d:%02d%c%03d", ms/3600000, ms/60000%60, ms/1000%60, sep, ms%1000)
 }
 
-var languageNames = map[string]string{"zh": "chinese", "en": "english", "yue": "cantonese", "ja": "japanese", "ko": "korean"}
-
 // LanguageName is the name OpenAI's verbose_json uses for a SenseVoice language tag ("en" →
-// "english"); other tags are returned as they are.
+// "english": lang.Name in lowercase); other tags are returned as they are.
 func LanguageName(tag string) string {
-	if n, ok := languageNames[tag]; ok {
-		return n
+	if lang.Known(tag) {
+		return strings.ToLower(lang.Name(tag))
 	}
 	return tag
 }

@@ -2,6 +2,7 @@ package asr
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,24 @@ func TestCuesAndSubtitles(t *testing.T) {
 	}
 	if LanguageName("en") != "english" || LanguageName("xx") != "xx" {
 		t.Error("LanguageName")
+	}
+}
+
+// The names OpenAI's verbose_json uses, and a query id for every language SenseVoice is said
+// to know (lang.Codes).
+func TestLanguageNames(t *testing.T) {
+	for tag, want := range map[string]string{"zh": "chinese", "en": "english", "yue": "cantonese", "ja": "japanese", "ko": "korean",
+		"nospeech": "nospeech", "auto": "auto", "": "", "EN": "EN", "de": "de"} {
+		if got := LanguageName(tag); got != want {
+			t.Errorf("LanguageName(%q) = %q, want %q", tag, got, want)
+		}
+	}
+	if got, want := Languages(), []string{"auto", "zh", "en", "yue", "ja", "ko"}; !slices.Equal(got, want) {
+		t.Errorf("Languages() = %q, want %q", got, want)
+	}
+	for _, l := range Languages() {
+		if _, ok := funasrIDs["lang_"+l]; !ok {
+			t.Errorf("no FunASR query id for %q", l)
+		}
 	}
 }

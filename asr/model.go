@@ -12,6 +12,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 
 	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/lang"
 )
 
 // Errors.
@@ -41,11 +42,9 @@ const (
 	FormatFunASR Format = "funasr"
 )
 
-// languages are the language choices SenseVoice accepts ("auto" lets the model decide).
-var languages = []string{"auto", "zh", "en", "yue", "ja", "ko"}
-
-// Languages returns the language choices SenseVoice accepts ("auto" lets the model decide).
-func Languages() []string { return append([]string(nil), languages...) }
+// Languages returns the language choices SenseVoice accepts: "auto" (the model decides) and
+// lang.Codes ("zh", "en", "yue", "ja", "ko").
+func Languages() []string { return append([]string{"auto"}, lang.Codes()...) }
 
 // funasrIDs are the query ids FunASR's SenseVoiceSmall uses (its lid_dict / textnorm_dict);
 // sherpa-onnx exports carry the same values in their metadata.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/parley-voice/parley/lang"
 )
 
 // DefaultPersona is Parley's persona when the user configures none.
@@ -39,7 +41,7 @@ func (p Persona) System() string {
 		b.WriteString(SpokenStyle)
 	}
 	if p.Language != "" {
-		fmt.Fprintf(&b, "\n\nAlways reply in %s.", LanguageName(p.Language))
+		fmt.Fprintf(&b, "\n\nAlways reply in %s.", lang.Name(p.Language))
 	}
 	if p.Tools {
 		b.WriteString("\n\n")
@@ -59,7 +61,7 @@ type Listener struct {
 func (l Listener) Context() string {
 	var parts []string
 	if l.Language != "" {
-		parts = append(parts, "speaks "+LanguageName(l.Language))
+		parts = append(parts, "speaks "+lang.Name(l.Language))
 	}
 	if e := strings.ToLower(strings.TrimSpace(l.Emotion)); e != "" && e != "neutral" && e != "unk" && e != "emo_unknown" {
 		parts = append(parts, "sounds "+e)
@@ -71,19 +73,6 @@ func (l Listener) Context() string {
 		return ""
 	}
 	return "About the listener, from speech recognition: the user " + strings.Join(parts, ", ") + "."
-}
-
-var languageNames = map[string]string{
-	"en": "English", "zh": "Chinese", "yue": "Cantonese", "ja": "Japanese", "ko": "Korean",
-	"de": "German", "fr": "French", "es": "Spanish", "it": "Italian", "ru": "Russian",
-}
-
-// LanguageName turns a language code into an English name; unknown codes are returned as is.
-func LanguageName(code string) string {
-	if n, ok := languageNames[strings.ToLower(code)]; ok {
-		return n
-	}
-	return code
 }
 
 // Conversation is a chat history shaped for a limited context window: Prompt trims the oldest

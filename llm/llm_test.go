@@ -85,6 +85,15 @@ func TestPersonaAndListener(t *testing.T) {
 	if got := (Listener{Emotion: "NEUTRAL"}).Context(); got != "" {
 		t.Errorf("neutral listener: %q", got)
 	}
+	// any case; the languages a model may be asked to reply in beyond SenseVoice's; others as they are
+	for code, want := range map[string]string{"EN": "English", "de": "German", "ru": "Russian", "xx": "xx", "Zh-TW": "Zh-TW"} {
+		if s := (Persona{Language: code}).System(); !strings.HasSuffix(s, "Always reply in "+want+".") {
+			t.Errorf("Persona{Language: %q}: %q", code, s[strings.LastIndex(s, "\n")+1:])
+		}
+		if got := (Listener{Language: code}).Context(); !strings.Contains(got, "speaks "+want+".") {
+			t.Errorf("Listener{Language: %q}: %q", code, got)
+		}
+	}
 }
 
 func TestConversationBudget(t *testing.T) {

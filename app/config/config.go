@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/parley-voice/parley/lang"
 )
 
 // Config is the whole configuration. Field tags name the TOML keys; the environment variable
@@ -440,7 +442,7 @@ func (c *Config) Validate() error {
 	if c.Runtime.IntraOpThreads < 0 || c.Runtime.InterOpThreads < 0 {
 		bad("runtime", "thread counts must be ≥ 0")
 	}
-	oneOf("asr.language", c.ASR.Language, "auto", "zh", "en", "yue", "ja", "ko")
+	oneOf("asr.language", c.ASR.Language, append([]string{"auto"}, lang.Codes()...)...)
 	oneOf("llm.backend", c.LLM.Backend, "auto", "openai", "ollama", "builtin", "skills")
 	if c.LLM.MaxTokens < 0 {
 		bad("llm.max_tokens", "must be ≥ 0")

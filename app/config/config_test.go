@@ -75,6 +75,7 @@ func TestErrorsNameFileKeyAndExpectation(t *testing.T) {
 		{"bad provider", "[runtime]\nprovider = \"rocm\"\n", []string{"runtime.provider", "rocm", "cuda:N"}},
 		{"out of range", "[tts]\ntop_p = 1.5\n", []string{"tts.top_p", "0..1"}},
 		{"bad enum", "[assistant]\nbarge_in = \"sometimes\"\n", []string{"assistant.barge_in", "off, on, min-speech"}},
+		{"bad asr language", "[asr]\nlanguage = \"de\"\n", []string{"asr.language", `"de" is not one of auto, zh, en, yue, ja, ko`}},
 		{"nan speed", "[tts]\nspeed = nan\n", []string{"tts.speed", "NaN"}},
 		{"nan temperature", "[tts]\ntemperature = nan\n", []string{"tts.temperature", "NaN"}},
 		{"nan top_p", "[tts]\ntop_p = nan\n", []string{"tts.top_p", "NaN"}},

@@ -17,6 +17,7 @@ import (
 	xdraw "golang.org/x/image/draw"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/lang"
 )
 
 // conversation is the scrolling list of chat bubbles. Its methods run on the UI goroutine.
@@ -552,20 +553,14 @@ func tagBadges(tr app.Transcript) []string {
 	return out
 }
 
+// languageName is the badge for the language SenseVoice heard, in any case ("zh" → "Mandarin":
+// lang.SpokenName); "" when it heard none, another code as it is.
 func languageName(code string) string {
-	switch strings.ToLower(code) {
-	case "", "nospeech", "auto":
+	switch l := strings.ToLower(code); {
+	case l == "" || l == "nospeech" || l == "auto":
 		return ""
-	case "en":
-		return "English"
-	case "zh":
-		return "Mandarin"
-	case "yue":
-		return "Cantonese"
-	case "ja":
-		return "Japanese"
-	case "ko":
-		return "Korean"
+	case lang.Known(l):
+		return lang.SpokenName(l)
 	}
 	return code
 }

@@ -50,6 +50,8 @@ type settingsPanel struct {
 	loaded    bool
 }
 
+// languages are the recogniser's choices: "auto" and lang.Codes, English first in this menu
+// (TestLanguageNames holds them to lang.Codes).
 var languages = []string{"auto", "en", "zh", "yue", "ja", "ko"}
 
 func newSettingsPanel(u *UI) *settingsPanel {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/lang"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
@@ -596,6 +598,29 @@ func TestFriendlyErrorAndBadges(t *testing.T) {
 	}
 	if got := friendlyError(app.NoteOf(app.ErrNoVoice)); !strings.Contains(got, "text only") {
 		t.Errorf("friendlyError = %q", got)
+	}
+}
+
+// The names the app shows for the codes SenseVoice reports: the conversation's badge (any case,
+// none for no speech) and the fine-tune wizard's (as written, "—" for none); a code SenseVoice
+// does not have stays as it is.
+func TestLanguageNames(t *testing.T) {
+	for _, c := range []struct{ code, badge, wizard string }{
+		{"en", "English", "English"}, {"zh", "Mandarin", "Mandarin"}, {"yue", "Cantonese", "Cantonese"},
+		{"ja", "Japanese", "Japanese"}, {"ko", "Korean", "Korean"}, {"EN", "English", "EN"}, {"Yue", "Cantonese", "Yue"},
+		{"", "", "—"}, {"nospeech", "", "nospeech"}, {"AUTO", "", "AUTO"}, {"de", "de", "de"}, {"xx", "xx", "xx"},
+	} {
+		if got := languageName(c.code); got != c.badge {
+			t.Errorf("languageName(%q) = %q, want %q", c.code, got, c.badge)
+		}
+		if got := langName(c.code); got != c.wizard {
+			t.Errorf("langName(%q) = %q, want %q", c.code, got, c.wizard)
+		}
+	}
+	// the settings menu offers SenseVoice's languages, English first
+	have, want := slices.Sorted(slices.Values(languages)), append([]string{"auto"}, lang.Codes()...)
+	if slices.Sort(want); !slices.Equal(have, want) {
+		t.Errorf("settings offer %q, want the languages %q", languages, want)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/parley-voice/parley/lang"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -373,21 +374,14 @@ func quoteOr(s, empty string) string {
 	return "“" + s + "”"
 }
 
-// langName names SenseVoice's language codes for people.
+// langName names SenseVoice's language codes for people ("zh" → "Mandarin": lang.SpokenName);
+// "—" for none, another code as it is.
 func langName(code string) string {
-	switch code {
-	case "en":
-		return "English"
-	case "zh":
-		return "Mandarin"
-	case "yue":
-		return "Cantonese"
-	case "ja":
-		return "Japanese"
-	case "ko":
-		return "Korean"
-	case "":
+	switch {
+	case code == "":
 		return "—"
+	case lang.Known(code):
+		return lang.SpokenName(code)
 	}
 	return code
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve/wyoming"
 	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/lang"
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/skills"
@@ -59,7 +60,7 @@ type VoiceLibrary interface {
 type Engines struct {
 	ASR          Recognizer
 	ASRModel     string   // model id shown in /v1/models and Wyoming info
-	ASRLanguages []string // languages the model knows (default asr.Languages minus auto)
+	ASRLanguages []string // languages the model knows (default lang.Codes: asr.Languages minus auto)
 	ASRNote      string   // e.g. "demo-grade model"
 
 	TTS       tts.Engine
@@ -298,7 +299,7 @@ func New(o Options) (*Server, error) {
 		s.eng.ASRModel = "sensevoice"
 	}
 	if len(s.eng.ASRLanguages) == 0 {
-		s.eng.ASRLanguages = []string{"zh", "en", "yue", "ja", "ko"}
+		s.eng.ASRLanguages = lang.Codes()
 	}
 	if s.eng.TTS != nil && s.eng.TTSEngine == "" {
 		s.eng.TTSEngine = s.eng.TTS.Capabilities().Engine

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/edit"
+	"github.com/parley-voice/parley/lang"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -82,9 +83,6 @@ func ASRMetaOf(j Job) (ASRMeta, error) {
 	}
 	return m, nil
 }
-
-// senseVoiceLangs are the languages SenseVoice has a tag for.
-var senseVoiceLangs = map[string]bool{"zh": true, "en": true, "yue": true, "ja": true, "ko": true}
 
 // SplitClips splits the usable clips into training and held-out ones. A clip's side depends
 // only on its id (a hash), so adding recordings later does not move old clips across; at
@@ -207,11 +205,11 @@ func NewASRJob(ctx context.Context, r *Runner, d *clone.Dataset, cfg ASRConfig) 
 	var lines []rec
 	var seconds float64
 	for _, c := range train {
-		lang := c.Lang
-		if !senseVoiceLangs[lang] {
-			lang = d.Lang
+		l := c.Lang
+		if !lang.Known(l) {
+			l = d.Lang
 		}
-		if !senseVoiceLangs[lang] {
+		if !lang.Known(l) {
 			meta.Skipped[c.ID] = fmt.Sprintf("language %q has no SenseVoice tag", c.Lang)
 			continue
 		}
@@ -222,7 +220,7 @@ func NewASRJob(ctx context.Context, r *Runner, d *clone.Dataset, cfg ASRConfig) 
 		meta.Train = append(meta.Train, c.ID)
 		seconds += c.Seconds
 		lines = append(lines, rec{Key: c.ID, Source: d.Abs(c.Path), SourceLen: int(math.Round(c.Seconds * 100)), Target: c.Text,
-			TargetLen: len(strings.Fields(c.Text)), Lang: "<|" + lang + "|>", Emo: "<|NEUTRAL|>", Event: "<|Speech|>", ITN: "<|woitn|>"})
+			TargetLen: len(strings.Fields(c.Text)), Lang: "<|" + l + "|>", Emo: "<|NEUTRAL|>", Event: "<|Speech|>", ITN: "<|woitn|>"})
 	}
 	for _, c := range held {
 		meta.HeldOut = append(meta.HeldOut, c.ID)

@@ -94,6 +94,7 @@ func TestImportRules(t *testing.T) {
 		{"voices/speaker", true, []string{"app", "asr", "llm", "tts", "audio/vad"}},
 		{"gpu", true, []string{"app", "asr", "llm", "tts", "audio", "voices", "assets", "store"}},
 		{"edit", true, []string{"app", "asr", "llm", "tts", "audio", "voices", "assets", "store", "gpu"}},
+		{"lang", true, []string{"app", "asr", "llm", "tts", "audio", "voices", "assets", "store", "gpu", "edit", "internal"}},
 		{"app/logging", true, []string{"app", "asr", "llm", "tts", "audio", "voices", "assets", "store", "gpu", "edit"}},
 		{"assets", true, append([]string{"app"}, engines...)},
 		{"store", true, append([]string{"app"}, engines...)},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/edit"
+	"github.com/parley-voice/parley/lang"
 )
 
 // ---- helpers ----
@@ -1188,10 +1189,8 @@ func (e *Engine) speed(_ context.Context, in input, _ bool) (Reply, bool, error)
 // reLangCmd: a command to change language, not a sentence that mentions speaking one.
 var reLangCmd = regexp.MustCompile(`^(?:ok |okay |hey )?(?:parley )?(?:please )?(?:(?:can|could|would) you )?(?:please )?(?:switch|change|speak|talk|use|reply|answer|respond)\b|\b(?:switch|change) (?:to|into)\b|\bfrom now on\b`)
 
-var languagesEN = map[string]string{
-	"english": "en", "chinese": "zh", "mandarin": "zh", "cantonese": "yue", "japanese": "ja", "korean": "ko",
-}
-
+// languagesZH are the Chinese words for the languages Parley speaks (lang.FromName has the
+// English ones), in the order a command is searched for them.
 var languagesZH = []struct{ name, code string }{
 	{"中文", "zh"}, {"汉语", "zh"}, {"普通话", "zh"}, {"国语", "zh"}, {"英文", "en"}, {"英语", "en"},
 	{"粤语", "yue"}, {"广东话", "yue"}, {"日语", "ja"}, {"日文", "ja"}, {"韩语", "ko"}, {"韩文", "ko"},
@@ -1219,7 +1218,7 @@ func (e *Engine) language(_ context.Context, in input, _ bool) (Reply, bool, err
 		}
 	} else if reLangCmd.MatchString(in.norm) && !in.has("how", "translate", "mean", "word", "learn", "learning", "say") {
 		for _, w := range in.words {
-			if c, ok := languagesEN[w]; ok {
+			if c, ok := lang.FromName(w); ok && lang.Known(c) {
 				code = c
 				break
 			}

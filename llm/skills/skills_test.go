@@ -2,10 +2,12 @@ package skills
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parley-voice/parley/lang"
 	"github.com/parley-voice/parley/llm"
 )
 
@@ -166,6 +168,36 @@ func TestActions(t *testing.T) {
 		r, _ := newEngine(t).Handle(context.Background(), tt.in)
 		if len(r.Actions) != 1 || r.Actions[0] != tt.want {
 			t.Errorf("%q: actions %+v, want %+v", tt.in, r.Actions, tt.want)
+		}
+	}
+}
+
+// Language commands name Parley's languages in English (any of lang's names) or Chinese; a
+// language it does not speak, or a bare code, is no command.
+func TestLanguageCommands(t *testing.T) {
+	for in, want := range map[string]string{
+		"switch to english": "en", "speak mandarin": "zh", "Please speak Chinese": "zh", "change to Cantonese": "yue",
+		"could you speak korean": "ko", "switch to german and english": "en", "说英语": "en", "用日语": "ja",
+		"switch to german": "", "speak french": "", "switch to en": "", "switch to zh": "", "how do you say hello in japanese": "",
+	} {
+		r, _ := newEngine(t).Handle(context.Background(), in)
+		got := ""
+		for _, a := range r.Actions {
+			if a.Kind == ActionLanguage {
+				got = a.Value
+			}
+		}
+		if got != want {
+			t.Errorf("%q: language %q, want %q (reply %q)", in, got, want, r.Text)
+		}
+	}
+	// every language Parley speaks has its confirmation and a Chinese word
+	for _, code := range lang.Codes() {
+		if reply := langReply[code]; reply[0] == "" || reply[1] == "" {
+			t.Errorf("no reply for %q", code)
+		}
+		if !slices.ContainsFunc(languagesZH, func(l struct{ name, code string }) bool { return l.code == code }) {
+			t.Errorf("no Chinese word for %q", code)
 		}
 	}
 }

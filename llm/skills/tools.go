@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-voice/parley/lang"
 	"github.com/parley-voice/parley/llm"
 )
 
@@ -238,8 +239,6 @@ func (e *Engine) toolConvert(_ context.Context, a map[string]any) (any, []Action
 	return map[string]any{"result": out, "from": uf.plural, "to": ut.plural, "text": FormatNumber(roundNice(out)) + " " + ut.name(out, false)}, nil, nil
 }
 
-var langCodes = map[string]bool{"en": true, "zh": true, "yue": true, "ja": true, "ko": true}
-
 func (e *Engine) toolControl(_ context.Context, a map[string]any) (any, []Action, error) {
 	var act Action
 	switch str(a, "action") {
@@ -257,10 +256,10 @@ func (e *Engine) toolControl(_ context.Context, a map[string]any) (any, []Action
 		act = Action{Kind: ActionVoice, Value: v}
 	case "language":
 		v := strings.ToLower(strings.TrimSpace(str(a, "value")))
-		if c, ok := languagesEN[v]; ok {
+		if c, ok := lang.FromName(v); ok {
 			v = c
 		}
-		if !langCodes[v] {
+		if !lang.Known(v) {
 			return nil, nil, fmt.Errorf("language must be one of en, zh, yue, ja, ko")
 		}
 		act = Action{Kind: ActionLanguage, Value: v}

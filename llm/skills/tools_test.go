@@ -89,7 +89,18 @@ func TestToolCalls(t *testing.T) {
 				t.Errorf("%+v", r)
 			}
 		}},
+		{"control_parley", `{"action":"language","value":" Mandarin "}`, "", func(t *testing.T, r ToolResult) {
+			if r.Actions[0] != (Action{Kind: ActionLanguage, Value: "zh"}) {
+				t.Errorf("%+v", r)
+			}
+		}},
+		{"control_parley", `{"action":"language","value":"YUE"}`, "", func(t *testing.T, r ToolResult) {
+			if r.Actions[0] != (Action{Kind: ActionLanguage, Value: "yue"}) {
+				t.Errorf("%+v", r)
+			}
+		}},
 		{"control_parley", `{"action":"language","value":"klingon"}`, "language must be", nil},
+		{"control_parley", `{"action":"language","value":"German"}`, "language must be one of en, zh, yue, ja, ko", nil},
 		{"control_parley", `{"action":"dance"}`, "must be one of", nil},
 		{"rm_rf", `{}`, "unknown tool", nil},
 	}
