@@ -123,28 +123,11 @@ def phonemize(text: str, voice: str = VOICE) -> str:
 
 
 def espeak_wav(text: str, variant: str, pitch: int, rate: int, tmpdir: str) -> np.ndarray:
-    # audio libraries imported here: the front-end above is imported by training stages that
-    # run where they may be missing (a GPU machine's PyTorch)
-    import soundfile as sf
-    from scipy.signal import resample_poly
+    # imported here: the front-end above is imported by training stages that run where the audio
+    # libraries may be missing (a GPU machine's PyTorch)
+    from ..corpus.voices import espeak_wav as synth
 
-    fd, path = tempfile.mkstemp(suffix=".wav", dir=tmpdir)
-    os.close(fd)
-    try:
-        voice = VOICE + ("+" + variant if variant else "")
-        r = subprocess.run(["espeak-ng", "-v", voice, "-s", str(rate), "-p", str(pitch), "-w", path, text],
-                           capture_output=True, timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError(f"espeak-ng -v {voice}: {r.stderr.decode(errors='replace').strip()}")
-        x, sr = sf.read(path, dtype="float32")
-    finally:
-        os.remove(path)
-    if x.ndim > 1:
-        x = x.mean(1)
-    if sr != SR:
-        g = np.gcd(sr, SR)
-        x = resample_poly(x, SR // g, sr // g).astype(np.float32)
-    return x
+    return synth(text, VOICE + ("+" + variant if variant else ""), rate, pitch, tmpdir)
 
 
 def trim(x: np.ndarray, margin_s: float = 0.01, thresh: float = 0.02) -> np.ndarray:

@@ -21,7 +21,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +32,7 @@ from scipy.signal import butter, fftconvolve, resample_poly, sosfilt
 
 from ..sensevoice.tokens import normalize_text
 from .sentences import STYLES, sentence
+from .voices import espeak_wav
 
 ACCENTS = ["en-us", "en-gb", "en-gb-scotland", "en-gb-x-rp", "en-gb-x-gbclan", "en-gb-x-gbcwmd", "en-029", "en-us-nyc"]
 TRAIN_VARIANTS = ["", "m1", "m2", "m3", "m4", "m5", "m6", "f1", "f2", "f3", "f4", "klatt", "klatt2", "klatt3",
@@ -43,22 +43,7 @@ SR = 16000
 
 
 def espeak(text: str, voice: str, rate: int, pitch: int, tmpdir: str) -> np.ndarray:
-    fd, path = tempfile.mkstemp(suffix=".wav", dir=tmpdir)
-    os.close(fd)
-    try:
-        r = subprocess.run(["espeak-ng", "-v", voice, "-s", str(rate), "-p", str(pitch), "-w", path, text],
-                           capture_output=True, timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError(f"espeak-ng -v {voice}: {r.stderr.decode(errors='replace').strip()}")
-        x, sr = sf.read(path, dtype="float32")
-    finally:
-        os.remove(path)
-    if x.ndim > 1:
-        x = x.mean(1)
-    if sr != SR:
-        g = np.gcd(sr, SR)
-        x = resample_poly(x, SR // g, sr // g).astype(np.float32)
-    return x
+    return espeak_wav(text, voice, rate, pitch, tmpdir)
 
 
 def colored_noise(n: int, kind: str, rng: np.random.Generator) -> np.ndarray:

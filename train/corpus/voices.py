@@ -142,7 +142,7 @@ def check(v: Voice) -> None:
     _checked[v.id] = True
 
 
-def _read_16k(path: str) -> np.ndarray:
+def _read_16k(path: str, require_audio: bool = True) -> np.ndarray:
     try:
         x, sr = sf.read(path, dtype="float32", always_2d=True)
     except Exception as e:  # noqa: BLE001
@@ -151,7 +151,7 @@ def _read_16k(path: str) -> np.ndarray:
     if sr != SR:
         g = np.gcd(int(sr), SR)
         x = resample_poly(x, SR // g, int(sr) // g).astype(np.float32)
-    if len(x) < SR // 20 or not np.any(x):
+    if require_audio and (len(x) < SR // 20 or not np.any(x)):
         raise SynthError("the synthesiser produced no audio")
     return np.ascontiguousarray(x, dtype=np.float32)
 
@@ -188,20 +188,31 @@ def synthesize(text: str, v: Voice, k: Knobs = Knobs(), tmpdir: Optional[str] = 
         return out
     check(v)
     text = _clean_text(text)
+    if v.engine == "flite":
+        return _run_to_16k(v.id, text, lambda path: ["flite", *_flite_args(v, k), "-t", text, "-o", path], tmpdir)
+    return _run_to_16k(v.id, text, lambda path: ["espeak-ng", *_espeak_args(v, k), "-w", path, text], tmpdir)
+
+
+def espeak_wav(text: str, voice: str, rate: int, pitch: int, tmpdir: Optional[str] = None) -> np.ndarray:
+    """`espeak-ng -v VOICE -s RATE -p PITCH TEXT` as 16 kHz mono float32, the text as given and
+    any length of audio (the espeak-ng corpora's segments, laughs and words).  Raises SynthError."""
+    return _run_to_16k(f"espeak-ng -v {voice}", text,
+                       lambda path: ["espeak-ng", "-v", voice, "-s", str(rate), "-p", str(pitch), "-w", path, text],
+                       tmpdir, require_audio=False)
+
+
+def _run_to_16k(who: str, text: str, cmd, tmpdir: Optional[str], require_audio: bool = True) -> np.ndarray:
+    """Run cmd(wav path) and read what it wrote, resampled to 16 kHz mono."""
     fd, path = tempfile.mkstemp(suffix=".wav", dir=tmpdir)
     os.close(fd)
     try:
-        if v.engine == "flite":
-            cmd = ["flite", *_flite_args(v, k), "-t", text, "-o", path]
-        else:
-            cmd = ["espeak-ng", *_espeak_args(v, k), "-w", path, text]
         try:
-            r = subprocess.run(cmd, capture_output=True, timeout=120)
+            r = subprocess.run(cmd(path), capture_output=True, timeout=120)
         except subprocess.TimeoutExpired:
-            raise SynthError(f"{v.id} took over 120 s on {text[:60]!r}") from None
+            raise SynthError(f"{who} took over 120 s on {text[:60]!r}") from None
         if r.returncode != 0:
-            raise SynthError(f"{v.id} failed on {text[:60]!r}: {r.stderr.decode(errors='replace').strip()[:200]}")
-        return _read_16k(path)
+            raise SynthError(f"{who} failed on {text[:60]!r}: {r.stderr.decode(errors='replace').strip()[:200]}")
+        return _read_16k(path, require_audio)
     finally:
         os.remove(path)
 
