@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/tts/chattts/convert"
 	"github.com/parley-voice/parley/tts/engines"
@@ -306,10 +307,7 @@ func modelsInUse(mgr *assets.Manager, cfg *config.Config) []string {
 	if cfg.Assistant.Mode == "wake-word" {
 		use = append(use, "openwakeword")
 	}
-	eng := strings.ToLower(cfg.TTS.Engine)
-	if eng == "" || eng == "auto" {
-		eng = engines.Default("")
-	}
+	eng := factory.EngineName(cfg.TTS.Engine)
 	switch {
 	case strings.HasPrefix(eng, "kokoro"):
 		if d := engines.FindKokoro(""); d != "" {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/parley-voice/parley/app"
@@ -197,6 +198,7 @@ func (f *Factory) Voice(v Voice) (tts.Engine, error) {
 	if v.Engine == "" {
 		v.Engine = f.cfg.TTS.Engine
 	}
+	v.Engine = EngineName(v.Engine) // the engine named is the engine opened, empty or not
 	if v.Precision == "" {
 		v.Precision = f.cfg.TTS.Precision
 	}
@@ -204,12 +206,13 @@ func (f *Factory) Voice(v Voice) (tts.Engine, error) {
 		Precision: v.Precision, Log: f.log})
 }
 
-// EngineName is the engine a tts.engine value means ("auto" resolved).
+// EngineName is the engine a tts.engine value means: "auto" resolved, and an empty value is
+// "auto" (the setting's default), any case (engines.Resolve).
 func EngineName(engine string) string {
-	if engine == "" || engine == "auto" {
-		return engines.Default("")
+	if strings.TrimSpace(engine) == "" {
+		engine = "auto"
 	}
-	return engine
+	return engines.Resolve(engine, "")
 }
 
 // Voices is the user's voice library, or nil when it cannot be opened (the engines' own

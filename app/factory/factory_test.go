@@ -15,6 +15,7 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/llm"
 )
 
@@ -208,3 +209,29 @@ func TestSkillsTimers(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
+
+// An empty tts.engine is the setting's default, "auto", both where the voice is named and where
+// it is opened (it once named auto's choice but opened espeak-ng).
+func TestVoiceEngineNamedIsOpened(t *testing.T) {
+	if EngineName("") != EngineName("auto") || EngineName("AUTO") != EngineName("auto") {
+		t.Fatalf("empty/AUTO: %q %q, auto: %q", EngineName(""), EngineName("AUTO"), EngineName("auto"))
+	}
+	if got := EngineName("espeak-ng"); got != "espeak" {
+		t.Errorf("espeak-ng: %q", got)
+	}
+	gputest.RequireORT(t)
+	cfg := config.Default()
+	cfg.TTS.Engine = ""
+	e, err := New(cfg, nil).Voice(Voice{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	got := e.Capabilities().Engine
+	if got == "espeak-ng" {
+		got = "espeak"
+	}
+	if got != EngineName("") {
+		t.Errorf("opened %s, named %s", got, EngineName(""))
+	}
+}

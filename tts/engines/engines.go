@@ -47,14 +47,24 @@ type Options struct {
 	Log       *slog.Logger
 }
 
-// Open returns the named engine; "auto" opens Default's choice.
-func Open(o Options) (tts.Engine, error) {
-	name := strings.ToLower(o.Engine)
-	if name == "auto" {
-		name = Default(o.ModelsDir)
+// Resolve is the engine Open opens for name with models as the models directory ("" for the
+// default): "auto" is Default's choice, "" and "espeak-ng" are "espeak", any case. It is the one
+// place a tts.engine value is turned into an engine, so what is named is what plays.
+func Resolve(name, models string) string {
+	switch name = strings.ToLower(strings.TrimSpace(name)); name {
+	case "auto":
+		return Default(models)
+	case "", "espeak-ng":
+		return "espeak"
 	}
+	return name
+}
+
+// Open returns the named engine; "auto" opens Default's choice (Resolve).
+func Open(o Options) (tts.Engine, error) {
+	name := Resolve(o.Engine, o.ModelsDir)
 	switch name {
-	case "", "espeak", "espeak-ng":
+	case "espeak":
 		return espeak.New(espeak.Config{Voice: o.Voice})
 	case "kokoro":
 		dir := o.ModelDir
@@ -155,7 +165,7 @@ type Explicit struct {
 // default controls for the fields the caller did not set explicitly. engine is the engine the
 // request goes to; a voice made for another engine is an error.
 func ApplyVoice(req tts.Request, v *voices.Voice, engine string, set Explicit) (tts.Request, error) {
-	if e := normEngine(engine); v.Engine != e {
+	if e := Resolve(engine, ""); v.Engine != e {
 		return req, fmt.Errorf("voice %q is a %s voice; use --engine %s", v.Name, v.Engine, v.Engine)
 	}
 	switch v.Kind {
@@ -197,14 +207,4 @@ func ApplyVoice(req tts.Request, v *voices.Voice, engine string, set Explicit) (
 		req.Language = d.Language
 	}
 	return req, nil
-}
-
-func normEngine(e string) string {
-	switch strings.ToLower(e) {
-	case "", "espeak", "espeak-ng":
-		return "espeak"
-	case "auto":
-		return Default("")
-	}
-	return strings.ToLower(e)
 }

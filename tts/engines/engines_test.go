@@ -163,3 +163,39 @@ func TestIsChatTTSDemo(t *testing.T) {
 		}
 	}
 }
+
+// Resolve is what Open opens: the name a caller shows and the engine that plays agree for
+// every spelling of a tts.engine value.
+func TestResolveIsWhatOpenOpens(t *testing.T) {
+	models := t.TempDir()
+	copyTiny(t, models, "chattts", "")
+	for in, want := range map[string]string{
+		"": "espeak", "espeak": "espeak", "ESPEAK-NG": "espeak", " espeak-ng ": "espeak",
+		"auto": "chattts", "Auto": "chattts", "chattts": "chattts", "Kokoro": "kokoro", "nope": "nope",
+	} {
+		if got := Resolve(in, models); got != want {
+			t.Errorf("Resolve(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := Resolve("auto", t.TempDir()); got != "espeak" {
+		t.Errorf("auto with nothing installed: %q", got)
+	}
+	gputest.RequireORT(t)
+	for _, in := range []string{"", "ESPEAK-NG", "AUTO"} {
+		e, err := Open(Options{Engine: in, ModelsDir: models, GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+		if err != nil {
+			t.Fatalf("Open(%q): %v", in, err)
+		}
+		got := e.Capabilities().Engine
+		if got == "espeak-ng" { // the engine's own name for the setting's "espeak"
+			got = "espeak"
+		}
+		if got != Resolve(in, models) {
+			t.Errorf("Open(%q) opened %s, Resolve says %s", in, got, Resolve(in, models))
+		}
+		e.Close()
+	}
+	if _, err := Open(Options{Engine: "nope"}); !errors.Is(err, ErrUnknownEngine) {
+		t.Errorf("unknown engine: %v", err)
+	}
+}
