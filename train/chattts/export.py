@@ -13,6 +13,7 @@ train/onnxcheck, since Python here has no onnxruntime).  The contract is CONTRAC
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -28,6 +29,7 @@ from torch import nn
 from . import checkpoint as ck
 from .config import ChatTTSConfig, config_for
 from .model import ChatTTS, apply_speaker, istft, log_mel, count_params
+from ..onnxfp16 import FP16_MIN_ELEMENTS, store_fp16
 from .tokenizer import CHATTTS_SPECIALS, WordPieceTokenizer, build_spec, english_pieces, write_spec
 
 OPSET = 17
@@ -55,8 +57,12 @@ class GPTGraph(nn.Module):
         g = m.cfg.gpt
         self.num_vq, self.num_audio = g.num_vq, g.num_audio_tokens
         with torch.no_grad():  # weight norm folded into plain matrices (one MatMul for the 4 code heads)
-            self.register_buffer("w_text", m.embed.head_text.weight.detach().t().contiguous())
-            self.register_buffer("w_code", torch.cat([h.weight.detach() for h in m.embed.head_code]).t().contiguous())
+            w_text = m.embed.head_text.weight.detach().t().contiguous()
+            w_code = torch.cat([h.weight.detach() for h in m.embed.head_code]).t().contiguous()
+            if getattr(m, "fp16_gpt", False):  # fp16_gpt_model's copy: the folded heads rounded too
+                w_text, w_code = (w if w.numel() < FP16_MIN_ELEMENTS else w.half().float() for w in (w_text, w_code))
+            self.register_buffer("w_text", w_text)
+            self.register_buffer("w_code", w_code)
 
     def forward(self, input_ids, text_mask, spk_emb, attention_mask, position_ids, past_kv):
         emb = self.embed(input_ids, text_mask)
@@ -145,8 +151,51 @@ def write_int8_gpt(src: str, dst: str, bits: int = INT8_BITS) -> int:
     return n
 
 
+def fp16_gpt_model(m: ChatTTS) -> ChatTTS:
+    """A copy of m whose GPT-side weights (the Llama, the embeddings and the folded heads: all
+    of gpt.onnx) are rounded to float16 precision, so a --fp16-gpt export stores them exactly
+    and the reference is computed from the very weights the graph holds.  Tensors under
+    FP16_MIN_ELEMENTS values (norms, biases) stay float32, as store_fp16 leaves them."""
+    r = copy.deepcopy(m).float().eval()
+
+    def rnd(t: torch.Tensor) -> torch.Tensor:
+        return t.half().float() if t.numel() >= FP16_MIN_ELEMENTS else t
+
+    with torch.no_grad():
+        for mod in (r.gpt, r.embed.emb_text, *r.embed.emb_code):
+            for t in mod.parameters():  # not buffers: the rotary frequencies stay exact
+                t.copy_(rnd(t))
+    # The weight-norm heads are folded by GPTGraph, which rounds the folded matrices when it sees
+    # this mark (the heads' modules stay as they are: the exporter's names depend on them).
+    r.fp16_gpt = True
+    return r
+
+
+GPT_FP16_META = "weights_float16"  # gpt.onnx metadata: "true" when its weights are stored as float16
+
+
+def write_fp16_gpt(path: str) -> int:
+    """gpt.onnx in place: its large float32 weights stored as float16 behind Casts (about half
+    the file).  Refuses weights float16 cannot hold exactly (export from fp16_gpt_model)."""
+    import onnx
+
+    mp = onnx.load(path)
+    try:
+        n = store_fp16(mp)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from e
+    p = mp.metadata_props.add()
+    p.key, p.value = GPT_FP16_META, "true"
+    onnx.checker.check_model(mp)
+    onnx.save(mp, path)
+    return n
+
+
 def export_graphs(m: ChatTTS, out: str, spk_emb_id: int, with_dvae: bool = True,
-                  int8_bits: Optional[int] = None) -> Dict[str, str]:
+                  int8_bits: Optional[int] = None, fp16_gpt: bool = False) -> Dict[str, str]:
+    """Write the graphs.  With fp16_gpt, m must come from fp16_gpt_model: gpt.onnx then stores
+    its large weights as float16 (computing in float32), after gpt.int8.onnx was quantized from
+    the same, already rounded, float32 weights."""
     cfg = m.cfg
     files = {}
     p = os.path.join(out, "gpt.onnx")
@@ -162,6 +211,8 @@ def export_graphs(m: ChatTTS, out: str, spk_emb_id: int, with_dvae: bool = True,
     if int8_bits:
         write_int8_gpt(p, os.path.join(out, "gpt.int8.onnx"), int8_bits)
         files["gpt_int8"] = "gpt.int8.onnx"
+    if fp16_gpt:
+        write_fp16_gpt(p)
     p = os.path.join(out, "decoder.onnx")
     _export(DecoderGraph(m), (torch.randn(1, 5, cfg.gpt.hidden),), p, ["hiddens"], ["mel"],
             {"hiddens": {0: "batch", 1: "codes"}, "mel": {0: "batch", 2: "frames"}},
@@ -451,16 +502,18 @@ def save_bundle(m: ChatTTS, tok_spec: dict, spk_stat: torch.Tensor, out: str, *,
                 frontend: dict, refine: bool, reference_seed: Optional[int] = None,
                 reference_texts: Optional[List[str]] = None, frontend_examples: Optional[List[dict]] = None,
                 reference_name: str = "reference.json", code_defaults: Optional[dict] = None,
-                neutral_streams: Optional[List[int]] = None, int8_bits: Optional[int] = None) -> Dict[str, str]:
+                neutral_streams: Optional[List[int]] = None, int8_bits: Optional[int] = None,
+                fp16_gpt: bool = False) -> Dict[str, str]:
     os.makedirs(out, exist_ok=True)
     tok = WordPieceTokenizer(tok_spec)
     if tok.size != m.cfg.gpt.num_text_tokens:
         raise ValueError(f"tokenizer has {tok.size} ids but the model's text vocabulary is {m.cfg.gpt.num_text_tokens}")
     if spk_stat.numel() != 2 * m.cfg.gpt.hidden:
         raise ValueError(f"spk_stat has {spk_stat.numel()} values, want {2 * m.cfg.gpt.hidden}")
-    m = m.float().eval()
+    m = fp16_gpt_model(m) if fp16_gpt else m.float().eval()
     spk_id = tok.token_id("[spk_emb]")
-    files = export_graphs(m, out, spk_id, with_dvae=m.dvae.encoder is not None, int8_bits=int8_bits)
+    files = export_graphs(m, out, spk_id, with_dvae=m.dvae.encoder is not None, int8_bits=int8_bits,
+                          fp16_gpt=fp16_gpt)
     write_spec(tok_spec, os.path.join(out, "tokenizer.json"))
     files["tokenizer"] = "tokenizer.json"
     write_spk_stat(spk_stat, os.path.join(out, "spk_stat.bin"))
@@ -529,6 +582,10 @@ def main(argv=None) -> int:
     ap.add_argument("--int8-bits", type=int, choices=[7, 8], default=INT8_BITS,
                     help="weight bits of --int8: 7 (default) is exact on every AVX2 CPU; 8 needs VNNI "
                          "(the engine falls back to fp32 without it)")
+    ap.add_argument("--fp16-gpt", action="store_true",
+                    help="store gpt.onnx's weights as float16 (computed in float32; about half the file): the "
+                         "GPT's weights are rounded to float16 first, and the reference and gpt.int8.onnx are "
+                         "made from the rounded weights")
     a = ap.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -604,7 +661,8 @@ def main(argv=None) -> int:
     paths = save_bundle(m, spec, spk_stat, a.out, size=size, comment=comment, frontend=frontend, refine=refine,
                         reference_seed=a.seed if a.reference else None, reference_name=a.reference_name,
                         code_defaults=code_defaults, reference_texts=ref_texts, frontend_examples=examples,
-                        neutral_streams=neutral, int8_bits=a.int8_bits if a.int8 else None)
+                        neutral_streams=neutral, int8_bits=a.int8_bits if a.int8 else None,
+                        fp16_gpt=a.fp16_gpt)
     if a.card:
         add_card(paths["config"], a.card)
     if a.clone_card:

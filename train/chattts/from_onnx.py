@@ -31,7 +31,7 @@ import torch
 
 from ..onnxcompare import compare_onnx
 from .config import config_for
-from .export import export_graphs
+from .export import GPT_FP16_META, export_graphs, fp16_gpt_model
 from .model import ChatTTS, WeightNormLinear, count_params
 from .tokenizer import WordPieceTokenizer
 
@@ -56,11 +56,19 @@ def _values(path: str) -> Dict[str, np.ndarray]:
     for n in m.graph.node:
         if n.op_type == "Identity" and n.input[0] in vals:
             vals[n.output[0]] = vals[n.input[0]]
+        if n.op_type == "Cast" and n.input[0] in vals and vals[n.input[0]].dtype == np.float16:
+            vals[n.output[0]] = vals[n.input[0]].astype(np.float32)  # export --fp16-gpt's weights
         if n.op_type == "Constant":
             for a in n.attribute:
                 if a.name == "value":
                     vals[n.output[0]] = numpy_helper.to_array(a.t)
     return vals
+
+
+def _metadata(path: str) -> Dict[str, str]:
+    import onnx
+
+    return {p.key: p.value for p in onnx.load(path, load_external_data=False).metadata_props}
 
 
 def _tensors(m: ChatTTS) -> Dict[str, torch.Tensor]:
@@ -144,6 +152,7 @@ def recover(d: str, work: Optional[str] = None) -> Tuple[ChatTTS, dict]:
     fp = copy.deepcopy(model)
     marks = _fingerprint(fp)
     real = {name: _values(os.path.join(d, files[name])) for name in GRAPHS}
+    fp16 = _metadata(os.path.join(d, files["gpt"])).get(GPT_FP16_META) == "true"
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         export_graphs(fp, tmp, spk_id, with_dvae=True)
         marked = {name: _values(os.path.join(tmp, f"{name}.onnx")) for name in GRAPHS}
@@ -186,7 +195,10 @@ def recover(d: str, work: Optional[str] = None) -> Tuple[ChatTTS, dict]:
         # the same model, checked by exporting it again
         again = os.path.join(tmp, "again")
         os.makedirs(again)
-        export_graphs(model, again, spk_id, with_dvae=True)
+        if fp16:  # export --fp16-gpt: the same rounding, so the check compares like with like
+            export_graphs(fp16_gpt_model(model), again, spk_id, with_dvae=True, fp16_gpt=True)
+        else:
+            export_graphs(model, again, spk_id, with_dvae=True)
         for name in GRAPHS:
             diffs = compare_onnx(os.path.join(again, f"{name}.onnx"), os.path.join(d, files[name]))
             if diffs:

@@ -44,6 +44,53 @@ class FromONNXTest(unittest.TestCase):
         with open(os.path.join(again, "spk_stat.bin"), "rb") as a, open(os.path.join(TINY, "spk_stat.bin"), "rb") as b:
             self.assertEqual(a.read(), b.read())
 
+    def test_fp16_gpt_round_trip(self):
+        """--fp16-gpt stores gpt.onnx's large weights as float16 (smaller file, same graph
+        interface), the reference comes from the rounded weights, and from_onnx recovers exactly
+        those weights and checks them by exporting them again the same way."""
+        import numpy as np
+        import onnx
+        from onnx import numpy_helper
+
+        rc, _, err = run(from_onnx.main, "--model", TINY, "--out", self.dir)
+        self.assertEqual(rc, 0, err)
+        ck = os.path.join(self.dir, "init.pt")
+        d32, d16 = os.path.join(self.dir, "e32"), os.path.join(self.dir, "e16")
+        for d, extra in ((d32, []), (d16, ["--fp16-gpt"])):
+            rc, _, err = run(export_main, "--checkpoint", ck, "--reference", "--int8", "--out", d, *extra)
+            self.assertEqual(rc, 0, err)
+        g32, g16 = onnx.load(os.path.join(d32, "gpt.onnx")), onnx.load(os.path.join(d16, "gpt.onnx"))
+        self.assertEqual([i.name for i in g16.graph.input], [i.name for i in g32.graph.input])
+        self.assertEqual([o.name for o in g16.graph.output], [o.name for o in g32.graph.output])
+        self.assertEqual({p.key: p.value for p in g16.metadata_props}.get("weights_float16"), "true")
+        halves = [t for t in g16.graph.initializer if t.data_type == onnx.TensorProto.FLOAT16]
+        self.assertGreater(len(halves), 0)
+        self.assertLess(os.path.getsize(os.path.join(d16, "gpt.onnx")), 0.75 * os.path.getsize(os.path.join(d32, "gpt.onnx")))
+        # the other graphs are untouched; the int8 GPT is quantized from the rounded weights
+        for g in ("decoder", "vocos", "dvae_encoder"):
+            self.assertEqual(compare_onnx(os.path.join(d16, g + ".onnx"), os.path.join(d32, g + ".onnx")), [], g)
+        self.assertTrue(os.path.isfile(os.path.join(d16, "gpt.int8.onnx")))
+        # each float16 weight is its float32 twin rounded
+        w32 = {t.name: numpy_helper.to_array(t) for t in g32.graph.initializer}
+        for t in halves:
+            name = t.name[: -len("_fp16")]
+            if name in w32:
+                np.testing.assert_array_equal(numpy_helper.to_array(t), w32[name].astype(np.float16))
+        # the references differ by the rounding only
+        with open(os.path.join(d32, "reference.json")) as a, open(os.path.join(d16, "reference.json")) as b:
+            r32, r16 = json.load(a), json.load(b)
+        self.assertEqual(r32["tokenizer"], r16["tokenizer"])
+        self.assertEqual(r32["speaker"], r16["speaker"])
+        # recovered: the rounded weights come back and export the same fp16 bundle again
+        rec = os.path.join(self.dir, "rec")
+        rc, out, err = run(from_onnx.main, "--model", d16, "--out", rec)
+        self.assertEqual(rc, 0, err)
+        again = os.path.join(self.dir, "again")
+        rc, _, err = run(export_main, "--checkpoint", os.path.join(rec, "init.pt"), "--fp16-gpt", "--out", again)
+        self.assertEqual(rc, 0, err)
+        for g in from_onnx.GRAPHS:
+            self.assertEqual(compare_onnx(os.path.join(again, g + ".onnx"), os.path.join(d16, g + ".onnx")), [], g)
+
     def test_refusals(self):
         d = os.path.join(self.dir, "noenc")
         shutil.copytree(TINY, d)
