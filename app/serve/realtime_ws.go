@@ -331,28 +331,8 @@ func (v rtVoice) Synthesize(ctx context.Context, text, voice string, fn func([]f
 			return e
 		}
 	}
-	e := s.job(ctx, s.ttsLim, float64(utf8.RuneCountInString(text)), func(ctx context.Context) *APIError {
-		st, err := s.eng.TTS.Synthesize(ctx, req)
-		if err != nil {
-			if errors.Is(err, tts.ErrEmpty) {
-				return nil
-			}
-			return ttsError(err)
-		}
-		defer st.Close()
-		for {
-			c, err := st.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return ttsError(err)
-			}
-			if err := fn(c.Samples, c.SampleRate); err != nil {
-				return &APIError{Status: 499, Message: err.Error()}
-			}
-		}
-	})
+	e := s.pumpSpeech(ctx, speechJob{req: req, cost: utf8.RuneCountInString(text), emit: fn, emptyIsSilence: true,
+		emitErr: func(err error) *APIError { return &APIError{Status: 499, Message: err.Error()} }})
 	if e != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -231,25 +230,8 @@ func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emi
 	if _, err := req.Validate(); err != nil {
 		return err
 	}
-	e := s.job(ctx, s.ttsLim, float64(utf8.RuneCountInString(req.Text)), func(ctx context.Context) *APIError {
-		st, err := s.eng.TTS.Synthesize(ctx, req)
-		if err != nil {
-			return ttsError(err)
-		}
-		defer st.Close()
-		for {
-			c, err := st.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return ttsError(err)
-			}
-			if err := emit(c.Samples, c.SampleRate); err != nil {
-				return &APIError{Type: "error", Message: err.Error()}
-			}
-		}
-	})
+	e := s.pumpSpeech(ctx, speechJob{req: req, cost: utf8.RuneCountInString(req.Text), emit: emit,
+		emitErr: func(err error) *APIError { return &APIError{Type: "error", Message: err.Error()} }})
 	if e != nil {
 		return wyomingErr(e)
 	}

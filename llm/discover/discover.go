@@ -16,6 +16,7 @@ import (
 
 	"github.com/parley-voice/parley/llm"
 	"github.com/parley-voice/parley/llm/builtin"
+	"github.com/parley-voice/parley/llm/internal/httpx"
 	"github.com/parley-voice/parley/llm/ollama"
 	"github.com/parley-voice/parley/llm/openai"
 )
@@ -40,7 +41,7 @@ type Candidate struct {
 // DefaultCandidates are the usual local servers, in order of preference.
 func DefaultCandidates() []Candidate {
 	return []Candidate{
-		{Name: "ollama", Kind: KindOllama, URL: "http://127.0.0.1:11434"},
+		{Name: "ollama", Kind: KindOllama, URL: ollama.DefaultURL},
 		{Name: "llama.cpp", Kind: KindOpenAI, URL: "http://127.0.0.1:8080"},
 		{Name: "lmstudio", Kind: KindOpenAI, URL: "http://127.0.0.1:1234"},
 	}
@@ -235,12 +236,8 @@ func selectBuiltin(spec string, opt Options, log *slog.Logger) (Choice, error) {
 }
 
 func selectConfigured(ctx context.Context, kind string, opt Options, timeout time.Duration, log *slog.Logger) (Choice, error) {
-	raw := opt.URL
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
+	raw, u := httpx.ServerURL(opt.URL)
+	if u == nil {
 		return Choice{}, fmt.Errorf("discover: bad LLM URL %q", opt.URL)
 	}
 	var cands []Candidate

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -21,6 +20,10 @@ import (
 
 // DefaultURL is where Ollama listens by default.
 const DefaultURL = "http://127.0.0.1:11434"
+
+// DefaultHeaderTimeout is the time to the response headers when Config leaves it zero:
+// Ollama answers headers only after loading the model.
+const DefaultHeaderTimeout = 300 * time.Second
 
 // Config configures a Client. Zero values take the defaults shown.
 type Config struct {
@@ -40,8 +43,7 @@ type Config struct {
 type Client struct {
 	cfg  Config
 	base string
-	hc   *http.Client
-	log  *slog.Logger
+	conn *httpx.Conn
 }
 
 // New checks cfg and returns a client; it does not contact the server (see Health).
@@ -50,11 +52,8 @@ func New(cfg Config) (*Client, error) {
 	if raw == "" {
 		raw = DefaultURL
 	}
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+	_, u := httpx.BackendURL(raw)
+	if u == nil {
 		return nil, fmt.Errorf("ollama: bad server URL %q", cfg.URL)
 	}
 	// Accept the URL of Ollama's OpenAI-compatible API (…/v1) or of the native one (…/api).
@@ -63,32 +62,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = 30 * time.Minute
 	}
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = 5 * time.Second
-	}
-	if cfg.HeaderTimeout <= 0 {
-		cfg.HeaderTimeout = 300 * time.Second
-	}
-	if cfg.StallTimeout == 0 {
-		cfg.StallTimeout = 60 * time.Second
-	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 2
-	} else if cfg.Retries < 0 {
-		cfg.Retries = 0
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = 250 * time.Millisecond
-	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = httpx.NewClient(cfg.ConnectTimeout, cfg.HeaderTimeout)
-	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Client{cfg: cfg, base: u.String(), hc: hc, log: log}, nil
+	conn := httpx.NewConn(httpx.Options{
+		ConnectTimeout: cfg.ConnectTimeout, HeaderTimeout: cfg.HeaderTimeout, StallTimeout: cfg.StallTimeout,
+		Retries: cfg.Retries, Backoff: cfg.Backoff, HTTPClient: cfg.HTTPClient, Log: cfg.Log,
+	}, DefaultHeaderTimeout)
+	return &Client{cfg: cfg, base: u.String(), conn: conn}, nil
 }
 
 // Name implements llm.Backend.
@@ -212,7 +190,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 		return e
 	}
 
-	wd := httpx.NewWatchdog(c.cfg.StallTimeout, cancel)
+	wd := c.conn.Watchdog(cancel)
 	defer wd.Stop()
 	var (
 		calls []llm.ToolCall
@@ -294,13 +272,13 @@ func (c *Client) post(ctx context.Context, path string, body any) (*http.Respons
 	if err != nil {
 		return nil, fmt.Errorf("ollama: encode request: %w", err)
 	}
-	resp, err := httpx.Do(ctx, c.hc, func() (*http.Request, error) {
+	resp, err := c.conn.Do(ctx, func() (*http.Request, error) {
 		r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(buf))
 		if err == nil {
 			r.Header.Set("Content-Type", "application/json")
 		}
 		return r, err
-	}, c.cfg.Retries, c.cfg.Backoff, c.log)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ollama: %s: %w", c.base, err)
 	}
@@ -308,9 +286,9 @@ func (c *Client) post(ctx context.Context, path string, body any) (*http.Respons
 }
 
 func (c *Client) get(ctx context.Context, path string, v any) error {
-	resp, err := httpx.Do(ctx, c.hc, func() (*http.Request, error) {
+	resp, err := c.conn.Do(ctx, func() (*http.Request, error) {
 		return http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
-	}, c.cfg.Retries, c.cfg.Backoff, c.log)
+	})
 	if err != nil {
 		return fmt.Errorf("ollama: %s: %w", c.base, err)
 	}
@@ -407,7 +385,7 @@ func (c *Client) Pull(ctx context.Context, model string, fn func(Progress)) erro
 	if resp.StatusCode != http.StatusOK {
 		return httpx.APIError(resp)
 	}
-	wd := httpx.NewWatchdog(c.cfg.StallTimeout, cancel)
+	wd := c.conn.Watchdog(cancel)
 	defer wd.Stop()
 	success := false
 	err = httpx.ReadLines(resp.Body, func(line []byte) error {

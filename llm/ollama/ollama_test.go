@@ -320,3 +320,28 @@ func TestDoneEndsTheStream(t *testing.T) {
 		t.Fatalf("Chat = %v, text %q; want no error and %q", err, text, "Hi.")
 	}
 }
+
+// The connection defaults: a zero Config takes httpx's shared ones and this backend's own
+// 300 s to the response headers (Ollama loads the model first).
+func TestConfigDefaults(t *testing.T) {
+	c, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.URL() != DefaultURL || c.conn.Retries != 2 || c.conn.Backoff != 250*time.Millisecond || c.conn.Stall != 60*time.Second {
+		t.Errorf("defaults: %s %+v", c.URL(), c.conn)
+	}
+	if h := c.conn.HC.Transport.(*http.Transport).ResponseHeaderTimeout; h != 300*time.Second {
+		t.Errorf("header timeout %s", h)
+	}
+	c, _ = New(Config{Retries: -1, StallTimeout: -1})
+	if c.conn.Retries != 0 || c.conn.Stall != -1 {
+		t.Errorf("Retries -1, StallTimeout -1: %+v", c.conn)
+	}
+	// Bad URLs are quoted as configured.
+	for in, want := range map[string]string{" ftp://x ": `ollama: bad server URL " ftp://x "`, "h:bad port": `ollama: bad server URL "h:bad port"`} {
+		if _, err := New(Config{URL: in}); err == nil || err.Error() != want {
+			t.Errorf("New(%q): %v, want %s", in, err, want)
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -35,12 +34,14 @@ type Config struct {
 	Log            *slog.Logger
 }
 
+// DefaultHeaderTimeout is the time to the response headers when Config leaves it zero.
+const DefaultHeaderTimeout = 120 * time.Second
+
 // Client talks to one OpenAI-compatible server. It is safe for concurrent use.
 type Client struct {
 	cfg  Config
 	base string // ends in /v1 (or the user's own API root), no trailing slash
-	hc   *http.Client
-	log  *slog.Logger
+	conn *httpx.Conn
 }
 
 // New checks cfg and returns a client. It does not contact the server (see Health).
@@ -52,32 +53,11 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Name == "" {
 		cfg.Name = "openai"
 	}
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = 5 * time.Second
-	}
-	if cfg.HeaderTimeout <= 0 {
-		cfg.HeaderTimeout = 120 * time.Second
-	}
-	if cfg.StallTimeout == 0 {
-		cfg.StallTimeout = 60 * time.Second
-	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 2
-	} else if cfg.Retries < 0 {
-		cfg.Retries = 0
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = 250 * time.Millisecond
-	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = httpx.NewClient(cfg.ConnectTimeout, cfg.HeaderTimeout)
-	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Client{cfg: cfg, base: base, hc: hc, log: log}, nil
+	conn := httpx.NewConn(httpx.Options{
+		ConnectTimeout: cfg.ConnectTimeout, HeaderTimeout: cfg.HeaderTimeout, StallTimeout: cfg.StallTimeout,
+		Retries: cfg.Retries, Backoff: cfg.Backoff, HTTPClient: cfg.HTTPClient, Log: cfg.Log,
+	}, DefaultHeaderTimeout)
+	return &Client{cfg: cfg, base: base, conn: conn}, nil
 }
 
 // BaseURL normalises a server URL to its API root: a bare host gets "/v1".
@@ -86,11 +66,8 @@ func BaseURL(raw string) (string, error) {
 	if raw == "" {
 		return "", errors.New("openai: no server URL")
 	}
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+	raw, u := httpx.BackendURL(raw)
+	if u == nil {
 		return "", fmt.Errorf("openai: bad server URL %q", raw)
 	}
 	p := strings.TrimRight(u.Path, "/")
@@ -176,7 +153,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 		if err != nil {
 			return fmt.Errorf("openai: encode request: %w", err)
 		}
-		resp, err = httpx.Do(ctx, c.hc, func() (*http.Request, error) {
+		resp, err = c.conn.Do(ctx, func() (*http.Request, error) {
 			r, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/chat/completions", bytes.NewReader(buf))
 			if err != nil {
 				return nil, err
@@ -187,7 +164,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 				r.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 			}
 			return r, nil
-		}, c.cfg.Retries, c.cfg.Backoff, c.log)
+		})
 		if err != nil {
 			return fmt.Errorf("openai: %s: %w", c.base, err)
 		}
@@ -216,7 +193,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta) 
 		return c.whole(resp, fn)
 	}
 
-	wd := httpx.NewWatchdog(c.cfg.StallTimeout, cancel)
+	wd := c.conn.Watchdog(cancel)
 	defer wd.Stop()
 	s := &sse{fn: fn}
 	err := httpx.ReadLines(resp.Body, func(line []byte) error {
@@ -445,13 +422,13 @@ func (c *Client) whole(resp *http.Response, fn func(llm.Delta) error) error {
 
 // Models implements llm.Backend: GET /models.
 func (c *Client) Models(ctx context.Context) ([]llm.Model, error) {
-	resp, err := httpx.Do(ctx, c.hc, func() (*http.Request, error) {
+	resp, err := c.conn.Do(ctx, func() (*http.Request, error) {
 		r, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/models", nil)
 		if err == nil && c.cfg.APIKey != "" {
 			r.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 		}
 		return r, err
-	}, c.cfg.Retries, c.cfg.Backoff, c.log)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("openai: %s: %w", c.base, err)
 	}

@@ -534,3 +534,29 @@ func TestOversizedWholeReply(t *testing.T) {
 		t.Errorf("models: %v, want an error saying the reply is larger than the limit", err)
 	}
 }
+
+// The connection defaults: a zero Config takes httpx's shared ones and this backend's own
+// 120 s to the response headers.
+func TestConfigDefaults(t *testing.T) {
+	c, err := New(Config{URL: "127.0.0.1:8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name() != "openai" || c.conn.Retries != 2 || c.conn.Backoff != 250*time.Millisecond || c.conn.Stall != 60*time.Second {
+		t.Errorf("defaults: %s %+v", c.Name(), c.conn)
+	}
+	if h := c.conn.HC.Transport.(*http.Transport).ResponseHeaderTimeout; h != 120*time.Second {
+		t.Errorf("header timeout %s", h)
+	}
+	c, _ = New(Config{URL: "127.0.0.1:8080", Retries: -1})
+	if c.conn.Retries != 0 {
+		t.Errorf("Retries -1: %d", c.conn.Retries)
+	}
+	// Bad URLs are quoted with the scheme Parley assumed.
+	for in, want := range map[string]string{"": "openai: no server URL", " ftp://x ": `openai: bad server URL "ftp://x"`,
+		"h:bad port": `openai: bad server URL "http://h:bad port"`} {
+		if _, err := New(Config{URL: in}); err == nil || err.Error() != want {
+			t.Errorf("New(%q): %v, want %s", in, err, want)
+		}
+	}
+}

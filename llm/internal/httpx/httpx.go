@@ -1,6 +1,7 @@
-// Package httpx holds the HTTP plumbing the LLM backends share: a transport with connect and
-// response-header timeouts, retries with back-off on connect errors only, a stall watchdog
-// for streams, a line reader with a size cap and server error decoding.
+// Package httpx holds the HTTP plumbing the LLM backends share: their connection defaults
+// and server URL parsing, a transport with connect and response-header timeouts, retries
+// with back-off on connect errors only, a stall watchdog for streams, a line reader with a
+// size cap and server error decoding.
 package httpx
 
 import (
@@ -13,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -21,6 +23,103 @@ import (
 
 // MaxLine caps one stream line (an SSE frame or an NDJSON object).
 const MaxLine = 4 << 20
+
+// The defaults both backends (llm/openai, llm/ollama) take for the zero values of their
+// configs. The response-header timeout is each backend's own (see NewConn).
+const (
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultStallTimeout   = 60 * time.Second // longest silence inside a stream
+	DefaultRetries        = 2                // extra attempts on connect errors
+	DefaultBackoff        = 250 * time.Millisecond
+)
+
+// Options are a backend's connection settings as its Config spells them. Zero values take
+// the defaults; StallTimeout < 0 disables the watchdog, Retries < 0 means no retry.
+type Options struct {
+	ConnectTimeout time.Duration
+	HeaderTimeout  time.Duration
+	StallTimeout   time.Duration
+	Retries        int
+	Backoff        time.Duration // first retry delay, doubling
+	HTTPClient     *http.Client  // overrides ConnectTimeout and HeaderTimeout
+	Log            *slog.Logger
+}
+
+// Conn is a backend's way to its server, defaults applied: the HTTP client, the retry
+// policy for connect errors, and the stall watchdog's duration.
+type Conn struct {
+	HC      *http.Client
+	Log     *slog.Logger // never nil
+	Retries int          // >= 0
+	Backoff time.Duration
+	Stall   time.Duration // <= 0: no watchdog
+}
+
+// NewConn applies the defaults to o (header: the backend's default response-header timeout)
+// and builds the HTTP client, unless o brings its own.
+func NewConn(o Options, header time.Duration) *Conn {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = header
+	}
+	if o.StallTimeout == 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.Retries == 0 {
+		o.Retries = DefaultRetries
+	} else if o.Retries < 0 {
+		o.Retries = 0
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = DefaultBackoff
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = NewClient(o.ConnectTimeout, o.HeaderTimeout)
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Conn{HC: hc, Log: log, Retries: o.Retries, Backoff: o.Backoff, Stall: o.StallTimeout}
+}
+
+// Do sends the request built by build with c's client and retry policy (see Do).
+func (c *Conn) Do(ctx context.Context, build func() (*http.Request, error)) (*http.Response, error) {
+	return Do(ctx, c.HC, build, c.Retries, c.Backoff, c.Log)
+}
+
+// Watchdog arms a stall watchdog of c's duration over a stream (see NewWatchdog).
+func (c *Conn) Watchdog(cancel context.CancelCauseFunc) *Watchdog {
+	return NewWatchdog(c.Stall, cancel)
+}
+
+// ServerURL reads a server URL as Parley's LLM settings accept it: "http://" is assumed when
+// raw names no scheme. full is raw with that scheme; u is nil when full does not parse or
+// names no host. raw is taken as it is (callers trim it).
+func ServerURL(raw string) (full string, u *url.URL) {
+	full = raw
+	if !strings.Contains(full, "://") {
+		full = "http://" + full
+	}
+	u, err := url.Parse(full)
+	if err != nil || u.Host == "" {
+		return full, nil
+	}
+	return full, u
+}
+
+// BackendURL is ServerURL for a backend's client: u is also nil unless the scheme is http or
+// https.
+func BackendURL(raw string) (full string, u *url.URL) {
+	full, u = ServerURL(raw)
+	if u == nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return full, nil
+	}
+	return full, u
+}
 
 // NewClient returns an HTTP client whose dials give up after connect and whose responses must
 // start within header (0: no limit). There is no overall timeout: streams may run long; the
@@ -49,11 +148,16 @@ func IsDialError(err error) bool {
 	return errors.As(err, &dns)
 }
 
+// after waits out a retry's back-off; tests replace it to see the delays.
+var after = time.After
+
 // Do sends the request built by build, retrying up to retries times with doubling back-off
-// when the connection cannot be made. A final connect failure wraps llm.ErrUnreachable.
+// (backoff <= 0: DefaultBackoff) when the connection cannot be made. Any HTTP response, of
+// whatever status, is returned as it is: the server may have started the work. A final
+// connect failure wraps llm.ErrUnreachable.
 func Do(ctx context.Context, c *http.Client, build func() (*http.Request, error), retries int, backoff time.Duration, log *slog.Logger) (*http.Response, error) {
 	if backoff <= 0 {
-		backoff = 200 * time.Millisecond
+		backoff = DefaultBackoff
 	}
 	for attempt := 0; ; attempt++ {
 		req, err := build()
@@ -79,7 +183,7 @@ func Do(ctx context.Context, c *http.Client, build func() (*http.Request, error)
 		select {
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
-		case <-time.After(backoff):
+		case <-after(backoff):
 		}
 		backoff *= 2
 	}

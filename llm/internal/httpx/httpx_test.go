@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,4 +93,138 @@ func FuzzParseError(f *testing.F) {
 			t.Fatalf("no kind: %+v", e)
 		}
 	})
+}
+
+func TestNewConnDefaults(t *testing.T) {
+	c := NewConn(Options{}, 7*time.Second)
+	if c.Retries != 2 || c.Backoff != 250*time.Millisecond || c.Stall != 60*time.Second || c.Log == nil {
+		t.Errorf("defaults: %+v", c)
+	}
+	tr := c.HC.Transport.(*http.Transport)
+	if tr.ResponseHeaderTimeout != 7*time.Second {
+		t.Errorf("header timeout %s, want the backend's 7s", tr.ResponseHeaderTimeout)
+	}
+	hc := &http.Client{}
+	c = NewConn(Options{Retries: -1, StallTimeout: -1, Backoff: time.Second, HeaderTimeout: time.Minute, HTTPClient: hc}, 7*time.Second)
+	if c.Retries != 0 || c.Stall != -1 || c.Backoff != time.Second || c.HC != hc {
+		t.Errorf("explicit: %+v", c)
+	}
+	c = NewConn(Options{Retries: 5, ConnectTimeout: time.Second, HeaderTimeout: time.Minute}, 7*time.Second)
+	if c.Retries != 5 || c.HC.Transport.(*http.Transport).ResponseHeaderTimeout != time.Minute {
+		t.Errorf("explicit: %+v", c)
+	}
+}
+
+// refusedAddr is a loopback address where nothing listens.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestBackoffDoubles(t *testing.T) {
+	var waits []time.Duration
+	after = func(d time.Duration) <-chan time.Time {
+		waits = append(waits, d)
+		ch := make(chan time.Time, 1)
+		ch <- time.Time{}
+		return ch
+	}
+	defer func() { after = time.After }()
+	addr := refusedAddr(t)
+	for _, tt := range []struct {
+		o    Options
+		want []time.Duration
+	}{
+		{Options{}, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}},
+		{Options{Retries: 3, Backoff: time.Second}, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}},
+		{Options{Retries: -1}, nil},
+	} {
+		waits = nil
+		n := 0
+		_, err := NewConn(tt.o, time.Second).Do(context.Background(), func() (*http.Request, error) {
+			n++
+			return http.NewRequest("GET", "http://"+addr, nil)
+		})
+		if !errors.Is(err, llm.ErrUnreachable) || !strings.Contains(err.Error(), addr) {
+			t.Errorf("%+v: err %v", tt.o, err)
+		}
+		if n != len(tt.want)+1 || !slices.Equal(waits, tt.want) {
+			t.Errorf("%+v: %d attempts, waits %v; want %d, %v", tt.o, n, waits, len(tt.want)+1, tt.want)
+		}
+	}
+	// Do with no back-off of its own takes the default.
+	waits = nil
+	Do(context.Background(), NewClient(time.Second, time.Second), func() (*http.Request, error) {
+		return http.NewRequest("GET", "http://"+addr, nil)
+	}, 1, 0, nil)
+	if !slices.Equal(waits, []time.Duration{DefaultBackoff}) {
+		t.Errorf("Do's default back-off: %v", waits)
+	}
+}
+
+// Cancelling during a back-off ends the wait at once with the context's cause.
+func TestBackoffCancelled(t *testing.T) {
+	addr := refusedAddr(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("stop")
+	time.AfterFunc(20*time.Millisecond, func() { cancel(stop) })
+	start := time.Now()
+	_, err := NewConn(Options{Retries: 3, Backoff: time.Hour}, time.Second).Do(ctx, func() (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, "GET", "http://"+addr, nil)
+	})
+	if !errors.Is(err, stop) || time.Since(start) > 10*time.Second {
+		t.Errorf("err %v after %s", err, time.Since(start))
+	}
+}
+
+// No HTTP status is retried, whatever it says: the server may have started a generation.
+// (llm/openai adapts a 400 that names a parameter and sends again; that is its own.)
+func TestNoRetryOnStatus(t *testing.T) {
+	for _, status := range []int{200, 400, 401, 404, 408, 429, 500, 502, 503, 504} {
+		hits := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits++
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(status)
+		}))
+		resp, err := NewConn(Options{Retries: 3, Backoff: time.Millisecond}, time.Second).Do(context.Background(), func() (*http.Request, error) {
+			return http.NewRequest("GET", srv.URL, nil)
+		})
+		if err != nil || resp.StatusCode != status || hits != 1 {
+			t.Errorf("%d: err %v, %d hits", status, err, hits)
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		srv.Close()
+	}
+}
+
+func TestServerURL(t *testing.T) {
+	for _, tt := range []struct {
+		in, full string
+		ok, http bool
+	}{
+		{"127.0.0.1:8080", "http://127.0.0.1:8080", true, true},
+		{"https://h/v1", "https://h/v1", true, true},
+		{"ftp://x", "ftp://x", true, false},
+		{"http://", "http://", false, false},
+		{"", "http://", false, false},
+		{"http://h:bad port", "http://h:bad port", false, false},
+	} {
+		full, u := ServerURL(tt.in)
+		if full != tt.full || (u != nil) != tt.ok {
+			t.Errorf("ServerURL(%q) = %q, %v", tt.in, full, u)
+		}
+		full, u = BackendURL(tt.in)
+		if full != tt.full || (u != nil) != tt.http {
+			t.Errorf("BackendURL(%q) = %q, %v", tt.in, full, u)
+		}
+	}
 }
