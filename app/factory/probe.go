@@ -60,7 +60,7 @@ func ProbeChatTTS(dir string) error {
 
 // ProbeLLM loads an onnx-community decoder LLM directory.
 func ProbeLLM(dir string) error {
-	m, err := builtin.Open(dir, builtin.Options{GPU: probeCPU, Log: quiet()})
+	m, err := builtin.OpenModel(dir, builtin.Config{GPU: probeCPU, Log: quiet()})
 	if err == nil {
 		m.Close()
 	}

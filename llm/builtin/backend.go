@@ -42,9 +42,10 @@ func NewBackend(m *Model) (*Backend, error) {
 	return &Backend{m: m, tmpl: t, log: m.log, seq: seq}, nil
 }
 
-// Load opens the model in dir and returns its backend; Close closes both.
-func Load(dir string, o Options) (*Backend, error) {
-	m, err := Open(dir, o)
+// New opens the model in dir (the engine contract: a model directory and a Config) and returns
+// its backend; Close closes both.
+func New(dir string, o Config) (*Backend, error) {
+	m, err := OpenModel(dir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (b *Backend) URL() string  { return b.m.Dir }
 func (b *Backend) ID() string { return filepath.Base(b.m.Dir) }
 
 func (b *Backend) Models(context.Context) ([]llm.Model, error) {
-	return []llm.Model{{ID: b.ID(), Family: b.m.Config.ModelType, Context: b.m.Context}}, nil
+	return []llm.Model{{ID: b.ID(), Family: b.m.ModelConfig.ModelType, Context: b.m.Context}}, nil
 }
 
 func (b *Backend) Health(context.Context) error { return nil }
@@ -247,7 +248,7 @@ func (b *Backend) Chat(ctx context.Context, req *llm.Request, fn func(llm.Delta)
 }
 
 func (b *Backend) sampling(req *llm.Request) Sampling {
-	c := b.m.Config
+	c := b.m.ModelConfig
 	s := Sampling{Temperature: c.Temperature, TopK: c.TopK, TopP: c.TopP, MinP: c.MinP, RepetitionPenalty: c.RepPenalty}
 	if s.Temperature == 0 && c.TopK == 0 && c.TopP == 0 {
 		s.Temperature = 0.7 // no generation_config.json: a sensible chat default

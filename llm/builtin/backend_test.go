@@ -15,7 +15,7 @@ import (
 func tinyBackend(t *testing.T, variant string) *Backend {
 	t.Helper()
 	needORT(t)
-	b, err := Load(tinyDir, Options{Variant: variant, GPU: gpu.Options{IntraOpThreads: 1}})
+	b, err := New(tinyDir, Config{Variant: variant, GPU: gpu.Options{IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestCancel(t *testing.T) {
 // is a clear error; invalid UTF-8 in a turn is replaced, not fatal.
 func TestContextAndBadInput(t *testing.T) {
 	needORT(t)
-	b, err := Load(tinyDir, Options{Variant: "fp32", GPU: gpu.Options{IntraOpThreads: 1}, Context: 160})
+	b, err := New(tinyDir, Config{Variant: "fp32", GPU: gpu.Options{IntraOpThreads: 1}, Context: 160})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestBadModels(t *testing.T) {
 	t.Run("missing external data", func(t *testing.T) {
 		dir := copyTiny(t)
 		os.Remove(filepath.Join(dir, "onnx", "model.onnx_data"))
-		_, err := Open(dir, Options{Variant: "fp32"})
+		_, err := OpenModel(dir, Config{Variant: "fp32"})
 		if !errors.Is(err, ErrModel) || !strings.Contains(err.Error(), "model.onnx_data") {
 			t.Errorf("got %v", err)
 		}
@@ -238,7 +238,7 @@ func TestBadModels(t *testing.T) {
 		dir := copyTiny(t)
 		cfg, _ := os.ReadFile(filepath.Join(dir, "config.json"))
 		os.WriteFile(filepath.Join(dir, "config.json"), []byte(strings.Replace(string(cfg), `"head_dim": 32`, `"head_dim": 64`, 1)), 0o644)
-		_, err := Open(dir, Options{Variant: "fp32"})
+		_, err := OpenModel(dir, Config{Variant: "fp32"})
 		if !errors.Is(err, ErrLayout) || !strings.Contains(err.Error(), "head dim") {
 			t.Errorf("got %v", err)
 		}
@@ -250,7 +250,7 @@ func TestBadModels(t *testing.T) {
 			t.Skip(err)
 		}
 		os.WriteFile(filepath.Join(dir, "onnx", "model_q4.onnx"), sv, 0o644)
-		_, err = Open(dir, Options{Variant: "q4"})
+		_, err = OpenModel(dir, Config{Variant: "q4"})
 		if !errors.Is(err, ErrLayout) || strings.Count(err.Error(), "\n") > 0 {
 			t.Errorf("got %v", err)
 		}
@@ -259,7 +259,7 @@ func TestBadModels(t *testing.T) {
 	t.Run("template fails to render", func(t *testing.T) {
 		dir := copyTiny(t)
 		os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte("{{ raise_exception('no tools here') if tools else messages[0].content }}"), 0o644)
-		b, err := Load(dir, Options{Variant: "fp32", GPU: gpu.Options{IntraOpThreads: 1}})
+		b, err := New(dir, Config{Variant: "fp32", GPU: gpu.Options{IntraOpThreads: 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestBadModels(t *testing.T) {
 	t.Run("broken template", func(t *testing.T) {
 		dir := copyTiny(t)
 		os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte("{% if %}"), 0o644)
-		if _, err := Load(dir, Options{Variant: "fp32"}); !errors.Is(err, ErrModel) {
+		if _, err := New(dir, Config{Variant: "fp32"}); !errors.Is(err, ErrModel) {
 			t.Errorf("got %v", err)
 		}
 	})

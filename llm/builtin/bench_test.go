@@ -60,7 +60,7 @@ func BenchmarkLoopOverhead(b *testing.B) {
 	dir := bigModel(b)
 	for _, threads := range []int{1, gpu.PhysicalCores()} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			m, err := Open(dir, Options{Variant: "fp32", GPU: gpu.Options{Provider: "cpu", IntraOpThreads: threads}})
+			m, err := OpenModel(dir, Config{Variant: "fp32", GPU: gpu.Options{Provider: "cpu", IntraOpThreads: threads}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func BenchmarkVsTransformersJS(b *testing.B) {
 	const n = 16
 	prompt := benchPrompt(200)
 	peerRes := runPeerOn(b, filepath.Dir(dir), filepath.Base(dir), "fp32", [][]int{prompt, prompt}, n, 1)
-	m, err := Open(dir, Options{Variant: "fp32", GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	m, err := OpenModel(dir, Config{Variant: "fp32", GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func BenchmarkVsTransformersJS(b *testing.B) {
 // and for the same conversation one turn later (200 cached tokens + 20 new).
 func BenchmarkFirstToken(b *testing.B) {
 	dir := bigModel(b)
-	m, err := Open(dir, Options{Variant: "fp32", GPU: gpu.Options{Provider: "cpu"}})
+	m, err := OpenModel(dir, Config{Variant: "fp32", GPU: gpu.Options{Provider: "cpu"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/parley-voice/parley/llm/tokenizer"
 )
 
-// Options configure Open. The zero value picks the variant automatically and runs on the CPU
-// with one thread per physical core.
-type Options struct {
+// Config configures New and OpenModel. The zero value picks the variant automatically and
+// runs on the CPU with one thread per physical core.
+type Config struct {
 	Variant string      // "auto" (default), a variant name (q4, int8, fp32, fp16, …) or an .onnx file name
 	GPU     gpu.Options // session options; zero: auto provider, gpu.DefaultIntraOpThreads
 	Context int         // context window in tokens; 0: min(max_position_embeddings, 4096)
@@ -27,14 +27,14 @@ type Options struct {
 
 // Model is an opened decoder with its tokenizer and chat template.
 type Model struct {
-	Dir       string
-	File      string // the ONNX file in use
-	Config    Config
-	Tokenizer *tokenizer.Tokenizer
-	Template  string
-	Specials  map[string]string // bos_token, eos_token strings for the template
-	Context   int
-	Provider  string
+	Dir         string
+	File        string // the ONNX file in use
+	ModelConfig ModelConfig
+	Tokenizer   *tokenizer.Tokenizer
+	Template    string
+	Specials    map[string]string // bos_token, eos_token strings for the template
+	Context     int
+	Provider    string
 
 	sess   *gpu.Session
 	lay    layout
@@ -43,13 +43,13 @@ type Model struct {
 	log    *slog.Logger
 }
 
-// Open loads a model directory in the onnx-community layout.
-func Open(dir string, o Options) (*Model, error) {
+// OpenModel loads a model directory in the onnx-community layout (New wraps it in a backend).
+func OpenModel(dir string, o Config) (*Model, error) {
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cfg, err := ReadConfig(dir)
+	cfg, err := ReadModelConfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func Open(dir string, o Options) (*Model, error) {
 			ctxLen = min(ctxLen, cfg.MaxPos)
 		}
 	}
-	m := &Model{Dir: dir, File: path, Config: cfg, Tokenizer: tok, Template: tmpl, Specials: specials, Context: ctxLen,
+	m := &Model{Dir: dir, File: path, ModelConfig: cfg, Tokenizer: tok, Template: tmpl, Specials: specials, Context: ctxLen,
 		Provider: sess.Provider, sess: sess, lay: lay, kvSize: 4, eos: map[int]bool{}, log: log}
 	if lay.kvType == "float16" {
 		m.kvSize = 2
@@ -148,7 +148,7 @@ func (s *Sequence) Tokens() []int { return s.tokens }
 func (s *Sequence) Len() int { return len(s.tokens) }
 
 func (s *Sequence) layerBytes(tokens int) int {
-	return s.m.Config.KVHeads * tokens * s.m.Config.HeadDim * s.m.kvSize
+	return s.m.ModelConfig.KVHeads * tokens * s.m.ModelConfig.HeadDim * s.m.kvSize
 }
 
 // ensure grows both buffers to hold n tokens, keeping the cache.
@@ -160,7 +160,7 @@ func (s *Sequence) ensure(n int) {
 	c = min(c, max(s.m.Context, n))
 	for b := range 2 {
 		old := s.bufs[b]
-		s.bufs[b] = make([][]byte, 2*s.m.Config.Layers)
+		s.bufs[b] = make([][]byte, 2*s.m.ModelConfig.Layers)
 		for i := range s.bufs[b] {
 			buf := make([]byte, max(s.layerBytes(c), 8))
 			if b == s.cur && old != nil {
@@ -182,9 +182,9 @@ func (s *Sequence) Truncate(n int) {
 		n = 0
 	}
 	old := len(s.tokens)
-	row := s.m.Config.HeadDim * s.m.kvSize
+	row := s.m.ModelConfig.HeadDim * s.m.kvSize
 	for _, buf := range s.bufs[s.cur] {
-		for h := 1; h < s.m.Config.KVHeads; h++ {
+		for h := 1; h < s.m.ModelConfig.KVHeads; h++ {
 			copy(buf[h*n*row:(h*n+n)*row], buf[h*old*row:(h*old+n)*row])
 		}
 	}
@@ -206,15 +206,15 @@ func (s *Sequence) Feed(ctx context.Context, ids []int) ([]float32, error) {
 		return nil, fmt.Errorf("%w: %d tokens, window %d", ErrContext, total, s.m.Context)
 	}
 	for _, id := range ids {
-		if id < 0 || id >= s.m.Config.Vocab {
-			return nil, fmt.Errorf("builtin: token id %d outside the vocabulary (%d)", id, s.m.Config.Vocab)
+		if id < 0 || id >= s.m.ModelConfig.Vocab {
+			return nil, fmt.Errorf("builtin: token id %d outside the vocabulary (%d)", id, s.m.ModelConfig.Vocab)
 		}
 	}
 	s.ensure(total)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cfg := s.m.Config
+	cfg := s.m.ModelConfig
 	n := len(ids)
 	var vals []ort.Value
 	defer func() {

@@ -74,7 +74,7 @@ func TestOpenReadsNoWeights(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	m, err := Open(dir, Options{Variant: "q4", GPU: gpu.Options{IntraOpThreads: 1}})
+	m, err := OpenModel(dir, Config{Variant: "q4", GPU: gpu.Options{IntraOpThreads: 1}})
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)

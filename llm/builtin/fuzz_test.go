@@ -17,7 +17,7 @@ func FuzzReadConfig(f *testing.F) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644)
 		os.WriteFile(filepath.Join(dir, "generation_config.json"), gen, 0o644)
-		c, err := ReadConfig(dir)
+		c, err := ReadModelConfig(dir)
 		if err == nil && (c.Layers <= 0 || c.KVHeads <= 0 || c.HeadDim <= 0 || c.Vocab <= 0) {
 			t.Fatalf("accepted a config with non-positive sizes: %+v", c)
 		}

@@ -26,8 +26,8 @@ var ErrLayout = errors.New("not an onnx-community decoder layout")
 // ErrModel is wrapped by every other model-directory problem (missing or malformed files).
 var ErrModel = errors.New("bad model directory")
 
-// Config is what config.json and generation_config.json say about the model.
-type Config struct {
+// ModelConfig is what config.json and generation_config.json say about the model.
+type ModelConfig struct {
 	ModelType string
 	Layers    int
 	Heads     int
@@ -143,24 +143,24 @@ func ids(raw json.RawMessage) ([]int, error) {
 	return many, nil
 }
 
-// ReadConfig reads config.json (and generation_config.json when present) from dir.
-func ReadConfig(dir string) (Config, error) {
+// ReadModelConfig reads config.json (and generation_config.json when present) from dir.
+func ReadModelConfig(dir string) (ModelConfig, error) {
 	var c configJSON
 	path := filepath.Join(dir, "config.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrModel, err)
+		return ModelConfig{}, fmt.Errorf("%w: %w", ErrModel, err)
 	}
 	if err := json.Unmarshal(data, &c); err != nil {
-		return Config{}, fmt.Errorf("%w: %s: %v", ErrModel, path, err)
+		return ModelConfig{}, fmt.Errorf("%w: %s: %v", ErrModel, path, err)
 	}
 	gen := configJSON{EOS: c.EOS, BOS: c.BOS}
 	if data, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
 		if err := json.Unmarshal(data, &gen); err != nil {
-			return Config{}, fmt.Errorf("%w: %s: %v", ErrModel, filepath.Join(dir, "generation_config.json"), err)
+			return ModelConfig{}, fmt.Errorf("%w: %s: %v", ErrModel, filepath.Join(dir, "generation_config.json"), err)
 		}
 	}
-	out := Config{ModelType: c.ModelType, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
+	out := ModelConfig{ModelType: c.ModelType, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim,
 		Vocab: c.Vocab, MaxPos: c.MaxPos, BOS: -1,
 		Temperature: gen.Temperature, TopP: gen.TopP, TopK: gen.TopK, MinP: gen.MinP, RepPenalty: gen.RepPenalty}
 	if out.KVHeads == 0 {
@@ -170,7 +170,7 @@ func ReadConfig(dir string) (Config, error) {
 		out.HeadDim = c.Hidden / out.Heads
 	}
 	if out.Layers <= 0 || out.KVHeads <= 0 || out.HeadDim <= 0 || out.Vocab <= 0 {
-		return Config{}, fmt.Errorf("%w: %s: num_hidden_layers %d, num_key_value_heads %d, head_dim %d, vocab_size %d: all must be positive",
+		return ModelConfig{}, fmt.Errorf("%w: %s: num_hidden_layers %d, num_key_value_heads %d, head_dim %d, vocab_size %d: all must be positive",
 			ErrModel, path, out.Layers, out.KVHeads, out.HeadDim, out.Vocab)
 	}
 	eos := gen.EOS
@@ -178,7 +178,7 @@ func ReadConfig(dir string) (Config, error) {
 		eos = c.EOS
 	}
 	if out.EOS, err = ids(eos); err != nil {
-		return Config{}, fmt.Errorf("%w: %s: eos_token_id: %v", ErrModel, path, err)
+		return ModelConfig{}, fmt.Errorf("%w: %s: eos_token_id: %v", ErrModel, path, err)
 	}
 	if b, err := ids(c.BOS); err == nil && len(b) > 0 {
 		out.BOS = b[0]
@@ -198,7 +198,7 @@ var kvName = regexp.MustCompile(`^(past_key_values|present)\.(\d+)\.(key|value)$
 
 // checkLayout validates the graph's interface against the onnx-community decoder layout and
 // config.json; anything else is refused with one line that says what was found.
-func checkLayout(info *gpu.ModelInfo, cfg Config) (layout, error) {
+func checkLayout(info *gpu.ModelInfo, cfg ModelConfig) (layout, error) {
 	l := layout{kvType: "", logitsType: ""}
 	found := func() string {
 		var in, out []string

@@ -38,7 +38,7 @@ var parityModels = []struct {
 func openModel(t testing.TB, name, variant string) *Model {
 	t.Helper()
 	needORT(t)
-	m, err := Open(filepath.Join(filepath.Dir(tinyDir), name), Options{Variant: variant, GPU: gpu.Options{IntraOpThreads: 1}})
+	m, err := OpenModel(filepath.Join(filepath.Dir(tinyDir), name), Config{Variant: variant, GPU: gpu.Options{IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func needORT(t testing.TB) {
 func openTiny(t testing.TB, variant string) *Model {
 	t.Helper()
 	needORT(t)
-	m, err := Open(tinyDir, Options{Variant: variant, GPU: gpu.Options{IntraOpThreads: 1}})
+	m, err := OpenModel(tinyDir, Config{Variant: variant, GPU: gpu.Options{IntraOpThreads: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -228,7 +228,7 @@ func selectBuiltin(spec string, opt Options, log *slog.Logger) (Choice, error) {
 	if err != nil {
 		return Choice{}, err
 	}
-	b, err := builtin.Load(dir, builtin.Options{GPU: gpu.Options{Provider: opt.Provider, IntraOpThreads: opt.Threads}, Log: log})
+	b, err := builtin.New(dir, builtin.Config{GPU: gpu.Options{Provider: opt.Provider, IntraOpThreads: opt.Threads}, Log: log})
 	if err != nil {
 		return Choice{}, err
 	}
