@@ -20,9 +20,9 @@ import (
 // offline skills. A model that cannot be used is an error (`parley chat` reports it); the
 // assistant and the server use LLM instead.
 func (f *Factory) SelectLLM(ctx context.Context) (discover.Choice, error) {
-	c, r := f.cfg.LLM, f.cfg.Runtime
+	c := f.cfg.LLM
 	return discover.Select(ctx, discover.Options{Kind: c.Backend, URL: c.URL, Model: c.Model, APIKey: c.APIKey,
-		Log: f.log, Provider: r.Provider, Threads: r.IntraOpThreads})
+		Log: f.log, GPU: f.GPU()})
 }
 
 // LLM is SelectLLM for the faces that come up with whatever works, the assistant and the

@@ -64,9 +64,8 @@ type Options struct {
 	Timeout    time.Duration // per probe: 500ms (a configured URL gets at least 3s)
 	Log        *slog.Logger
 	// For KindBuiltin (and auto's fallback to an installed built-in model): the ONNX Runtime
-	// provider and intra-op threads (0: gpu.DefaultIntraOpThreads, physical cores less one).
-	Provider string
-	Threads  int
+	// session options, as every engine takes them (zero threads: gpu.DefaultIntraOpThreads).
+	GPU gpu.Options
 	// NoBuiltin keeps auto from falling back to an installed built-in model.
 	NoBuiltin bool
 }
@@ -228,7 +227,7 @@ func selectBuiltin(spec string, opt Options, log *slog.Logger) (Choice, error) {
 	if err != nil {
 		return Choice{}, err
 	}
-	b, err := builtin.New(dir, builtin.Config{GPU: gpu.Options{Provider: opt.Provider, IntraOpThreads: opt.Threads}, Log: log})
+	b, err := builtin.New(dir, builtin.Config{GPU: opt.GPU, Log: log})
 	if err != nil {
 		return Choice{}, err
 	}
