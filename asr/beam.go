@@ -8,7 +8,7 @@ import (
 
 // BeamOptions tune the language-model beam search (train/sensevoice/beam.py is its reference).
 type BeamOptions struct {
-	Width int     // prefixes kept per frame (default 8)
+	Width int     // prefixes kept per frame (default 32)
 	Alpha float64 // language-model weight (default 0.4)
 	Beta  float64 // bonus per token, against the model's preference for short output (default 2)
 	Top   int     // tokens tried per frame (default 8)
@@ -17,7 +17,7 @@ type BeamOptions struct {
 
 func (o BeamOptions) withDefaults() BeamOptions {
 	if o.Width <= 0 {
-		o.Width = 8
+		o.Width = 32
 	}
 	if o.Alpha == 0 {
 		o.Alpha = 0.4

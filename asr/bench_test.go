@@ -3,6 +3,7 @@ package asr
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -192,4 +193,58 @@ func BenchmarkFbank(b *testing.B) {
 	}
 	b.Run("fbank", func(b *testing.B) { run(b, false) })
 	b.Run("fbank+lfr+cmvn", func(b *testing.B) { run(b, true) })
+}
+
+// BenchmarkDecode: CTC decoding of the demo model's logits for 10 s of speech, greedy (the
+// baseline, measured in the same run) and the lm.bin beam search at widths 8 and 32, as
+// multiples of real time and as a ratio to greedy.
+func BenchmarkDecode(b *testing.B) {
+	if _, err := os.Stat(filepath.Join(demoDir, LMFile)); err != nil {
+		b.Skipf("no %s beside the demo model: %v", LMFile, err)
+	}
+	gputest.RequireORT(b)
+	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	m := r.m
+	x := benchSpeech(b)
+	dur := seconds(len(x))
+	w := <-r.slots
+	w.fbank = w.fb.Compute(w.fbank[:0], x)
+	feats := lfrCMVN(nil, w.fbank, numMelBins, m.lfrM, m.lfrN, &m.cmvn)
+	r.slots <- w
+	lang, norm, _ := r.queries(Options{Language: "en"})
+	var logits []float32
+	var frames int
+	err = m.forward(context.Background(), [][]float32{feats}, []int{len(feats) / (numMelBins * m.lfrM)},
+		[]int32{lang}, []int32{norm}, func(_ int, l []float32, f int) { logits, frames = append([]float32(nil), l...), f })
+	if err != nil {
+		b.Fatal(err)
+	}
+	var greedy float64
+	run := func(name string, decode func()) {
+		b.Run(name, func(b *testing.B) {
+			t0 := time.Now()
+			for range b.N {
+				decode()
+			}
+			per := time.Since(t0).Seconds() / float64(b.N)
+			b.ReportMetric(dur/per, "x-realtime")
+			if name == "greedy" {
+				greedy = per
+			} else if greedy > 0 {
+				b.ReportMetric(per/greedy, "x-greedy-time")
+			}
+		})
+	}
+	var ids, fr []int32
+	run("greedy", func() { ids, fr = greedyCTC(logits, frames, m.vocab, m.blank, -1, ids[:0], fr[:0]) })
+	for _, width := range []int{8, 32} {
+		o := BeamOptions{Width: width}
+		run(fmt.Sprintf("beam-w%d", width), func() {
+			ids, fr = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, o, ids[:0], fr[:0])
+		})
+	}
 }
