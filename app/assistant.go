@@ -198,7 +198,7 @@ func New(p Parts, o Options) (*Assistant, error) {
 		return nil, fmt.Errorf("%w: wake-word mode needs a wake word detector", ErrConfig)
 	}
 	if p.Chunker == nil {
-		p.Chunker = func() Chunker { return &simpleChunker{} }
+		p.Chunker = NewSimpleChunker
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &Assistant{p: p, o: o, log: o.Log, in: make(chan any, 256), ctx: ctx, cancel: cancel,

@@ -253,7 +253,7 @@ func (e *ear) run(ctx context.Context) {
 		segEcho       bool
 		lastCheck     int64
 		longSent      bool
-		segPeak       float64
+		level         SpeechLevel // of the segment's speech, for its loud part
 		voiced        int64
 		echoNow       bool
 		lastLoudCheck int64
@@ -325,7 +325,7 @@ func (e *ear) run(ctx context.Context) {
 					switch ev.Kind {
 					case SpeechStart:
 						inSeg, segStart, longSent = true, ev.Sample, false
-						segPeak, voiced, echoNow, lastLoudCheck = 0, max(0, now-ev.Sample-int64(n)), false, now
+						level, voiced, echoNow, lastLoudCheck = SpeechLevel{}, max(0, now-ev.Sample-int64(n)), false, now
 						lastCheck = now
 						pending, segEcho, grayRun = false, false, 0
 						switch e.judge(now-window, now) {
@@ -381,9 +381,7 @@ func (e *ear) run(ctx context.Context) {
 				}
 				if inSeg && !segEcho && !pending && !longSent {
 					// count only the user's loud speech: not the VAD's hang-over, not Parley's echo
-					rms := audio.RMS(block)
-					segPeak = max(segPeak, rms)
-					if rms > max(1e-3, segPeak*0.1) {
+					if level.Loud(block) {
 						if now-lastLoudCheck >= recheck/2 {
 							lastLoudCheck = now
 							echoNow = e.isEcho(now-recheck, now)

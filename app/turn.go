@@ -196,39 +196,29 @@ func (a *Assistant) think(t *turn) error {
 	go func() { // brain → sentences
 		defer wg.Done()
 		defer close(sentences)
-		ch := a.p.Chunker()
-		emit := func(ss []string) error {
-			for _, s := range ss {
-				if strings.TrimSpace(s) == "" {
-					continue
-				}
+		brain := a.p.Brain
+		if t.say != "" {
+			brain = BrainFunc(func(_ context.Context, _ Transcript, _ []Message, fn func(string) error) error { return fn(t.say) })
+		}
+		err := StreamAnswer(ctx, brain, t.transcript, hist, a.p.Chunker(), AnswerSink{
+			Delta: func(d string) error {
+				t.mark(&t.lat.FirstToken)
+				t.mu.Lock()
+				t.full.WriteString(d)
+				t.mu.Unlock()
+				a.publish(Event{Kind: EvDelta, Turn: t.id, Text: d})
+				return nil
+			},
+			Sentence: func(s string) error {
 				t.mark(&t.lat.FirstSentence)
 				select {
 				case sentences <- s:
+					return nil
 				case <-ctx.Done():
 					return ctx.Err()
 				}
-			}
-			return nil
-		}
-		answer := a.p.Brain.Answer
-		if t.say != "" {
-			answer = func(_ context.Context, _ Transcript, _ []Message, fn func(string) error) error { return fn(t.say) }
-		}
-		err := answer(ctx, t.transcript, hist, func(d string) error {
-			if d == "" {
-				return nil
-			}
-			t.mark(&t.lat.FirstToken)
-			t.mu.Lock()
-			t.full.WriteString(d)
-			t.mu.Unlock()
-			a.publish(Event{Kind: EvDelta, Turn: t.id, Text: d})
-			return emit(ch.Push(d))
+			},
 		})
-		if err == nil {
-			err = emit(ch.Flush())
-		}
 		if errors.Is(err, ErrStopSpeaking) && ctx.Err() == nil {
 			a.stopTurn(t)
 			return
@@ -294,12 +284,10 @@ func (a *Assistant) synth(ctx context.Context, idx int, text string, out chan<- 
 	if a.p.Voice == nil || a.p.Speaker == nil {
 		return ErrNoVoice
 	}
-	var rs *audio.Resampler
-	if from, to := a.p.Voice.SampleRate(), a.p.Speaker.SampleRate(); from != to {
-		var err error
-		if rs, err = audio.NewResampler(from, to, 1, audio.QualityMedium); err != nil {
-			return err
-		}
+	from := a.p.Voice.SampleRate()
+	conv := RateFollower{Rate: a.p.Speaker.SampleRate(), Quality: audio.QualityMedium}
+	if _, err := conv.Process(nil, from); err != nil { // the resampler, before the voice starts
+		return err
 	}
 	first := true
 	send := func(pcm []float32, last bool) error {
@@ -316,10 +304,11 @@ func (a *Assistant) synth(ctx context.Context, idx int, text string, out chan<- 
 		}
 	}
 	err := a.p.Voice.Synthesize(ctx, text, func(pcm []float32) error {
-		if rs != nil {
-			pcm = rs.Process(nil, pcm)
-		} else {
-			pcm = append([]float32(nil), pcm...)
+		var err error
+		if from == conv.Rate {
+			pcm = append([]float32(nil), pcm...) // the voice may reuse its buffer
+		} else if pcm, err = conv.Process(pcm, from); err != nil {
+			return err
 		}
 		if len(pcm) == 0 {
 			return nil
@@ -329,11 +318,7 @@ func (a *Assistant) synth(ctx context.Context, idx int, text string, out chan<- 
 	if err != nil {
 		return err
 	}
-	var tail []float32
-	if rs != nil {
-		tail = rs.Flush(nil)
-	}
-	return send(tail, true)
+	return send(conv.Flush(), true)
 }
 
 // speak writes chunks to the speaker, placing each sentence on the played timeline, and then

@@ -42,7 +42,7 @@ type Config struct {
 	Voice       Voice
 	// NewVAD returns the session's voice activity detector; nil: app.EnergyVAD.
 	NewVAD func() (app.VAD, error)
-	// NewChunker cuts answers into sentences; nil: app's default splitter via a simple rule.
+	// NewChunker cuts answers into sentences; nil: app.NewSimpleChunker.
 	NewChunker func() app.Chunker
 	// MaxBufferSeconds bounds the uncommitted input audio (manual turns); default 900.
 	MaxBufferSeconds int
@@ -147,9 +147,9 @@ type session struct {
 	total        int64 // samples appended so far (16 kHz)
 	inSpeech     bool
 	speechStart  int64
-	bargePending bool    // min-speech barge-in: waiting for enough voiced audio
-	voiced       int64   // loud samples since the pending barge-in's speech start
-	segPeak      float64 // loudest block of that speech
+	bargePending bool            // min-speech barge-in: waiting for enough voiced audio
+	voiced       int64           // loud samples since the pending barge-in's speech start
+	level        app.SpeechLevel // of that speech, for its loud part
 	speechItem   string
 	speechEnd    time.Time // when the last server-VAD utterance ended (zero for manual commits)
 
@@ -540,7 +540,7 @@ func (s *session) appendAudio(e *ClientEvent) {
 				case app.BargeInOn:
 					s.bargeIn()
 				case app.BargeInMinSpeech:
-					s.bargePending, s.voiced, s.segPeak = true, 0, 0
+					s.bargePending, s.voiced, s.level = true, 0, app.SpeechLevel{}
 				}
 			}
 		case app.SpeechEnd:
@@ -554,9 +554,7 @@ func (s *session) appendAudio(e *ClientEvent) {
 	}
 	if s.bargePending && s.inSpeech {
 		// As the assistant core does: count only loud audio (not the VAD's hang-over).
-		rms := audio.RMS(y)
-		s.segPeak = max(s.segPeak, rms)
-		if rms > max(1e-3, s.segPeak*0.1) {
+		if s.level.Loud(y) {
 			s.voiced += int64(len(y))
 		}
 		if s.voiced >= int64(s.cfg.BargeInMin.Seconds()*asrRate) {
@@ -673,7 +671,7 @@ func (s *session) truncate(e *ClientEvent) {
 		}
 	}
 	spoken := strings.Join(heard, " ")
-	if ib, ok := s.cfg.Brain.(interface{ Interrupted(string) }); ok {
+	if ib, ok := s.cfg.Brain.(app.Interruptible); ok {
 		ib.Interrupted(spoken)
 	}
 	s.hmu.Lock()
@@ -1000,29 +998,15 @@ func (s *session) respondWith(parent context.Context, heard app.Transcript, ende
 	s.send(map[string]any{"type": "conversation.item.added", "previous_item_id": prevItem, "item": item("in_progress", []any{})})
 	s.send(ids(map[string]any{"type": "response.content_part.added", "part": part("")}))
 	heard.Text = user
-	chunker := s.newChunker()
 	var spoken strings.Builder
-	var out *audio.Resampler
-	outRate := 0
+	out := app.RateFollower{Rate: Rate, Quality: audio.QualityMedium}
 	buf := make([]byte, 0, 9600)
 	speak := func(sentence string) error {
-		if strings.TrimSpace(sentence) == "" {
-			return nil
-		}
 		s.send(map[string]any{"type": "response.output_audio_transcript.delta", "response_id": respID, "item_id": itemID, "output_index": 0, "content_index": 0, "delta": sentence})
 		err := s.cfg.Voice.Synthesize(ctx, sentence, voice, func(pcm []float32, rate int) error {
-			if rate != outRate {
-				outRate = rate
-				out = nil
-				if rate != Rate {
-					var err error
-					if out, err = audio.NewResampler(rate, Rate, 1, audio.QualityMedium); err != nil {
-						return err
-					}
-				}
-			}
-			if out != nil {
-				pcm = out.Process(nil, pcm)
+			pcm, err := out.Process(pcm, rate)
+			if err != nil {
+				return err
 			}
 			for len(pcm) > 0 {
 				if err := ctx.Err(); err != nil {
@@ -1056,28 +1040,15 @@ func (s *session) respondWith(parent context.Context, heard app.Transcript, ende
 		return err
 	}
 	var written strings.Builder // text mode: the answer as streamed
-	err := s.cfg.Brain.Answer(ctx, heard, hist, func(delta string) error {
-		if textOnly {
-			if delta != "" {
-				written.WriteString(delta)
-				s.send(ids(map[string]any{"type": "response.output_text.delta", "delta": delta}))
-			}
-			return ctx.Err()
-		}
-		for _, sentence := range chunker.Push(delta) {
-			if err := speak(sentence); err != nil {
-				return err
-			}
-		}
-		return ctx.Err()
-	})
-	if err == nil && !textOnly {
-		for _, sentence := range chunker.Flush() {
-			if err = speak(sentence); err != nil {
-				break
-			}
-		}
+	sink := app.AnswerSink{Sentence: speak}
+	if textOnly {
+		sink = app.AnswerSink{Delta: func(delta string) error {
+			written.WriteString(delta)
+			s.send(ids(map[string]any{"type": "response.output_text.delta", "delta": delta}))
+			return nil
+		}}
 	}
+	err := app.StreamAnswer(ctx, s.cfg.Brain, heard, hist, s.newChunker(), sink)
 	text := strings.TrimSpace(spoken.String())
 	if textOnly {
 		text = strings.TrimSpace(written.String())
@@ -1092,7 +1063,7 @@ func (s *session) respondWith(parent context.Context, heard app.Transcript, ende
 	case err == nil:
 		done("completed", nil, text)
 	case ctx.Err() != nil:
-		if ib, ok := s.cfg.Brain.(interface{ Interrupted(string) }); ok {
+		if ib, ok := s.cfg.Brain.(app.Interruptible); ok {
 			ib.Interrupted(text)
 		}
 		reason, _ := s.cancelReason.Load().(string)
@@ -1130,36 +1101,5 @@ func (s *session) newChunker() app.Chunker {
 	if s.cfg.NewChunker != nil {
 		return s.cfg.NewChunker()
 	}
-	return &lineChunker{}
-}
-
-// lineChunker is a minimal sentence splitter used when no chunker is configured.
-type lineChunker struct{ b strings.Builder }
-
-func (c *lineChunker) Push(delta string) []string {
-	c.b.WriteString(delta)
-	s := c.b.String()
-	var out []string
-	start := 0
-	for i, r := range s {
-		if r == '.' || r == '!' || r == '?' || r == '\n' || r == '。' || r == '！' || r == '？' {
-			end := i + len(string(r))
-			if t := strings.TrimSpace(s[start:end]); t != "" {
-				out = append(out, t)
-			}
-			start = end
-		}
-	}
-	c.b.Reset()
-	c.b.WriteString(s[start:])
-	return out
-}
-
-func (c *lineChunker) Flush() []string {
-	t := strings.TrimSpace(c.b.String())
-	c.b.Reset()
-	if t == "" {
-		return nil
-	}
-	return []string{t}
+	return app.NewSimpleChunker()
 }
