@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/asr"
-	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/voices/clone"
@@ -46,7 +46,8 @@ The voice-clone wizard's steps, one command each. Datasets live in %s.
   rm NAME                           delete a dataset and its audio
 `
 
-func finetuneDir() string { return filepath.Join(assets.DataDir(), "finetune") }
+// finetuneDir is where the datasets live, the wizard's too.
+func finetuneDir() string { return tune.DatasetsDir() }
 
 // finetuneVerbs are verbs with their own flags, registered by finetune_*.go files.
 var finetuneVerbs = map[string]finetuneVerb{}

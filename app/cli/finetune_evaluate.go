@@ -5,21 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
-	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
-	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/tts/chattts"
 	"github.com/parley-voice/parley/tts/engines"
 	"github.com/parley-voice/parley/voices"
+	"github.com/parley-voice/parley/voices/clone"
 )
 
 func init() {
@@ -80,80 +77,24 @@ directory: the model a fine-tune with --gpt installed).`)
 			return errors.New("evaluating voices needs a ChatTTS voice model (an export of ChatTTS, or the demo voice)")
 		}
 	}
-	fac := env.factory()
-	eng, err := fac.ChatTTS(dir)
-	if err != nil {
-		return err
+	// the comparison the wizard's evaluate step runs (tune.CompareVoices), with the command's
+	// voices: several random seeds, a clone that must be made, library voices
+	c := tune.VoiceComparison{Dataset: d, Model: dir, ASRModel: *asrModel, Sentences: *sentences,
+		Clone: &tune.ZeroShot{Seconds: *cloneSecs, Seeds: *seeds, Name: func(cl tune.CloneResult, clip *clone.Clip) string {
+			return fmt.Sprintf("zero-shot clone (%.1f s clip %s, seed:%d)", cl.Seconds, clip.ID, cl.Seed)
+		}}}
+	for _, cl := range held {
+		c.HeldOut = append(c.HeldOut, cl.ID)
 	}
-	defer eng.Close()
-	se, sm, err := fac.SpeakerEncoder(ctx, "")
-	if err != nil {
-		return err
+	for _, cl := range train {
+		c.Clone.From = append(c.Clone.From, cl.ID)
 	}
-	defer se.Close()
-	rec, rm, err := fac.Recognizer(ctx, *asrModel, asr.Config{})
-	if err != nil {
-		return err
+	for _, seed := range tune.RandomSeeds(d.Name, *randoms) {
+		c.Voices = append(c.Voices, tune.VoiceCandidate{Name: fmt.Sprintf("random seed (seed:%d)", seed), Request: tts.Request{Seed: seed, HasSeed: true}})
 	}
-	defer rec.Close()
-	ear := factory.CloneTranscriber(rec)
-
-	var heldIDs, trainIDs, texts []string
-	for _, c := range held {
-		heldIDs = append(heldIDs, c.ID)
-		if len(texts) < *sentences {
-			texts = append(texts, c.Text)
-		}
-	}
-	for _, c := range train {
-		trainIDs = append(trainIDs, c.ID)
-	}
-	ref, err := tune.ReferenceEmbedding(ctx, d, heldIDs, se)
-	if err != nil {
-		return err
-	}
-
-	// random seeds from the dataset's name, kept apart from the clone's candidates 1..--seeds
-	h := fnv.New32a()
-	h.Write([]byte(d.Name))
-	var cands []tune.VoiceCandidate
-	for i := range *randoms {
-		seed := int64(1001 + (h.Sum32()+uint32(i)*7919)%9000)
-		cands = append(cands, tune.VoiceCandidate{Name: fmt.Sprintf("random seed (seed:%d)", seed), Request: tts.Request{Seed: seed, HasSeed: true}})
-	}
-
-	clip, err := tune.ClipNear(d, trainIDs, *cloneSecs)
-	if err != nil {
-		return err
-	}
-	pcm, err := d.ReadClip(clip.Path)
-	if err != nil {
-		return err
-	}
-	det, err := fac.VAD("", vad.Config{MinSilence: tune.CloneVADMinSilence})
-	if err != nil {
-		return fmt.Errorf("voice activity detection: %w", err)
-	}
-	defer det.Close()
-	enc, err := fac.SampleEncoder(dir)
-	if err != nil {
-		return err
-	}
-	defer enc.Close()
-	// the clone a user gets from `parley voices clone`: prompt codes and the closest seed speaker
-	cl, err := tune.Clone(ctx, pcm, 16000, tune.CloneOptions{Name: "zero-shot", Text: clip.Text, Prompter: enc, NumVQ: eng.Model().GPT.NumVQ,
-		Langs: eng.Capabilities().Languages, Speech: det, Seeds: *seeds, Embedder: se, Voice: eng})
-	if err != nil {
-		return fmt.Errorf("zero-shot clone from clip %s: %w", clip.ID, err)
-	}
-	req, err := engines.ApplyVoice(tts.Request{}, cl.Voice, "chattts", engines.Explicit{})
-	if err != nil {
-		return err
-	}
-	cands = append(cands, tune.VoiceCandidate{Name: fmt.Sprintf("zero-shot clone (%.1f s clip %s, seed:%d)", cl.Seconds, clip.ID, cl.Seed), Request: req})
 	// library voices: spoken by the base model, or NAME@MODEL by a model of their own (a
 	// fine-tune that trained the GPT installs one)
-	var own []ownModelVoice
+	var own []tune.ModelVoice
 	if len(extra) > 0 {
 		lib, err := voices.Open(voices.DefaultDir())
 		if err != nil {
@@ -169,52 +110,35 @@ directory: the model a fine-tune with --gpt installed).`)
 			if err != nil {
 				return err
 			}
-			c := tune.VoiceCandidate{Name: arg, Request: req}
+			mv := tune.ModelVoice{VoiceCandidate: tune.VoiceCandidate{Name: arg, Request: req}, Label: "--voice " + arg}
 			if model == "" {
-				cands = append(cands, c)
+				c.After = append(c.After, mv)
 				continue
 			}
-			mdir, err := chatTTSModelDir(ctx, env, model)
-			if err != nil {
+			if mv.Model, err = chatTTSModelDir(ctx, env, model); err != nil {
 				return fmt.Errorf("--voice %s: %w", arg, err)
 			}
-			own = append(own, ownModelVoice{c, mdir})
+			own = append(own, mv)
 		}
 	}
-	scores, err := tune.EvaluateVoices(ctx, eng, cands, texts, ref, se, ear)
+	c.After = append(c.After, own...) // those the base model speaks first
+	res, err := tune.CompareVoices(ctx, env.factory(), c)
 	if err != nil {
 		return err
 	}
-	for _, o := range own {
-		oe, err := fac.ChatTTS(o.dir)
-		if err != nil {
-			return fmt.Errorf("--voice %s: %w", o.cand.Name, err)
-		}
-		sc, err := tune.EvaluateVoices(ctx, oe, []tune.VoiceCandidate{o.cand}, texts, ref, se, ear)
-		oe.Close()
-		if err != nil {
-			return err
-		}
-		scores = append(scores, sc...)
-	}
+	scores, texts := res.Scores, res.Texts
 	if *asJSON {
-		return json.NewEncoder(env.Stdout).Encode(map[string]any{"dataset": d.Name, "model": dir, "speaker_encoder": sm.ID,
-			"recogniser": rm.ID, "sentences": len(texts), "held_out_clips": len(heldIDs), "voices": scores})
+		return json.NewEncoder(env.Stdout).Encode(map[string]any{"dataset": d.Name, "model": dir, "speaker_encoder": res.SpeakerEncoder,
+			"recogniser": res.Recogniser, "sentences": len(texts), "held_out_clips": res.HeldOut, "voices": scores})
 	}
 	fmt.Fprintf(env.Stdout, "%d held-out sentences of %s; voice model %s, speaker encoder %s, recogniser %s\n",
-		len(texts), d.Name, filepath.Base(dir), sm.ID, rm.ID)
+		len(texts), d.Name, filepath.Base(dir), res.SpeakerEncoder, res.Recogniser)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VOICE\tSIMILARITY\tCER\tAUDIO\tSYNTH TIME")
 	for _, s := range scores {
 		fmt.Fprintf(tw, "%s\t%.3f\t%.1f%%\t%.1f s\t%.1f s\n", s.Name, s.Similarity, 100*s.CER, s.AudioSeconds, s.SynthSeconds)
 	}
 	return tw.Flush()
-}
-
-// ownModelVoice is a library voice scored with a model of its own.
-type ownModelVoice struct {
-	cand tune.VoiceCandidate
-	dir  string
 }
 
 // chatTTSModelDir resolves a ChatTTS model given as an export directory or an installed id.

@@ -23,6 +23,7 @@ import (
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/logging"
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
@@ -137,8 +138,8 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		r.db = db
 		svc.History = historyService{db}
 		svc.Prefs = prefsService{db}
-		ts := newTrainingService(db, cfg, log)
-		ts.voice = clones // the voice goal's models and library
+		ts := tune.NewTrainingService(db, cfg, log)
+		ts.Voice = clones.CloneService // the voice goal's models and library
 		svc.Training = ts
 	} else {
 		log.Warn("history unavailable", "err", err)

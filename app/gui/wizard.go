@@ -45,8 +45,8 @@ var stepNames = [numSteps]string{"Collect", "Slice", "Label", "Proofread", "Trai
 
 // Goals: what the dataset is for.
 const (
-	goalVoice       = "voice"       // fine-tune a voice that sounds like the person
-	goalRecognition = "recognition" // fine-tune the recogniser on the person's speech
+	goalVoice       = tune.GoalVoice       // fine-tune a voice that sounds like the person
+	goalRecognition = tune.GoalRecognition // fine-tune the recogniser on the person's speech
 )
 
 var goalLabels = map[string]string{goalVoice: "Clone my voice", goalRecognition: "Improve recognition of my voice"}

@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
@@ -285,7 +286,7 @@ func (c *clipCloner) setClip(pcm []float32, from string) {
 			}
 			msg := fmt.Sprintf("Clip: %.1f s from %s.", float64(len(pcm))/16000, from)
 			switch {
-			case errors.Is(err, ErrNoRecogniser):
+			case errors.Is(err, tune.ErrNoRecogniser):
 				msg += " No speech recogniser is installed: type what the clip says."
 			case err != nil:
 				msg += " The recogniser failed (" + err.Error() + "): type what the clip says."

@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -434,18 +435,8 @@ func plural(n int) string {
 	return "s"
 }
 
-// sentence words an error for a status line: the package prefix off, a capital, a stop.
-func sentence(msg string) string {
-	msg = strings.TrimPrefix(msg, "clone: ")
-	if msg == "" {
-		return msg
-	}
-	msg = strings.ToUpper(msg[:1]) + msg[1:]
-	if !strings.HasSuffix(msg, ".") {
-		msg += "."
-	}
-	return msg
-}
+// sentence words an error for a status line (tune.Sentence).
+func sentence(msg string) string { return tune.Sentence(msg) }
 
 func (p *collectPage) newRow() fyne.CanvasObject {
 	play := widget.NewButtonWithIcon("", theme.MediaPlayIcon(), nil)

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/lang"
 	"github.com/parley-voice/parley/voices/clone"
 )
@@ -312,7 +313,7 @@ func (p *labelPage) label() {
 	}, func(err error) {
 		if err != nil {
 			msg := sentence(err.Error())
-			if errors.Is(err, ErrNoRecogniser) {
+			if errors.Is(err, tune.ErrNoRecogniser) {
 				msg = recogniserMissing
 			}
 			p.msg.SetText(msg)

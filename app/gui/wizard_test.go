@@ -19,6 +19,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices"
@@ -90,9 +91,10 @@ func newTestCloning(t testing.TB) *testCloning {
 	t.Helper()
 	t.Setenv("PARLEY_MODELS", assets.ModelsDir())
 	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
-	s := &cloneService{log: slog.New(slog.DiscardHandler), dir: t.TempDir(),
-		asrModel:   "sensevoice-demo", // embedded: extracted on first use
-		cloneModel: tiny, voicesDir: t.TempDir(), seeds: 2}
+	s := newCloneService(nil, slog.New(slog.DiscardHandler))
+	s.Datasets = t.TempDir()
+	s.ASRModel = "sensevoice-demo" // embedded: extracted on first use
+	s.CloneModel, s.VoicesDir, s.Seeds = tiny, t.TempDir(), 2
 	return &testCloning{cloneService: s, levels: 5}
 }
 
@@ -565,7 +567,7 @@ func TestCloneFromClip(t *testing.T) {
 	if c.created != "me" || !strings.Contains(c.status.Text, "Voice me created") {
 		t.Fatalf("clone: %q / %q", c.status.Text, c.why.Text)
 	}
-	lib, err := voices.Open(svc.voicesDir)
+	lib, err := voices.Open(svc.VoicesDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +607,7 @@ func TestCloneFromClip(t *testing.T) {
 	}
 
 	// without a voice model to clone with, the dialog says so before anything is recorded
-	svc.notReady = ErrNoCloneModel
+	svc.notReady = tune.ErrNoCloneModel
 	c2 := u.showCloneFromClip()
 	if !c2.create.Disabled() || !strings.Contains(c2.why.Text, "ChatTTS voice model") {
 		t.Errorf("no voice model: %q", c2.why.Text)

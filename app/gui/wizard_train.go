@@ -21,70 +21,14 @@ import (
 	"github.com/parley-voice/parley/voices/clone"
 )
 
-// Training is what steps 5–7 need: the fine-tune jobs of app/tune for a dataset and a goal.
-// Jobs run in this process, one at a time; a job a closed Parley left behind is found again
-// (interrupted) and resumes from its last checkpoint.
+// Training is what steps 5–7 need: app/tune's roles over the fine-tune jobs of a dataset
+// and a goal (tune.TrainingService). Jobs run in this process, one at a time; a job a closed
+// Parley left behind is found again (interrupted) and resumes from its last checkpoint.
 type Training interface {
-	// Supports says why this build cannot fine-tune for goal (nil when it can).
-	Supports(goal string) error
-	// Check finds Python, PyTorch and the trainer once; the error says exactly what to install.
-	Check(ctx context.Context) (string, error)
-	// Base names the starting point a new job of goal fine-tunes.
-	Base(ctx context.Context, goal string) (id string, demo bool, err error)
-	// MinClips is the fewest usable clips a job of goal accepts.
-	MinClips(goal string) int
-	// Latest is the dataset's newest job of goal (nil when there is none).
-	Latest(ctx context.Context, d *clone.Dataset, goal string) (*tune.Job, error)
-	// Create records a new job for the dataset (the clips it trains on and holds out).
-	Create(ctx context.Context, d *clone.Dataset, goal string, opt JobOptions) (tune.Job, error)
-	// Start runs a job, or resumes one that stopped; events arrive on the job's goroutine.
-	// wait returns when the job has stopped: nil when it finished, context.Canceled when
-	// cancelled (ctx), else why it failed.
-	Start(ctx context.Context, id int64, on tune.Handler) (wait func() error, err error)
-	// Evaluate compares the starting point and the fine-tuned model on the held-out clips
-	// and stores the result with the job.
-	Evaluate(ctx context.Context, j tune.Job) (*Evaluation, error)
-	// Evaluation is the stored result of Evaluate (nil when the job was not evaluated).
-	Evaluation(j tune.Job) *Evaluation
-	// Install adds the fine-tuned model (recogniser or voice) for use; it returns its id.
-	Install(ctx context.Context, j tune.Job) (string, error)
-}
-
-// JobOptions are the choices a new job takes from the train step.
-type JobOptions struct {
-	// WholeModel (the voice goal): train the voice model's GPT, embeddings and decoder with
-	// the speaker, making a new model, not only a speaker vector for the installed one.
-	WholeModel bool
-	// Progress hears the steps of the preparation done before the job exists (the voice's
-	// seed-speaker search), so the page can say how far it is and how long it has left.
-	Progress func(done, total int)
-}
-
-// Evaluation is a fine-tune's before/after, as the evaluate step shows it.
-type Evaluation struct {
-	Metric        string  // "character error rate" (lower is better) or, for a voice, "speaker similarity"
-	Before, After float64 // for a voice: a random voice's similarity and the fine-tuned one's
-	Items         []EvalItem
-	// Voices (the voice goal): each voice scored on the held-out sentences — a random seed
-	// voice first, the fine-tuned voice last, the zero-shot clone between them.
-	Voices    []tune.VoiceScore
-	Improved  bool
-	Message   string
-	Installed string // the id (a voice: its name) it was installed as ("" until then)
-	Model     string // a voice installed with a model of its own: the model's id
-}
-
-// EvalItem is one held-out clip: what it says, and what each model made of it.
-type EvalItem struct {
-	Clip          string // clip id (its audio plays from the dataset)
-	Path          string // the clip's file, relative to the dataset
-	Ref           string
-	Before, After string
-	BeforeErr     int // character errors
-	AfterErr      int
-	// PlayA and PlayB (the voice goal): the sentence spoken by the random voice and by the
-	// fine-tuned one, relative to the dataset.
-	PlayA, PlayB string
+	tune.Readiness
+	tune.Jobs
+	tune.Evaluator
+	tune.Installer
 }
 
 // notInBuild is why a goal's steps 5–7 cannot run in this build.
@@ -520,7 +464,7 @@ func (p *trainPage) begin(resume bool) {
 	}
 	w.proof.commit()
 	key, d, goal := p.key, w.d, w.goal
-	opt := JobOptions{WholeModel: goal == goalVoice && p.what.Selected == whatWhole}
+	opt := tune.JobOptions{WholeModel: goal == goalVoice && p.what.Selected == whatWhole}
 	opt.Progress = func(done, total int) {
 		p.mu.Lock()
 		p.prepDone, p.prepTotal = done, total
@@ -784,7 +728,7 @@ type evalPage struct {
 	bar     *jobBar
 	why     *notice
 	summary *notice
-	items   []EvalItem
+	items   []tune.EvalItem
 	list    *widget.List
 	box     fyne.CanvasObject
 }
@@ -818,7 +762,7 @@ func (p *evalPage) job() *tune.Job {
 	return t.job
 }
 
-func (p *evalPage) evaluation() *Evaluation {
+func (p *evalPage) evaluation() *tune.Evaluation {
 	j := p.job()
 	if j == nil || p.w.u.svc.Training == nil {
 		return nil
@@ -872,7 +816,7 @@ func (p *evalPage) refresh() {
 
 // voiceSummary words a voice evaluation: how alike each voice sounds to the person and how
 // much of it the recogniser misheard, then the verdict.
-func voiceSummary(ev *Evaluation) string {
+func voiceSummary(ev *tune.Evaluation) string {
 	lines := []string{fmt.Sprintf("On %d held-out sentences, how alike each voice sounds to you (1 = the same) and how much the recogniser misheard:", ev.Voices[0].Sentences)}
 	for i, v := range ev.Voices {
 		tag := "   "

@@ -25,15 +25,15 @@ type fakeTraining struct {
 	mu       sync.Mutex
 	jobs     []*tune.Job
 	meta     map[int64]string // job → dataset dir + goal
-	evals    map[int64]*Evaluation
+	evals    map[int64]*tune.Evaluation
 	tick     chan struct{}
 	steps    int
 	checkErr error
 	installs int
 	// unsupported: goals this "build" cannot train, and why
 	unsupported map[string]error
-	opts        map[int64]JobOptions // each job's options from the train step
-	fullSize    bool                 // Base: a full-size model, not a demo-grade one
+	opts        map[int64]tune.JobOptions // each job's options from the train step
+	fullSize    bool                      // Base: a full-size model, not a demo-grade one
 	// prepare, when set, holds a started job in its preparation (no steps to count) until
 	// it is closed
 	prepare chan struct{}
@@ -43,7 +43,7 @@ type fakeTraining struct {
 }
 
 func newFakeTraining() *fakeTraining {
-	return &fakeTraining{meta: map[int64]string{}, evals: map[int64]*Evaluation{}, opts: map[int64]JobOptions{}, tick: make(chan struct{}), steps: 10}
+	return &fakeTraining{meta: map[int64]string{}, evals: map[int64]*tune.Evaluation{}, opts: map[int64]tune.JobOptions{}, tick: make(chan struct{}), steps: 10}
 }
 
 func (f *fakeTraining) Supports(goal string) error { return f.unsupported[goal] }
@@ -76,7 +76,7 @@ func (f *fakeTraining) Latest(_ context.Context, d *clone.Dataset, goal string) 
 	return nil, nil
 }
 
-func (f *fakeTraining) Create(_ context.Context, d *clone.Dataset, goal string, opt JobOptions) (tune.Job, error) {
+func (f *fakeTraining) Create(_ context.Context, d *clone.Dataset, goal string, opt tune.JobOptions) (tune.Job, error) {
 	if f.search != nil && opt.Progress != nil {
 		opt.Progress(1, 4)
 		<-f.search
@@ -165,8 +165,8 @@ func (f *fakeTraining) Start(ctx context.Context, id int64, on tune.Handler) (fu
 	return func() error { return <-done }, nil
 }
 
-func (f *fakeTraining) Evaluate(_ context.Context, j tune.Job) (*Evaluation, error) {
-	ev := &Evaluation{Metric: "character error rate", Before: 0.4, After: 0.1, Improved: true, Items: []EvalItem{
+func (f *fakeTraining) Evaluate(_ context.Context, j tune.Job) (*tune.Evaluation, error) {
+	ev := &tune.Evaluation{Metric: "character error rate", Before: 0.4, After: 0.1, Improved: true, Items: []tune.EvalItem{
 		{Clip: "s0001-001", Path: "clips/s0001-001.wav", Ref: "hello there", Before: "helo ther", After: "hello there", BeforeErr: 2},
 		{Clip: "s0001-002", Path: "clips/s0001-002.wav", Ref: "good night", Before: "god nite", After: "good nite", BeforeErr: 3, AfterErr: 1},
 	}}
@@ -176,7 +176,7 @@ func (f *fakeTraining) Evaluate(_ context.Context, j tune.Job) (*Evaluation, err
 	return ev, nil
 }
 
-func (f *fakeTraining) Evaluation(j tune.Job) *Evaluation {
+func (f *fakeTraining) Evaluation(j tune.Job) *tune.Evaluation {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.evals[j.ID]

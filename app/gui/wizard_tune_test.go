@@ -35,16 +35,16 @@ func TestTrainingService(t *testing.T) {
 	}
 	defer st.Close()
 	log := slog.New(slog.DiscardHandler)
-	ts := newTrainingService(st, nil, log)
-	ts.asrModel = "sensevoice-demo"
+	ts := tune.NewTrainingService(st, nil, log)
+	ts.ASRModel = "sensevoice-demo"
 	ctx := context.Background()
-	if err := ts.Supports(goalVoice); !errors.Is(err, errVoiceTraining) {
+	if err := ts.Supports(goalVoice); !errors.Is(err, tune.ErrVoiceTraining) {
 		t.Errorf("voice goal without the voice models: %v", err)
 	}
 	if err := ts.Supports(goalRecognition); err != nil {
 		t.Errorf("recognition goal: %v", err)
 	}
-	ts.voice = svc.cloneService
+	ts.Voice = svc.CloneService
 	if err := ts.Supports(goalVoice); err != nil {
 		t.Errorf("voice goal: %v", err)
 	}
@@ -64,17 +64,17 @@ func TestTrainingService(t *testing.T) {
 	if j, err := ts.Latest(ctx, d, goalRecognition); err != nil || j != nil {
 		t.Fatalf("a new dataset has job %v (%v)", j, err)
 	}
-	if _, err := ts.Create(ctx, d, goalRecognition, JobOptions{}); !errors.Is(err, tune.ErrTooFewClips) {
+	if _, err := ts.Create(ctx, d, goalRecognition, tune.JobOptions{}); !errors.Is(err, tune.ErrTooFewClips) {
 		t.Fatalf("3 clips: %v, want ErrTooFewClips", err)
 	}
 	moreSpeech(t, u)
-	j, err := ts.Create(ctx, d, goalRecognition, JobOptions{})
+	j, err := ts.Create(ctx, d, goalRecognition, tune.JobOptions{})
 	if err != nil {
 		t.Fatalf("create: %v (%d usable clips)", err, d.Summary().Usable)
 	}
 	// the voice goal's choice: the whole model makes a --gpt job, a speaker vector does not
 	for _, whole := range []bool{true, false} {
-		vj, err := ts.Create(ctx, d, goalVoice, JobOptions{WholeModel: whole})
+		vj, err := ts.Create(ctx, d, goalVoice, tune.JobOptions{WholeModel: whole})
 		if err != nil {
 			t.Fatalf("voice job (whole model %v): %v", whole, err)
 		}
@@ -91,7 +91,7 @@ func TestTrainingService(t *testing.T) {
 	if m.Dataset != d.Dir() || len(m.HeldOut) == 0 || m.BaseID != "sensevoice-demo" {
 		t.Errorf("job meta %+v", m)
 	}
-	again := newTrainingService(st, nil, log) // a restarted app
+	again := tune.NewTrainingService(st, nil, log) // a restarted app
 	got, err := again.Latest(ctx, d, goalRecognition)
 	if err != nil || got == nil || got.ID != j.ID {
 		t.Fatalf("the job is not found again: %v %v", got, err)
@@ -103,7 +103,7 @@ func TestTrainingService(t *testing.T) {
 		Before: tune.Score{CER: 0.5, Errors: 5, Chars: 10, Clips: []tune.ClipScore{{Clip: m.HeldOut[0], Ref: "hello there", Hyp: "helo", Errors: 5, Chars: 10}}},
 		After:  tune.Score{CER: 0.6, Errors: 6, Chars: 10, Clips: []tune.ClipScore{{Clip: m.HeldOut[0], Ref: "hello there", Hyp: "hel", Errors: 6, Chars: 10}}},
 	}
-	if err := ts.r.SetResult(ctx, j.ID, "evaluate", res); err != nil {
+	if err := ts.Runner().SetResult(ctx, j.ID, "evaluate", res); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = again.Latest(ctx, d, goalRecognition)
@@ -228,9 +228,9 @@ func TestWizardVoiceFineTune(t *testing.T) {
 	// a voice job long enough to hold at a checkpoint: the trainer's failpoint stops it right
 	// after step 25's checkpoint, so Cancel lands there however loaded the machine is
 	t.Setenv("PARLEY_TRAIN_HOLD_AT_STEP", "25")
-	training := func() *trainingService {
-		ts := newTrainingService(st, nil, slog.New(slog.DiscardHandler))
-		ts.voice, ts.voiceEpochs, ts.procs, ts.threads = svc.cloneService, 30, 1, 1
+	training := func() *tune.TrainingService {
+		ts := tune.NewTrainingService(st, nil, slog.New(slog.DiscardHandler))
+		ts.Voice, ts.VoiceEpochs, ts.Procs, ts.Threads = svc.CloneService, 30, 1, 1
 		return ts
 	}
 	cfg := config.Default()
@@ -362,7 +362,7 @@ func TestWizardVoiceFineTune(t *testing.T) {
 	if ev.Improved != !strings.Contains(in.why.Text, "install it anyway") || ev.Improved != (in.run.Text == "Install") {
 		t.Errorf("improved=%v: %q, button %q", ev.Improved, in.why.Text, in.run.Text)
 	}
-	lib, _ := svc.library()
+	lib, _ := svc.Library()
 	other := func(name string) {
 		v := voices.New(name, "chattts", voices.KindSeed)
 		seed := int64(7)
@@ -414,7 +414,7 @@ func TestWizardVoiceFineTune(t *testing.T) {
 // The evaluate step says when the quick clone sounded more like the person than the
 // fine-tuned voice, and says nothing of it when the fine-tune won.
 func TestVoiceSummaryNamesABetterClone(t *testing.T) {
-	ev := &Evaluation{Voices: []tune.VoiceScore{
+	ev := &tune.Evaluation{Voices: []tune.VoiceScore{
 		{Name: "a random voice (seed 3)", Similarity: 0.05, CER: 0.2, Sentences: 4},
 		{Name: "a zero-shot clone", Similarity: 0.61, CER: 0.25, Sentences: 4},
 		{Name: "your fine-tuned voice", Similarity: 0.48, CER: 0.3, Sentences: 4},

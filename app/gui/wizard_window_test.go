@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
@@ -133,13 +134,13 @@ func wizardHelper(dir string) int {
 		// steps 5–7 fine-tune the project's tiny recogniser for 40 short epochs: the real
 		// trainer, in seconds
 		Services: func(s *Services) {
-			if ts, ok := s.Training.(*trainingService); ok {
-				ts.asrModel, ts.epochs, ts.procs, ts.threads = os.Getenv(helperEnv+"_BASE"), 40, 1, 1
-				ts.voiceEpochs = 10 // the voice: a few epochs of the tiny ChatTTS
+			if ts, ok := s.Training.(*tune.TrainingService); ok {
+				ts.ASRModel, ts.Epochs, ts.Procs, ts.Threads = os.Getenv(helperEnv+"_BASE"), 40, 1, 1
+				ts.VoiceEpochs = 10 // the voice: a few epochs of the tiny ChatTTS
 			}
 			// Clone from a clip with the project's tiny ChatTTS export
 			if cs, ok := s.Clone.(*cloneService); ok {
-				cs.cloneModel, cs.seeds = os.Getenv(helperEnv+"_CHATTTS"), 2
+				cs.CloneModel, cs.Seeds = os.Getenv(helperEnv+"_CHATTTS"), 2
 			}
 		},
 		Ready: func(u *UI, w fyne.Window) {

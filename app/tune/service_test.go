@@ -1,0 +1,223 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/voices/clone"
+)
+
+// TestTrainingServiceRecogniser: the service the wizard's steps 5–7 call, without the
+// window — which goals it trains, the starting point, a dataset's job found again by a new
+// service (as after a restart), the stored evaluation read back as the evaluate step shows
+// it, and an install refused when the fine-tune is not better. (The gui's TestTrainingService
+// walks the same through a dataset made in the wizard.)
+func TestTrainingServiceRecogniser(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	ts := NewTrainingService(st, nil, nil)
+	ts.ASRModel = tinyBase(t)
+	if err := ts.Supports(GoalVoice); !errors.Is(err, ErrVoiceTraining) {
+		t.Errorf("voice goal without the voice models: %v", err)
+	}
+	if _, _, err := ts.Base(ctx, GoalVoice); !errors.Is(err, ErrVoiceTraining) {
+		t.Errorf("voice base without the voice models: %v", err)
+	}
+	if err := ts.Supports(GoalRecognition); err != nil {
+		t.Errorf("recognition goal: %v", err)
+	}
+	cs := NewCloneService(nil, nil)
+	cs.CloneModel = tinyVoice(t)
+	ts.Voice = cs
+	if id, demo, err := ts.Base(ctx, GoalVoice); err != nil || id != "tiny" || demo {
+		t.Errorf("voice base: %q demo=%v %v", id, demo, err)
+	}
+	if _, _, err := ts.Base(ctx, GoalRecognition); err != nil {
+		t.Errorf("recogniser base: %v", err)
+	}
+	if ts.MinClips(GoalRecognition) != MinASRClips {
+		t.Errorf("min clips %d", ts.MinClips(GoalRecognition))
+	}
+
+	d := testDataset(t, 20)
+	if j, err := ts.Latest(ctx, d, GoalRecognition); err != nil || j != nil {
+		t.Fatalf("a new dataset has job %v (%v)", j, err)
+	}
+	j, err := ts.Create(ctx, d, GoalRecognition, JobOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := ASRMetaOf(j)
+	if m.Dataset != d.Dir() || len(m.HeldOut) == 0 {
+		t.Fatalf("job meta %+v", m)
+	}
+	if j, err := ts.Latest(ctx, d, GoalVoice); err != nil || j != nil {
+		t.Errorf("the recogniser's job is the voice's: %v %v", j, err)
+	}
+	again := NewTrainingService(st, nil, nil) // a restarted app
+	got, err := again.Latest(ctx, d, GoalRecognition)
+	if err != nil || got == nil || got.ID != j.ID {
+		t.Fatalf("the job is not found again: %v %v", got, err)
+	}
+	if ev := again.Evaluation(*got); ev != nil {
+		t.Errorf("a job never evaluated has an evaluation: %+v", ev)
+	}
+	if _, err := again.Install(ctx, *got); err == nil || !strings.Contains(err.Error(), "evaluate the job first") {
+		t.Errorf("installing before evaluating: %v", err)
+	}
+	res := ASRResult{
+		Before: Score{CER: 0.5, Errors: 5, Chars: 10, Clips: []ClipScore{{Clip: m.HeldOut[0], Ref: "hello there", Hyp: "helo", Errors: 5, Chars: 10}}},
+		After:  Score{CER: 0.6, Errors: 6, Chars: 10, Clips: []ClipScore{{Clip: m.HeldOut[0], Ref: "hello there", Hyp: "hel", Errors: 6, Chars: 10}}},
+	}
+	if err := ts.Runner().SetResult(ctx, j.ID, "evaluate", res); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = again.Latest(ctx, d, GoalRecognition)
+	ev := again.Evaluation(*got)
+	if ev == nil || ev.Metric != "character error rate" || ev.Before != 0.5 || ev.After != 0.6 || ev.Improved || len(ev.Items) != 1 {
+		t.Fatalf("evaluation %+v", ev)
+	}
+	if it := ev.Items[0]; it.Before != "helo" || it.After != "hel" || it.BeforeErr != 5 || it.AfterErr != 6 || it.Path != filepath.Join("clips", m.HeldOut[0]+".wav") {
+		t.Errorf("item %+v", it)
+	}
+	if _, err := again.Install(ctx, *got); !errors.Is(err, ErrNotBetter) {
+		t.Errorf("installing a worse model: %v", err)
+	}
+	if _, err := again.Start(ctx, 9999, nil); err == nil {
+		t.Error("starting a job that does not exist")
+	}
+}
+
+// A voice job's stored evaluation as the evaluate step shows it: the random voice before,
+// the fine-tuned one after (the clone between them), each sentence with what the recogniser
+// heard and the A/B speech.
+func TestVoiceEvaluationView(t *testing.T) {
+	res := voiceResult{
+		Voices: []VoiceScore{
+			{Name: "a random voice (seed 3)", Similarity: 0.1, Items: []SentenceScore{{Text: "hello there", Heard: "hello", Errors: 6}, {Text: "good day", Heard: "good", Errors: 4}}},
+			{Name: "a zero-shot clone", Similarity: 0.3},
+			{Name: "your fine-tuned voice", Similarity: 0.4, Items: []SentenceScore{{Text: "hello there", Heard: "hello there"}, {Text: "good day", Heard: "good bay", Errors: 1}}},
+		},
+		Clips: []string{"s0001-001", "s0002-001"}, PlayA: []string{"a-1.wav", "a-2.wav"}, PlayB: []string{"b-1.wav", "b-2.wav"},
+		Improved: true, Message: "better", Installed: "ada", Model: "chattts-ada",
+	}
+	ev := voiceEvaluation(res)
+	if ev.Metric != "speaker similarity" || ev.Before != 0.1 || ev.After != 0.4 || !ev.Improved || len(ev.Voices) != 3 ||
+		ev.Installed != "ada" || ev.Model != "chattts-ada" || ev.Message != "better" || len(ev.Items) != 2 {
+		t.Fatalf("evaluation %+v", ev)
+	}
+	want := EvalItem{Clip: "s0002-001", Path: filepath.Join("clips", "s0002-001.wav"), Ref: "good day", Before: "good", After: "good bay",
+		BeforeErr: 4, AfterErr: 1, PlayA: "a-2.wav", PlayB: "b-2.wav"}
+	if ev.Items[1] != want {
+		t.Errorf("item %+v, want %+v", ev.Items[1], want)
+	}
+	if RandomSeed("Ada") != RandomSeed("Ada") || RandomSeed("Ada") == RandomSeed("Bo") {
+		t.Error("the random voice is not fixed by the dataset's name")
+	}
+	for _, s := range RandomSeeds("Ada", 5) {
+		if s <= 1000 || s > 10000 {
+			t.Errorf("random seed %d among the clone's seed speakers", s)
+		}
+	}
+}
+
+// TestCompareVoicesTiny runs the comparison the CLI's `finetune evaluate` and the wizard's
+// evaluate step share on the tiny ChatTTS export (the figures mean nothing with random
+// weights; the path is what is tested): the voices in order, the speech handed to Keep, a
+// voice spoken by a model of its own, and a zero-shot clone that cannot be made — a note when
+// optional, an error when not.
+func TestCompareVoicesTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: synthesises with the tiny voice")
+	}
+	models := assets.ModelsDir()
+	if _, err := os.Stat(filepath.Join(models, "silero-vad-v5", "silero_vad.onnx")); err != nil {
+		t.Skipf("Silero VAD not set up (make setup): %v", err)
+	}
+	gputest.RequireORT(t)
+	t.Setenv("PARLEY_MODELS", models)
+	ctx := context.Background()
+	d := testDataset(t, 10)
+	for i, c := range d.Clips { // the clips' real lengths: the clone's clip is the one nearest 3 s
+		b, err := audio.ReadWAVFile(d.Abs(c.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Clips[i].Seconds = float64(len(b.Data)) / float64(b.Format.SampleRate*b.Format.Channels)
+	}
+	train, held, err := SplitClips(d, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trainIDs, heldIDs []string
+	for _, c := range train {
+		trainIDs = append(trainIDs, c.ID)
+	}
+	for _, c := range held {
+		heldIDs = append(heldIDs, c.ID)
+	}
+	tiny := tinyVoice(t)
+	var kept []int
+	c := VoiceComparison{Dataset: d, Model: tiny, ASRModel: "sensevoice-demo", HeldOut: heldIDs, Sentences: 1,
+		Voices: []VoiceCandidate{{Name: "random", Request: tts.Request{Seed: 1234, HasSeed: true},
+			Keep: func(i int, pcm []float32) error { kept = append(kept, len(pcm)); return nil }}},
+		Clone: &ZeroShot{From: trainIDs, Seconds: 3, Seeds: 2, Name: func(cl CloneResult, clip *clone.Clip) string { return "clone of " + clip.ID }},
+		After: []ModelVoice{{VoiceCandidate: VoiceCandidate{Name: "seven", Request: tts.Request{Seed: 7, HasSeed: true}}},
+			{VoiceCandidate: VoiceCandidate{Name: "seven@tiny", Request: tts.Request{Seed: 7, HasSeed: true}}, Model: tiny}},
+	}
+	fac := factory.New(nil, nil)
+	res, err := CompareVoices(ctx, fac, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Scores) != 4 || res.Scores[0].Name != "random" || !strings.HasPrefix(res.Scores[1].Name, "clone of ") ||
+		res.Scores[2].Name != "seven" || res.Scores[3].Name != "seven@tiny" || res.NoClone != nil {
+		t.Fatalf("scores %+v (no clone: %v)", res.Scores, res.NoClone)
+	}
+	if len(res.Texts) != 1 || len(res.Clips) != 1 || res.HeldOut != len(heldIDs) || res.Recogniser != "sensevoice-demo" || res.SpeakerEncoder == "" {
+		t.Errorf("result %+v", res)
+	}
+	for _, s := range res.Scores {
+		if s.Sentences != 1 || s.AudioSeconds <= 0 {
+			t.Errorf("score %+v", s)
+		}
+	}
+	if len(kept) != 1 || kept[0] == 0 {
+		t.Errorf("kept %v", kept)
+	}
+	// the same model and voice say the same
+	if res.Scores[2].AudioSeconds != res.Scores[3].AudioSeconds {
+		t.Errorf("seven %.3f s, seven@tiny %.3f s", res.Scores[2].AudioSeconds, res.Scores[3].AudioSeconds)
+	}
+
+	// no clip to clone from: optional, a note; required, the error
+	c.Clone.From, c.After = nil, nil
+	c.Clone.Optional = true
+	if res, err = CompareVoices(ctx, fac, c); err != nil || !errors.Is(res.NoClone, ErrTooFewClips) || len(res.Scores) != 1 {
+		t.Fatalf("optional clone: %v, %+v", err, res)
+	}
+	c.Clone.Optional = false
+	if _, err := CompareVoices(ctx, fac, c); !errors.Is(err, ErrTooFewClips) {
+		t.Fatalf("required clone: %v", err)
+	}
+	// nothing held out to compare with
+	c.HeldOut = []string{"nope"}
+	if _, err := CompareVoices(ctx, fac, c); !errors.Is(err, ErrTooFewClips) {
+		t.Fatalf("no held-out clips: %v", err)
+	}
+	// a voice whose own model cannot be opened is named by its label
+	c.HeldOut, c.Clone = heldIDs, nil
+	c.After = []ModelVoice{{VoiceCandidate: VoiceCandidate{Name: "x"}, Model: t.TempDir(), Label: "--voice x@nowhere"}}
+	if _, err := CompareVoices(ctx, fac, c); err == nil || !strings.HasPrefix(err.Error(), "--voice x@nowhere: ") {
+		t.Fatalf("a model that does not open: %v", err)
+	}
+}

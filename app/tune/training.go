@@ -1,0 +1,270 @@
+package tune
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/asr"
+	"github.com/parley-voice/parley/assets"
+	"github.com/parley-voice/parley/store"
+	"github.com/parley-voice/parley/voices/clone"
+)
+
+// TrainingService is Readiness, Jobs, Evaluator and Installer on the Runner and its recipes:
+// the recogniser's (NewASRJob) and the voice's (NewTTSJob, trainvoice.go).
+type TrainingService struct {
+	r   *Runner
+	cfg *config.Config
+	log *slog.Logger
+	// Voice is where the voice goal finds the ChatTTS model, the speaker encoder, the
+	// recogniser that scores a voice and the voice library (nil: no voice goal).
+	Voice *CloneService
+	// ASRModel overrides the configured recogniser as the starting point, and Epochs and
+	// VoiceEpochs the recipes' training lengths, Procs and Threads the trainer's processes
+	// and threads (tests).
+	ASRModel       string
+	Epochs         int
+	VoiceEpochs    int
+	Procs, Threads int
+	recovered      sync.Once
+}
+
+// NewTrainingService runs jobs in st with cfg's trainer (nil: the defaults); log may be nil.
+func NewTrainingService(st *store.Store, cfg *config.Config, log *slog.Logger) *TrainingService {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var e Env
+	if cfg != nil {
+		e = Env{Python: cfg.Train.Python, TrainDir: cfg.Train.Dir}
+	}
+	return &TrainingService{r: NewRunner(st, Options{Env: e, Log: log}), cfg: cfg, log: log}
+}
+
+// Runner is the job runner the service's jobs run on.
+func (s *TrainingService) Runner() *Runner { return s.r }
+
+// Supports implements Readiness.
+func (s *TrainingService) Supports(goal string) error {
+	if goal == GoalVoice && s.Voice == nil {
+		return ErrVoiceTraining
+	}
+	return nil
+}
+
+// kindOf is the job kind of a goal.
+func kindOf(goal string) string {
+	if goal == GoalVoice {
+		return TTSKind
+	}
+	return ASRKind
+}
+
+// datasetOf is the dataset a job of either kind belongs to.
+func datasetOf(j Job) string {
+	if m, err := ASRMetaOf(j); err == nil {
+		return m.Dataset
+	}
+	if m, err := TTSMetaOf(j); err == nil {
+		return m.Dataset
+	}
+	return ""
+}
+
+// Check implements Readiness.
+func (s *TrainingService) Check(ctx context.Context) (string, error) {
+	t, err := s.r.Check(ctx)
+	if err != nil {
+		return "", err
+	}
+	where := fmt.Sprintf("on the CPU (%d cores)", t.Cores)
+	if t.CUDA && t.GPUs > 0 {
+		where = fmt.Sprintf("on %d GPU", t.GPUs)
+		if t.GPUs != 1 {
+			where += "s"
+		}
+	}
+	return fmt.Sprintf("PyTorch %s %s", t.Version, where), nil
+}
+
+// base resolves the recogniser a new job starts from.
+func (s *TrainingService) base(ctx context.Context) (dir, id string, demo bool, err error) {
+	m, err := factory.New(s.cfg, s.log).FindASR(ctx, s.ASRModel)
+	if err != nil {
+		return "", "", false, notInstalled(err)
+	}
+	if _, err := os.Stat(filepath.Join(m.Path, "model.onnx")); err != nil {
+		return "", "", false, fmt.Errorf("%s has no float model.onnx that Parley exported, so it cannot be fine-tuned from "+
+			"(`parley finetune asr --official DIR` starts from FunASR's SenseVoiceSmall model.pt)", m.ID)
+	}
+	return m.Path, m.ID, m.Demo, nil
+}
+
+// Base implements Readiness.
+func (s *TrainingService) Base(ctx context.Context, goal string) (string, bool, error) {
+	if err := s.Supports(goal); err != nil {
+		return "", false, err
+	}
+	if goal == GoalVoice {
+		dir, demo, err := s.voiceModel()
+		return filepath.Base(filepath.Clean(dir)), demo, err
+	}
+	_, id, demo, err := s.base(ctx)
+	return id, demo, err
+}
+
+// MinClips implements Readiness.
+func (s *TrainingService) MinClips(string) int { return MinASRClips }
+
+// Latest implements Jobs.
+func (s *TrainingService) Latest(ctx context.Context, d *clone.Dataset, goal string) (*Job, error) {
+	if err := s.Supports(goal); err != nil {
+		return nil, nil
+	}
+	// jobs a closed Parley left "running" are found once, as interrupted and resumable
+	s.recovered.Do(func() {
+		if _, err := s.r.Recover(ctx); err != nil {
+			s.log.Warn("recovering training jobs", "err", err)
+		}
+	})
+	jobs, err := s.r.Jobs(ctx, kindOf(goal))
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range jobs { // newest first
+		if datasetOf(j) == d.Dir() {
+			return &j, nil
+		}
+	}
+	return nil, nil
+}
+
+// Create implements Jobs.
+func (s *TrainingService) Create(ctx context.Context, d *clone.Dataset, goal string, opt JobOptions) (Job, error) {
+	if err := s.Supports(goal); err != nil {
+		return Job{}, err
+	}
+	if goal == GoalVoice {
+		return s.createVoice(ctx, d, opt.WholeModel, opt.Progress)
+	}
+	dir, id, _, err := s.base(ctx)
+	if err != nil {
+		return Job{}, err
+	}
+	return NewASRJob(ctx, s.r, d, ASRConfig{Base: dir, BaseID: id, Epochs: s.Epochs, Procs: s.Procs, Threads: s.Threads})
+}
+
+// Start implements Jobs.
+func (s *TrainingService) Start(ctx context.Context, id int64, on Handler) (func() error, error) {
+	h, err := s.r.Start(ctx, id, on)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { _, err := h.Wait(); return err }, nil
+}
+
+// recogniser opens a model directory for scoring.
+func (s *TrainingService) recogniser(dir string) (clone.Transcriber, func(), error) {
+	rec, _, err := factory.New(s.cfg, s.log).Recognizer(context.Background(), dir, asr.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return factory.CloneTranscriber(rec), func() { rec.Close() }, nil
+}
+
+// Evaluate implements Evaluator.
+func (s *TrainingService) Evaluate(ctx context.Context, j Job) (*Evaluation, error) {
+	if j.Spec.Kind == TTSKind {
+		return s.evaluateVoice(ctx, j)
+	}
+	res, err := Evaluate(ctx, j, s.recogniser)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Improved {
+		m, _ := ASRMetaOf(j)
+		res.Message = fmt.Sprintf("On your %d held-out clips the fine-tuned recogniser makes %d character errors, %s made %d.",
+			len(res.After.Clips), res.After.Errors, m.BaseID, res.Before.Errors)
+	}
+	if err := s.r.SetResult(context.WithoutCancel(ctx), j.ID, "evaluate", res); err != nil {
+		return nil, err
+	}
+	return evaluationOf(res), nil
+}
+
+// storedASR is a recogniser job's stored evaluation.
+func storedASR(j Job) (ASRResult, bool) {
+	var res ASRResult
+	raw, ok := j.Progress.Results["evaluate"]
+	if !ok || json.Unmarshal(raw, &res) != nil {
+		return res, false
+	}
+	return res, true
+}
+
+// Evaluation implements Evaluator.
+func (s *TrainingService) Evaluation(j Job) *Evaluation {
+	if j.Spec.Kind == TTSKind {
+		if res, ok := storedVoice(j); ok {
+			return voiceEvaluation(res)
+		}
+		return nil
+	}
+	res, ok := storedASR(j)
+	if !ok {
+		return nil
+	}
+	return evaluationOf(res)
+}
+
+// Install implements Installer.
+func (s *TrainingService) Install(ctx context.Context, j Job) (string, error) {
+	if j.Spec.Kind == TTSKind {
+		return s.installVoice(ctx, j)
+	}
+	res, ok := storedASR(j)
+	if !ok {
+		return "", errors.New("evaluate the job first")
+	}
+	if !res.Improved {
+		return "", ErrNotBetter
+	}
+	mgr, err := assets.NewManager(nil, assets.Options{Log: s.log})
+	if err != nil {
+		return "", err
+	}
+	if _, err := Install(ctx, mgr, j, res); err != nil {
+		return "", err
+	}
+	m, _ := ASRMetaOf(j)
+	res.Installed = LocalID(m.Name)
+	res.Message = "installed as " + res.Installed
+	if err := s.r.SetResult(context.WithoutCancel(ctx), j.ID, "evaluate", res); err != nil {
+		return res.Installed, err
+	}
+	return res.Installed, nil
+}
+
+// evaluationOf turns a recogniser fine-tune's result into the evaluate step's view.
+func evaluationOf(res ASRResult) *Evaluation {
+	ev := &Evaluation{Metric: "character error rate", Before: res.Before.CER, After: res.After.CER,
+		Improved: res.Improved, Message: res.Message, Installed: res.Installed}
+	before := map[string]ClipScore{}
+	for _, c := range res.Before.Clips {
+		before[c.Clip] = c
+	}
+	for _, a := range res.After.Clips {
+		b := before[a.Clip]
+		ev.Items = append(ev.Items, EvalItem{Clip: a.Clip, Path: filepath.Join("clips", a.Clip+".wav"), Ref: a.Ref,
+			Before: b.Hyp, After: a.Hyp, BeforeErr: b.Errors, AfterErr: a.Errors})
+	}
+	return ev
+}
