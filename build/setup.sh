@@ -26,7 +26,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 packages=(
   build-essential pkg-config git ca-certificates
   libespeak-ng-dev espeak-ng sox libsox-fmt-all ffmpeg
-  portaudio19-dev pulseaudio pulseaudio-utils libasound2-plugins alsa-utils
+  portaudio19-dev libpulse-dev pulseaudio pulseaudio-utils libasound2-plugins alsa-utils
   libsqlite3-dev
   libgl1-mesa-dev xorg-dev libxkbcommon-dev xvfb xauth
   debootstrap desktop-file-utils

@@ -29,7 +29,8 @@ import (
 // the private PulseAudio's null sink: "sigterm" is stopped by SIGTERM after one exchange,
 // "idle" measures its own CPU time while it waits in push-to-talk.
 
-// pulseWire points the app's devices at the parent's PulseAudio (its null sink's rate).
+// pulseWire points the app's devices at the parent's PulseAudio: the speaker at its null
+// sink's rate, the microphone at the rate the app picks itself (as on a user's machine).
 func pulseWire(cfg *config.Config) func(*wire.Options) {
 	dev := os.Getenv(helperEnv + "_PULSE")
 	if dev == "" {
@@ -39,9 +40,8 @@ func pulseWire(cfg *config.Config) func(*wire.Options) {
 	rate, _ := strconv.Atoi(os.Getenv(helperEnv + "_PULSE_RATE"))
 	return func(o *wire.Options) {
 		o.Stream = func(dir device.Direction, sc *device.StreamConfig) {
-			sc.SampleRate = rate
 			if dir == device.Output {
-				sc.Channels = 2
+				sc.SampleRate, sc.Channels = rate, 2
 			}
 		}
 	}
@@ -230,17 +230,26 @@ func TestIdleCPU(t *testing.T) {
 var idleCases = []string{"push-to-talk", "focus", "hands-free", "wake-word"}
 
 // BenchmarkIdleCPU reports the idle app's CPU use (percent of a core) with audio devices
-// attached, in each of idleCases.
+// attached, in each of idleCases. The listening cases are measured again with the microphone
+// through PortAudio and ALSA's PulseAudio plug-in (PARLEY_AUDIO_BACKEND=portaudio), the path
+// before PulseAudio's own API: the baseline, in the same run.
 func BenchmarkIdleCPU(b *testing.B) {
 	display := requireDisplay(b)
-	for _, c := range idleCases {
-		b.Run(c, func(b *testing.B) {
+	measure := func(name, c, backend string) {
+		b.Run(name, func(b *testing.B) {
+			b.Setenv("PARLEY_AUDIO_BACKEND", backend)
 			var sum float64
 			for i := 0; i < b.N; i++ {
 				sum += measureIdle(b, display, 20, c)
 			}
 			b.ReportMetric(sum/float64(b.N), "%core-idle")
 		})
+	}
+	for _, c := range idleCases {
+		measure(c, c, "")
+		if c == "hands-free" || c == "wake-word" {
+			measure(c+"/portaudio", c, "portaudio")
+		}
 	}
 }
 

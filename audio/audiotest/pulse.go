@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -267,4 +268,34 @@ func missing(t testing.TB, why string) {
 		t.Fatal(why)
 	}
 	t.Skip(why)
+}
+
+// CPU is the CPU time the server has used so far (user and system, from /proc), so that a
+// benchmark can count the audio work a client hands to the server; 0 when not known.
+func (p *Pulse) CPU() time.Duration {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// fields after the command name (which may hold spaces) start at ") "
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ, 100 on Linux
 }

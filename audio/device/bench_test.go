@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -201,4 +202,64 @@ func BenchmarkPlaybackUnderLoad(b *testing.B) {
 	}
 	b.ReportMetric(gaps/float64(b.N), "gaps_per_min")
 	b.ReportMetric(xruns/float64(b.N), "host_xruns_per_min")
+}
+
+// BenchmarkCaptureIdle: the CPU of a microphone stream at rest, as the listening app keeps
+// one (16 kHz mono read in 20 ms batches, 10 s), in percent of a core: this process's
+// (%core), the PulseAudio server's (server-%core, which converts to the rate asked for) and
+// both. Through PulseAudio's own API at 16 kHz (the default path), and as baselines in the
+// same run through PortAudio and ALSA's PulseAudio plug-in, at the device's own rate (what
+// the app did before: the server sends 48 kHz and this process resamples) and at 16 kHz.
+func BenchmarkCaptureIdle(b *testing.B) {
+	pulse := audiotest.RequirePulse(b)
+	for _, c := range []struct {
+		name, backend string
+		rate          int
+	}{{"pulse", "pulse", 0}, {"portaudio-device-rate", "portaudio", 0}, {"portaudio-16k", "portaudio", 16000}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.Setenv("PARLEY_AUDIO_BACKEND", c.backend)
+			h, err := device.Open(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer h.Close()
+			var us, server float64
+			for range b.N {
+				u, s := captureIdleCPU(b, h, pulse, c.rate, 10*time.Second)
+				us, server = us+u, server+s
+			}
+			n := float64(b.N)
+			b.ReportMetric(us/n, "%core")
+			b.ReportMetric(server/n, "server-%core")
+			b.ReportMetric((us+server)/n, "total-%core")
+		})
+	}
+}
+
+func captureIdleCPU(b *testing.B, h *device.Host, pulse *audiotest.Pulse, rate int, d time.Duration) (float64, float64) {
+	capt, err := h.OpenCapture(device.CaptureConfig{StreamConfig: device.StreamConfig{Device: pulse.Device, SampleRate: rate, Batch: 20 * time.Millisecond}, Format: audio.Mono16k})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer capt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	if err := capt.WaitRunning(ctx, 200*time.Millisecond); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]float32, 320)
+	c0, s0, t0 := processCPU(), pulse.CPU(), time.Now()
+	for time.Since(t0) < d {
+		if _, err := capt.Read(ctx, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wall := time.Since(t0).Seconds()
+	return 100 * (processCPU() - c0).Seconds() / wall, 100 * (pulse.CPU() - s0).Seconds() / wall
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -30,7 +30,8 @@ type stream struct {
 	info   Info
 	cfg    StreamConfig
 	dev    audio.Format
-	pa     *rtStream
+	pa     *rtStream    // the PortAudio stream, or
+	pulse  *pulseStream // a capture through PulseAudio's own API
 	ctr    *counters
 	events chan Event
 	lost   atomic.Pointer[error]
@@ -110,8 +111,14 @@ func (s *stream) WaitRunning(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// Now is the stream's clock (PortAudio's stream time), the clock of StartTime.
-func (s *stream) Now() time.Duration { return s.pa.Time() }
+// Now is the stream's clock (PortAudio's stream time; CLOCK_MONOTONIC through PulseAudio's
+// own API), the clock of StartTime.
+func (s *stream) Now() time.Duration {
+	if s.pulse != nil {
+		return s.pulse.Time()
+	}
+	return s.pa.Time()
+}
 
 func (s *stream) lostErr() error {
 	if p := s.lost.Load(); p != nil {
@@ -126,6 +133,10 @@ func (s *stream) close() error {
 		close(s.done)
 		s.wg.Wait()
 		if s.shared {
+			return
+		}
+		if s.pulse != nil {
+			s.pulse.Close()
 			return
 		}
 		if s.lostErr() != nil {
@@ -156,10 +167,19 @@ type CaptureConfig struct {
 	Format audio.Format // what Read delivers; zero = audio.Mono16k
 }
 
-// OpenCapture opens and starts an input stream.
+// OpenCapture opens and starts an input stream. The default device, where a PulseAudio (or
+// PipeWire) server runs, is recorded through PulseAudio's own API (usePulse); other devices,
+// and the default when that fails, through PortAudio.
 func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
 	pa.mu.Lock()
 	defer pa.mu.Unlock()
+	if usePulse(cfg.Device) {
+		c, err := h.openPulseCapture(cfg)
+		if err == nil {
+			return c, nil
+		}
+		h.log.Debug("capture: PulseAudio's own API failed, using PortAudio", "err", err)
+	}
 	c, d, err := h.newCapture(cfg)
 	if err != nil {
 		return nil, err
@@ -177,6 +197,34 @@ func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
 	c.wg.Add(1)
 	go c.watch(Input)
 	h.log.Debug("capture open", "device", d.Name, "rate", c.cfg.SampleRate, "channels", c.cfg.Channels, "buffer", c.cfg.BufferFrames, "format", c.Format())
+	return c, nil
+}
+
+// openPulseCapture opens the default source through PulseAudio's own API, at the rate and
+// channels Read delivers unless the configuration pins the device's (the server converts).
+// Call with pa.mu held.
+func (h *Host) openPulseCapture(cfg CaptureConfig) (*Capture, error) {
+	f := cfg.Format
+	if f == (audio.Format{}) {
+		f = audio.Mono16k
+	}
+	if cfg.SampleRate == 0 {
+		cfg.SampleRate = f.SampleRate
+	}
+	if cfg.Channels == 0 {
+		cfg.Channels = f.Channels
+	}
+	c, d, err := h.newCapture(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.pulse, err = openPulse(c.rt, "", c.cfg.SampleRate, c.cfg.Channels, c.cfg.BufferFrames); err != nil {
+		return nil, err
+	}
+	c.info.HostAPI = pulseHostAPI
+	c.wg.Add(1)
+	go c.watch(Input)
+	h.log.Debug("capture open", "device", d.Name, "api", pulseHostAPI, "rate", c.cfg.SampleRate, "channels", c.cfg.Channels, "buffer", c.cfg.BufferFrames, "format", c.Format())
 	return c, nil
 }
 

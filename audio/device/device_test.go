@@ -63,19 +63,29 @@ func itoa(i int) string { return string(rune('0' + i)) }
 // A run in which the host reported xruns is measured again on fresh streams (up to
 // duplexAttempts times); if every run had xruns, the last is judged on the blocks its xruns
 // cannot explain (see judgeLoopback).
+// The capture runs through PulseAudio's own API (the default where a server runs) and,
+// with PARLEY_AUDIO_BACKEND=portaudio, through PortAudio and ALSA's plug-in.
 func TestLoopback(t *testing.T) {
 	pulse, h := setup(t)
 	speech := audiotest.RequireSpeech(t, "the quick brown fox jumps over the lazy dog", "en-us", 0)
-	var run loopbackRun
-	for i := 1; i <= duplexAttempts; i++ {
-		run = measureLoopback(t, pulse, h, speech)
-		if run.xruns == 0 || judgeLoopback(run) == "" {
-			break
-		}
-		t.Logf("attempt %d/%d: the host reported %d xruns", i, duplexAttempts, run.xruns)
-	}
-	if msg := judgeLoopback(run); msg != "" {
-		t.Error(msg)
+	for _, backend := range []string{"pulse", "portaudio"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Setenv("PARLEY_AUDIO_BACKEND", backend)
+			var run loopbackRun
+			for i := 1; i <= duplexAttempts; i++ {
+				run = measureLoopback(t, pulse, h, speech)
+				if run.xruns == 0 || judgeLoopback(run) == "" {
+					break
+				}
+				t.Logf("attempt %d/%d: the host reported %d xruns", i, duplexAttempts, run.xruns)
+			}
+			if msg := judgeLoopback(run); msg != "" {
+				t.Error(msg)
+			}
+			if want := map[string]string{"pulse": "PulseAudio", "portaudio": "ALSA"}[backend]; run.api != want {
+				t.Errorf("captured through %q, want %q", run.api, want)
+			}
+		})
 	}
 }
 
@@ -84,6 +94,7 @@ type loopbackRun struct {
 	good, all int    // 50 ms blocks at ≥ 40 dB, blocks with signal
 	xruns     uint64 // host flags and overflows on either side
 	dropped   uint64 // capture frames dropped
+	api       string // the capture's host API
 }
 
 // judgeLoopback: without xruns, correlation ≥ 0.9, 80% of the blocks clean and nothing
@@ -154,7 +165,7 @@ func measureLoopback(t *testing.T, pulse *audiotest.Pulse, h *device.Host, speec
 	}
 	// On a loaded machine the host may underrun and insert a gap; judge block by block.
 	blocks := audiotest.BlockSNR(rec.Data, ref, m.Lag, 2400, 4800)
-	r := loopbackRun{m: m, all: len(blocks), dropped: capStats.Dropped,
+	r := loopbackRun{m: m, all: len(blocks), dropped: capStats.Dropped, api: capt.Device().HostAPI,
 		xruns: capStats.HostFlags + capStats.Overflows + ps.HostFlags + ps.Underflows}
 	for _, s := range blocks {
 		if s >= 40 {

@@ -17,6 +17,25 @@ import (
 // all. A stale socket of a server that is gone for good would keep a plain-ALSA device from
 // ever reopening, so the gate gives way after pulseGrace of refusals.
 
+// pulseHostAPI is Info.HostAPI of a capture recorded through PulseAudio's own API.
+const pulseHostAPI = "PulseAudio"
+
+// usePulse says whether a capture of device spec goes through PulseAudio's own API: the
+// default device ("", "default" or "pulse") where a PulseAudio or PipeWire server's socket
+// exists, unless PARLEY_AUDIO_BACKEND is "portaudio". PortAudio reaches the same server
+// through ALSA's plug-in at about seven times the CPU (a thread of its own polling the
+// plug-in's), which was most of an idle listening app's.
+func usePulse(spec string) bool {
+	if os.Getenv("PARLEY_AUDIO_BACKEND") == "portaudio" {
+		return false
+	}
+	switch strings.TrimSpace(spec) {
+	case "", "default", "pulse":
+		return pulseSocket() != ""
+	}
+	return false
+}
+
 // pulseGrace is how long refusals hold reopening back before PortAudio is tried anyway.
 const pulseGrace = 30 * time.Second
 
