@@ -119,9 +119,16 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 			cfg.LLM.Backend = discover.KindOllama
 		}
 	}
+	fac := env.factory()
+	if cfg.LLM != env.Config.LLM {
+		// chat's flags (--backend, --url, --model, --max-tokens, --pull) change llm.* for this
+		// chat alone, so its brain (and with --voice the whole assistant) opens through a
+		// factory of that configuration, not the command's
+		fac = fac.With(&cfg)
+	}
 	if f.voice {
 		venv := *env
-		venv.Config = &cfg
+		venv.Config, venv.fac = fac.Config(), fac
 		return chatVoice(ctx, &venv, append(f.voiceArgs, rest...))
 	}
 	if len(rest) > 0 {
@@ -133,7 +140,6 @@ func runChat(ctx context.Context, env *cliEnv, args []string) error {
 	if f.timeout > 0 {
 		dctx, dcancel = context.WithDeadline(ctx, start.Add(f.timeout))
 	}
-	fac := factory.New(&cfg, env.Log)
 	choice, err := fac.SelectLLM(dctx)
 	dcancel()
 	if err != nil {

@@ -33,7 +33,11 @@ func chatVoice(ctx context.Context, env *cliEnv, args []string) error {
 	if _, err := app.ParseMode(cfg.Assistant.Mode); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	a, err := wire.Build(ctx, &cfg, wire.Options{Log: env.Log, ASRModel: *asrModel, NoHistory: *noHistory})
+	fac := env.factory()
+	if cfg.Assistant.Mode != env.Config.Assistant.Mode {
+		fac = fac.With(&cfg) // --mode, or hands-free where a terminal has no talk button
+	}
+	a, err := wire.BuildFrom(ctx, fac, wire.Options{Log: env.Log, ASRModel: *asrModel, NoHistory: *noHistory})
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,12 @@ type cliEnv struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	GUI    GUIFunc // nil in builds and tests without the desktop app
+	fac    *factory.Factory
 }
 
-// factory opens engines from the configuration, with runtime.* (--provider) applied.
-func (e *cliEnv) factory() *factory.Factory { return factory.New(e.Config, e.Log) }
+// factory is the command's one factory, which run builds from the loaded configuration
+// (runtime.* and --provider applied) and logger: every engine a command opens comes from it.
+func (e *cliEnv) factory() *factory.Factory { return e.fac }
 
 // GUIOptions are the desktop app's command-line options.
 type GUIOptions struct {
@@ -166,7 +168,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	log := logging.New(stderr, level)
 	slog.SetDefault(log)
 
-	env := &cliEnv{Config: cfg, Log: log, Stdin: stdin, Stdout: stdout, Stderr: stderr, GUI: gui}
+	env := &cliEnv{Config: cfg, Log: log, Stdin: stdin, Stdout: stdout, Stderr: stderr, GUI: gui,
+		fac: factory.New(cfg, log)}
 	if err := cmd.run(ctx, env, rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -51,7 +51,7 @@ func runServe(ctx context.Context, env *cliEnv, args []string) error {
 	if *cert != "" || *key != "" {
 		cfg.TLSCert, cfg.TLSKey = *cert, *key
 	}
-	loaded, err := serve.Load(ctx, env.Config, env.Log)
+	loaded, err := serve.LoadFrom(ctx, env.factory())
 	if err != nil {
 		return err
 	}

@@ -44,8 +44,12 @@ type notInstalled string
 func (e notInstalled) Error() string { return string(e) }
 func (notInstalled) Unwrap() error   { return assets.ErrNotInstalled }
 
-// Factory opens engines from one configuration. It is cheap: make one wherever a
-// configuration is at hand.
+// Factory opens engines from one configuration. Each face builds one where its
+// configuration and logger are set up (cli.run for a command, gui.Run for the desktop app)
+// and passes it down: wire.BuildFrom and serve.LoadFrom are two recipes over it, the
+// fine-tune services (app/tune) open their models through it. A part that runs with a
+// configuration of its own (a command's flags, the desktop app's saved settings) derives a
+// factory for it (With).
 type Factory struct {
 	cfg *config.Config
 	log *slog.Logger
@@ -87,8 +91,21 @@ func ORTLibrary(cfg *config.Config) string {
 	return assets.RuntimeLibrary(reg, assets.ModelsDir())
 }
 
+// With is the factory of another configuration with f's logger: f itself when cfg is f's
+// configuration, else a new one, which hands cfg's ONNX Runtime library to package gpu as
+// New does.
+func (f *Factory) With(cfg *config.Config) *Factory {
+	if cfg == f.cfg {
+		return f
+	}
+	return New(cfg, f.log)
+}
+
 // Config is the configuration the factory builds from.
 func (f *Factory) Config() *config.Config { return f.cfg }
+
+// Log is the logger the engines log to (never nil), for the services built over the factory.
+func (f *Factory) Log() *slog.Logger { return f.log }
 
 // GPU is the session options of runtime.*: the execution provider (a GPU one falls back to
 // the CPU with a logged reason) and the intra- and inter-op threads. Every model-sized

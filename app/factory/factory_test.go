@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -233,5 +234,26 @@ func TestVoiceEngineNamedIsOpened(t *testing.T) {
 	}
 	if got != EngineName("") {
 		t.Errorf("opened %s, named %s", got, EngineName(""))
+	}
+}
+
+// A face's one factory is passed down as it is; a part with a configuration of its own gets
+// a factory of that configuration with the same logger.
+func TestWith(t *testing.T) {
+	isolate(t)
+	cfg := config.Default()
+	log := slog.New(slog.DiscardHandler)
+	f := New(cfg, log)
+	if f.With(cfg) != f {
+		t.Error("With(its own configuration) is not the factory itself")
+	}
+	c := *cfg
+	c.LLM.Model = "other"
+	g := f.With(&c)
+	if g == f || g.Config() != &c || g.Log() != log {
+		t.Errorf("With(another configuration): same %v, config %p (want %p), log kept %v", g == f, g.Config(), &c, g.Log() == log)
+	}
+	if New(nil, nil).Log() == nil {
+		t.Error("a factory without a logger has a nil Log")
 	}
 }

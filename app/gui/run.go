@@ -104,9 +104,12 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	w := fa.NewWindow("Parley")
 	w.SetIcon(appIcon())
 
+	// the app's one factory, over the configuration it starts with and the logger with its
+	// file: the services, the wizard's and every assistant the app builds open engines
+	// through it (an assistant rebuilt with saved settings through fac.With)
 	fac := factory.New(cfg, log)
 	storePath := fac.StorePath(o.StorePath)
-	r := &runner{cfg: cfg, o: o, log: log, storePath: storePath}
+	r := &runner{cfg: cfg, fac: fac, o: o, log: log, storePath: storePath}
 	svc := Services{
 		Devices:     deviceService{log: log},
 		GPUs:        gpu.DiscoverGPUs,
@@ -121,7 +124,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	} else {
 		log.Warn("model manager unavailable", "err", err)
 	}
-	vs := &voiceService{cfg: cfg, log: log}
+	vs := &voiceService{cfg: cfg, fac: fac, log: log}
 	if lib, err := fac.Voices(); err == nil {
 		vs.lib = lib
 	} else {
@@ -129,7 +132,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	}
 	vs.speaker = r.playAside
 	svc.Voices = vs
-	clones := newCloneService(cfg, log)
+	clones := newCloneService(fac)
 	svc.Clone = clones
 	// one store for the History panel and every assistant the app builds (one pool, and one
 	// place that closes it, after the assistant)
@@ -138,7 +141,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		r.db = db
 		svc.History = historyService{db}
 		svc.Prefs = prefsService{db}
-		ts := tune.NewTrainingService(db, cfg, log)
+		ts := tune.NewTrainingService(db, fac)
 		ts.Voice = clones.CloneService // the voice goal's models and library
 		svc.Training = ts
 	} else {
@@ -241,6 +244,7 @@ type runner struct {
 	mu        sync.Mutex
 	build     sync.Mutex // one build at a time
 	cfg       *config.Config
+	fac       *factory.Factory // the app's (Run's); an assistant is built through fac.With(its cfg)
 	o         Options
 	log       *slog.Logger
 	storePath string
@@ -285,14 +289,15 @@ func (r *runner) rebuild(ctx context.Context, cfg *config.Config) error {
 	}
 	bctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	a, err := wire.Build(bctx, cfg, wo)
+	fac := r.fac.With(cfg) // the app's factory, unless the settings changed since it started
+	a, err := wire.BuildFrom(bctx, fac, wo)
 	var notes []app.Note
 	if err != nil && !wo.NoAudio && ctx.Err() == nil {
 		r.log.Warn("assistant with audio failed; text only", "err", err)
 		notes = append(notes, app.Note{Part: app.PartAudio, Kind: app.NoteUnavailable, Err: err,
 			Message: "audio unavailable (" + err.Error() + "): Parley answers typed messages in text. Check the microphone and speaker in Settings."})
 		wo.NoAudio = true
-		a, err = wire.Build(bctx, cfg, wo)
+		a, err = wire.BuildFrom(bctx, fac, wo)
 	}
 	if err != nil {
 		r.ui.do(func() {

@@ -171,6 +171,7 @@ func (s *modelService) Remove(ctx context.Context, id string) error {
 type voiceService struct {
 	lib  *voices.Library
 	cfg  *config.Config
+	fac  *factory.Factory // the app's
 	log  *slog.Logger
 	mu   sync.Mutex
 	open map[string]tts.Engine
@@ -200,7 +201,7 @@ func (s *voiceService) engine(name string) (tts.Engine, error) {
 	if e := s.open[name]; e != nil {
 		return e, nil
 	}
-	e, err := factory.New(s.cfg, s.log).Voice(factory.Voice{Engine: name})
+	e, err := s.fac.Voice(factory.Voice{Engine: name})
 	if err != nil {
 		return nil, err
 	}

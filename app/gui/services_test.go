@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/tts"
@@ -36,7 +37,7 @@ func TestVoiceServiceChatTTS(t *testing.T) {
 	t.Setenv("PARLEY_MODELS", models)
 	cfg := config.Default()
 	cfg.Runtime.Provider = "cpu"
-	s := &voiceService{cfg: cfg}
+	s := &voiceService{cfg: cfg, fac: factory.New(cfg, nil)}
 	defer s.Close()
 	for _, name := range []string{"auto", "chattts"} {
 		c, err := s.Capabilities(name)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
@@ -40,11 +41,10 @@ type cloneService struct {
 	log *slog.Logger
 }
 
-func newCloneService(cfg *config.Config, log *slog.Logger) *cloneService {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &cloneService{CloneService: tune.NewCloneService(cfg, log), cfg: cfg, log: log}
+// newCloneService is the service on the models fac opens, with its configuration's audio
+// devices.
+func newCloneService(fac *factory.Factory) *cloneService {
+	return &cloneService{CloneService: tune.NewCloneService(fac), cfg: fac.Config(), log: fac.Log()}
 }
 
 func (s *cloneService) Record(ctx context.Context, max time.Duration, level func(float64)) ([]float32, error) {

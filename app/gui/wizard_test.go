@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
@@ -91,7 +91,7 @@ func newTestCloning(t testing.TB) *testCloning {
 	t.Helper()
 	t.Setenv("PARLEY_MODELS", assets.ModelsDir())
 	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
-	s := newCloneService(nil, slog.New(slog.DiscardHandler))
+	s := newCloneService(factory.New(nil, nil))
 	s.Datasets = t.TempDir()
 	s.ASRModel = "sensevoice-demo" // embedded: extracted on first use
 	s.CloneModel, s.VoicesDir, s.Seeds = tiny, t.TempDir(), 2

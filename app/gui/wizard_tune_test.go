@@ -17,6 +17,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/voices"
@@ -35,7 +36,7 @@ func TestTrainingService(t *testing.T) {
 	}
 	defer st.Close()
 	log := slog.New(slog.DiscardHandler)
-	ts := tune.NewTrainingService(st, nil, log)
+	ts := tune.NewTrainingService(st, factory.New(nil, log))
 	ts.ASRModel = "sensevoice-demo"
 	ctx := context.Background()
 	if err := ts.Supports(goalVoice); !errors.Is(err, tune.ErrVoiceTraining) {
@@ -91,7 +92,7 @@ func TestTrainingService(t *testing.T) {
 	if m.Dataset != d.Dir() || len(m.HeldOut) == 0 || m.BaseID != "sensevoice-demo" {
 		t.Errorf("job meta %+v", m)
 	}
-	again := tune.NewTrainingService(st, nil, log) // a restarted app
+	again := tune.NewTrainingService(st, factory.New(nil, log)) // a restarted app
 	got, err := again.Latest(ctx, d, goalRecognition)
 	if err != nil || got == nil || got.ID != j.ID {
 		t.Fatalf("the job is not found again: %v %v", got, err)
@@ -229,7 +230,7 @@ func TestWizardVoiceFineTune(t *testing.T) {
 	// after step 25's checkpoint, so Cancel lands there however loaded the machine is
 	t.Setenv("PARLEY_TRAIN_HOLD_AT_STEP", "25")
 	training := func() *tune.TrainingService {
-		ts := tune.NewTrainingService(st, nil, slog.New(slog.DiscardHandler))
+		ts := tune.NewTrainingService(st, nil)
 		ts.Voice, ts.VoiceEpochs, ts.Procs, ts.Threads = svc.CloneService, 30, 1, 1
 		return ts
 	}

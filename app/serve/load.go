@@ -35,17 +35,22 @@ func (l *Loaded) Close() error {
 	return errors.Join(errs...)
 }
 
-// Load opens the engines the configuration names, through app/factory as the assistant
-// does (the same recogniser, voice and language model for the same configuration). An
-// engine that cannot be opened is left out with a note (its endpoints answer 503); a
-// language model that cannot be used leaves the offline skills.
+// Load is LoadFrom over a factory of cfg that logs to log (nil: discarded), for callers
+// without one of their own (`parley serve` passes its command's factory to LoadFrom).
 func Load(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Loaded, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	f := factory.New(cfg, log)
+	return LoadFrom(ctx, factory.New(cfg, log))
+}
+
+// LoadFrom opens the engines f's configuration names, through f as the assistant
+// (wire.BuildFrom) does: the same recogniser, voice and language model for the same
+// configuration. An engine that cannot be opened is left out with a note (its endpoints
+// answer 503); a language model that cannot be used leaves the offline skills. The server
+// keeps f (Engines.Factory) for what it opens later.
+func LoadFrom(ctx context.Context, f *factory.Factory) (*Loaded, error) {
+	cfg, log := f.Config(), f.Log()
 	l := &Loaded{}
 	e := &l.Engines
+	e.Factory = f
 	note := func(n *app.Note) {
 		if n != nil {
 			l.Notes = append(l.Notes, *n)

@@ -296,7 +296,7 @@ func (s *Server) brain() (app.Brain, error) {
 	if _, ok := s.eng.LLM.(skills.Backend); !ok {
 		choice.Backend, choice.Model = s.eng.LLM, s.eng.LLMModel
 	}
-	b, err := factory.New(nil, s.log).Brain(factory.Brain{Choice: choice, Skills: s.eng.Skills, LocalFirst: true, Spoken: true})
+	b, err := s.factory().Brain(factory.Brain{Choice: choice, Skills: s.eng.Skills, LocalFirst: true, Spoken: true})
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,10 @@ type Engines struct {
 	// Qwen3 tokenizer), for usage an upstream does not report; nil: about 4 characters a
 	// token.
 	Tokens func(text string) int
+	// Factory is what the engines were opened with (Load sets it): the server opens what it
+	// makes itself through it (the offline skills and a realtime session's brain when
+	// Skills and NewBrain are nil). nil: a factory of the default configuration.
+	Factory *factory.Factory
 }
 
 // Options configure a Server.
@@ -285,7 +289,7 @@ func New(o Options) (*Server, error) {
 		vadCalls: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
 	if s.eng.Skills == nil { // a server built without Load (tests)
-		sk, err := factory.New(nil, o.Log).ServerSkills()
+		sk, err := s.factory().ServerSkills()
 		if err != nil {
 			return nil, fmt.Errorf("serve: skills: %w", err)
 		}
@@ -326,6 +330,15 @@ func isLoopback(addr string) bool {
 
 // Metrics is the server's metrics registry.
 func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// factory is the factory the server's engines were opened with (Engines.Factory, set by
+// Load); a server built without Load (tests) opens through one of the default configuration.
+func (s *Server) factory() *factory.Factory {
+	if s.eng.Factory != nil {
+		return s.eng.Factory
+	}
+	return factory.New(nil, s.log)
+}
 
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.mux }

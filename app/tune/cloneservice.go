@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
@@ -24,7 +23,7 @@ import (
 // with the configuration's settings) and the voice library. The same Go APIs back the
 // `parley finetune` commands.
 type CloneService struct {
-	cfg *config.Config
+	f   *factory.Factory
 	log *slog.Logger
 	// Datasets is the folder the datasets live in (DatasetsDir).
 	Datasets string
@@ -37,12 +36,13 @@ type CloneService struct {
 	Seeds      int // seed speakers tried for the closest one (default 8)
 }
 
-// NewCloneService is the service on cfg's models (nil: the defaults); log may be nil.
-func NewCloneService(cfg *config.Config, log *slog.Logger) *CloneService {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// NewCloneService is the service on the models f opens, logging to f's logger (nil: a
+// factory of the default configuration that discards its logs).
+func NewCloneService(f *factory.Factory) *CloneService {
+	if f == nil {
+		f = factory.New(nil, nil)
 	}
-	return &CloneService{cfg: cfg, log: log, Datasets: DatasetsDir()}
+	return &CloneService{f: f, log: f.Log(), Datasets: DatasetsDir()}
 }
 
 // Dir implements Preparer.
@@ -72,7 +72,7 @@ func (s *CloneService) Open(ctx context.Context, path string) (audio.Source, fun
 	}, nil
 }
 
-func (s *CloneService) factory() *factory.Factory { return factory.New(s.cfg, s.log) }
+func (s *CloneService) factory() *factory.Factory { return s.f }
 
 // Segmenter implements Preparer.
 func (s *CloneService) Segmenter() (clone.Segmenter, func(), error) {

@@ -24,7 +24,7 @@ import (
 func TestTrainingServiceRecogniser(t *testing.T) {
 	st := openStore(t)
 	ctx := context.Background()
-	ts := NewTrainingService(st, nil, nil)
+	ts := NewTrainingService(st, nil)
 	ts.ASRModel = tinyBase(t)
 	if err := ts.Supports(GoalVoice); !errors.Is(err, ErrVoiceTraining) {
 		t.Errorf("voice goal without the voice models: %v", err)
@@ -35,7 +35,7 @@ func TestTrainingServiceRecogniser(t *testing.T) {
 	if err := ts.Supports(GoalRecognition); err != nil {
 		t.Errorf("recognition goal: %v", err)
 	}
-	cs := NewCloneService(nil, nil)
+	cs := NewCloneService(nil)
 	cs.CloneModel = tinyVoice(t)
 	ts.Voice = cs
 	if id, demo, err := ts.Base(ctx, GoalVoice); err != nil || id != "tiny" || demo {
@@ -63,7 +63,7 @@ func TestTrainingServiceRecogniser(t *testing.T) {
 	if j, err := ts.Latest(ctx, d, GoalVoice); err != nil || j != nil {
 		t.Errorf("the recogniser's job is the voice's: %v %v", j, err)
 	}
-	again := NewTrainingService(st, nil, nil) // a restarted app
+	again := NewTrainingService(st, nil) // a restarted app
 	got, err := again.Latest(ctx, d, GoalRecognition)
 	if err != nil || got == nil || got.ID != j.ID {
 		t.Fatalf("the job is not found again: %v %v", got, err)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
@@ -22,7 +21,7 @@ import (
 // the recogniser's (NewASRJob) and the voice's (NewTTSJob, trainvoice.go).
 type TrainingService struct {
 	r   *Runner
-	cfg *config.Config
+	f   *factory.Factory
 	log *slog.Logger
 	// Voice is where the voice goal finds the ChatTTS model, the speaker encoder, the
 	// recogniser that scores a voice and the voice library (nil: no voice goal).
@@ -37,16 +36,16 @@ type TrainingService struct {
 	recovered      sync.Once
 }
 
-// NewTrainingService runs jobs in st with cfg's trainer (nil: the defaults); log may be nil.
-func NewTrainingService(st *store.Store, cfg *config.Config, log *slog.Logger) *TrainingService {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+// NewTrainingService runs jobs in st with the trainer of f's configuration, opens models
+// through f and logs to f's logger (nil: a factory of the default configuration that
+// discards its logs).
+func NewTrainingService(st *store.Store, f *factory.Factory) *TrainingService {
+	if f == nil {
+		f = factory.New(nil, nil)
 	}
-	var e Env
-	if cfg != nil {
-		e = Env{Python: cfg.Train.Python, TrainDir: cfg.Train.Dir}
-	}
-	return &TrainingService{r: NewRunner(st, Options{Env: e, Log: log}), cfg: cfg, log: log}
+	cfg, log := f.Config(), f.Log()
+	e := Env{Python: cfg.Train.Python, TrainDir: cfg.Train.Dir}
+	return &TrainingService{r: NewRunner(st, Options{Env: e, Log: log}), f: f, log: log}
 }
 
 // Runner is the job runner the service's jobs run on.
@@ -97,7 +96,7 @@ func (s *TrainingService) Check(ctx context.Context) (string, error) {
 
 // base resolves the recogniser a new job starts from.
 func (s *TrainingService) base(ctx context.Context) (dir, id string, demo bool, err error) {
-	m, err := factory.New(s.cfg, s.log).FindASR(ctx, s.ASRModel)
+	m, err := s.f.FindASR(ctx, s.ASRModel)
 	if err != nil {
 		return "", "", false, notInstalled(err)
 	}
@@ -173,7 +172,7 @@ func (s *TrainingService) Start(ctx context.Context, id int64, on Handler) (func
 
 // recogniser opens a model directory for scoring.
 func (s *TrainingService) recogniser(dir string) (clone.Transcriber, func(), error) {
-	rec, _, err := factory.New(s.cfg, s.log).Recognizer(context.Background(), dir, asr.Config{})
+	rec, _, err := s.f.Recognizer(context.Background(), dir, asr.Config{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/serve"
 	"github.com/parley-voice/parley/app/wire"
 )
 
-// The server and the assistant choose the same brain for the same configuration, when the
+// The server and the assistant, two recipes over one factory, choose the same brain, when the
 // language model answers and when it cannot be used (the offline skills then, for both).
 func TestServerAndAssistantChooseTheSameBrain(t *testing.T) {
 	dir := t.TempDir()
@@ -44,17 +45,21 @@ func TestServerAndAssistantChooseTheSameBrain(t *testing.T) {
 			cfg.LLM = c.llm
 			cfg.LLM.MaxTokens = 64
 			cfg.TTS.Engine = "espeak"
-			a, err := wire.Build(context.Background(), cfg, wire.Options{NoAudio: true, NoHistory: true})
+			f := factory.New(cfg, nil)
+			a, err := wire.BuildFrom(context.Background(), f, wire.Options{NoAudio: true, NoHistory: true})
 			if err != nil {
 				t.Fatalf("assistant: %v", err)
 			}
 			assistant := a.Brain.Source()
 			a.Close()
-			l, err := serve.Load(context.Background(), cfg, nil)
+			l, err := serve.LoadFrom(context.Background(), f)
 			if err != nil {
 				t.Fatalf("server: %v", err)
 			}
 			defer l.Close()
+			if l.Engines.Factory != f {
+				t.Error("the server does not keep the factory it was loaded from")
+			}
 			server := "skills (offline)"
 			if b := l.Engines.LLM; b != nil {
 				server = b.Name() + " " + l.Engines.LLMModel + " at " + b.URL()

@@ -114,19 +114,26 @@ func (a *Assistant) Close() error {
 	return errors.Join(errs...)
 }
 
-// Build opens and connects everything the configuration names, each engine through
-// app/factory (so runtime.* reaches all of them). Parts that cannot be loaded are left out
-// with a note (turns that need them fail with a spoken explanation), so the assistant comes
-// up whenever anything works; only a bad configuration is an error.
+// Build is BuildFrom over a factory of cfg that logs to o.Log, for callers without one of
+// their own (the faces pass theirs to BuildFrom).
 func Build(ctx context.Context, cfg *config.Config, o Options) (*Assistant, error) {
+	return BuildFrom(ctx, factory.New(cfg, o.Log), o)
+}
+
+// BuildFrom opens and connects everything f's configuration names, each engine through f
+// (so runtime.* reaches all of them). Parts that cannot be loaded are left out with a note
+// (turns that need them fail with a spoken explanation), so the assistant comes up whenever
+// anything works; only a bad configuration is an error. o.Log nil: the factory's logger.
+func BuildFrom(ctx context.Context, f *factory.Factory, o Options) (*Assistant, error) {
 	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
+		o.Log = f.Log()
 	}
+	cfg := f.Config()
 	lo, err := loopOptions(cfg, o)
 	if err != nil {
 		return nil, err
 	}
-	b := &builder{cfg: cfg, o: o, f: factory.New(cfg, o.Log), log: o.Log, lo: lo, a: &Assistant{}}
+	b := &builder{cfg: cfg, o: o, f: f, log: o.Log, lo: lo, a: &Assistant{}}
 	b.p.Chunker = func() app.Chunker { return chunk.New(chunk.DefaultOptions()) }
 	for _, part := range []func(context.Context) error{b.brain, b.ears, b.voice, b.devices, b.history, b.loop} {
 		if err := part(ctx); err != nil {
