@@ -81,7 +81,7 @@ finetune install NAME.`)
 		}
 		cfg := tune.TTSConfig{Model: dir, GPT: *gpt, Epochs: *epochs, LR: *lr, Procs: *procs}
 		if *seeds > 0 {
-			seed, sim, spk, err := closestSeedOf(ctx, env, d, dir, *seeds)
+			seed, sim, spk, err := tune.StartingSpeakerOf(ctx, env.factory(), d, dir, *seeds, nil)
 			if err != nil {
 				env.Log.Info("starting from the model's mean speaker", "reason", err)
 			} else {
@@ -117,22 +117,6 @@ finetune install NAME.`)
 	}
 	fmt.Fprintf(env.Stdout, "trained; next: parley finetune install %s (then parley finetune evaluate %s --voice %s)\n", d.Name, d.Name, voiceNameFrom(d.Name))
 	return nil
-}
-
-// closestSeedOf finds the seed speaker closest to the dataset's training clip nearest 5 s.
-func closestSeedOf(ctx context.Context, env *cliEnv, d *clone.Dataset, dir string, n int) (int64, float64, []float32, error) {
-	fac := env.factory()
-	se, _, err := fac.SpeakerEncoder(ctx, "")
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	defer se.Close()
-	eng, err := fac.ChatTTS(dir)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	defer eng.Close()
-	return tune.StartingSpeaker(ctx, d, eng, se, n, nil)
 }
 
 // findVoiceJob finds the dataset's newest voice job: one to resume (or, done, to install).

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/store"
@@ -86,7 +87,12 @@ func (s *TrainingService) createVoice(ctx context.Context, d *clone.Dataset, who
 
 // startingSpeaker is the seed speaker closest to the person (the speaker encoder's choice).
 func (s *TrainingService) startingSpeaker(ctx context.Context, d *clone.Dataset, dir string, n int, progress func(done, total int)) (int64, float64, []float32, error) {
-	fac := s.Voice.factory()
+	return StartingSpeakerOf(ctx, s.Voice.factory(), d, dir, n, progress)
+}
+
+// StartingSpeakerOf is StartingSpeaker with the speaker encoder and the ChatTTS model in dir
+// opened by fac (and closed again): the wizard's and `parley finetune voice`'s one way.
+func StartingSpeakerOf(ctx context.Context, fac *factory.Factory, d *clone.Dataset, dir string, n int, progress func(done, total int)) (int64, float64, []float32, error) {
 	se, _, err := fac.SpeakerEncoder(ctx, "")
 	if err != nil {
 		return 0, 0, nil, err
