@@ -233,7 +233,7 @@ func InstallVoice(ctx context.Context, mgr *assets.Manager, lib *voices.Library,
 		// installs beside the first under another voice name, or replaces it with the voice
 		modelID = "chattts-" + strings.TrimPrefix(LocalID(name), "sensevoice-")
 		files := []string{}
-		for _, f := range []string{"config.json", "gpt.onnx", "decoder.onnx", "vocos.onnx", "dvae_encoder.onnx", "tokenizer.json", "spk_stat.bin"} {
+		for _, f := range []string{"config.json", "gpt.onnx", "gpt.int8.onnx", "decoder.onnx", "vocos.onnx", "dvae_encoder.onnx", "tokenizer.json", "spk_stat.bin"} {
 			if _, err := os.Stat(filepath.Join(ModelDir(j), f)); err == nil {
 				files = append(files, f)
 			}

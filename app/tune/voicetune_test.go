@@ -2,6 +2,7 @@ package tune
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -109,6 +110,18 @@ func TestVoiceFineTuneTiny(t *testing.T) {
 	fresh, _ = assets.NewManager(nil, assets.Options{Dir: mgr.Dir()})
 	if p, err := fresh.Path(ctx, "chattts-anna-gpt"); err != nil || p == "" {
 		t.Fatalf("the replaced model: %v", err)
+	}
+	// installed as the demo voice ships: the int8 GPT beside a float16-stored gpt.onnx
+	fdir, _ := fresh.ModelDir("chattts-anna-gpt")
+	var conf struct{ Files map[string]string }
+	if b, err := os.ReadFile(filepath.Join(fdir, "config.json")); err != nil || json.Unmarshal(b, &conf) != nil {
+		t.Fatalf("the model's config.json: %v", err)
+	}
+	if conf.Files["gpt_int8"] == "" {
+		t.Fatalf("no int8 GPT in the fine-tuned model's files: %v", conf.Files)
+	}
+	if _, err := os.Stat(filepath.Join(fdir, conf.Files["gpt_int8"])); err != nil {
+		t.Fatalf("the int8 GPT was not installed: %v", err)
 	}
 	// a voice that cannot be saved (its library gone) takes the new model out and puts the
 	// fine-tune it replaced back

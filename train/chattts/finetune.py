@@ -17,7 +17,8 @@ GPT, its embeddings and the decoder (a new model, exported whole).  Parley's tra
 (DDP through train.launch, exact resume with --resume auto, JSON-line progress).
 
 ``export`` writes the newest checkpoint of a run as an engine bundle (train.chattts.export's
-format; spk_stat stays the base model's) plus ``speaker.json``: {"dim", "data"} — the trained
+format, as the demo voice ships: gpt.onnx's weights stored in float16 and an int8 GPT beside
+it; spk_stat stays the base model's) plus ``speaker.json``: {"dim", "data"} — the trained
 speaker vector — and prints {"model": …, "speaker": …, "gpt_trained": …}.
 """
 from __future__ import annotations
@@ -37,7 +38,7 @@ from .. import dist as pdist
 from ..trainer import CheckpointError, Task, TrainConfig, Trainer, load_torch
 from .config import ChatTTSConfig
 from .corpus import phonemize
-from .export import save_bundle
+from .export import INT8_BITS, save_bundle
 from .model import ChatTTS, mel_features
 from .tokenizer import WordPieceTokenizer
 from .train import LATE_PHASE, NEUTRAL_CODE, DemoModel, add_train_flags, collate_gpt
@@ -223,7 +224,8 @@ def export(run: str, out: str) -> dict:
         paths = save_bundle(m, ck["tokenizer"], ck["spk_stat"], out, size=ck.get("size", "demo"),
                             comment=f"parley ChatTTS voice fine-tuned by train.chattts.finetune ({os.path.basename(path)})",
                             frontend=ck.get("frontend") or {"type": "wordpiece"}, refine=bool(ck.get("refine", False)),
-                            code_defaults=ck.get("code_defaults"), neutral_streams=ck.get("neutral_streams"))
+                            code_defaults=ck.get("code_defaults"), neutral_streams=ck.get("neutral_streams"),
+                            int8_bits=INT8_BITS, fp16_gpt=True)
         sp = os.path.join(out, "speaker.json")
         with open(sp, "w") as f:
             json.dump({"dim": len(ck["speaker"]), "data": ck["speaker"]}, f)
