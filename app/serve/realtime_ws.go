@@ -18,9 +18,8 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/factory/roles"
 	"github.com/parley-voice/parley/app/serve/realtime"
-	"github.com/parley-voice/parley/llm"
-	"github.com/parley-voice/parley/llm/brain"
 	"github.com/parley-voice/parley/llm/chunk"
 	"github.com/parley-voice/parley/llm/discover"
 	"github.com/parley-voice/parley/llm/skills"
@@ -289,7 +288,7 @@ func (s *Server) brain() (app.Brain, error) {
 		if err != nil {
 			return nil, err
 		}
-		return turnBrain{b}, nil
+		return roles.TextBrain{B: b}, nil
 	}
 	// a server built without Load (tests): the LLM it was given, else the skills alone
 	var choice discover.Choice
@@ -300,25 +299,8 @@ func (s *Server) brain() (app.Brain, error) {
 	if err != nil {
 		return nil, err
 	}
-	return turnBrain{b}, nil
+	return roles.TextBrain{B: b}, nil
 }
-
-// turnBrain adapts llm/brain to app.Brain; the brain keeps its own history.
-type turnBrain struct{ b *brain.Brain }
-
-func (t turnBrain) Answer(ctx context.Context, in app.Transcript, _ []app.Message, fn func(string) error) error {
-	_, err := t.b.Turn(ctx, brain.Input{Text: in.Text, Listener: llm.Listener{Language: in.Lang, Emotion: in.Emotion, Event: in.Event}},
-		func(e brain.Event) error {
-			if e.Kind == brain.EventText && e.Text != "" {
-				return fn(e.Text)
-			}
-			return nil
-		})
-	return err
-}
-
-// Interrupted tells the brain what was actually said of a cut-off answer.
-func (t turnBrain) Interrupted(spoken string) { t.b.Interrupted(spoken) }
 
 type rtVoice struct{ s *Server }
 

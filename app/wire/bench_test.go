@@ -10,7 +10,7 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
-	"github.com/parley-voice/parley/app/wire"
+	"github.com/parley-voice/parley/app/factory/roles"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio/audiotest"
 	"github.com/parley-voice/parley/audio/vad"
@@ -121,11 +121,11 @@ func BenchmarkDemoEndOfSpeechToFirstAudio(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer r.Close()
-		tr = wire.Transcriber{R: r}
+		tr = roles.Transcriber{R: r}
 	}
 	rate := e.Capabilities().SampleRate
 	a, err := app.New(app.Parts{Ear: &realtimeMic{script: script}, VAD: factory.SileroVAD{D: d}, Transcriber: tr,
-		Brain: wire.Brain{B: br}, Voice: &wire.Voice{E: e, Rate: rate}, Speaker: &nullSpeaker{rate: rate}},
+		Brain: roles.Brain{B: br}, Voice: &roles.Voice{E: e, Rate: rate}, Speaker: &nullSpeaker{rate: rate}},
 		app.Options{Mode: app.HandsFree, EchoResidual: -1})
 	if err != nil {
 		b.Fatal(err)

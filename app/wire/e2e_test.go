@@ -18,6 +18,7 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/factory/roles"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
@@ -95,7 +96,7 @@ func start(t *testing.T, mode, engine string) *e2e {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	x := &e2e{pulse: pulse, asr: r, tr: &listener{Transcriber: wire.Transcriber{R: r}}, db: filepath.Join(t.TempDir(), "parley.db")}
+	x := &e2e{pulse: pulse, asr: r, tr: &listener{Transcriber: roles.Transcriber{R: r}}, db: filepath.Join(t.TempDir(), "parley.db")}
 	cfg := config.Default()
 	cfg.Audio.Input, cfg.Audio.Output = pulse.Device, pulse.Device
 	cfg.Assistant.Mode = mode

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/factory/roles"
 	"github.com/parley-voice/parley/llm/skills"
 )
 
@@ -32,7 +33,7 @@ func TestStopReachesTheLoop(t *testing.T) {
 	for _, b := range []struct {
 		name string
 		b    app.Brain
-	}{{"brain", Brain{B: a.Brain, Skills: sk}}, {"skills", SkillsBrain{E: sk}}} {
+	}{{"brain", roles.Brain{B: a.Brain, Skills: sk}}, {"skills", roles.SkillsBrain{E: sk}}} {
 		for _, tc := range []struct {
 			q    string
 			stop bool

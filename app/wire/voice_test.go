@@ -9,6 +9,7 @@ import (
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/factory/roles"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
@@ -38,19 +39,19 @@ func TestVoiceFromConfig(t *testing.T) {
 		tts     config.TTS
 		set     []string // keys set explicitly, "section.key=value", after tts
 		wantErr string
-		check   func(t *testing.T, x *Voice)
+		check   func(t *testing.T, x *roles.Voice)
 	}{
-		{name: "espeak preset", tts: config.TTS{Engine: "espeak", Voice: "en-gb", Speed: 0.9}, check: func(t *testing.T, x *Voice) {
+		{name: "espeak preset", tts: config.TTS{Engine: "espeak", Voice: "en-gb", Speed: 0.9}, check: func(t *testing.T, x *roles.Voice) {
 			if x.Req.Voice != "en-gb" || x.Req.Speed != 0.9 || x.Req.HasSeed {
 				t.Errorf("request %+v", x.Req)
 			}
 		}},
-		{name: "saved seed voice fills what config leaves unset", tts: config.TTS{Voice: "narrator"}, check: func(t *testing.T, x *Voice) {
+		{name: "saved seed voice fills what config leaves unset", tts: config.TTS{Voice: "narrator"}, check: func(t *testing.T, x *roles.Voice) {
 			if x.Req.Voice != "" || !x.Req.HasSeed || x.Req.Seed != seed || x.Req.Speed != 1.25 {
 				t.Errorf("request %+v", x.Req)
 			}
 		}},
-		{name: "config wins over the saved voice's defaults", tts: config.TTS{Voice: "narrator"}, set: []string{"tts.speed=0.8", "tts.seed=7"}, check: func(t *testing.T, x *Voice) {
+		{name: "config wins over the saved voice's defaults", tts: config.TTS{Voice: "narrator"}, set: []string{"tts.speed=0.8", "tts.seed=7"}, check: func(t *testing.T, x *roles.Voice) {
 			if x.Req.Seed != 7 || x.Req.Speed != 0.8 {
 				t.Errorf("request %+v", x.Req)
 			}
@@ -59,7 +60,7 @@ func TestVoiceFromConfig(t *testing.T) {
 			c := config.Default().TTS
 			c.Voice = "narrator"
 			return c
-		}(), check: func(t *testing.T, x *Voice) {
+		}(), check: func(t *testing.T, x *roles.Voice) {
 			if x.Req.Speed != 1.25 || x.Req.Seed != seed {
 				t.Errorf("request %+v", x.Req)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/factory/roles"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/device"
@@ -155,8 +156,8 @@ type builder struct {
 	a   *Assistant
 
 	sk   *skills.Engine
-	vo   *Voice // the brain's voice controls go to it
-	rate int    // the voice's sample rate (0 = none)
+	vo   *roles.Voice // the brain's voice controls go to it
+	rate int          // the voice's sample rate (0 = none)
 }
 
 func (b *builder) note(n *app.Note) {
@@ -228,7 +229,7 @@ func (b *builder) brain(ctx context.Context) error {
 	if b.o.Resume != nil {
 		br.Restore(b.o.Resume.Messages)
 	}
-	b.p.Brain = Brain{B: br, Skills: sk, Action: func(act skills.Action) {
+	b.p.Brain = roles.Brain{B: br, Skills: sk, Action: func(act skills.Action) {
 		if b.vo != nil && !b.vo.Apply(act) {
 			b.log.Info("brain action not carried out", "kind", act.Kind, "value", act.Value)
 		}
@@ -251,7 +252,7 @@ func (b *builder) ears(ctx context.Context) error {
 	r, m, err := b.f.Recognizer(ctx, b.o.ASRModel, b.f.ASRConfig())
 	if err == nil {
 		b.closes(r.Close)
-		b.p.Transcriber = Transcriber{r}
+		b.p.Transcriber = roles.Transcriber{R: r}
 	} else {
 		b.log.Warn("no speech recognition", "err", err)
 	}
@@ -414,7 +415,7 @@ func (b *builder) wake() error {
 		return fmt.Errorf("wake word %q: %w", b.cfg.Assistant.WakeWord, err)
 	}
 	b.closes(d.Close)
-	b.p.Wake = Wake{d}
+	b.p.Wake = roles.Wake{D: d}
 	return nil
 }
 
@@ -516,7 +517,7 @@ func pruneDaily(db *store.Store, days int, log *slog.Logger) func() error {
 // voice opens the configured engine (tts.engine) and builds the loop's request from the
 // tts section. tts.voice may name a saved library voice (seed, preset, mix or clone) made for
 // that engine, or else one of the engine's own voices.
-func voice(f *factory.Factory) (*Voice, error) {
+func voice(f *factory.Factory) (*roles.Voice, error) {
 	cfg := f.Config()
 	c := cfg.TTS
 	saved, err := f.LibraryVoice(c.Voice)
@@ -546,7 +547,7 @@ func voice(f *factory.Factory) (*Voice, error) {
 			return nil, fmt.Errorf("tts.voice: %w", err)
 		}
 	}
-	return &Voice{E: e, Req: req, Rate: e.Capabilities().SampleRate}, nil
+	return &roles.Voice{E: e, Req: req, Rate: e.Capabilities().SampleRate}, nil
 }
 
 // deviceLatency is the latency asked of the audio devices (audio.latency_ms): low enough that
