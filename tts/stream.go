@@ -111,28 +111,43 @@ func (s *pipeStream) Close() error {
 	return nil
 }
 
+// Each calls f with every remaining chunk of s, in order. It returns nil once s has ended
+// (io.EOF), the error that stopped s, or the first error of f (f is not called again).
+func Each(ctx context.Context, s Stream, f func(Chunk) error) error {
+	for {
+		c, err := s.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := f(c); err != nil {
+			return err
+		}
+	}
+}
+
 // ReadAll collects a whole stream into one mono buffer.
 func ReadAll(ctx context.Context, s Stream) (*audio.Buffer, error) {
 	defer s.Close()
 	out := &audio.Buffer{Format: audio.Format{Channels: 1}}
-	for {
-		c, err := s.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			if out.SampleRate == 0 {
-				return nil, fmt.Errorf("tts: stream produced no audio")
-			}
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := Each(ctx, s, func(c Chunk) error {
 		if out.SampleRate == 0 {
 			out.SampleRate = c.SampleRate
 		} else if c.SampleRate != out.SampleRate {
-			return nil, fmt.Errorf("tts: stream changed sample rate from %d to %d", out.SampleRate, c.SampleRate)
+			return fmt.Errorf("tts: stream changed sample rate from %d to %d", out.SampleRate, c.SampleRate)
 		}
 		out.Data = append(out.Data, c.Samples...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	if out.SampleRate == 0 {
+		return nil, fmt.Errorf("tts: stream produced no audio")
+	}
+	return out, nil
 }
 
 // resampled converts every chunk of a stream to one rate.

@@ -190,3 +190,32 @@ func TestPreparePauseBudget(t *testing.T) {
 		}
 	}
 }
+
+// Each hands every chunk over in order and tells the stream's end, the stream's error and
+// its own callback's error apart: the callback's error stops the loop at once.
+func TestEach(t *testing.T) {
+	three := func(fail error) Stream {
+		return NewStream(context.Background(), nil, func(ctx context.Context, emit func(Chunk) error) error {
+			for i := range 3 {
+				if err := emit(Chunk{Samples: []float32{float32(i)}, SampleRate: 16000}); err != nil {
+					return err
+				}
+			}
+			return fail
+		})
+	}
+	var got []float32
+	if err := Each(context.Background(), three(nil), func(c Chunk) error { got = append(got, c.Samples...); return nil }); err != nil || len(got) != 3 || got[2] != 2 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	bad := errors.New("engine broke")
+	if err := Each(context.Background(), three(bad), func(Chunk) error { return nil }); !errors.Is(err, bad) {
+		t.Fatalf("stream error: %v", err)
+	}
+	stop, calls := errors.New("client gone"), 0
+	s := three(nil)
+	defer s.Close()
+	if err := Each(context.Background(), s, func(Chunk) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+		t.Fatalf("callback error: %v after %d calls", err, calls)
+	}
+}

@@ -350,18 +350,7 @@ func (s *Server) streamSpeech(ctx context.Context, w http.ResponseWriter, req tt
 		if err := f(first.Samples); err != nil {
 			return err
 		}
-		for {
-			c, err := st.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := f(c.Samples); err != nil {
-				return err
-			}
-		}
+		return tts.Each(ctx, st, func(c tts.Chunk) error { return f(c.Samples) })
 	}
 	done := func() *APIError {
 		if sse {

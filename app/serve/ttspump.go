@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"errors"
-	"io"
 
 	"github.com/parley-voice/parley/tts"
 )
@@ -38,17 +37,17 @@ func (s *Server) pumpSpeech(ctx context.Context, j speechJob) *APIError {
 			return ttsError(err)
 		}
 		defer st.Close()
-		for {
-			c, err := st.Next(ctx)
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return ttsError(err)
-			}
-			if err := j.emit(c.Samples, c.SampleRate); err != nil {
-				return j.emitErr(err)
-			}
+		var emitErr error // the client's side failed, not the engine's
+		err = tts.Each(ctx, st, func(c tts.Chunk) error {
+			emitErr = j.emit(c.Samples, c.SampleRate)
+			return emitErr
+		})
+		switch {
+		case emitErr != nil:
+			return j.emitErr(emitErr)
+		case err != nil:
+			return ttsError(err)
 		}
+		return nil
 	})
 }

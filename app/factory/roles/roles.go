@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/parley-voice/parley/app"
@@ -159,23 +158,15 @@ func (v *Voice) Synthesize(ctx context.Context, text string, fn func([]float32) 
 		return err
 	}
 	defer st.Close()
-	for {
-		c, err := st.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return tts.Each(ctx, st, func(c tts.Chunk) error {
 		if c.SampleRate != 0 && c.SampleRate != v.Rate {
 			return fmt.Errorf("roles: %s engine streamed %d Hz, announced %d Hz", v.E.Capabilities().Engine, c.SampleRate, v.Rate)
 		}
 		if len(c.Samples) > 0 {
-			if err := fn(c.Samples); err != nil {
-				return err
-			}
+			return fn(c.Samples)
 		}
-	}
+		return nil
+	})
 }
 
 // Wake adapts the openWakeWord detector (audio/wake).
