@@ -37,6 +37,11 @@ type Speaker struct {
 	writing int           // Writes in progress: the stream is not closed under them
 	idle    *time.Timer   // closes the stream speakerIdle after the last write
 	aside   bool          // cur was opened by openAside
+	// closing counts streams taken out of cur and being closed outside mu (the idle and
+	// linger timers, an aside replaced): Close waits for them, so that the device host the
+	// owner closes next is never shut down under a stream still stopping (PortAudio's
+	// Terminate would then join the stream's thread a second time and hang).
+	closing sync.WaitGroup
 }
 
 // speakerIdle is how long an open stream with nothing to play stays open.
@@ -78,12 +83,29 @@ func (s *Speaker) closeIfIdle() {
 		s.mu.Unlock()
 		return
 	}
+	cur := s.detachLocked()
+	s.mu.Unlock()
+	s.log.Debug("speaker closed: nothing to play")
+	s.closeDetached(cur)
+}
+
+// detachLocked takes the stream out of cur for closing outside mu (closeDetached). s.mu is held.
+func (s *Speaker) detachLocked() *device.ResilientPlayback {
 	cur := s.cur
 	s.cur = nil
 	s.bump()
-	s.mu.Unlock()
-	s.log.Debug("speaker closed: nothing to play")
-	cur.Close()
+	if cur != nil {
+		s.closing.Add(1)
+	}
+	return cur
+}
+
+// closeDetached closes a stream detachLocked took out.
+func (s *Speaker) closeDetached(cur *device.ResilientPlayback) {
+	if cur != nil {
+		defer s.closing.Done()
+		cur.Close()
+	}
 }
 
 // setOpen opens the stream at once, or closes it after speakerLinger.
@@ -113,14 +135,10 @@ func (s *Speaker) setOpen(on bool) {
 
 func (s *Speaker) closeNow() {
 	s.mu.Lock()
-	cur := s.cur
-	s.cur = nil
+	cur := s.detachLocked()
 	s.linger = nil
-	s.bump()
 	s.mu.Unlock()
-	if cur != nil {
-		cur.Close()
-	}
+	s.closeDetached(cur)
 }
 
 func (s *Speaker) bump() {
@@ -157,11 +175,9 @@ func (s *Speaker) acquire(aside bool) (*device.ResilientPlayback, error) {
 		return s.cur, nil
 	}
 	if s.cur != nil { // an aside's stream: closed (what it still queues is cut), then a live one
-		old := s.cur
-		s.cur = nil
-		s.bump()
+		old := s.detachLocked()
 		s.mu.Unlock()
-		old.Close()
+		s.closeDetached(old)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
@@ -284,10 +300,12 @@ func (s *Speaker) Close() error {
 	s.cur = nil
 	s.bump()
 	s.mu.Unlock()
+	var err error
 	if cur != nil {
-		return cur.Close()
+		err = cur.Close()
 	}
-	return nil
+	s.closing.Wait() // a timer's close still stopping its stream
+	return err
 }
 
 type speakerEcho struct {
