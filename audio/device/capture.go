@@ -194,9 +194,7 @@ func (h *Host) OpenCapture(cfg CaptureConfig) (*Capture, error) {
 		pa.open-- // pa.mu is held: closeStream would wait for it forever
 		return nil, fmt.Errorf("device: starting input %q: %w", d.Name, err)
 	}
-	c.wg.Add(1)
-	go c.watch(Input)
-	h.log.Debug("capture open", "device", d.Name, "rate", c.cfg.SampleRate, "channels", c.cfg.Channels, "buffer", c.cfg.BufferFrames, "format", c.Format())
+	h.started(c)
 	return c, nil
 }
 
@@ -214,7 +212,7 @@ func (h *Host) openPulseCapture(cfg CaptureConfig) (*Capture, error) {
 	if cfg.Channels == 0 {
 		cfg.Channels = f.Channels
 	}
-	c, d, err := h.newCapture(cfg)
+	c, _, err := h.newCapture(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -222,10 +220,15 @@ func (h *Host) openPulseCapture(cfg CaptureConfig) (*Capture, error) {
 		return nil, err
 	}
 	c.info.HostAPI = pulseHostAPI
+	h.started(c)
+	return c, nil
+}
+
+// started watches a capture that runs (Lost and xrun events) and logs it.
+func (h *Host) started(c *Capture) {
 	c.wg.Add(1)
 	go c.watch(Input)
-	h.log.Debug("capture open", "device", d.Name, "api", pulseHostAPI, "rate", c.cfg.SampleRate, "channels", c.cfg.Channels, "buffer", c.cfg.BufferFrames, "format", c.Format())
-	return c, nil
+	h.log.Debug("capture open", "device", c.info.Name, "api", c.info.HostAPI, "rate", c.cfg.SampleRate, "channels", c.cfg.Channels, "buffer", c.cfg.BufferFrames, "format", c.Format())
 }
 
 // newCapture prepares a Capture (rings, converter) without opening a stream. Call with pa.mu

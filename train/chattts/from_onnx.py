@@ -43,8 +43,9 @@ class RecoverError(RuntimeError):
 GRAPHS = ("gpt", "decoder", "vocos", "dvae_encoder")
 
 
-def _values(path: str) -> Dict[str, np.ndarray]:
-    """Initializers by name, plus names the exporter's deduplication made Identity nodes of."""
+def _values(path: str, meta: Optional[Dict[str, str]] = None) -> Dict[str, np.ndarray]:
+    """Initializers by name, plus names the exporter's deduplication made Identity nodes of;
+    the model's metadata goes into meta when given (the file is read once)."""
     import onnx
     from onnx import numpy_helper
 
@@ -52,6 +53,8 @@ def _values(path: str) -> Dict[str, np.ndarray]:
         m = onnx.load(path)
     except Exception as e:  # noqa: BLE001
         raise RecoverError(f"{path}: not a readable ONNX model: {e}") from e
+    if meta is not None:
+        meta.update({p.key: p.value for p in m.metadata_props})
     vals = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
     for n in m.graph.node:
         if n.op_type == "Identity" and n.input[0] in vals:
@@ -63,12 +66,6 @@ def _values(path: str) -> Dict[str, np.ndarray]:
                 if a.name == "value":
                     vals[n.output[0]] = numpy_helper.to_array(a.t)
     return vals
-
-
-def _metadata(path: str) -> Dict[str, str]:
-    import onnx
-
-    return {p.key: p.value for p in onnx.load(path, load_external_data=False).metadata_props}
 
 
 def _tensors(m: ChatTTS) -> Dict[str, torch.Tensor]:
@@ -151,8 +148,9 @@ def recover(d: str, work: Optional[str] = None) -> Tuple[ChatTTS, dict]:
     model = ChatTTS(cfg).eval()
     fp = copy.deepcopy(model)
     marks = _fingerprint(fp)
-    real = {name: _values(os.path.join(d, files[name])) for name in GRAPHS}
-    fp16 = _metadata(os.path.join(d, files["gpt"])).get(GPT_FP16_META) == "true"
+    gpt_meta: Dict[str, str] = {}
+    real = {name: _values(os.path.join(d, files[name]), gpt_meta if name == "gpt" else None) for name in GRAPHS}
+    fp16 = gpt_meta.get(GPT_FP16_META) == "true"
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         export_graphs(fp, tmp, spk_id, with_dvae=True)
         marked = {name: _values(os.path.join(tmp, f"{name}.onnx")) for name in GRAPHS}
