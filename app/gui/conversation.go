@@ -18,6 +18,8 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/lang"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // conversation is the scrolling list of chat bubbles. Its methods run on the UI goroutine.
@@ -222,7 +224,7 @@ func (c *conversation) count() int { return len(c.list.Objects) }
 type bubble struct {
 	user    bool
 	row     *fyne.Container
-	bg      *themedRect
+	bg      *kit.ThemedRect
 	header  *canvas.Text
 	text    *widget.RichText
 	badges  *fyne.Container
@@ -246,7 +248,7 @@ type bubbleActions struct {
 
 func newBubble(user bool, logo image.Image, acts *bubbleActions) *bubble {
 	b := &bubble{user: user, acts: acts}
-	b.bg = newThemedRect(colParleyBubble, 14)
+	b.bg = kit.NewThemedRect(colParleyBubble, 14)
 	b.text = widget.NewRichText()
 	b.text.Wrapping = fyne.TextWrapWord
 	b.badges = container.NewHBox()
@@ -274,9 +276,9 @@ func newBubble(user bool, logo image.Image, acts *bubbleActions) *bubble {
 	b.replayB.Hide()
 	b.meta = container.NewHBox(container.NewCenter(b.at), layout.NewSpacer(), b.replayB, b.copyB)
 	if user {
-		b.bg.setColor(colUserBubble)
+		b.bg.SetColor(colUserBubble)
 		b.badges.Hide()
-		b.at.Color = themeColor(colUserText)
+		b.at.Color = kit.ThemeColor(colUserText)
 		inner.Add(b.text)
 		inner.Add(b.badges)
 		inner.Add(b.meta)
@@ -531,8 +533,8 @@ func (l *insetLayout) MinSize(objs []fyne.CanvasObject) fyne.Size {
 
 // newBadge is a small rounded tag.
 func newBadge(text string, bg, fg fyne.ThemeColorName) fyne.CanvasObject {
-	r := newThemedRect(bg, 8)
-	t := canvas.NewText(text, themeColor(fg))
+	r := kit.NewThemedRect(bg, 8)
+	t := canvas.NewText(text, kit.ThemeColor(fg))
 	t.TextSize = theme.CaptionTextSize()
 	t.TextStyle.Bold = true
 	return container.NewStack(r, container.New(&insetLayout{h: 7, v: 2}, t))
@@ -664,7 +666,7 @@ func newLatencyBar(segs []latencySeg) fyne.CanvasObject {
 	bar := container.New(&barLayout{segs: segs, total: total})
 	var parts []string
 	for _, s := range segs {
-		bar.Add(newThemedRect(s.col, 2))
+		bar.Add(kit.NewThemedRect(s.col, 2))
 		parts = append(parts, s.name+" "+fmtDur(s.d))
 	}
 	cap := canvas.NewText(strings.Join(parts, " · "), theme.Color(theme.ColorNamePlaceHolder))

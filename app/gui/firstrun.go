@@ -11,6 +11,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/assets"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // offerFirstRun shows, above the conversation, the essential models a first run lacks
@@ -40,7 +42,7 @@ func (u *UI) offerFirstRun(missing []assets.ModelStatus, done func()) *firstRun 
 	f.get.Importance = widget.HighImportance
 	f.dismiss = widget.NewButtonWithIcon("", theme.CancelIcon(), f.remove)
 	f.dismiss.Importance = widget.LowImportance
-	bg := newThemedRect(theme.ColorNameInputBackground, 8)
+	bg := kit.NewThemedRect(theme.ColorNameInputBackground, 8)
 	body := container.NewVBox(f.msg, f.bar, f.detail)
 	right := container.NewHBox(container.NewCenter(f.get), container.NewCenter(f.dismiss))
 	f.box = container.NewPadded(container.NewStack(bg, container.NewBorder(nil, nil, widget.NewIcon(theme.DownloadIcon()), right, body)))

@@ -17,6 +17,8 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/store"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // historyPanel searches, opens, exports and deletes past conversations.
@@ -140,7 +142,7 @@ func (p *historyPanel) showConversations(cs []store.Conversation, err error) {
 		p.status.SetText(err.Error())
 		return
 	}
-	p.status.SetText(fmt.Sprintf("%d conversation%s", len(cs), plural(len(cs))))
+	p.status.SetText(fmt.Sprintf("%d conversation%s", len(cs), kit.Plural(len(cs))))
 	if len(cs) == 0 {
 		p.placeholder("No conversations yet. What you say to Parley, and its answers, are kept here.")
 	} else if p.open == 0 {

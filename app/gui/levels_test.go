@@ -8,6 +8,8 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // pumped counts the events that reach the UI goroutine through the real subscription pump.
@@ -44,10 +46,10 @@ func TestPushToTalkAtRestShowsNoLevels(t *testing.T) {
 	}
 	f.ch <- app.Event{Kind: app.EvSpeechStart}
 	settle(t, u, f, all)
-	if *levels != 0 || u.talk.meter.frac != 0 {
-		t.Errorf("at rest: %d level events reached the UI, meter at %v", *levels, u.talk.meter.frac)
+	if *levels != 0 || u.talk.meter.Fraction() != 0 {
+		t.Errorf("at rest: %d level events reached the UI, meter at %v", *levels, u.talk.meter.Fraction())
 	}
-	if u.talk.wave.recording || u.talk.vad.FillColor == themeColor(colVADOn) {
+	if u.talk.wave.recording || u.talk.vad.FillColor == kit.ThemeColor(colVADOn) {
 		t.Error("speech heard in push-to-talk at rest shows as the user's")
 	}
 
@@ -58,15 +60,15 @@ func TestPushToTalkAtRestShowsNoLevels(t *testing.T) {
 	}
 	f.ch <- app.Event{Kind: app.EvLevel, Level: -30}
 	settle(t, u, f, all)
-	if *levels == 0 || u.talk.meter.frac != 0.5 {
-		t.Errorf("while talking: %d levels, meter %v, want 0.5", *levels, u.talk.meter.frac)
+	if *levels == 0 || u.talk.meter.Fraction() != 0.5 {
+		t.Errorf("while talking: %d levels, meter %v, want 0.5", *levels, u.talk.meter.Fraction())
 	}
 	if got := u.talk.state.Text; got != "Listening…" {
 		t.Errorf("status %q once the microphone delivers", got)
 	}
 
 	u.showTab(tabSettings) // Settings: the meter is not on screen
-	if u.talk.meter.frac != 0 {
+	if u.talk.meter.Fraction() != 0 {
 		t.Error("the meter kept its level off screen")
 	}
 	n := *levels
@@ -89,15 +91,15 @@ func TestPushToTalkAtRestShowsNoLevels(t *testing.T) {
 // refresh it.
 func TestMeterRepaintsOnlyOnChange(t *testing.T) {
 	test.NewTempApp(t).Settings().SetTheme(newTheme())
-	m := newLevelMeter()
-	m.setLevel(-30)
-	f := m.frac
-	m.setLevel(-30.4)
-	if m.frac != f {
-		t.Errorf("-30.4 dBFS moved the meter from %v to %v", f, m.frac)
+	m := kit.NewLevelMeter()
+	m.SetLevel(-30)
+	f := m.Fraction()
+	m.SetLevel(-30.4)
+	if m.Fraction() != f {
+		t.Errorf("-30.4 dBFS moved the meter from %v to %v", f, m.Fraction())
 	}
-	m.setLevel(-25)
-	if m.frac == f {
+	m.SetLevel(-25)
+	if m.Fraction() == f {
 		t.Error("-25 dBFS did not move the meter")
 	}
 }

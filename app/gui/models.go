@@ -16,6 +16,8 @@ import (
 
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/gpu"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // modelsPanel lists every registry model with its state and actions, where each engine
@@ -63,16 +65,16 @@ func newModelsPanel(u *UI) *modelsPanel {
 	p.status.Importance = widget.LowImportance
 	refresh := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), func() { p.refresh() })
 	p.content = container.NewVScroll(container.NewPadded(container.NewVBox(
-		heading("Start here"),
+		kit.Heading("Start here"),
 		p.start,
 		widget.NewSeparator(),
-		container.NewBorder(nil, nil, heading("Models"), refresh),
+		container.NewBorder(nil, nil, kit.Heading("Models"), refresh),
 		p.status,
 		p.list,
 		widget.NewSeparator(),
-		heading("Where each engine runs"),
+		kit.Heading("Where each engine runs"),
 		p.devices,
-		heading("GPUs"),
+		kit.Heading("GPUs"),
 		p.gpus,
 	)))
 	return p

@@ -16,6 +16,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app/config"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 const systemDefault = "System default"
@@ -26,7 +28,7 @@ type settingsPanel struct {
 	input     *widget.Select
 	output    *widget.Select
 	testBtn   *widget.Button
-	testMeter *levelMeter
+	testMeter *kit.LevelMeter
 	language  *widget.Select
 	backend   *widget.Select
 	url       *widget.Entry
@@ -58,7 +60,7 @@ func newSettingsPanel(u *UI) *settingsPanel {
 	p := &settingsPanel{u: u}
 	p.input = widget.NewSelect([]string{systemDefault}, nil)
 	p.output = widget.NewSelect([]string{systemDefault}, nil)
-	p.testMeter = newLevelMeter()
+	p.testMeter = kit.NewLevelMeter()
 	p.testBtn = widget.NewButtonWithIcon("Test: record 3 s and play back", theme.MediaRecordIcon(), func() { p.test() })
 	p.language = widget.NewSelect(languages, nil)
 	p.backend = widget.NewSelect([]string{"auto", "openai", "ollama", "builtin", "skills"}, nil)
@@ -124,12 +126,12 @@ func newSettingsPanel(u *UI) *settingsPanel {
 	p.servers.Hide()
 	p.sections = []*fyne.Container{audioForm, talkForm, llmForm, dataForm, gpuForm, helpForm}
 	form := container.NewVScroll(container.NewPadded(container.NewVBox(
-		heading("Audio"), audioForm,
-		heading("Conversation"), talkForm,
-		heading("Language model"), llmForm,
-		heading("Data"), dataForm,
-		heading("Inference"), gpuForm,
-		heading("Help"), helpForm,
+		kit.Heading("Audio"), audioForm,
+		kit.Heading("Conversation"), talkForm,
+		kit.Heading("Language model"), llmForm,
+		kit.Heading("Data"), dataForm,
+		kit.Heading("Inference"), gpuForm,
+		kit.Heading("Help"), helpForm,
 	)))
 	footer := container.NewVBox(widget.NewSeparator(), container.NewPadded(container.NewBorder(nil, nil, nil, p.save, p.status)))
 	p.content = container.NewBorder(nil, footer, nil, nil, form)
@@ -306,11 +308,11 @@ func (p *settingsPanel) test() {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		err := d.Test(ctx, in, out, func(db float64) { p.u.do(func() { p.testMeter.setLevel(db) }) })
+		err := d.Test(ctx, in, out, func(db float64) { p.u.do(func() { p.testMeter.SetLevel(db) }) })
 		p.u.do(func() {
 			p.testBtn.Enable()
 			p.testBtn.SetText("Test: record 3 s and play back")
-			p.testMeter.setLevel(-100)
+			p.testMeter.SetLevel(-100)
 			if err != nil {
 				p.status.SetText("Audio test failed: " + err.Error())
 			} else {

@@ -3,7 +3,6 @@ package gui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/llm/discover"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // firstASR is the model to get first: accurate speech recognition (the embedded recogniser
@@ -119,18 +120,11 @@ func (p *modelsPanel) brainNow() string {
 	case b == "skills":
 		return "Now: offline skills only (llm.backend skills)."
 	case b == discover.KindBuiltin:
-		return "Now: the built-in model " + orDefault(c.LLM.Model, "(first installed)") + "."
+		return "Now: the built-in model " + kit.OrDefault(c.LLM.Model, "(first installed)") + "."
 	case c.LLM.URL != "":
-		return fmt.Sprintf("Now: %s at %s.", orDefault(c.LLM.Model, "the server's default model"), c.LLM.URL)
+		return fmt.Sprintf("Now: %s at %s.", kit.OrDefault(c.LLM.Model, "the server's default model"), c.LLM.URL)
 	}
 	return "Now: any local server that answers (Ollama, llama.cpp, LM Studio), else the skills."
-}
-
-func orDefault(s, def string) string {
-	if strings.TrimSpace(s) == "" {
-		return def
-	}
-	return s
 }
 
 // lookForServers probes for local LLM servers and lists them with a Use button each.

@@ -11,6 +11,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // modeNames are the microphone modes as the selector shows them, in app.Mode order.
@@ -24,7 +26,7 @@ type talkBar struct {
 	stop      *widget.Button
 	entry     *widget.Entry
 	send      *widget.Button
-	meter     *levelMeter
+	meter     *kit.LevelMeter
 	vad       *canvas.Circle
 	state     *widget.Label
 	stateDot  *canvas.Circle
@@ -49,8 +51,8 @@ func newTalkBar(u *UI) *talkBar {
 	t.entry.OnSubmitted = func(s string) { u.submit(s) }
 	t.send = widget.NewButtonWithIcon("", theme.MailSendIcon(), func() { u.submit(t.entry.Text) })
 	t.send.Importance = widget.HighImportance
-	t.meter = newLevelMeter()
-	t.vad = canvas.NewCircle(themeColor(colMeterTrack))
+	t.meter = kit.NewLevelMeter()
+	t.vad = canvas.NewCircle(kit.ThemeColor(colMeterTrack))
 	t.stateDot = canvas.NewCircle(theme.Color(theme.ColorNameDisabled))
 	t.state = widget.NewLabelWithStyle("Starting…", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	t.state.Truncation = fyne.TextTruncateEllipsis
@@ -59,7 +61,7 @@ func newTalkBar(u *UI) *talkBar {
 	dot := container.NewGridWrap(fyne.NewSize(10, 10), t.vad)
 	sdot := container.NewGridWrap(fyne.NewSize(10, 10), t.stateDot)
 	// the status keeps one width whatever it says, so the meter beside it never moves
-	state := container.New(&fixedWidth{w: statusWidth()}, t.state)
+	state := container.New(&kit.FixedWidth{W: statusWidth()}, t.state)
 	status := container.NewHBox(container.NewCenter(sdot), state, container.NewCenter(t.meter), container.NewCenter(dot))
 	controls := container.NewHBox(t.mic, t.mode, t.stop)
 	top := container.NewBorder(nil, nil, status, controls)
@@ -90,30 +92,6 @@ func statusWidth() float32 {
 	return min(w, 150) + 2*theme.InnerPadding()
 }
 
-// fixedWidth gives its objects one fixed width (and their own height).
-type fixedWidth struct{ w float32 }
-
-func (l *fixedWidth) Layout(objs []fyne.CanvasObject, size fyne.Size) {
-	for _, o := range objs {
-		o.Resize(fyne.NewSize(l.w, size.Height))
-		o.Move(fyne.NewPos(0, 0))
-	}
-}
-
-func (l *fixedWidth) MinSize(objs []fyne.CanvasObject) fyne.Size {
-	h := float32(0)
-	for _, o := range objs {
-		h = max(h, o.MinSize().Height)
-	}
-	return fyne.NewSize(l.w, h)
-}
-
-func layoutSpacer(w float32) fyne.CanvasObject {
-	r := canvas.NewRectangle(color.Transparent)
-	r.SetMinSize(fyne.NewSize(w, 1))
-	return r
-}
-
 var stateText = map[app.State]string{
 	app.Idle:         "Ready",
 	app.Listening:    "Listening…",
@@ -127,13 +105,13 @@ func (t *talkBar) setState(s app.State, muted bool) {
 	col := theme.Color(theme.ColorNameDisabled)
 	switch s {
 	case app.Listening:
-		col = themeColor(colVADOn)
+		col = kit.ThemeColor(colVADOn)
 	case app.Transcribing:
-		col = themeColor(colTranscribe)
+		col = kit.ThemeColor(colTranscribe)
 	case app.Thinking:
-		col = themeColor(colThink)
+		col = kit.ThemeColor(colThink)
 	case app.Speaking:
-		col = themeColor(colAudio)
+		col = kit.ThemeColor(colAudio)
 	}
 	if s == app.Listening && t.listening && !t.live {
 		txt = "Opening mic…"
@@ -168,62 +146,12 @@ func (t *talkBar) setListening(on bool) {
 
 func (t *talkBar) setVAD(on bool) {
 	if on {
-		t.vad.FillColor = themeColor(colVADOn)
+		t.vad.FillColor = kit.ThemeColor(colVADOn)
 	} else {
-		t.vad.FillColor = themeColor(colMeterTrack)
+		t.vad.FillColor = kit.ThemeColor(colMeterTrack)
 	}
 	t.vad.Refresh()
 }
-
-// levelMeter shows the capture level (dBFS) as a bar.
-type levelMeter struct {
-	widget.BaseWidget
-	track, fill *themedRect
-	frac        float32
-}
-
-func newLevelMeter() *levelMeter {
-	m := &levelMeter{track: newThemedRect(colMeterTrack, 3), fill: newThemedRect(colMeter, 3)}
-	m.ExtendBaseWidget(m)
-	return m
-}
-
-// meterSteps is the meter's resolution: a level that does not move the bar by a step does
-// not repaint the window.
-const meterSteps = 30
-
-// setLevel maps -60…0 dBFS onto the bar.
-func (m *levelMeter) setLevel(db float64) {
-	f := float32((db + 60) / 60)
-	f = max(0, min(1, f))
-	f = float32(int(f*meterSteps+0.5)) / meterSteps
-	if f == m.frac {
-		return
-	}
-	m.frac = f
-	m.Refresh()
-}
-
-func (m *levelMeter) CreateRenderer() fyne.WidgetRenderer {
-	return &meterRenderer{m: m}
-}
-
-type meterRenderer struct{ m *levelMeter }
-
-func (r *meterRenderer) Layout(s fyne.Size) {
-	r.m.track.Resize(s)
-	r.m.fill.Resize(fyne.NewSize(s.Width*r.m.frac, s.Height))
-}
-func (r *meterRenderer) MinSize() fyne.Size { return fyne.NewSize(90, 8) }
-func (r *meterRenderer) Refresh() {
-	r.Layout(r.m.Size())
-	r.m.track.Refresh()
-	r.m.fill.Refresh()
-}
-func (r *meterRenderer) Objects() []fyne.CanvasObject {
-	return []fyne.CanvasObject{r.m.track, r.m.fill}
-}
-func (r *meterRenderer) Destroy() {}
 
 // waveform draws the level envelope of the last utterance (the loop reports levels, not
 // samples, so this is the utterance's loudness over time).
@@ -303,7 +231,7 @@ func (r *waveRenderer) build() {
 		r.objs = append(r.objs, r.w.label)
 		return
 	}
-	col := themeColor(colWave)
+	col := kit.ThemeColor(colWave)
 	r.shown = min(n, len(lv))
 	for i := 0; i < r.shown; i++ {
 		// the newest levels on the right when there are more than fit

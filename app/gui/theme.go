@@ -4,9 +4,9 @@ import (
 	"image/color"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/theme"
-	"fyne.io/fyne/v2/widget"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // Colour names of Parley's own surfaces; the theme maps them for light and dark variants.
@@ -18,10 +18,10 @@ const (
 	colTranscribe   fyne.ThemeColorName = "parley.transcribe"
 	colThink        fyne.ThemeColorName = "parley.think"
 	colAudio        fyne.ThemeColorName = "parley.audio"
-	colMeter        fyne.ThemeColorName = "parley.meter"
-	colMeterTrack   fyne.ThemeColorName = "parley.meterTrack"
+	colMeter                            = kit.ColMeter
+	colMeterTrack                       = kit.ColMeterTrack
 	colVADOn        fyne.ThemeColorName = "parley.vadOn"
-	colWave         fyne.ThemeColorName = "parley.wave"
+	colWave                             = kit.ColWave
 )
 
 // parleyTheme is Fyne's default theme (which follows the system's light or dark preference)
@@ -128,50 +128,4 @@ func (t parleyTheme) Size(n fyne.ThemeSizeName) float32 {
 		return 6
 	}
 	return t.Theme.Size(n)
-}
-
-// themeColor is a colour of the running app's theme.
-func themeColor(n fyne.ThemeColorName) color.Color { return theme.Color(n) }
-
-// themedRect is a rounded rectangle filled with a theme colour; it follows light/dark
-// switches because widgets are refreshed when the theme changes.
-type themedRect struct {
-	widget.BaseWidget
-	name   fyne.ThemeColorName
-	radius float32
-	rect   *canvas.Rectangle
-	min    fyne.Size
-}
-
-func newThemedRect(name fyne.ThemeColorName, radius float32) *themedRect {
-	r := &themedRect{name: name, radius: radius, rect: canvas.NewRectangle(color.Transparent)}
-	r.rect.CornerRadius = radius
-	r.ExtendBaseWidget(r)
-	return r
-}
-
-// setColor changes the colour name and repaints.
-func (r *themedRect) setColor(name fyne.ThemeColorName) {
-	if r.name == name {
-		return
-	}
-	r.name = name
-	r.Refresh()
-}
-
-func (r *themedRect) CreateRenderer() fyne.WidgetRenderer {
-	r.rect.FillColor = theme.Color(r.name)
-	return &themedRectRenderer{r: r}
-}
-
-type themedRectRenderer struct{ r *themedRect }
-
-func (t *themedRectRenderer) Layout(s fyne.Size)           { t.r.rect.Resize(s) }
-func (t *themedRectRenderer) MinSize() fyne.Size           { return t.r.min }
-func (t *themedRectRenderer) Objects() []fyne.CanvasObject { return []fyne.CanvasObject{t.r.rect} }
-func (t *themedRectRenderer) Destroy()                     {}
-func (t *themedRectRenderer) Refresh() {
-	t.r.rect.FillColor = theme.Color(t.r.name)
-	t.r.rect.CornerRadius = t.r.radius
-	t.r.rect.Refresh()
 }

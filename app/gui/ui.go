@@ -24,6 +24,8 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/llm"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // UI is the app's window content and the state behind it. Its methods run on the Fyne
@@ -231,7 +233,7 @@ func (u *UI) Handle(e app.Event) {
 		u.setState(e.State)
 	case app.EvLevel:
 		if u.levels.Load() {
-			u.talk.meter.setLevel(e.Level)
+			u.talk.meter.SetLevel(e.Level)
 			u.talk.wave.add(e.Level)
 			if !u.talk.live { // the microphone delivers: Talk really listens now
 				u.talk.live = true
@@ -323,7 +325,7 @@ func (u *UI) updateLevels() {
 	on := u.a != nil && !u.muted && (u.state == app.Listening || u.talk.listening) &&
 		(u.tabs == nil || u.onTab(tabConversation))
 	if u.levels.Swap(on) && !on {
-		u.talk.meter.setLevel(-100)
+		u.talk.meter.SetLevel(-100)
 	}
 }
 
@@ -646,7 +648,7 @@ func (u *UI) addBanner(msg string, icon fyne.Resource, action string, fn func(),
 		right.Add(container.NewCenter(b))
 	}
 	right.Add(container.NewCenter(close))
-	bg := newThemedRect(theme.ColorNameInputBackground, 8)
+	bg := kit.NewThemedRect(theme.ColorNameInputBackground, 8)
 	warn := widget.NewIcon(theme.WarningIcon())
 	item = container.NewPadded(container.NewStack(bg, container.NewBorder(nil, nil, warn, right, l)))
 	u.banners.Add(item)

@@ -28,6 +28,8 @@ import (
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // fakeAssistant is a scripted assistant: the test pushes events into its stream and reads
@@ -223,10 +225,10 @@ func TestLevelsVADAndWaveform(t *testing.T) {
 	for _, db := range []float64{-50, -20, -10, -30} {
 		u.Handle(app.Event{Kind: app.EvLevel, Level: db})
 	}
-	if got := u.talk.meter.frac; got != 0.5 {
+	if got := u.talk.meter.Fraction(); got != 0.5 {
 		t.Errorf("meter at -30 dBFS shows %v, want 0.5", got)
 	}
-	if u.talk.vad.FillColor != themeColor(colVADOn) {
+	if u.talk.vad.FillColor != kit.ThemeColor(colVADOn) {
 		t.Error("VAD light is off during speech")
 	}
 	u.Handle(app.Event{Kind: app.EvSpeechEnd})
@@ -234,7 +236,7 @@ func TestLevelsVADAndWaveform(t *testing.T) {
 	if n := len(u.talk.wave.levels); n != 4 {
 		t.Errorf("waveform holds %d levels, want the utterance's 4", n)
 	}
-	if u.talk.vad.FillColor == themeColor(colVADOn) {
+	if u.talk.vad.FillColor == kit.ThemeColor(colVADOn) {
 		t.Error("VAD light still on after speech end")
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/tts"
 	"github.com/parley-voice/parley/voices"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // defaultVoiceLabel is the picker's entry for the engine's own default voice.
@@ -187,9 +189,9 @@ func newVoicePanel(u *UI) *voicePanel {
 		widget.NewFormItem("Speed", slider(tts.CtlSpeed, p.speed, speedL)),
 	)
 	left := container.NewVBox(
-		heading("Voice"),
+		kit.Heading("Voice"),
 		form,
-		heading("Preview text"),
+		kit.Heading("Preview text"),
 		container.NewHScroll(tokens),
 		p.text,
 		container.NewGridWithColumns(3, p.preview, p.replay, p.saveWAV),
@@ -201,7 +203,7 @@ func newVoicePanel(u *UI) *voicePanel {
 	p.capsTitle.SizeName = theme.SizeNameSubHeadingText
 	right := container.NewVBox(p.capsTitle, p.caps)
 	// two columns when the window is wide, one below the other when it is not
-	p.content = container.NewVScroll(container.NewPadded(container.New(&columns{wide: 820, split: 0.6},
+	p.content = container.NewVScroll(container.NewPadded(container.New(&kit.Columns{Wide: 820, Split: 0.6},
 		left, right)))
 	return p
 }
@@ -211,13 +213,6 @@ func (p *voicePanel) hinted(ctl tts.Control, o fyne.CanvasObject) fyne.CanvasObj
 	h := newHint(func(f func()) { p.u.do(f) }) // through u.do as it is when the hint fires
 	p.hints[ctl] = append(p.hints[ctl], h)
 	return h.overlay(o)
-}
-
-// heading is a section title.
-func heading(s string) fyne.CanvasObject {
-	l := widget.NewLabelWithStyle(s, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	l.SizeName = theme.SizeNameSubHeadingText
-	return l
 }
 
 // refresh loads the voice list and the engine's capabilities (off the UI goroutine).
@@ -691,7 +686,7 @@ func (p *voicePanel) setCaps(c tts.Capabilities) {
 			v.Importance = widget.LowImportance
 		}
 		if known {
-			p.caps.Add(container.NewBorder(nil, nil, container.New(&fixedWidth{w: 130}, l), nil, v))
+			p.caps.Add(container.NewBorder(nil, nil, container.New(&kit.FixedWidth{W: 130}, l), nil, v))
 		}
 	}
 	for ctl, hs := range p.hints {
@@ -721,41 +716,4 @@ func (p *voicePanel) setCaps(c tts.Capabilities) {
 	p.applySeedState()
 	p.caps.Refresh()
 	p.content.Refresh()
-}
-
-// columns lays out two objects side by side (the first taking split of the width) when the
-// width allows wide, else one above the other; its minimum width is the wider object's, so
-// the panel never forces the window wider.
-type columns struct {
-	wide  float32
-	split float32
-}
-
-func (l *columns) Layout(objs []fyne.CanvasObject, size fyne.Size) {
-	if len(objs) != 2 {
-		return
-	}
-	a, b := objs[0], objs[1]
-	pad := theme.Padding() * 4
-	if size.Width >= l.wide {
-		wa := (size.Width - pad) * l.split
-		a.Move(fyne.NewPos(0, 0))
-		a.Resize(fyne.NewSize(wa, a.MinSize().Height))
-		b.Move(fyne.NewPos(wa+pad, 0))
-		b.Resize(fyne.NewSize(size.Width-wa-pad, b.MinSize().Height))
-		return
-	}
-	a.Move(fyne.NewPos(0, 0))
-	a.Resize(fyne.NewSize(size.Width, a.MinSize().Height))
-	b.Move(fyne.NewPos(0, a.MinSize().Height+pad))
-	b.Resize(fyne.NewSize(size.Width, b.MinSize().Height))
-}
-
-func (l *columns) MinSize(objs []fyne.CanvasObject) fyne.Size {
-	if len(objs) != 2 {
-		return fyne.Size{}
-	}
-	a, b := objs[0].MinSize(), objs[1].MinSize()
-	// the height of the stacked form: the scroll around it takes what is not needed
-	return fyne.NewSize(max(a.Width, b.Width), a.Height+b.Height+theme.Padding()*4)
 }

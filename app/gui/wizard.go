@@ -18,6 +18,8 @@ import (
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/voices/clone"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // The fine-tune wizard: seven steps from a person's recordings to a voice (or a recogniser)
@@ -134,7 +136,7 @@ func newWizard(u *UI) *wizard {
 		"or its speech recognition, so it understands you better. A few minutes of clear speech is enough to start; " +
 		"everything stays on this computer.")
 	intro.Wrapping = fyne.TextWrapWord
-	w.empty = container.NewVBox(heading("Fine-tune"), intro, container.NewHBox(start), container.NewHBox(improve))
+	w.empty = container.NewVBox(kit.Heading("Fine-tune"), intro, container.NewHBox(start), container.NewHBox(improve))
 
 	// the goal's select is as wide as its longest choice when there is room, and shrinks
 	// (truncating) on a narrow window
@@ -148,7 +150,7 @@ func newWizard(u *UI) *wizard {
 	w.content = container.NewPadded(main)
 
 	if w.svc == nil {
-		w.pageBox.Add(container.NewVBox(heading("Fine-tune"), widget.NewLabel("The fine-tune wizard is not available in this build.")))
+		w.pageBox.Add(container.NewVBox(kit.Heading("Fine-tune"), widget.NewLabel("The fine-tune wizard is not available in this build.")))
 		w.picker.Disable()
 		w.newBtn.Disable()
 		w.setStepsEnabled(false)
@@ -773,7 +775,7 @@ func (n *notice) SetText(s string) {
 func pageFrame(title, intro string, top fyne.CanvasObject, body fyne.CanvasObject) fyne.CanvasObject {
 	l := widget.NewLabel(intro)
 	l.Wrapping = fyne.TextWrapWord
-	head := container.NewVBox(heading(title), l)
+	head := container.NewVBox(kit.Heading(title), l)
 	if top != nil {
 		head.Add(top)
 	}

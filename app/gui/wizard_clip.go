@@ -20,6 +20,8 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // A zero-shot clone is made from one short clip: 3 to 10 seconds of one person speaking.
@@ -40,7 +42,7 @@ type clipCloner struct {
 	record *widget.Button
 	pick   *widget.Button
 	play   *widget.Button
-	meter  *levelMeter
+	meter  *kit.LevelMeter
 	clock  *widget.Label
 	status *notice
 	text   *widget.Entry
@@ -66,7 +68,7 @@ func newClipCloner(u *UI) *clipCloner {
 	c.pick = widget.NewButtonWithIcon("Choose a file…", theme.FileAudioIcon(), func() { c.fileDialog() })
 	c.play = widget.NewButtonWithIcon("Play", theme.MediaPlayIcon(), func() { c.playClip() })
 	c.play.Disable()
-	c.meter = newLevelMeter()
+	c.meter = kit.NewLevelMeter()
 	c.clock = widget.NewLabel("0:00")
 	c.status = newNotice()
 	c.text = widget.NewMultiLineEntry()
@@ -160,7 +162,7 @@ func (c *clipCloner) toggleRecord() {
 	go func() {
 		pcm, err := svc.Record(ctx, time.Duration(clipMaxSeconds*float64(time.Second)), func(db float64) {
 			c.u.do(func() {
-				c.meter.setLevel(db)
+				c.meter.SetLevel(db)
 				s := int(time.Since(c.started).Seconds())
 				c.clock.SetText(fmt.Sprintf("0:%02d", s))
 			})
@@ -171,7 +173,7 @@ func (c *clipCloner) toggleRecord() {
 			c.record.SetText("Record again")
 			c.record.SetIcon(theme.MediaRecordIcon())
 			c.pick.Enable()
-			c.meter.setLevel(-100)
+			c.meter.SetLevel(-100)
 			if err != nil {
 				c.status.SetText("Recording failed: " + err.Error())
 				return

@@ -18,6 +18,8 @@ import (
 
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/voices/clone"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // maxTake bounds one guided recording: a prompt reads in seconds, so a minute means the
@@ -36,7 +38,7 @@ type collectPage struct {
 	idx      int
 	counter  *widget.Label
 	sentence *widget.Label
-	meter    *levelMeter
+	meter    *kit.LevelMeter
 	clock    *widget.Label
 	record   *widget.Button
 	playTake *widget.Button
@@ -73,7 +75,7 @@ func newCollectPage(w *wizard) *collectPage {
 	p.sentence.Wrapping = fyne.TextWrapWord
 	p.sentence.SizeName = theme.SizeNameSubHeadingText
 	p.sentence.TextStyle = fyne.TextStyle{Bold: true}
-	p.meter = newLevelMeter()
+	p.meter = kit.NewLevelMeter()
 	p.clock = widget.NewLabel("0:00")
 	p.record = widget.NewButtonWithIcon("Record", theme.MediaRecordIcon(), func() { p.toggleRecord() })
 	p.record.Importance = widget.HighImportance
@@ -83,14 +85,14 @@ func newCollectPage(w *wizard) *collectPage {
 	p.skip.IconPlacement = widget.ButtonIconTrailingText
 	p.status = newNotice()
 
-	card := newThemedRect(theme.ColorNameInputBackground, 8)
+	card := kit.NewThemedRect(theme.ColorNameInputBackground, 8)
 	sentenceCard := container.NewStack(card, container.NewPadded(container.NewPadded(p.sentence)))
 	meterRow := container.NewBorder(nil, nil, widget.NewIcon(theme.MediaRecordIcon()), p.clock, container.NewPadded(p.meter))
 	recordBox := container.NewVBox(
 		container.NewBorder(nil, nil, nil, p.lang, p.counter),
 		sentenceCard,
 		meterRow,
-		container.NewHBox(p.record, p.playTake, layoutSpacer(12), p.prev, p.skip),
+		container.NewHBox(p.record, p.playTake, kit.LayoutSpacer(12), p.prev, p.skip),
 		p.status,
 	)
 
@@ -108,9 +110,9 @@ func newCollectPage(w *wizard) *collectPage {
 	p.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 
 	// side by side on a wide window, one above the other on a narrow one
-	cols := container.New(&columns{wide: 740, split: 0.55},
-		container.NewVBox(heading("Read sentences aloud"), recordBox),
-		container.NewVBox(heading("Import recordings"), importBox))
+	cols := container.New(&kit.Columns{Wide: 740, Split: 0.55},
+		container.NewVBox(kit.Heading("Read sentences aloud"), recordBox),
+		container.NewVBox(kit.Heading("Import recordings"), importBox))
 	p.box = pageFrame("1  Collect", "Speak in your normal voice, in a quiet room, about a hand's width further from the microphone than feels natural. "+
 		"Read each sentence the way you would say it to a friend; a take can be redone any time. Ctrl+R records and stops, Ctrl+→ goes to the next sentence.",
 		cols, container.NewBorder(container.NewVBox(widget.NewSeparator(), p.summary), nil, nil, nil, p.list))
@@ -292,7 +294,7 @@ func (p *collectPage) toggleRecord() {
 		pcm, err := svc.Record(ctx, maxTake, func(db float64) {
 			w.u.do(func() {
 				if p.recording != nil {
-					p.meter.setLevel(db)
+					p.meter.SetLevel(db)
 					p.tick()
 				}
 			})
@@ -301,7 +303,7 @@ func (p *collectPage) toggleRecord() {
 			cancel()
 			p.recording = nil
 			w.busy = nil
-			p.meter.setLevel(-100)
+			p.meter.SetLevel(-100)
 			p.keep(prompt, pcm, err)
 			w.refresh()
 		})
@@ -417,22 +419,15 @@ func (p *collectPage) importPaths(paths []string) {
 		for _, s := range added {
 			secs += s.Seconds
 		}
-		msg := fmt.Sprintf("Imported %d recording%s (%s).", len(added), plural(len(added)), minutes(secs/60))
+		msg := fmt.Sprintf("Imported %d recording%s (%s).", len(added), kit.Plural(len(added)), minutes(secs/60))
 		if err != nil {
 			msg += " " + sentence(err.Error())
 		} else if len(added) == 0 {
 			msg = "Nothing was imported."
 		}
 		p.importMsg.SetText(msg)
-		p.problems.set(fmt.Sprintf("Skipped %d file%s:", len(problems), plural(len(problems))), problems)
+		p.problems.set(fmt.Sprintf("Skipped %d file%s:", len(problems), kit.Plural(len(problems))), problems)
 	})
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // sentence words an error for a status line (tune.Sentence).
@@ -468,7 +463,7 @@ func (p *collectPage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 	name.SetText(title)
 	state := "not cut yet"
 	if s.Sliced {
-		state = fmt.Sprintf("%d clip%s", p.clips[s.ID], plural(p.clips[s.ID]))
+		state = fmt.Sprintf("%d clip%s", p.clips[s.ID], kit.Plural(p.clips[s.ID]))
 		if p.clips[s.ID] == 0 {
 			state = "no speech found"
 		}
@@ -481,7 +476,7 @@ func (p *collectPage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 func (p *collectPage) confirmRemove(s clone.Source) {
 	msg := "Remove this recording"
 	if p.clips[s.ID] > 0 {
-		msg += fmt.Sprintf(" and its %d clip%s (with their transcripts)", p.clips[s.ID], plural(p.clips[s.ID]))
+		msg += fmt.Sprintf(" and its %d clip%s (with their transcripts)", p.clips[s.ID], kit.Plural(p.clips[s.ID]))
 	}
 	dialog.ShowConfirm("Remove recording", msg+"?", func(ok bool) {
 		if ok {

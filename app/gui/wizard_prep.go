@@ -16,6 +16,8 @@ import (
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/lang"
 	"github.com/parley-voice/parley/voices/clone"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // slicePage is step 2: the recordings cut into 2–15 s clips at pauses (Silero VAD), each
@@ -59,7 +61,7 @@ func (p *slicePage) refresh() {
 	d := p.w.d
 	s := d.Summary()
 	if s.Unsliced > 0 {
-		p.run.SetText(fmt.Sprintf("Cut %d new recording%s into clips", s.Unsliced, plural(s.Unsliced)))
+		p.run.SetText(fmt.Sprintf("Cut %d new recording%s into clips", s.Unsliced, kit.Plural(s.Unsliced)))
 		p.run.Enable()
 	} else {
 		p.run.SetText("All recordings are cut")
@@ -82,7 +84,7 @@ func (p *slicePage) refresh() {
 			silent = append(silent, clone.Problem{File: src.Origin, Reason: "no speech found (silence, music or noise?); remove it in step 1"})
 		}
 	}
-	p.problems.set(fmt.Sprintf("%d recording%s gave no clips:", len(silent), plural(len(silent))), silent)
+	p.problems.set(fmt.Sprintf("%d recording%s gave no clips:", len(silent), kit.Plural(len(silent))), silent)
 	p.all = append(p.all[:0], d.Clips...)
 	clear(p.origins)
 	for _, src := range d.Sources {
@@ -227,7 +229,7 @@ func (p *labelPage) refresh() {
 	d := p.w.d
 	todo := p.todo(d)
 	if todo > 0 {
-		p.run.SetText(fmt.Sprintf("Transcribe %d clip%s", todo, plural(todo)))
+		p.run.SetText(fmt.Sprintf("Transcribe %d clip%s", todo, kit.Plural(todo)))
 		p.run.Enable()
 	} else {
 		p.run.SetText("All clips are transcribed")
@@ -277,7 +279,7 @@ func (p *labelPage) refresh() {
 			txt += " You speak " + langName(d.Lang) + "."
 		}
 		if s.Warnings > 0 {
-			txt += fmt.Sprintf(" %d clip%s to look at while proofreading.", s.Warnings, plural(s.Warnings))
+			txt += fmt.Sprintf(" %d clip%s to look at while proofreading.", s.Warnings, kit.Plural(s.Warnings))
 		}
 		p.summary.SetText(txt)
 	}

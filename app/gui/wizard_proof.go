@@ -9,6 +9,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/voices/clone"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // Proofread filters.
@@ -48,7 +50,7 @@ func newProofPage(w *wizard) *proofPage {
 	p.gauge = widget.NewProgressBar()
 	p.msg = newNotice()
 	p.rest = widget.NewButtonWithIcon("The rest look right", theme.ConfirmIcon(), p.confirmRest)
-	top := container.NewVBox(container.NewHBox(widget.NewLabel("Show"), container.New(&fixedWidth{w: 280}, p.show)),
+	top := container.NewVBox(container.NewHBox(widget.NewLabel("Show"), container.New(&kit.FixedWidth{W: 280}, p.show)),
 		container.NewHBox(p.rest), p.msg)
 	bottom := container.NewVBox(widget.NewSeparator(), p.total, p.gauge)
 	p.box = pageFrame("4  Proofread", "Listen to the clips and correct what the recogniser got wrong: the text must say exactly what is spoken. "+
@@ -90,7 +92,7 @@ func (p *proofPage) refresh() {
 func (p *proofPage) footer() {
 	s := p.w.d.Summary()
 	want := minVoiceMinutes
-	txt := fmt.Sprintf("%d usable clip%s, %s of speech.", s.Usable, plural(s.Usable), minutes(s.UsableMinutes))
+	txt := fmt.Sprintf("%d usable clip%s, %s of speech.", s.Usable, kit.Plural(s.Usable), minutes(s.UsableMinutes))
 	if p.w.goal == goalRecognition {
 		want = 1
 		txt += " The recogniser already learns from a few minutes; more helps."
@@ -100,7 +102,7 @@ func (p *proofPage) footer() {
 		txt += " Enough to train a voice; more (up to 30 minutes) makes it closer."
 	}
 	if s.Unlabelled > 0 {
-		txt += fmt.Sprintf(" %d clip%s without a transcript are left out.", s.Unlabelled, plural(s.Unlabelled))
+		txt += fmt.Sprintf(" %d clip%s without a transcript are left out.", s.Unlabelled, kit.Plural(s.Unlabelled))
 	}
 	if s.Warnings > 0 {
 		txt += fmt.Sprintf(" %d with a warning.", s.Warnings)
@@ -128,7 +130,7 @@ func (p *proofPage) confirmRest() {
 		p.msg.SetText("Could not save: " + err.Error())
 		return
 	}
-	p.msg.SetText(fmt.Sprintf("%d clip%s marked as checked.", n, plural(n)))
+	p.msg.SetText(fmt.Sprintf("%d clip%s marked as checked.", n, kit.Plural(n)))
 	p.refresh()
 	p.w.refreshSteps()
 }

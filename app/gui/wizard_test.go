@@ -412,13 +412,13 @@ func TestWizardGuidedRecording(t *testing.T) {
 	if p.record.Text != "Stop" || !w.stepBtns[0].Disabled() {
 		t.Errorf("while recording: button %q", p.record.Text)
 	}
-	waitFor(t, u, "levels on the meter", func() bool { return p.meter.frac > 0 })
+	waitFor(t, u, "levels on the meter", func() bool { return p.meter.Fraction() > 0 })
 	test.Tap(p.record)
 	waitIdle(t, u)
 	if !strings.Contains(p.status.Text, "heard almost nothing") || len(w.d.Sources) != 0 {
 		t.Errorf("a silent take: %q, %d sources", p.status.Text, len(w.d.Sources))
 	}
-	if p.meter.frac != 0 {
+	if p.meter.Fraction() != 0 {
 		t.Error("the meter does not fall back after the take")
 	}
 	// too short

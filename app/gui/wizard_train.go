@@ -19,6 +19,8 @@ import (
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/voices/clone"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // Training is what steps 5–7 need: app/tune's roles over the fine-tune jobs of a dataset
@@ -398,7 +400,7 @@ func (p *trainPage) showProgress(pr tune.Progress, note string) {
 	if preparing {
 		// no steps to count yet (clips prepared, the seed speaker searched): say what runs
 		// and for how long, with a bar that moves, so the step never looks frozen
-		txt = "Preparing (" + orDefault(pr.Stage, "starting") + ")… " + sinceWords(p.began) + " so far."
+		txt = "Preparing (" + kit.OrDefault(pr.Stage, "starting") + ")… " + sinceWords(p.began) + " so far."
 		p.mu.Lock()
 		done, total := p.prepDone, p.prepTotal
 		p.mu.Unlock()
@@ -643,7 +645,7 @@ func (l *lossPlot) set(points []tune.LossPoint, total int) {
 }
 
 func (l *lossPlot) CreateRenderer() fyne.WidgetRenderer {
-	r := &lossRenderer{l: l, bg: newThemedRect(theme.ColorNameInputBackground, 6)}
+	r := &lossRenderer{l: l, bg: kit.NewThemedRect(theme.ColorNameInputBackground, 6)}
 	for i := range r.labels {
 		r.labels[i] = widget.NewLabel("")
 		r.labels[i].SizeName = theme.SizeNameCaptionText
@@ -653,7 +655,7 @@ func (l *lossPlot) CreateRenderer() fyne.WidgetRenderer {
 
 type lossRenderer struct {
 	l      *lossPlot
-	bg     *themedRect
+	bg     *kit.ThemedRect
 	lines  []*canvas.Line
 	labels [4]*widget.Label // loss max, loss min, first step, last step
 	objs   []fyne.CanvasObject
@@ -691,7 +693,7 @@ func (r *lossRenderer) build() {
 	for len(r.lines) < len(pts) {
 		r.lines = append(r.lines, canvas.NewLine(color.Transparent))
 	}
-	col := themeColor(colWave)
+	col := kit.ThemeColor(kit.ColWave)
 	prev := xy(tune.LossPoint{Step: 0, Loss: pts[0].Loss})
 	for i, p := range pts {
 		cur := xy(p)

@@ -85,6 +85,7 @@ func TestImportRules(t *testing.T) {
 		{"app/wire", true, []string{"app/gui", fyne}},
 		{"app/serve", true, []string{"app/gui", fyne}},
 		{"app/tune", true, []string{"app/gui", fyne}},
+		{"app/gui/kit", true, []string{"app", "asr", "llm", "tts", "audio", "voices", "assets", "store", "gpu", "edit", "lang"}},
 		{"audio", true, []string{"asr", "llm", "tts", "app"}},
 		{"asr", true, []string{"llm", "tts", "app"}},
 		{"llm", true, []string{"asr", "tts", "app"}},
