@@ -50,25 +50,36 @@ func openTuneRunner(env *cliEnv) (*tune.Runner, *store.Store, error) {
 	return tune.NewRunner(st, tune.Options{Env: e, Log: env.Log}), st, nil
 }
 
-// openTraining opens dataset name and the job runner for a new or resumed training job: jobs
-// left running by a Parley that died are recovered, and Python and PyTorch are checked first.
-func openTraining(ctx context.Context, env *cliEnv, name string) (*clone.Dataset, *tune.Runner, *store.Store, error) {
+// openTrainingService opens the store and the fine-tune service the desktop wizard uses
+// (tune.TrainingService, with the voice goal's models: tune.CloneService), on the command's
+// factory.
+func openTrainingService(env *cliEnv) (*tune.TrainingService, *store.Store, error) {
+	st, err := env.factory().Store("")
+	if err != nil {
+		return nil, nil, err
+	}
+	ts := tune.NewTrainingService(st, env.factory())
+	ts.Voice = tune.NewCloneService(env.factory())
+	return ts, st, nil
+}
+
+// openTraining opens dataset name and the fine-tune service for a new or resumed training
+// job: jobs left running by a Parley that died are recovered, and Python and PyTorch are
+// checked first (TrainingService.Prepare).
+func openTraining(ctx context.Context, env *cliEnv, name string) (*clone.Dataset, *tune.TrainingService, *store.Store, error) {
 	d, err := openDataset(name)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	r, st, err := openTuneRunner(env)
+	ts, st, err := openTrainingService(env)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if _, err := r.Recover(ctx); err == nil {
-		_, err = r.Check(ctx)
-	}
-	if err != nil {
+	if err := ts.Prepare(ctx); err != nil {
 		st.Close()
 		return nil, nil, nil, err
 	}
-	return d, r, st, nil
+	return d, ts, st, nil
 }
 
 func runFinetuneASR(ctx context.Context, env *cliEnv, args []string) error {
@@ -91,11 +102,12 @@ the training; running the command again resumes it from its last checkpoint.`)
 	if fs.NArg() != 1 {
 		return usageError("finetune asr", "which dataset?")
 	}
-	d, r, st, err := openTraining(ctx, env, fs.Arg(0))
+	d, ts, st, err := openTraining(ctx, env, fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	r := ts.Runner()
 	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
 	if err != nil {
 		return err

@@ -3,14 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"path/filepath"
 
 	"github.com/parley-voice/parley/app/tune"
-	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/store"
-	"github.com/parley-voice/parley/tts/engines"
-	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -56,12 +54,14 @@ finetune install NAME.`)
 	if fs.NArg() != 1 {
 		return usageError("finetune train", "which dataset?")
 	}
-	d, r, st, err := openTraining(ctx, env, fs.Arg(0))
+	d, ts, st, err := openTraining(ctx, env, fs.Arg(0))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	job, resumed, err := findVoiceJob(ctx, r, d, *fresh, false)
+	// the wizard's service: its job, its starting speaker, its start and stage events
+	ts.Voice.CloneModel, ts.Procs = *model, *procs
+	job, resumed, err := resumableJob(ctx, ts, d, tune.GoalVoice, *fresh)
 	if err != nil {
 		return err
 	}
@@ -70,41 +70,29 @@ finetune install NAME.`)
 			return fmt.Errorf("%s has %.1f minutes of usable speech; a voice fine-tune wants at least %.0f (more recordings: parley finetune import %s FILE…, or read prompts with parley finetune take %s); --force trains anyway",
 				d.Name, s.UsableMinutes, tune.MinVoiceMinutes, d.Name, d.Name)
 		}
-		dir := *model
-		if dir == "" {
-			if dir, _ = engines.FindChatTTS("", true); dir == "" {
-				return errors.New("a voice fine-tune needs a ChatTTS voice model (an export of ChatTTS, or the demo voice)")
-			}
+		opt, err := voiceJobOptions(ctx, ts, fs.FlagSet, *gpt, *epochs, *lr, *seeds)
+		if err != nil {
+			return err
 		}
-		if !flagSet(fs.FlagSet, "gpt") {
-			*gpt = engines.IsChatTTSDemo(dir)
-		}
-		cfg := tune.TTSConfig{Model: dir, GPT: *gpt, Epochs: *epochs, LR: *lr, Procs: *procs}
-		if *seeds > 0 {
-			seed, sim, spk, err := tune.StartingSpeakerOf(ctx, env.factory(), d, dir, *seeds, nil)
-			if err != nil {
-				env.Log.Info("starting from the model's mean speaker", "reason", err)
-			} else {
-				fmt.Fprintf(env.Stdout, "starting speaker: seed:%d (similarity %.3f to your clips)\n", seed, sim)
-				cfg.SpeakerInit = spk
-			}
-		}
-		if job, err = tune.NewTTSJob(ctx, r, d, cfg); err != nil {
+		if job, err = ts.Create(ctx, d, tune.GoalVoice, opt); err != nil {
 			return err
 		}
 		m, _ := tune.TTSMetaOf(job)
+		if m.StartSeed != 0 {
+			fmt.Fprintf(env.Stdout, "starting speaker: seed:%d (similarity %.3f to your clips)\n", m.StartSeed, m.StartSimilarity)
+		}
 		what := "a speaker vector"
 		if m.GPT {
 			what = "the GPT, decoder and a speaker vector"
 		}
-		fmt.Fprintf(env.Stdout, "job %d: training %s of %s on %d clips of %s (%d held out)\n", job.ID, what, filepath.Base(dir), len(m.Train), d.Name, len(m.HeldOut))
+		fmt.Fprintf(env.Stdout, "job %d: training %s of %s on %d clips of %s (%d held out)\n", job.ID, what, filepath.Base(m.Model), len(m.Train), d.Name, len(m.HeldOut))
 	} else if job.Status == store.JobQueued {
 		fmt.Fprintf(env.Stdout, "job %d: starting (made earlier)\n", job.ID)
 	} else {
 		fmt.Fprintf(env.Stdout, "job %d: resuming at step %d of %d (%s)\n", job.ID, job.Progress.Step, job.Progress.TotalSteps, job.Error)
 	}
 	fmt.Fprintf(env.Stdout, "logs: %s\n", filepath.Join(job.Spec.Dir, "logs"))
-	job, err = r.Run(ctx, job.ID, progressPrinter(env.Stdout))
+	job, err = ts.Run(ctx, job.ID, progressPrinter(env.Stdout))
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(env.Stdout, "stopped at step %d; `parley finetune train %s` resumes it\n", job.Progress.Step, d.Name)
 		return err
@@ -115,30 +103,41 @@ finetune install NAME.`)
 		}
 		return fmt.Errorf("job %d: %s", job.ID, job.Error)
 	}
-	fmt.Fprintf(env.Stdout, "trained; next: parley finetune install %s (then parley finetune evaluate %s --voice %s)\n", d.Name, d.Name, voiceNameFrom(d.Name))
+	fmt.Fprintf(env.Stdout, "trained; next: parley finetune install %s (then parley finetune evaluate %s --voice %s)\n", d.Name, d.Name, tune.VoiceNameOf(d.Name))
 	return nil
 }
 
-// findVoiceJob finds the dataset's newest voice job: one to resume (or, done, to install).
-func findVoiceJob(ctx context.Context, r *tune.Runner, d *clone.Dataset, fresh, done bool) (tune.Job, bool, error) {
+// voiceJobOptions are a new voice job's options from finetune train's flags: --gpt when
+// given, else the whole model on the demo voice (as the wizard's train step defaults);
+// --seeds 0 starts from the model's mean speaker.
+func voiceJobOptions(ctx context.Context, ts *tune.TrainingService, fs *flag.FlagSet, gpt bool, epochs int, lr float64, seeds int) (tune.JobOptions, error) {
+	_, demo, err := ts.Base(ctx, tune.GoalVoice)
+	if errors.Is(err, tune.ErrNoCloneModel) {
+		return tune.JobOptions{}, errors.New("a voice fine-tune needs a ChatTTS voice model (an export of ChatTTS, or the demo voice)")
+	}
+	if err != nil {
+		return tune.JobOptions{}, err
+	}
+	if !flagSet(fs, "gpt") {
+		gpt = demo
+	}
+	if seeds <= 0 {
+		seeds = -1 // none: the model's mean speaker
+	}
+	return tune.JobOptions{WholeModel: gpt, Epochs: epochs, LR: lr, Seeds: seeds}, nil
+}
+
+// resumableJob is the dataset's newest job of goal when it can be resumed (the wizard's
+// Latest); fresh: none, a new job is wanted.
+func resumableJob(ctx context.Context, ts *tune.TrainingService, d *clone.Dataset, goal string, fresh bool) (tune.Job, bool, error) {
 	if fresh {
 		return tune.Job{}, false, nil
 	}
-	jobs, err := r.Jobs(ctx, tune.TTSKind)
-	if err != nil {
+	j, err := ts.Latest(ctx, d, goal)
+	if err != nil || j == nil {
 		return tune.Job{}, false, err
 	}
-	for _, j := range jobs {
-		m, err := tune.TTSMetaOf(j)
-		if err != nil || m.Dataset != d.Dir() {
-			continue
-		}
-		if done {
-			return j, j.Status == store.JobDone, nil
-		}
-		return j, j.Resumable(), nil
-	}
-	return tune.Job{}, false, nil
+	return *j, j.Resumable(), nil
 }
 
 func runFinetuneInstall(ctx context.Context, env *cliEnv, args []string) error {
@@ -146,8 +145,11 @@ func runFinetuneInstall(ctx context.Context, env *cliEnv, args []string) error {
 
 Adds the voice trained by parley finetune train NAME to the voice library (and, when the model
 itself was trained, the model to the local models), usable by say, the server, the assistant
-and the voice panel. A failure leaves nothing half-installed.`)
-	name := fs.String("name", "", "voice name (default: the dataset's)")
+and the voice panel, as the wizard's install step does: named after the dataset, replacing the
+dataset's own earlier fine-tune, or NAME-tuned when another voice has the dataset's name
+(--name chooses the name; --force replaces another voice of it). A failure leaves nothing
+half-installed.`)
+	name := fs.String("name", "", "voice name (default: the dataset's, or NAME-tuned when another voice has it)")
 	force := fs.Bool("force", false, "replace a voice of that name")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -159,34 +161,29 @@ and the voice panel. A failure leaves nothing half-installed.`)
 	if err != nil {
 		return err
 	}
-	r, st, err := openTuneRunner(env)
+	ts, st, err := openTrainingService(env)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	job, ok, err := findVoiceJob(ctx, r, d, false, true)
+	job, err := ts.Latest(ctx, d, tune.GoalVoice)
 	if err != nil {
 		return err
 	}
-	if !ok {
+	if job == nil || job.Status != store.JobDone {
 		return fmt.Errorf("no finished voice training for %s (run `parley finetune train %s`)", d.Name, d.Name)
 	}
-	if *name == "" {
-		*name = voiceNameFrom(d.Name)
+	if *name == "" && *force {
+		*name = tune.VoiceNameOf(d.Name) // --force replaces the voice of the dataset's name
 	}
-	lib, err := voices.Open(voices.DefaultDir())
+	// the wizard's install step: with no --name, the dataset's name (its own earlier
+	// fine-tune replaced), else NAME-tuned
+	in, err := ts.AddVoice(ctx, *job, *name, *force)
 	if err != nil {
 		return err
 	}
-	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
-	if err != nil {
-		return err
-	}
-	modelID, err := tune.InstallVoice(ctx, mgr, lib, job, *name, *force)
-	if err != nil {
-		return err
-	}
-	r.SetResult(context.WithoutCancel(ctx), job.ID, "install", map[string]string{"voice": *name, "model": modelID})
+	modelID := in.Model
+	*name = in.Voice
 	if modelID == "" {
 		fmt.Fprintf(env.Stdout, "voice %s installed\ntry it: parley say --engine chattts --voice %s \"Hello there.\"\ncompare: parley finetune evaluate %s --voice %s\n",
 			*name, *name, d.Name, *name)

@@ -3,12 +3,16 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/voices"
 )
 
 // TestFinetuneTrainInstall: parley finetune train (speaker vector, from the closest of 2 seed
@@ -72,5 +76,130 @@ func TestFinetuneTrainInstall(t *testing.T) {
 	code, out, errs = runCLI(t, "finetune", "evaluate", "anna", "--model", tiny, "--sentences", "1", "--voice", "anna-gpt@chattts-anna-gpt", "--json")
 	if code != 0 || !strings.Contains(out, `"name":"anna-gpt@chattts-anna-gpt"`) {
 		t.Fatalf("evaluate anna-gpt@chattts-anna-gpt: %d %s%s", code, out, errs)
+	}
+}
+
+// TestFinetuneVoiceIsTheWizards: `parley finetune train` and `finetune install` are the
+// wizard's steps 5 and 7 (tune.TrainingService) with flags, run here on a stand-in trainer
+// (testdata/faketrain: the voice recipe's modules, quick and deterministic). For the same
+// settings the command and the wizard make the same job (steps, processes, clips, held-out
+// clips), the trainer runs with the same arguments, the stages the command prints are the
+// events the wizard hears, and either face installs the same voice under the same name — the
+// dataset's, as the wizard names it — replacing the dataset's own earlier install, and the
+// wizard's stored evaluation says what the command installed.
+func TestFinetuneVoiceIsTheWizards(t *testing.T) {
+	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
+		t.Skipf("no PyTorch: %v", err)
+	}
+	isolate(t)
+	fake, _ := filepath.Abs(filepath.Join("testdata", "faketrain", "train"))
+	t.Setenv("PARLEY_TRAIN_DIR", fake)
+	labelledDataset(t, "Anna_B", 10)
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
+	code, out, errs := runCLI(t, "finetune", "train", "Anna_B", "--model", tiny, "--seeds", "0", "--gpt=false",
+		"--epochs", "3", "--lr", "0.01", "--procs", "1", "--force")
+	if code != 0 {
+		t.Fatalf("train: %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"job 1: training a speaker vector of tiny on ", "preparing the starting point…\ntraining…\n",
+		"exporting the model…\n", "step 3/3 (100%)", "trained; next: parley finetune install Anna_B (then parley finetune evaluate Anna_B --voice anna-b)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("train output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "starting speaker:") {
+		t.Errorf("--seeds 0 searched a starting speaker:\n%s", out)
+	}
+	code, out, errs = runCLI(t, "finetune", "install", "Anna_B")
+	if code != 0 || !strings.HasPrefix(out, "voice anna-b installed\n") || !strings.Contains(out, "--voice anna-b ") {
+		t.Fatalf("install: %d %s%s", code, out, errs)
+	}
+	lib, err := voices.Open(voices.DefaultDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byCLI, err := lib.Get("anna-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// the wizard's face on the same store, dataset and settings
+	ctx := t.Context()
+	f := factory.New(nil, nil)
+	st, err := f.Store("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts := tune.NewTrainingService(st, f)
+	ts.Voice, ts.Procs = tune.NewCloneService(f), 1
+	ts.Voice.CloneModel = tiny
+	d, err := openDataset("Anna_B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliJob, err := ts.Latest(ctx, d, tune.GoalVoice)
+	if err != nil || cliJob == nil {
+		t.Fatalf("the command's job: %v %v", cliJob, err)
+	}
+	j, err := ts.Create(ctx, d, tune.GoalVoice, tune.JobOptions{Epochs: 3, LR: 0.01, Seeds: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stages []string
+	wait, err := ts.Start(ctx, j.ID, func(ev tune.Event) {
+		if ev.Kind == "stage" {
+			stages = append(stages, ev.Progress.Stage)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("the wizard's job: %v", err)
+	}
+	j2, _ := ts.Runner().Job(ctx, j.ID)
+	a, b := cliJob.Spec, j2.Spec
+	if a.Title != b.Title || a.Procs != b.Procs || a.Threads != b.Threads || a.Samples != b.Samples ||
+		string(a.Meta) != string(b.Meta) || !reflect.DeepEqual(a.Steps, b.Steps) {
+		t.Errorf("the command's job\n%+v\nthe wizard's\n%+v", a, b)
+	}
+	argsOf := func(j tune.Job) string {
+		b, err := os.ReadFile(filepath.Join(j.Spec.Dir, "run", "args.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if x, y := argsOf(*cliJob), argsOf(j2); x != y {
+		t.Errorf("the trainer ran with\n%s\nfor the command, and with\n%s\nfor the wizard", x, y)
+	}
+	if !slices.Equal(stages, []string{"prepare", "train", "export"}) || !slices.Equal(cliJob.Progress.StagesDone, stages) {
+		t.Errorf("stages: the wizard heard %v, the command's job did %v", stages, cliJob.Progress.StagesDone)
+	}
+
+	// the wizard installs its job (after its evaluation): the same voice, the same name,
+	// replacing the command's install of the dataset's earlier job
+	if err := ts.Runner().SetResult(ctx, j.ID, "evaluate", map[string]any{"voices": []tune.VoiceScore{{Name: "random"}, {Name: "fine-tuned"}}}); err != nil {
+		t.Fatal(err)
+	}
+	j2, _ = ts.Runner().Job(ctx, j.ID)
+	name, err := ts.Install(ctx, j2)
+	if err != nil || name != "anna-b" {
+		t.Fatalf("the wizard's install: %q %v", name, err)
+	}
+	byWizard, _ := lib.Get("anna-b")
+	if byWizard == nil || byWizard.Description != byCLI.Description || byWizard.Kind != byCLI.Kind || !reflect.DeepEqual(byWizard.Embedding, byCLI.Embedding) {
+		t.Errorf("the faces installed different voices:\n%+v\n%+v", byCLI, byWizard)
+	}
+	// the command installs the wizard's (newest) job again: over its own voice, and the
+	// evaluation the wizard shows says so
+	ts.Runner().SetResult(ctx, j.ID, "evaluate", map[string]any{"voices": []tune.VoiceScore{{Name: "random"}, {Name: "fine-tuned"}}})
+	if code, out, errs := runCLI(t, "finetune", "install", "Anna_B"); code != 0 || !strings.HasPrefix(out, "voice anna-b installed\n") {
+		t.Fatalf("install over the dataset's own voice: %d %s%s", code, out, errs)
+	}
+	j2, _ = ts.Runner().Job(ctx, j.ID)
+	if ev := ts.Evaluation(j2); ev == nil || ev.Installed != "anna-b" {
+		t.Errorf("the wizard's evaluation does not say what the command installed: %+v", ev)
 	}
 }

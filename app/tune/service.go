@@ -121,6 +121,15 @@ type JobOptions struct {
 	// Progress hears the steps of the preparation done before the job exists (the voice's
 	// seed-speaker search), so the page can say how far it is and how long it has left.
 	Progress func(done, total int)
+	// Epochs and LR override the recipe's training length and learning rate for this job (0:
+	// the service's Epochs or VoiceEpochs, else the recipe's): `parley finetune`'s --epochs
+	// and --lr.
+	Epochs int
+	LR     float64
+	// Seeds (the voice goal) is how many seed speakers are tried for the starting speaker (0:
+	// the service's Voice.Seeds, else 8; negative: none, the job starts from the model's mean
+	// speaker): `parley finetune train --seeds`.
+	Seeds int
 }
 
 // Evaluation is a fine-tune's before/after, as the evaluate step shows it.

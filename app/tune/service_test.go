@@ -2,9 +2,12 @@ package tune
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,7 +15,9 @@ import (
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu/gputest"
+	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
 )
 
@@ -219,5 +224,180 @@ func TestCompareVoicesTiny(t *testing.T) {
 	c.After = []ModelVoice{{VoiceCandidate: VoiceCandidate{Name: "x"}, Model: t.TempDir(), Label: "--voice x@nowhere"}}
 	if _, err := CompareVoices(ctx, fac, c); err == nil || !strings.HasPrefix(err.Error(), "--voice x@nowhere: ") {
 		t.Fatalf("a model that does not open: %v", err)
+	}
+}
+
+// finishVoiceJob marks a voice job done with an exported speaker vector, as the trainer
+// leaves it (no trainer runs).
+func finishVoiceJob(t *testing.T, ts *TrainingService, j Job, first float32) Job {
+	t.Helper()
+	spk := make([]float32, 16)
+	spk[0] = first
+	b, _ := json.Marshal(map[string]any{"dim": len(spk), "data": spk})
+	if err := os.MkdirAll(ModelDir(j), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ModelDir(j), "speaker.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.r.st.SetJobStatus(context.Background(), j.ID, store.JobDone, ""); err != nil {
+		t.Fatal(err)
+	}
+	j, err := ts.r.Job(context.Background(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestVoiceJobOneWay: the voice job and its install are one implementation for both faces.
+// A job made through the service (the wizard's Create, and `parley finetune train`, which
+// maps its flags to JobOptions) is the recipe's job for the same settings; the install the
+// CLI calls with no --name (AddVoice) and the wizard's install step (Install, after the
+// evaluation) name, replace and record a voice the same way: the dataset's name, over the
+// dataset's own earlier fine-tune, NAME-tuned when another voice has the name, and the
+// evaluation the wizard shows says what was installed whichever face installed it.
+func TestVoiceJobOneWay(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // the local models' folder
+	ctx := context.Background()
+	st := openStore(t)
+	ts := NewTrainingService(st, nil)
+	cs := NewCloneService(nil)
+	cs.CloneModel, cs.VoicesDir = tinyVoice(t), t.TempDir()
+	ts.Voice, ts.Procs = cs, 1
+	d := testDataset(t, 10)
+
+	// the options reach the recipe as NewTTSJob takes them
+	opt := JobOptions{WholeModel: true, Epochs: 3, LR: 0.01, Seeds: -1}
+	j, err := ts.Create(ctx, d, GoalVoice, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewTTSJob(ctx, ts.Runner(), d, TTSConfig{Model: tinyVoice(t), GPT: true, Epochs: 3, LR: 0.01, Procs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJob := func(got, want Job) {
+		t.Helper()
+		g, w := got.Spec, want.Spec
+		for i := range g.Steps { // each job's own directory aside
+			g.Steps[i].Args = slices.Clone(g.Steps[i].Args)
+		}
+		if g.Title != w.Title || g.Procs != w.Procs || g.Threads != w.Threads || g.Samples != w.Samples ||
+			string(g.Meta) != string(w.Meta) || !reflect.DeepEqual(g.Steps, w.Steps) {
+			t.Errorf("the service's job\n%+v\nthe recipe's\n%+v", g, w)
+		}
+	}
+	sameJob(j, want)
+	args := strings.Join(j.Spec.Steps[1].Args, " ")
+	for _, a := range []string{"--epochs 3", "--lr 0.01", "--gpt"} {
+		if !strings.Contains(args, a) {
+			t.Errorf("train args %q lack %q", args, a)
+		}
+	}
+	if strings.Contains(args, "--speaker-init") {
+		t.Errorf("Seeds < 0 searched a starting speaker: %q", args)
+	}
+	if m, _ := TTSMetaOf(j); m.StartSeed != 0 {
+		t.Errorf("no search, yet a starting seed %d", m.StartSeed)
+	}
+	// the service's defaults when the options leave them
+	ts.VoiceEpochs = 7
+	j2, err := ts.Create(ctx, d, GoalVoice, JobOptions{Seeds: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want2, _ := NewTTSJob(ctx, ts.Runner(), d, TTSConfig{Model: tinyVoice(t), Epochs: 7, Procs: 1})
+	sameJob(j2, want2)
+
+	// install: the CLI's way (AddVoice, no name) and the wizard's (Install) agree
+	lib, _ := cs.Library()
+	j = finishVoiceJob(t, ts, j2, 0.5)
+	if _, err := ts.Install(ctx, j); err == nil || !strings.Contains(err.Error(), "evaluate the job first") {
+		t.Fatalf("the wizard installs before evaluating: %v", err)
+	}
+	in, err := ts.AddVoice(ctx, j, "", false)
+	if err != nil || in.Voice != "anna" || in.Model != "" {
+		t.Fatalf("install: %+v %v", in, err)
+	}
+	first, _ := lib.Get("anna")
+	// the wizard evaluates and installs again: its own earlier install is replaced, under the
+	// same name, with the same voice
+	res := voiceResult{Voices: []VoiceScore{{Name: "random", Similarity: 0.1}, {Name: "fine-tuned", Similarity: 0.2}}, Improved: true}
+	if err := ts.Runner().SetResult(ctx, j.ID, "evaluate", res); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = ts.Runner().Job(ctx, j.ID)
+	name, err := ts.Install(ctx, j)
+	if err != nil || name != in.Voice {
+		t.Fatalf("the wizard's install: %q %v (the CLI's: %q)", name, err, in.Voice)
+	}
+	second, _ := lib.Get("anna")
+	if first == nil || second == nil || first.Description != second.Description || first.Kind != second.Kind ||
+		!reflect.DeepEqual(first.Embedding, second.Embedding) {
+		t.Fatalf("the faces installed different voices:\n%+v\n%+v", first, second)
+	}
+	// a later job of the dataset, installed by the CLI: over the dataset's own voice, and the
+	// wizard's evaluation of it says so
+	j3, err := ts.Create(ctx, d, GoalVoice, JobOptions{Seeds: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j3 = finishVoiceJob(t, ts, j3, 0.9)
+	if err := ts.Runner().SetResult(ctx, j3.ID, "evaluate", res); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := ts.AddVoice(ctx, j3, "", false); err != nil || in.Voice != "anna" {
+		t.Fatalf("the CLI over its own earlier install: %+v %v", in, err)
+	}
+	if v, _ := lib.Get("anna"); v == nil || v.Embedding.Data[0] != 0.9 {
+		t.Fatalf("the later job's voice was not installed: %+v", v)
+	}
+	j3, _ = ts.Runner().Job(ctx, j3.ID)
+	if ev := ts.Evaluation(j3); ev == nil || ev.Installed != "anna" {
+		t.Fatalf("the evaluation does not say what the CLI installed: %+v", ev)
+	}
+	// another voice has the dataset's name: NAME-tuned, for both faces; a name given is used
+	// as it is, and replaces another voice only when asked to
+	other := voices.New("bo", "chattts", voices.KindSeed)
+	seed := int64(7)
+	other.Seed = &seed
+	if err := lib.Save(other, false); err != nil {
+		t.Fatal(err)
+	}
+	db, err := clone.Create(filepath.Join(t.TempDir(), "Bo"), "Bo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Clips, db.Lang = d.Clips, d.Lang
+	for _, c := range d.Clips {
+		copyFile(t, d.Abs(c.Path), db.Abs(c.Path))
+	}
+	if err := db.Save(); err != nil {
+		t.Fatal(err)
+	}
+	jb, err := ts.Create(ctx, db, GoalVoice, JobOptions{Seeds: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb = finishVoiceJob(t, ts, jb, 0.3)
+	if in, err := ts.AddVoice(ctx, jb, "", false); err != nil || in.Voice != "bo-tuned" {
+		t.Fatalf("the dataset's name taken: %+v %v", in, err)
+	}
+	if err := ts.Runner().SetResult(ctx, jb.ID, "evaluate", res); err != nil {
+		t.Fatal(err)
+	}
+	jb, _ = ts.Runner().Job(ctx, jb.ID)
+	if name, err := ts.Install(ctx, jb); err != nil || name != "bo-tuned" {
+		t.Fatalf("the wizard, the dataset's name taken: %q %v", name, err)
+	}
+	if _, err := ts.AddVoice(ctx, jb, "bo", false); !errors.Is(err, voices.ErrExists) {
+		t.Fatalf("another voice's name without replacing it: %v", err)
+	}
+	if in, err := ts.AddVoice(ctx, jb, "bo", true); err != nil || in.Voice != "bo" {
+		t.Fatalf("another voice's name, replaced: %+v %v", in, err)
+	}
+	if VoiceNameOf("Anna_B. x") != "anna-b--x" || VoiceNameOf("Ada") != "ada" {
+		t.Errorf("VoiceNameOf: %q %q", VoiceNameOf("Anna_B. x"), VoiceNameOf("Ada"))
 	}
 }

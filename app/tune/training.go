@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,12 +29,13 @@ type TrainingService struct {
 	Voice *CloneService
 	// ASRModel overrides the configured recogniser as the starting point, and Epochs and
 	// VoiceEpochs the recipes' training lengths, Procs and Threads the trainer's processes
-	// and threads (tests).
+	// and threads (tests; `parley finetune`'s --procs).
 	ASRModel       string
 	Epochs         int
 	VoiceEpochs    int
 	Procs, Threads int
 	recovered      sync.Once
+	recoverErr     error
 }
 
 // NewTrainingService runs jobs in st with the trainer of f's configuration, opens models
@@ -76,6 +78,24 @@ func datasetOf(j Job) string {
 		return m.Dataset
 	}
 	return ""
+}
+
+// recover finds, once per service, the jobs a closed Parley left "running": they become
+// interrupted and resumable.
+func (s *TrainingService) recover(ctx context.Context) error {
+	s.recovered.Do(func() { _, s.recoverErr = s.r.Recover(ctx) })
+	return s.recoverErr
+}
+
+// Prepare is what a face does before it creates or resumes a job: the jobs a closed Parley
+// left running are found (once) and Python, PyTorch and the trainer are checked, so a job
+// that cannot run fails before anything is made (`parley finetune train` and `finetune asr`).
+func (s *TrainingService) Prepare(ctx context.Context) error {
+	if err := s.recover(ctx); err != nil {
+		return err
+	}
+	_, err := s.r.Check(ctx)
+	return err
 }
 
 // Check implements Readiness.
@@ -129,11 +149,9 @@ func (s *TrainingService) Latest(ctx context.Context, d *clone.Dataset, goal str
 		return nil, nil
 	}
 	// jobs a closed Parley left "running" are found once, as interrupted and resumable
-	s.recovered.Do(func() {
-		if _, err := s.r.Recover(ctx); err != nil {
-			s.log.Warn("recovering training jobs", "err", err)
-		}
-	})
+	if err := s.recover(ctx); err != nil {
+		s.log.Warn("recovering training jobs", "err", err)
+	}
 	jobs, err := s.r.Jobs(ctx, kindOf(goal))
 	if err != nil {
 		return nil, err
@@ -152,22 +170,43 @@ func (s *TrainingService) Create(ctx context.Context, d *clone.Dataset, goal str
 		return Job{}, err
 	}
 	if goal == GoalVoice {
-		return s.createVoice(ctx, d, opt.WholeModel, opt.Progress)
+		return s.createVoice(ctx, d, opt)
 	}
 	dir, id, _, err := s.base(ctx)
 	if err != nil {
 		return Job{}, err
 	}
-	return NewASRJob(ctx, s.r, d, ASRConfig{Base: dir, BaseID: id, Epochs: s.Epochs, Procs: s.Procs, Threads: s.Threads})
+	return NewASRJob(ctx, s.r, d, s.asrConfig(dir, id, opt))
+}
+
+// asrConfig is a new recogniser job's recipe settings.
+func (s *TrainingService) asrConfig(dir, id string, opt JobOptions) ASRConfig {
+	return ASRConfig{Base: dir, BaseID: id, Epochs: cmp.Or(opt.Epochs, s.Epochs), LR: opt.LR, Procs: s.Procs, Threads: s.Threads}
 }
 
 // Start implements Jobs.
 func (s *TrainingService) Start(ctx context.Context, id int64, on Handler) (func() error, error) {
-	h, err := s.r.Start(ctx, id, on)
+	h, err := s.start(ctx, id, on)
 	if err != nil {
 		return nil, err
 	}
 	return func() error { _, err := h.Wait(); return err }, nil
+}
+
+// Run is Start, then the wait for the job to stop: its final record (the step it stopped
+// at, why it failed) and the error wait would return. A job that did not start returns a
+// zero Job (`parley finetune`, which waits in the foreground).
+func (s *TrainingService) Run(ctx context.Context, id int64, on Handler) (Job, error) {
+	h, err := s.start(ctx, id, on)
+	if err != nil {
+		return Job{}, err
+	}
+	return h.Wait()
+}
+
+// start is the one way both faces start or resume a job.
+func (s *TrainingService) start(ctx context.Context, id int64, on Handler) (*Handle, error) {
+	return s.r.Start(ctx, id, on)
 }
 
 // recogniser opens a model directory for scoring.

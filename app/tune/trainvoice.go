@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,7 +64,7 @@ func (s *TrainingService) voiceModel() (dir string, demo bool, err error) {
 	return dir, engines.IsChatTTSDemo(dir), nil
 }
 
-func (s *TrainingService) createVoice(ctx context.Context, d *clone.Dataset, whole bool, progress func(done, total int)) (Job, error) {
+func (s *TrainingService) createVoice(ctx context.Context, d *clone.Dataset, opt JobOptions) (Job, error) {
 	dir, _, err := s.voiceModel()
 	if err != nil {
 		return Job{}, err
@@ -71,18 +72,37 @@ func (s *TrainingService) createVoice(ctx context.Context, d *clone.Dataset, who
 	if _, _, err := SplitClips(d, 0.2); err != nil { // before loading any model
 		return Job{}, err
 	}
-	cfg := TTSConfig{Model: dir, GPT: whole, Epochs: s.VoiceEpochs, Procs: s.Procs, Threads: s.Threads}
-	seeds := voiceStartSeeds
-	if s.Voice.Seeds > 0 {
-		seeds = s.Voice.Seeds
+	cfg := s.ttsConfig(dir, opt)
+	seeds := s.startSeeds(opt)
+	if seeds <= 0 {
+		return NewTTSJob(ctx, s.r, d, cfg)
 	}
-	if seed, sim, spk, err := s.startingSpeaker(ctx, d, dir, seeds, progress); err != nil {
+	if seed, sim, spk, err := s.startingSpeaker(ctx, d, dir, seeds, opt.Progress); err != nil {
 		s.log.Info("the voice fine-tune starts from the model's mean speaker", "reason", err)
 	} else {
 		s.log.Info("the voice fine-tune starts from the closest seed speaker", "seed", seed, "similarity", sim)
-		cfg.SpeakerInit = spk
+		cfg.SpeakerInit, cfg.StartSeed, cfg.StartSimilarity = spk, seed, sim
 	}
 	return NewTTSJob(ctx, s.r, d, cfg)
+}
+
+// ttsConfig is a new voice job's recipe settings (the starting speaker aside).
+func (s *TrainingService) ttsConfig(dir string, opt JobOptions) TTSConfig {
+	return TTSConfig{Model: dir, GPT: opt.WholeModel, Epochs: cmp.Or(opt.Epochs, s.VoiceEpochs), LR: opt.LR, Procs: s.Procs, Threads: s.Threads}
+}
+
+// startSeeds is how many seed speakers a new voice job tries for its starting speaker (0:
+// none).
+func (s *TrainingService) startSeeds(opt JobOptions) int {
+	switch {
+	case opt.Seeds < 0:
+		return 0
+	case opt.Seeds > 0:
+		return opt.Seeds
+	case s.Voice != nil && s.Voice.Seeds > 0:
+		return s.Voice.Seeds
+	}
+	return voiceStartSeeds
 }
 
 // startingSpeaker is the seed speaker closest to the person (the speaker encoder's choice).
@@ -91,7 +111,8 @@ func (s *TrainingService) startingSpeaker(ctx context.Context, d *clone.Dataset,
 }
 
 // StartingSpeakerOf is StartingSpeaker with the speaker encoder and the ChatTTS model in dir
-// opened by fac (and closed again): the wizard's and `parley finetune voice`'s one way.
+// opened by fac (and closed again): how a new voice job (Create, for the wizard and `parley
+// finetune train` alike) finds its starting speaker.
 func StartingSpeakerOf(ctx context.Context, fac *factory.Factory, d *clone.Dataset, dir string, n int, progress func(done, total int)) (int64, float64, []float32, error) {
 	se, _, err := fac.SpeakerEncoder(ctx, "")
 	if err != nil {
@@ -236,50 +257,83 @@ func voiceEvaluation(res voiceResult) *Evaluation {
 	return ev
 }
 
-// installVoice adds the fine-tuned voice to the library (InstallVoice: nothing is left
-// half-installed), under the dataset's name, or NAME-tuned when another voice has that name.
+// installVoice is the wizard's install step for a voice job: after its evaluation (the step
+// order: the person has listened to the voice first), AddVoice under the dataset's name.
 // Unlike a recogniser it is installed even when the speaker encoder did not find it closer to
 // the person than a random voice: the person has listened to both (the install step says so).
 func (s *TrainingService) installVoice(ctx context.Context, j Job) (string, error) {
-	res, ok := storedVoice(j)
-	if !ok {
+	if _, ok := storedVoice(j); !ok {
 		return "", errors.New("evaluate the job first")
 	}
+	in, err := s.AddVoice(ctx, j, "", false)
+	return in.Voice, err
+}
+
+// VoiceInstall is what installing a voice job added.
+type VoiceInstall struct {
+	Voice string // the voice's name in the library
+	Model string // the local model installed with it (the whole model was trained), else ""
+}
+
+// AddVoice adds a finished voice job's voice to the library (InstallVoice: nothing is left
+// half-installed) — the one install of a voice, the wizard's install step and `parley
+// finetune install` alike. With name "" it takes the dataset's name (VoiceNameOf), replacing
+// an earlier fine-tune of the same dataset, or NAME-tuned when another voice has that name;
+// a name given is used as it is, and replaces a voice of that name only when replace is set.
+// What was installed is recorded with the job (results.install, and the stored evaluation's
+// Installed and Model when it was evaluated); a record that cannot be written is logged, not
+// an error: the voice is installed.
+func (s *TrainingService) AddVoice(ctx context.Context, j Job, name string, replace bool) (VoiceInstall, error) {
 	if s.Voice == nil {
-		return "", ErrVoiceTraining
+		return VoiceInstall{}, ErrVoiceTraining
 	}
 	m, err := TTSMetaOf(j)
 	if err != nil {
-		return "", err
+		return VoiceInstall{}, err
 	}
 	lib, err := s.Voice.Library()
 	if err != nil {
-		return "", err
+		return VoiceInstall{}, err
 	}
-	name, overwrite, err := s.voiceName(ctx, lib, m)
-	if err != nil {
-		return "", err
+	overwrite := replace
+	if name == "" {
+		if name, overwrite, err = s.voiceName(ctx, lib, m); err != nil {
+			return VoiceInstall{}, err
+		}
 	}
 	mgr, err := assets.NewManager(nil, assets.Options{Log: s.log})
 	if err != nil {
-		return "", err
+		return VoiceInstall{}, err
 	}
 	model, err := InstallVoice(ctx, mgr, lib, j, name, overwrite)
 	if err != nil {
-		return "", err
+		return VoiceInstall{}, err
 	}
-	res.Installed, res.Model = name, model
+	in := VoiceInstall{Voice: name, Model: model}
 	ctx = context.WithoutCancel(ctx)
 	if err := s.r.SetResult(ctx, j.ID, "install", map[string]string{"voice": name, "model": model}); err != nil {
-		return name, err
+		s.log.Warn("recording the install with the job", "job", j.ID, "err", err)
 	}
-	return name, s.r.SetResult(ctx, j.ID, "evaluate", res)
+	if fresh, err := s.r.Job(ctx, j.ID); err == nil { // the evaluation as stored now
+		j = fresh
+	}
+	if res, ok := storedVoice(j); ok {
+		res.Installed, res.Model = name, model
+		if err := s.r.SetResult(ctx, j.ID, "evaluate", res); err != nil {
+			s.log.Warn("recording the install with the evaluation", "job", j.ID, "err", err)
+		}
+	}
+	return in, nil
 }
+
+// VoiceNameOf is the library name a dataset's fine-tuned voice takes by default (before
+// NAME-tuned, when another voice has it).
+func VoiceNameOf(dataset string) string { return strings.TrimPrefix(LocalID(dataset), "sensevoice-") }
 
 // voiceName is the library name a dataset's fine-tuned voice takes: the dataset's, unless
 // another voice (not an earlier fine-tune of this dataset, which is replaced) has it.
 func (s *TrainingService) voiceName(ctx context.Context, lib *voices.Library, m TTSMeta) (string, bool, error) {
-	base := strings.TrimPrefix(LocalID(m.Name), "sensevoice-")
+	base := VoiceNameOf(m.Name)
 	names := []string{base, base + "-tuned"}
 	for _, n := range names {
 		if _, err := lib.Get(n); err != nil {

@@ -34,10 +34,13 @@ type TTSConfig struct {
 	Epochs int    // default 30 (speaker only) or 15 (GPT)
 	LR     float64
 	// SpeakerInit is the starting speaker vector (e.g. the closest seed speaker); nil = the
-	// model's mean speaker.
-	SpeakerInit    []float32
-	Procs, Threads int
-	Seed           int
+	// model's mean speaker. StartSeed and StartSimilarity, recorded with the job, say which
+	// seed speaker it is and how close the speaker encoder found it to the person.
+	SpeakerInit     []float32
+	StartSeed       int64
+	StartSimilarity float64
+	Procs, Threads  int
+	Seed            int
 }
 
 // TTSMeta is what a voice fine-tune job remembers.
@@ -48,6 +51,10 @@ type TTSMeta struct {
 	GPT     bool     `json:"gpt"`
 	Train   []string `json:"train"`
 	HeldOut []string `json:"held_out"`
+	// StartSeed is the seed speaker the training started from (0: the model's mean speaker),
+	// StartSimilarity how close the speaker encoder found it to the person.
+	StartSeed       int64   `json:"start_seed,omitempty"`
+	StartSimilarity float64 `json:"start_similarity,omitempty"`
 }
 
 // TTSMetaOf reads a voice job's record.
@@ -73,6 +80,9 @@ func NewTTSJob(ctx context.Context, r *Runner, d *clone.Dataset, cfg TTSConfig) 
 		return Job{}, err
 	}
 	meta := TTSMeta{Dataset: d.Dir(), Name: d.Name, Model: cfg.Model, GPT: cfg.GPT}
+	if cfg.SpeakerInit != nil {
+		meta.StartSeed, meta.StartSimilarity = cfg.StartSeed, cfg.StartSimilarity
+	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
