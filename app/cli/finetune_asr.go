@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
-	"github.com/parley-voice/parley/asr"
-	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/store"
 	"github.com/parley-voice/parley/voices/clone"
 )
@@ -35,19 +32,6 @@ func init() {
 `,
 		run: runFinetuneJobs,
 	}
-}
-
-// openTuneRunner opens the store and a job runner with the configured trainer.
-func openTuneRunner(env *cliEnv) (*tune.Runner, *store.Store, error) {
-	st, err := env.factory().Store("")
-	if err != nil {
-		return nil, nil, err
-	}
-	var e tune.Env
-	if env.Config != nil {
-		e = tune.Env{Python: env.Config.Train.Python, TrainDir: env.Config.Train.Dir}
-	}
-	return tune.NewRunner(st, tune.Options{Env: e, Log: env.Log}), st, nil
 }
 
 // openTrainingService opens the store and the fine-tune service the desktop wizard uses
@@ -107,37 +91,20 @@ the training; running the command again resumes it from its last checkpoint.`)
 		return err
 	}
 	defer st.Close()
-	r := ts.Runner()
-	mgr, err := assets.NewManager(nil, assets.Options{Log: env.Log})
-	if err != nil {
-		return err
-	}
-
-	job, resumed, err := findASRJob(ctx, r, d, *fresh)
+	// the wizard's service: its starting point, job, start and stage events, evaluation and
+	// install
+	ts.ASRModel, ts.Procs = *base, *procs
+	job, resumed, err := findASRJob(ctx, ts, d, *fresh)
 	if err != nil {
 		return err
 	}
 	if !resumed {
-		bm, err := env.factory().FindASR(ctx, *base)
-		if errors.Is(err, factory.ErrNoASR) {
-			return fmt.Errorf("%w (or give --base DIR)", err)
-		}
+		job, err = ts.Create(ctx, d, tune.GoalRecognition, tune.JobOptions{Official: *official, Epochs: *epochs, LR: *lr})
 		if err != nil {
-			return err
-		}
-		dir, id := bm.Path, bm.ID
-		if *official == "" {
-			if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err != nil {
-				return fmt.Errorf("%s has no float model.onnx that Parley exported, so it cannot be fine-tuned from; "+
-					"get FunASR's SenseVoiceSmall (model.pt, am.mvn, *.bpe.model) and give --official DIR", id)
-			}
-		}
-		job, err = tune.NewASRJob(ctx, r, d, tune.ASRConfig{Base: dir, BaseID: id, Official: *official, Epochs: *epochs, LR: *lr, Procs: *procs})
-		if err != nil {
-			return err
+			return asrBaseError(err)
 		}
 		m, _ := tune.ASRMetaOf(job)
-		fmt.Fprintf(env.Stdout, "job %d: fine-tuning %s on %d clips of %s, %d held out to score it\n", job.ID, id, len(m.Train), d.Name, len(m.HeldOut))
+		fmt.Fprintf(env.Stdout, "job %d: fine-tuning %s on %d clips of %s, %d held out to score it\n", job.ID, m.BaseID, len(m.Train), d.Name, len(m.HeldOut))
 		for clip, why := range m.Skipped {
 			fmt.Fprintf(env.Stdout, "  left out %s: %s\n", clip, why)
 		}
@@ -148,7 +115,7 @@ the training; running the command again resumes it from its last checkpoint.`)
 	}
 	if job.Status != store.JobDone {
 		fmt.Fprintf(env.Stdout, "logs: %s\n", filepath.Join(job.Spec.Dir, "logs"))
-		job, err = r.Run(ctx, job.ID, progressPrinter(env.Stdout))
+		job, err = ts.Run(ctx, job.ID, progressPrinter(env.Stdout))
 		if errors.Is(err, context.Canceled) {
 			fmt.Fprintf(env.Stdout, "stopped at step %d; `parley finetune asr %s` resumes it\n", job.Progress.Step, d.Name)
 			return err
@@ -160,7 +127,23 @@ the training; running the command again resumes it from its last checkpoint.`)
 			return fmt.Errorf("job %d: %s", job.ID, job.Error)
 		}
 	}
-	return finishASR(ctx, env, r, mgr, job)
+	return finishASR(ctx, env, ts, job)
+}
+
+// asrBaseError words why a recogniser job has no starting point for the command line (the
+// service words it for the wizard).
+func asrBaseError(err error) error {
+	var be *tune.BaseError
+	switch {
+	case !errors.As(err, &be):
+		return err
+	case errors.Is(be.Err, factory.ErrNoASR):
+		return fmt.Errorf("%w (or give --base DIR)", be.Err)
+	case errors.Is(be.Err, tune.ErrNoFloatModel):
+		return fmt.Errorf("%s has no float model.onnx that Parley exported, so it cannot be fine-tuned from; "+
+			"get FunASR's SenseVoiceSmall (model.pt, am.mvn, *.bpe.model) and give --official DIR", be.Model)
+	}
+	return be.Err
 }
 
 func openDataset(name string) (*clone.Dataset, error) {
@@ -171,28 +154,21 @@ func openDataset(name string) (*clone.Dataset, error) {
 	return d, err
 }
 
-// findASRJob finds this dataset's newest recogniser job that can be resumed or is done but
-// not yet evaluated.
-func findASRJob(ctx context.Context, r *tune.Runner, d *clone.Dataset, fresh bool) (tune.Job, bool, error) {
+// findASRJob finds this dataset's newest recogniser job (the wizard's Latest) when it can be
+// resumed or is done but not yet evaluated.
+func findASRJob(ctx context.Context, ts *tune.TrainingService, d *clone.Dataset, fresh bool) (tune.Job, bool, error) {
 	if fresh {
 		return tune.Job{}, false, nil
 	}
-	jobs, err := r.Jobs(ctx, tune.ASRKind)
-	if err != nil {
+	j, err := ts.Latest(ctx, d, tune.GoalRecognition)
+	if err != nil || j == nil {
 		return tune.Job{}, false, err
 	}
-	for _, j := range jobs {
-		m, err := tune.ASRMetaOf(j)
-		if err != nil || m.Dataset != d.Dir() {
-			continue
-		}
-		_, evaluated := j.Progress.Results["evaluate"]
-		if j.Resumable() || (j.Status == store.JobDone && !evaluated) {
-			return j, true, nil
-		}
-		return tune.Job{}, false, nil // the newest one finished: start afresh
+	_, evaluated := j.Progress.Results["evaluate"]
+	if j.Resumable() || (j.Status == store.JobDone && !evaluated) {
+		return *j, true, nil
 	}
-	return tune.Job{}, false, nil
+	return tune.Job{}, false, nil // the newest one finished: start afresh
 }
 
 // progressPrinter prints a job's stages and, every few seconds, its training progress.
@@ -223,42 +199,35 @@ func progressPrinter(w io.Writer) tune.Handler {
 	}
 }
 
-func finishASR(ctx context.Context, env *cliEnv, r *tune.Runner, mgr *assets.Manager, job tune.Job) error {
-	open := func(dir string) (clone.Transcriber, func(), error) {
-		rec, _, err := env.factory().Recognizer(ctx, dir, asr.Config{})
-		if err != nil {
-			return nil, nil, err
-		}
-		return factory.CloneTranscriber(rec), func() { rec.Close() }, nil
-	}
+// finishASR is the wizard's steps 6 and 7 for a trained recogniser job: the evaluation
+// (stored with the job) and, when the fine-tune did better, the install.
+func finishASR(ctx context.Context, env *cliEnv, ts *tune.TrainingService, job tune.Job) error {
 	fmt.Fprintln(env.Stdout, "scoring the held-out clips…")
-	res, err := tune.Evaluate(ctx, job, open)
+	if _, err := ts.Evaluate(ctx, job); err != nil {
+		return err
+	}
+	job, err := ts.Runner().Job(context.WithoutCancel(ctx), job.ID) // with its evaluation
 	if err != nil {
 		return err
+	}
+	var res tune.ASRResult
+	if err := json.Unmarshal(job.Progress.Results["evaluate"], &res); err != nil {
+		return fmt.Errorf("job %d: the evaluation: %w", job.ID, err)
 	}
 	m, _ := tune.ASRMetaOf(job)
 	fmt.Fprintf(env.Stdout, "held-out clips: %d; character error rate %.1f%% before, %.1f%% after\n",
 		len(res.After.Clips), 100*res.Before.CER, 100*res.After.CER)
 	if !res.Improved {
-		res.Message = fmt.Sprintf("not installed: on your %d held-out clips the fine-tuned recogniser makes %d character errors, %s made %d; "+
+		return fmt.Errorf("not installed: on your %d held-out clips the fine-tuned recogniser makes %d character errors, %s made %d; "+
 			"record more (about 10 minutes helps), check the transcripts with `parley finetune clips %s`, or train longer (--epochs)",
 			len(res.After.Clips), res.After.Errors, m.BaseID, res.Before.Errors, m.Name)
-		r.SetResult(context.WithoutCancel(ctx), job.ID, "evaluate", res)
-		return errors.New(res.Message)
 	}
-	dir, err := tune.Install(ctx, mgr, job, res)
+	id, dir, err := ts.AddRecogniser(ctx, job)
 	if err != nil {
-		res.Message = err.Error()
-		r.SetResult(context.WithoutCancel(ctx), job.ID, "evaluate", res)
 		return err
 	}
-	res.Installed = tune.LocalID(m.Name)
-	res.Message = "installed as " + res.Installed
-	if err := r.SetResult(context.WithoutCancel(ctx), job.ID, "evaluate", res); err != nil {
-		env.Log.Warn("recording the evaluation", "err", err)
-	}
 	fmt.Fprintf(env.Stdout, "installed as %s (%s)\nParley uses it when asr.model is empty and no better model is installed; to be sure:\n  parley config set asr.model %s\n",
-		res.Installed, dir, res.Installed)
+		id, dir, id)
 	return nil
 }
 
@@ -268,11 +237,12 @@ func runFinetuneJobs(ctx context.Context, env *cliEnv, args []string) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	r, st, err := openTuneRunner(env)
+	ts, st, err := openTrainingService(env)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	r := ts.Runner()
 	if _, err := r.Recover(ctx); err != nil {
 		return err
 	}

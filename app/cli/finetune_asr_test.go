@@ -2,13 +2,17 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/gpu/gputest"
@@ -103,4 +107,115 @@ func TestFinetuneASR(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &jobs); err != nil || code != 0 || len(jobs) != 1 || jobs[0].Status != "done" || jobs[0].Progress.Results["evaluate"] == nil {
 		t.Fatalf("jobs --json: %d %v %s", code, err, out)
 	}
+}
+
+// TestFinetuneASRIsTheWizards: `parley finetune asr` is the wizard's steps 5–7 for the
+// recogniser (tune.TrainingService) with flags, run on a stand-in trainer (testdata/faketrain,
+// whose "fine-tuned" model is its starting point, so it is never better). For the same
+// settings the command and the wizard make the same job, the trainer runs with the same
+// arguments, the stages are the same, and the evaluation stored with each job is the same
+// record; a starting point without a float model.onnx is refused in the command's words.
+func TestFinetuneASRIsTheWizards(t *testing.T) {
+	gputest.RequireORT(t)
+	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
+		t.Skipf("no PyTorch: %v", err)
+	}
+	isolate(t)
+	fake, _ := filepath.Abs(filepath.Join("testdata", "faketrain", "train"))
+	t.Setenv("PARLEY_TRAIN_DIR", fake)
+	labelledDataset(t, "anna", 10)
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "sensevoice", "tiny"))
+	noFloat := t.TempDir()
+	for _, f := range []string{"model.int8.onnx", "tokens.txt"} {
+		b, _ := os.ReadFile(filepath.Join(tiny, f))
+		os.WriteFile(filepath.Join(noFloat, f), b, 0o600)
+	}
+	code, out, errs := runCLI(t, "finetune", "asr", "anna", "--base", noFloat)
+	if code != 1 || !strings.Contains(errs, "has no float model.onnx that Parley exported, so it cannot be fine-tuned from; get FunASR's SenseVoiceSmall") {
+		t.Fatalf("a base without model.onnx: %d %s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "finetune", "asr", "anna", "--base", tiny, "--epochs", "3", "--lr", "0.001", "--procs", "1")
+	if code != 1 || !strings.Contains(errs, "not installed: on your") || !strings.Contains(errs, "train longer (--epochs)") {
+		t.Fatalf("asr: %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"job 1: fine-tuning tiny on ", "held out to score it", "preparing the starting point…\ntraining…\n",
+		"exporting the model…\nscoring the held-out clips…\nheld-out clips: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("asr output lacks %q:\n%s", want, out)
+		}
+	}
+
+	ctx := t.Context()
+	f := factory.New(nil, nil)
+	st, err := f.Store("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts := tune.NewTrainingService(st, f)
+	ts.ASRModel, ts.Procs = tiny, 1
+	d, err := openDataset("anna")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliJob, err := ts.Latest(ctx, d, tune.GoalRecognition)
+	if err != nil || cliJob == nil {
+		t.Fatalf("the command's job: %v %v", cliJob, err)
+	}
+	j, err := ts.Create(ctx, d, tune.GoalRecognition, tune.JobOptions{Epochs: 3, LR: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stages []string
+	wait, err := ts.Start(ctx, j.ID, func(ev tune.Event) {
+		if ev.Kind == "stage" {
+			stages = append(stages, ev.Progress.Stage)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("the wizard's job: %v", err)
+	}
+	if _, err := ts.Evaluate(ctx, mustJob(t, ts, j.ID)); err != nil {
+		t.Fatal(err)
+	}
+	j = mustJob(t, ts, j.ID)
+	a, b := cliJob.Spec, j.Spec
+	if a.Title != b.Title || a.Procs != b.Procs || a.Threads != b.Threads || a.Samples != b.Samples ||
+		string(a.Meta) != string(b.Meta) || !reflect.DeepEqual(a.Steps, b.Steps) {
+		t.Errorf("the command's job\n%+v\nthe wizard's\n%+v", a, b)
+	}
+	argsOf := func(j tune.Job) string {
+		b, err := os.ReadFile(filepath.Join(j.Spec.Dir, "run", "args.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if x, y := argsOf(*cliJob), argsOf(j); x != y {
+		t.Errorf("the trainer ran with\n%s\nfor the command, and with\n%s\nfor the wizard", x, y)
+	}
+	if !slices.Equal(stages, []string{"prepare", "train", "export"}) || !slices.Equal(cliJob.Progress.StagesDone, stages) {
+		t.Errorf("stages: the wizard heard %v, the command's job did %v", stages, cliJob.Progress.StagesDone)
+	}
+	var x, y tune.ASRResult
+	json.Unmarshal(cliJob.Progress.Results["evaluate"], &x)
+	json.Unmarshal(j.Progress.Results["evaluate"], &y)
+	if x.Message == "" || x.Message != y.Message || x.Improved != y.Improved || x.Before.CER != y.Before.CER || x.After.CER != y.After.CER {
+		t.Errorf("the evaluations differ:\n%+v\n%+v", x, y)
+	}
+	if _, err := ts.Install(ctx, j); !errors.Is(err, tune.ErrNotBetter) {
+		t.Errorf("the wizard installs what the command did not: %v", err)
+	}
+}
+
+func mustJob(t *testing.T, ts *tune.TrainingService, id int64) tune.Job {
+	t.Helper()
+	j, err := ts.Runner().Job(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

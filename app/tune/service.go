@@ -130,6 +130,10 @@ type JobOptions struct {
 	// the service's Voice.Seeds, else 8; negative: none, the job starts from the model's mean
 	// speaker): `parley finetune train --seeds`.
 	Seeds int
+	// Official (the recogniser goal) is FunASR's SenseVoiceSmall directory (model.pt, am.mvn,
+	// *.bpe.model) to start from instead of the installed recogniser's model.onnx: `parley
+	// finetune asr --official`.
+	Official string
 }
 
 // Evaluation is a fine-tune's before/after, as the evaluate step shows it.

@@ -401,3 +401,121 @@ func TestVoiceJobOneWay(t *testing.T) {
 		t.Errorf("VoiceNameOf: %q %q", VoiceNameOf("Anna_B. x"), VoiceNameOf("Ada"))
 	}
 }
+
+// TestRecogniserJobOneWay: the recogniser job and its install are one implementation for both
+// faces. The service's job for JobOptions (the wizard's Create, and `parley finetune asr`'s
+// flags) is the recipe's for the same settings, FunASR's model.pt included; a starting point
+// that cannot be used is the wizard's sentence with its cause inside, for the command to word
+// its own; AddRecogniser (the command's install) and Install (the wizard's) refuse and install
+// alike, and the stored evaluation says what was installed.
+func TestRecogniserJobOneWay(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // the local models' folder
+	ctx := context.Background()
+	st := openStore(t)
+	ts := NewTrainingService(st, nil)
+	ts.ASRModel, ts.Procs = tinyBase(t), 1
+	d := testDataset(t, 20)
+	j, err := ts.Create(ctx, d, GoalRecognition, JobOptions{Epochs: 3, LR: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewASRJob(ctx, ts.Runner(), d, ASRConfig{Base: tinyBase(t), BaseID: "tiny", Epochs: 3, LR: 0.001, Procs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(g, w Spec) {
+		t.Helper()
+		if g.Title != w.Title || g.Procs != w.Procs || g.Threads != w.Threads || g.Samples != w.Samples ||
+			string(g.Meta) != string(w.Meta) || !reflect.DeepEqual(g.Steps, w.Steps) {
+			t.Errorf("the service's job\n%+v\nthe recipe's\n%+v", g, w)
+		}
+	}
+	same(j.Spec, want.Spec)
+
+	// a starting point without a float model.onnx: refused, unless FunASR's model.pt is given
+	noFloat := t.TempDir()
+	for _, f := range []string{"model.int8.onnx", "tokens.txt"} {
+		copyFile(t, filepath.Join(tinyBase(t), f), filepath.Join(noFloat, f))
+	}
+	ts.ASRModel = noFloat
+	_, err = ts.Create(ctx, d, GoalRecognition, JobOptions{})
+	var be *BaseError
+	if !errors.As(err, &be) || !errors.Is(err, ErrNoFloatModel) || be.Model == "" ||
+		err.Error() != be.Model+" has no float model.onnx that Parley exported, so it cannot be fine-tuned from "+
+			"(`parley finetune asr --official DIR` starts from FunASR's SenseVoiceSmall model.pt)" {
+		t.Fatalf("no float model: %v", err)
+	}
+	if _, _, err := ts.Base(ctx, GoalRecognition); !errors.Is(err, ErrNoFloatModel) {
+		t.Errorf("the checklist's starting point: %v", err)
+	}
+	official := t.TempDir()
+	jo, err := ts.Create(ctx, d, GoalRecognition, JobOptions{Official: official})
+	if err != nil {
+		t.Fatalf("with --official: %v", err)
+	}
+	wo, _ := NewASRJob(ctx, ts.Runner(), d, ASRConfig{Base: noFloat, BaseID: be.Model, Official: official, Procs: 1})
+	same(jo.Spec, wo.Spec)
+	// a recogniser that is not installed: the wizard's sentence, ErrNoRecogniser, and the
+	// lookup's cause; one that does not exist: the lookup's words
+	ts.ASRModel = factory.RealASR
+	_, err = ts.Create(ctx, d, GoalRecognition, JobOptions{})
+	if !errors.As(err, &be) || !errors.Is(err, ErrNoRecogniser) || !errors.Is(err, assets.ErrNotInstalled) ||
+		!strings.Contains(err.Error(), "download") || be.Err.Error() == err.Error() {
+		t.Fatalf("not installed: %v", err)
+	}
+	ts.ASRModel = "sensevoice-nowhere"
+	_, err = ts.Create(ctx, d, GoalRecognition, JobOptions{})
+	if !errors.As(err, &be) || errors.Is(err, ErrNoRecogniser) || be.Err.Error() != err.Error() {
+		t.Fatalf("no such recogniser: %v", err)
+	}
+
+	// install: refused alike before the evaluation and when it is not better, then one model
+	ts.ASRModel = tinyBase(t)
+	for _, f := range []string{"model.onnx", "tokens.txt"} {
+		copyFile2(t, filepath.Join(tinyBase(t), f), filepath.Join(ModelDir(j), f))
+	}
+	if err := ts.r.st.SetJobStatus(ctx, j.ID, store.JobDone, ""); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = ts.Runner().Job(ctx, j.ID)
+	_, _, e1 := ts.AddRecogniser(ctx, j)
+	_, e2 := ts.Install(ctx, j)
+	if e1 == nil || e2 == nil || e1.Error() != e2.Error() || !strings.Contains(e1.Error(), "evaluate the job first") {
+		t.Fatalf("before the evaluation: %v / %v", e1, e2)
+	}
+	m, _ := ASRMetaOf(j)
+	res := ASRResult{Before: Score{CER: 0.5, Errors: 5, Chars: 10}, After: Score{CER: 0.6, Errors: 6, Chars: 10}}
+	ts.Runner().SetResult(ctx, j.ID, "evaluate", res)
+	j, _ = ts.Runner().Job(ctx, j.ID)
+	if _, _, err := ts.AddRecogniser(ctx, j); !errors.Is(err, ErrNotBetter) {
+		t.Fatalf("not better, the command's install: %v", err)
+	}
+	if _, err := ts.Install(ctx, j); !errors.Is(err, ErrNotBetter) {
+		t.Fatalf("not better, the wizard's install: %v", err)
+	}
+	res.After, res.Improved = Score{CER: 0.1, Errors: 1, Chars: 10}, true
+	ts.Runner().SetResult(ctx, j.ID, "evaluate", res)
+	j, _ = ts.Runner().Job(ctx, j.ID)
+	id, dir, err := ts.AddRecogniser(ctx, j)
+	if err != nil || id != LocalID(m.Name) {
+		t.Fatalf("the command's install: %q %q %v", id, dir, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err != nil {
+		t.Fatalf("the installed model: %v", err)
+	}
+	j, _ = ts.Runner().Job(ctx, j.ID)
+	if ev := ts.Evaluation(j); ev == nil || ev.Installed != id {
+		t.Fatalf("the evaluation does not say what was installed: %+v", ev)
+	}
+	if id2, err := ts.Install(ctx, j); err != nil || id2 != id {
+		t.Fatalf("the wizard's install over it: %q %v", id2, err)
+	}
+}
+
+func copyFile2(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, src, dst)
+}

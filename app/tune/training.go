@@ -114,15 +114,49 @@ func (s *TrainingService) Check(ctx context.Context) (string, error) {
 	return fmt.Sprintf("PyTorch %s %s", t.Version, where), nil
 }
 
-// base resolves the recogniser a new job starts from.
-func (s *TrainingService) base(ctx context.Context) (dir, id string, demo bool, err error) {
+// ErrNoFloatModel: the recogniser to start from has no float model.onnx that Parley exported
+// (the training recovers its weights from it), and no FunASR model.pt was given instead.
+var ErrNoFloatModel = errors.New("tune: no float model.onnx that Parley exported")
+
+// BaseError is why a new recogniser job has no starting point. Its message is the wizard's
+// wording; Err is the cause (the model lookup's error, such as factory.ErrNoASR, or
+// ErrNoFloatModel) and Model the model found, for a face that words it itself (`parley
+// finetune asr`). errors.Is finds ErrNoRecogniser in it when no recogniser is installed.
+type BaseError struct {
+	Model string
+	Err   error
+	msg   string
+	none  bool // no recogniser installed: it is ErrNoRecogniser
+}
+
+func (e *BaseError) Error() string { return e.msg }
+
+func (e *BaseError) Unwrap() []error {
+	if e.none {
+		return []error{ErrNoRecogniser, e.Err}
+	}
+	return []error{e.Err}
+}
+
+// base resolves the recogniser a new job starts from: ASRModel, else the configured or best
+// installed one; with official (FunASR's SenseVoiceSmall directory), one without a float
+// model.onnx will do.
+func (s *TrainingService) base(ctx context.Context, official string) (dir, id string, demo bool, err error) {
 	m, err := s.f.FindASR(ctx, s.ASRModel)
 	if err != nil {
-		return "", "", false, notInstalled(err)
+		be := &BaseError{Err: err, msg: err.Error()}
+		if w := notInstalled(err); w != err {
+			be.msg, be.none = w.Error(), true
+		}
+		return "", "", false, be
+	}
+	if official != "" {
+		return m.Path, m.ID, m.Demo, nil
 	}
 	if _, err := os.Stat(filepath.Join(m.Path, "model.onnx")); err != nil {
-		return "", "", false, fmt.Errorf("%s has no float model.onnx that Parley exported, so it cannot be fine-tuned from "+
-			"(`parley finetune asr --official DIR` starts from FunASR's SenseVoiceSmall model.pt)", m.ID)
+		return "", "", false, &BaseError{Model: m.ID, Err: ErrNoFloatModel,
+			msg: fmt.Sprintf("%s has no float model.onnx that Parley exported, so it cannot be fine-tuned from "+
+				"(`parley finetune asr --official DIR` starts from FunASR's SenseVoiceSmall model.pt)", m.ID)}
 	}
 	return m.Path, m.ID, m.Demo, nil
 }
@@ -136,7 +170,7 @@ func (s *TrainingService) Base(ctx context.Context, goal string) (string, bool, 
 		dir, demo, err := s.voiceModel()
 		return filepath.Base(filepath.Clean(dir)), demo, err
 	}
-	_, id, demo, err := s.base(ctx)
+	_, id, demo, err := s.base(ctx, "")
 	return id, demo, err
 }
 
@@ -172,7 +206,7 @@ func (s *TrainingService) Create(ctx context.Context, d *clone.Dataset, goal str
 	if goal == GoalVoice {
 		return s.createVoice(ctx, d, opt)
 	}
-	dir, id, _, err := s.base(ctx)
+	dir, id, _, err := s.base(ctx, opt.Official)
 	if err != nil {
 		return Job{}, err
 	}
@@ -181,7 +215,8 @@ func (s *TrainingService) Create(ctx context.Context, d *clone.Dataset, goal str
 
 // asrConfig is a new recogniser job's recipe settings.
 func (s *TrainingService) asrConfig(dir, id string, opt JobOptions) ASRConfig {
-	return ASRConfig{Base: dir, BaseID: id, Epochs: cmp.Or(opt.Epochs, s.Epochs), LR: opt.LR, Procs: s.Procs, Threads: s.Threads}
+	return ASRConfig{Base: dir, BaseID: id, Official: opt.Official, Epochs: cmp.Or(opt.Epochs, s.Epochs), LR: opt.LR,
+		Procs: s.Procs, Threads: s.Threads}
 }
 
 // Start implements Jobs.
@@ -268,27 +303,38 @@ func (s *TrainingService) Install(ctx context.Context, j Job) (string, error) {
 	if j.Spec.Kind == TTSKind {
 		return s.installVoice(ctx, j)
 	}
+	id, _, err := s.AddRecogniser(ctx, j)
+	return id, err
+}
+
+// AddRecogniser installs an evaluated recogniser job's model, when it did better than its
+// starting point, as the local model LocalID(dataset) (Install: the earlier fine-tune of
+// that name replaced, nothing half-installed) — the one install of a recogniser, the
+// wizard's install step and `parley finetune asr` alike; it returns the model's id and
+// directory. The stored evaluation says what was installed; a record that cannot be written
+// is logged, not an error: the model is installed.
+func (s *TrainingService) AddRecogniser(ctx context.Context, j Job) (id, dir string, err error) {
 	res, ok := storedASR(j)
 	if !ok {
-		return "", errors.New("evaluate the job first")
+		return "", "", errors.New("evaluate the job first")
 	}
 	if !res.Improved {
-		return "", ErrNotBetter
+		return "", "", ErrNotBetter
 	}
 	mgr, err := assets.NewManager(nil, assets.Options{Log: s.log})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if _, err := Install(ctx, mgr, j, res); err != nil {
-		return "", err
+	if dir, err = Install(ctx, mgr, j, res); err != nil {
+		return "", "", err
 	}
 	m, _ := ASRMetaOf(j)
 	res.Installed = LocalID(m.Name)
 	res.Message = "installed as " + res.Installed
 	if err := s.r.SetResult(context.WithoutCancel(ctx), j.ID, "evaluate", res); err != nil {
-		return res.Installed, err
+		s.log.Warn("recording the install with the evaluation", "job", j.ID, "err", err)
 	}
-	return res.Installed, nil
+	return res.Installed, dir, nil
 }
 
 // evaluationOf turns a recogniser fine-tune's result into the evaluate step's view.

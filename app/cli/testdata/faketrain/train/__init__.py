@@ -1,2 +1,2 @@
 # A stand-in for Parley's trainer (train/), for app/cli's tests of the fine-tune commands
-# without PyTorch training: the voice recipe's modules, quick and deterministic.
+# without PyTorch training: the voice and recogniser recipes' modules, quick and deterministic.
