@@ -1,6 +1,7 @@
 // Package gui is Parley's desktop app (Fyne): the conversation with streaming bubbles,
 // the microphone and its modes, the voice panel, models and devices, settings, history and
-// desktop integration. It is the only package besides main that imports Fyne.
+// desktop integration; the fine-tune wizard is app/gui/wizard, which this window hosts. It and
+// its sub-packages are the only ones besides main that import Fyne.
 //
 // The UI depends on the assistant core and the other packages through the small interfaces
 // in this file, so widget tests drive it with a scripted event stream (fyne.io/fyne/v2/test)
@@ -118,7 +119,8 @@ type Services struct {
 	TurnAudio func(turn int64) (user, parley string)
 	// LogDir holds the app's log files (Settings → Open log folder).
 	LogDir string
-	// Clone backs the fine-tune wizard (wizard*.go): datasets, slicing, labelling, recording.
+	// Clone backs the fine-tune wizard (app/gui/wizard): datasets, slicing, labelling,
+	// zero-shot clones, and the microphone and speaker it records and plays with.
 	Clone Cloning
 	// Training runs the wizard's fine-tune jobs (steps 5–7); nil where this build has none.
 	Training Training

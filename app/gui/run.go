@@ -206,7 +206,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 		fyne.Do(fa.Quit)
 	}()
 	err = showAndRun(w, log)
-	u.wizard.quit() // a training job stops, resumable, before the store closes
+	u.wizard.Quit() // a training job stops, resumable, before the store closes
 	cancel()
 	// the assistant first (its last turn is recorded), then what it used
 	r.close()

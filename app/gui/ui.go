@@ -26,6 +26,7 @@ import (
 	"github.com/parley-voice/parley/llm"
 
 	"github.com/parley-voice/parley/app/gui/kit"
+	"github.com/parley-voice/parley/app/gui/wizard"
 )
 
 // UI is the app's window content and the state behind it. Its methods run on the Fyne
@@ -53,7 +54,7 @@ type UI struct {
 	models   *modelsPanel
 	settings *settingsPanel
 	history  *historyPanel
-	wizard   *wizard
+	wizard   *wizard.Wizard
 	banners  *fyne.Container
 	newConv  *widget.Button
 	convTab  *fyne.Container
@@ -100,7 +101,7 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 	u.models = newModelsPanel(u)
 	u.settings = newSettingsPanel(u)
 	u.history = newHistoryPanel(u)
-	u.wizard = newWizard(u)
+	u.wizard = wizard.New(wizardHost{u}, wizardRoles(svc))
 
 	u.newConv = widget.NewButtonWithIcon("New conversation", theme.ContentAddIcon(), func() { u.newConversation() })
 	u.newConv.Importance = widget.LowImportance
@@ -112,11 +113,11 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 		container.NewTabItemWithIcon(tabModels, theme.DownloadIcon(), u.models.content),
 		container.NewTabItemWithIcon(tabSettings, theme.SettingsIcon(), u.settings.content),
 		container.NewTabItemWithIcon(tabHistory, theme.HistoryIcon(), u.history.content),
-		container.NewTabItemWithIcon(wizardTab, fineTuneIcon, u.wizard.content),
+		container.NewTabItemWithIcon(wizard.Tab, fineTuneIcon, u.wizard.Content()),
 	)
 	u.tabs.SetTabLocation(container.TabLocationLeading)
 	u.tabs.OnSelected = func(t *container.TabItem) {
-		u.wizard.tabChanged(t.Text)
+		u.wizard.TabChanged(t.Text)
 		u.updateLevels()
 		u.models.shown(t.Text == tabModels)
 		u.history.shown(t.Text == tabHistory)
@@ -127,8 +128,8 @@ func New(a fyne.App, w fyne.Window, svc Services) *UI {
 			u.history.refresh()
 		case tabVoice:
 			u.voice.refresh()
-		case wizardTab:
-			u.wizard.shown()
+		case wizard.Tab:
+			u.wizard.Shown()
 		}
 	}
 	u.content = u.tabs

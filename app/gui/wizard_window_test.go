@@ -15,12 +15,16 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // The wizard's real-window test: the app runs under X (Xvfb when there is no display) in a
@@ -162,13 +166,13 @@ func wizardHelper(dir string) int {
 
 // walkWizard presses through the wizard from a goroutine, every UI call on the UI goroutine.
 func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardReport) error {
-	z := u.wizard
+	z := u.wizard.Script()
 	on := func(fn func()) { fyne.DoAndWait(fn) }
 	idle := func(what string) error {
 		t0 := time.Now()
 		for {
 			busy := true
-			on(func() { busy = z.busy != nil })
+			on(func() { busy = z.Busy() })
 			if !busy {
 				rep.Times[what] = time.Since(t0).Round(10 * time.Millisecond).String()
 				return nil
@@ -183,7 +187,7 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 		time.Sleep(600 * time.Millisecond) // let layout and paint settle
 		var err error
 		on(func() {
-			rep.Texts[name] = shown(z.content)
+			rep.Texts[name] = shown(u.wizard.Content())
 			sz := w.Canvas().Size()
 			rep.Sizes[name] = [2]float32{sz.Width, sz.Height}
 			err = capture(w, filepath.Join(dir, name+".png"))
@@ -207,14 +211,14 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 		return err
 	}
 	var err error
-	on(func() { err = z.create("Ada", goalVoice) })
+	on(func() { err = z.Create("Ada", tune.GoalVoice) })
 	if err != nil {
 		return err
 	}
 	// three sentences read with the guided recording: the takes as the microphone gives
 	// them, a moment of room before and after the voice
 	var prompts []string
-	on(func() { prompts = z.collect.prompts[:3] })
+	on(func() { prompts = z.Prompts(3) })
 	var takes [][]float32
 	for _, p := range prompts {
 		pcm, err := sayTake(dir, p)
@@ -225,13 +229,8 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 	}
 	var takeErr error
 	on(func() {
-		for i, pcm := range takes {
-			if _, err := z.d.AddRecording(pcm, prompts[i]); err != nil {
-				takeErr = err
-			}
-		}
-		z.collect.idx = 3
-		z.collect.importPaths(files)
+		takeErr = z.Read(takes, prompts)
+		z.Import(files)
 	})
 	if takeErr != nil {
 		return takeErr
@@ -242,36 +241,31 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 	if err := shot("1-collect"); err != nil {
 		return err
 	}
-	on(func() { z.show(stepSlice); z.slice.slice() })
+	on(func() { z.Slice() })
 	if err := idle("slice"); err != nil {
 		return err
 	}
-	on(func() { z.slice.onlyBad.SetChecked(true) })
+	on(func() { z.OnlyBad() })
 	if err := shot("2-slice"); err != nil {
 		return err
 	}
-	on(func() { z.show(stepLabel); z.label.label() })
+	on(func() { z.Label() })
 	if err := idle("label"); err != nil {
 		return err
 	}
 	if err := shot("3-label"); err != nil {
 		return err
 	}
-	on(func() {
-		z.show(stepProof)
-		if len(z.proof.rows) > 0 {
-			z.proof.setText(z.proof.rows[0].ID, "the quick brown fox jumps over the lazy dog near the river bank")
-		}
-	})
+	on(func() { z.Proofread("the quick brown fox jumps over the lazy dog near the river bank") })
 	if err := shot("4-proofread"); err != nil {
 		return err
 	}
 	// step 5 for the voice goal: the zero-shot clone from the dataset, compared with a random voice
-	on(func() { z.show(stepTrain); z.train.quick.makeClone() })
+	on(func() { z.QuickClone() })
 	if err := idle("voice clone"); err != nil {
 		return err
 	}
-	on(func() { z.train.quick.runCompare() })
+	on(func() { z.CompareVoices() })
 	if err := idle("compare voices"); err != nil {
 		return err
 	}
@@ -279,19 +273,16 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 	ready := func() bool {
 		var checked, ok bool
 		for t0 := time.Now(); !checked && time.Since(t0) < 120*time.Second; time.Sleep(200 * time.Millisecond) {
-			on(func() {
-				checked = z.train.checked != "" || z.train.checkEr != nil
-				ok = checked && !z.train.start.Disabled()
-			})
+			on(func() { checked, ok = z.TrainChecked() })
 		}
 		return ok
 	}
 	// trainToEnd runs the train page's job until it stops
 	trainToEnd := func(what string, limit time.Duration) error {
 		t0 := time.Now()
-		on(func() { z.train.begin(false) })
+		on(func() { z.Train() })
 		for running := true; running; time.Sleep(200 * time.Millisecond) {
-			on(func() { running = z.train.run })
+			on(func() { running = z.Training() })
 			if time.Since(t0) > limit {
 				return fmt.Errorf("%s did not finish", what)
 			}
@@ -312,14 +303,14 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 		if err := shot("5-voice-trained"); err != nil {
 			return err
 		}
-		on(func() { z.show(stepEval); z.eval.evaluate() })
+		on(func() { z.Evaluate() })
 		if err := idle("voice evaluate"); err != nil {
 			return err
 		}
 		if err := shot("6-voice-evaluate"); err != nil {
 			return err
 		}
-		on(func() { z.show(stepInstall); z.install.install() })
+		on(func() { z.InstallAnyway() })
 		if err := idle("voice install"); err != nil {
 			return err
 		}
@@ -328,13 +319,10 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 		}
 	}
 	// steps 5–7 for the recogniser: the same clips, the other goal
-	on(func() {
-		z.goalSel.SetSelected(goalLabels[goalRecognition])
-		z.show(stepTrain)
-	})
+	on(func() { z.SetGoal(tune.GoalRecognition) })
 	if !ready() { // no PyTorch here: the pages say so
 		for i, name := range []string{"5-train", "6-evaluate", "7-install"} {
-			on(func() { z.show(stepTrain + i) })
+			on(func() { z.Show(4 + i) }) // Train, Evaluate, Install
 			if err := shot(name); err != nil {
 				return err
 			}
@@ -343,16 +331,14 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 	}
 	rep.Trained = true
 	t0 := time.Now()
-	on(func() { z.train.begin(false) })
+	on(func() { z.Train() })
 	// a shot while it trains: some steps done, the plot drawn
 	for t1 := time.Now(); time.Since(t1) < 180*time.Second; time.Sleep(100 * time.Millisecond) {
 		var steps, total int
 		var running bool
 		on(func() {
-			z.train.mu.Lock()
-			steps, total = z.train.live.Step, z.train.live.TotalSteps
-			z.train.mu.Unlock()
-			running = z.train.run
+			steps, total = z.TrainProgress()
+			running = z.Training()
 		})
 		if !running || (total > 0 && steps >= max(2, total/2)) {
 			break
@@ -362,7 +348,7 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 		return err
 	}
 	for running := true; running; time.Sleep(200 * time.Millisecond) {
-		on(func() { running = z.train.run })
+		on(func() { running = z.Training() })
 		if time.Since(t0) > 300*time.Second {
 			return errors.New("training did not finish")
 		}
@@ -371,7 +357,7 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 	if err := shot("5-trained"); err != nil {
 		return err
 	}
-	on(func() { z.show(stepEval); z.eval.evaluate() })
+	on(func() { z.Evaluate() })
 	if err := idle("evaluate"); err != nil {
 		return err
 	}
@@ -379,13 +365,7 @@ func walkWizard(u *UI, w fyne.Window, dir string, files []string, rep *wizardRep
 		return err
 	}
 	improved := false
-	on(func() {
-		z.show(stepInstall)
-		if ev := z.eval.evaluation(); ev != nil && ev.Improved {
-			improved = true
-			z.install.install()
-		}
-	})
+	on(func() { improved = z.Install() })
 	if improved {
 		if err := idle("install"); err != nil {
 			return err
@@ -411,33 +391,35 @@ func cloneFromClip(u *UI, w fyne.Window, dir string, shot func(string) error, re
 	if err := writeWAVMono16k(path, clip); err != nil {
 		return err
 	}
-	var c *clipCloner
+	z := u.wizard.Script()
+	opened := false
 	fyne.DoAndWait(func() {
 		u.tabs.SelectIndex(1)
-		c = u.showCloneFromClip()
-		c.load(path)
+		opened = z.CloneFromClip(path)
 	})
+	if !opened {
+		return errors.New("Clone from a clip is not offered")
+	}
 	t0 := time.Now()
 	for heard := false; !heard; time.Sleep(100 * time.Millisecond) {
-		fyne.DoAndWait(func() { heard = c.lang.Text != "" })
+		fyne.DoAndWait(func() { heard = z.ClipHeard() })
 		if time.Since(t0) > 60*time.Second {
 			return errors.New("the clip was not transcribed")
 		}
 	}
 	fyne.DoAndWait(func() {
-		c.text.SetText("hello there this is my own voice and i would like parley to speak like me")
-		c.name.SetText("ada-clip") // "ada" is the wizard's fine-tuned voice
-		c.createVoice()
+		// "ada" is the wizard's fine-tuned voice
+		z.CreateClipVoice("hello there this is my own voice and i would like parley to speak like me", "ada-clip")
 	})
 	for creating := true; creating; time.Sleep(100 * time.Millisecond) {
-		fyne.DoAndWait(func() { creating = c.creating })
+		fyne.DoAndWait(func() { creating = z.ClipCreating() })
 		if time.Since(t0) > 120*time.Second {
 			return errors.New("the clone was not made")
 		}
 	}
 	rep.Times["clone"] = time.Since(t0).Round(10 * time.Millisecond).String()
 	var texts string
-	fyne.DoAndWait(func() { texts = shown(c.box) })
+	fyne.DoAndWait(func() { texts = shown(z.ClipContent()) })
 	err = shot("8-clone-from-clip")
 	rep.Texts["8-clone-from-clip"] = texts
 	return err
@@ -628,6 +610,54 @@ func readWAVMono16k(path string) ([]float32, error) {
 		}
 	}
 	return audio.Resample(mono, b.Format.SampleRate, 16000, 1)
+}
+
+// shown is what o shows (labels, notices, buttons), everything drawn under it included.
+func shown(o fyne.CanvasObject) string {
+	var b strings.Builder
+	deepCollect(o, func(o fyne.CanvasObject) {
+		switch v := o.(type) {
+		case *widget.Label:
+			if v.Visible() {
+				b.WriteString(v.Text + "\n")
+			}
+		case *kit.Notice:
+			if v.Visible() {
+				b.WriteString(v.Text + "\n")
+			}
+		case *widget.Button:
+			if v.Visible() {
+				b.WriteString("[" + v.Text + "]\n")
+			}
+		}
+	})
+	return b.String()
+}
+
+// deepCollect walks everything drawn under o, widgets' renderers included (list rows).
+func deepCollect(o fyne.CanvasObject, fn func(fyne.CanvasObject)) {
+	fn(o)
+	switch v := o.(type) {
+	case *fyne.Container:
+		for _, ch := range v.Objects {
+			deepCollect(ch, fn)
+		}
+	case fyne.Widget:
+		for _, ch := range test.WidgetRenderer(v).Objects() {
+			deepCollect(ch, fn)
+		}
+	}
+}
+
+// requireWizardModels skips when the set-up models or espeak-ng are missing.
+func requireWizardModels(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(assets.ModelsDir(), "silero-vad-v5", "silero_vad.onnx")); err != nil {
+		t.Skipf("Silero VAD not set up (make setup): %v", err)
+	}
+	if _, err := exec.LookPath("espeak-ng"); err != nil {
+		t.Skip("espeak-ng not installed (make setup installs it)")
+	}
 }
 
 func writeWAVMono16k(path string, pcm []float32) error {

@@ -166,3 +166,24 @@ func (l *Columns) MinSize(objs []fyne.CanvasObject) fyne.Size {
 	// the height of the stacked form: the scroll around it takes what is not needed
 	return fyne.NewSize(max(a.Width, b.Width), a.Height+b.Height+theme.Padding()*4)
 }
+
+// Notice is a wrapped message that takes no room while it is empty.
+type Notice struct{ widget.Label }
+
+func NewNotice() *Notice {
+	n := &Notice{}
+	n.Wrapping = fyne.TextWrapWord
+	n.ExtendBaseWidget(n)
+	n.Hide()
+	return n
+}
+
+// SetText shows the message, or hides the note for "".
+func (n *Notice) SetText(s string) {
+	n.Label.SetText(s)
+	if s == "" {
+		n.Hide()
+	} else {
+		n.Show()
+	}
+}

@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"context"
@@ -36,20 +36,21 @@ const (
 // clipCloner is the voice panel's "Clone from a clip": record 3–10 s or pick a file, get the
 // transcript from the recogniser (editable), name the voice.
 type clipCloner struct {
-	u      *UI
-	svc    Cloning
-	pcm    []float32 // the clip, 16 kHz mono
+	w      *Wizard
+	prep   tune.Preparer // decodes a picked file, transcribes the clip
+	cloner tune.Cloner   // makes the voice
+	pcm    []float32     // the clip, 16 kHz mono
 	record *widget.Button
 	pick   *widget.Button
 	play   *widget.Button
 	meter  *kit.LevelMeter
 	clock  *widget.Label
-	status *notice
+	status *kit.Notice
 	text   *widget.Entry
 	lang   *widget.Label
 	name   *widget.Entry
 	create *widget.Button
-	why    *notice
+	why    *kit.Notice
 	box    fyne.CanvasObject
 
 	recording context.CancelFunc
@@ -61,8 +62,8 @@ type clipCloner struct {
 	created   string
 }
 
-func newClipCloner(u *UI) *clipCloner {
-	c := &clipCloner{u: u, svc: u.svc.Clone}
+func newClipCloner(w *Wizard) *clipCloner {
+	c := &clipCloner{w: w, prep: w.prep, cloner: w.cloner}
 	c.record = widget.NewButtonWithIcon("Record", theme.MediaRecordIcon(), func() { c.toggleRecord() })
 	c.record.Importance = widget.HighImportance
 	c.pick = widget.NewButtonWithIcon("Choose a file…", theme.FileAudioIcon(), func() { c.fileDialog() })
@@ -70,7 +71,7 @@ func newClipCloner(u *UI) *clipCloner {
 	c.play.Disable()
 	c.meter = kit.NewLevelMeter()
 	c.clock = widget.NewLabel("0:00")
-	c.status = newNotice()
+	c.status = kit.NewNotice()
 	c.text = widget.NewMultiLineEntry()
 	c.text.Wrapping = fyne.TextWrapWord
 	c.text.SetPlaceHolder("what the clip says (filled in by the recogniser; correct it if needed)")
@@ -84,7 +85,7 @@ func newClipCloner(u *UI) *clipCloner {
 	c.create = widget.NewButtonWithIcon("Create voice", theme.ContentAddIcon(), func() { c.createVoice() })
 	c.create.Importance = widget.HighImportance
 	c.create.Disable()
-	c.why = newNotice()
+	c.why = kit.NewNotice()
 	c.why.Importance = widget.WarningImportance
 	intro := widget.NewLabel(fmt.Sprintf("Record %.0f–%.0f seconds of one person speaking clearly, or choose a recording. "+
 		"Parley writes down what it says; the voice copies how it sounds.", clipMinSeconds, clipMaxSeconds))
@@ -101,32 +102,29 @@ func newClipCloner(u *UI) *clipCloner {
 		),
 		c.why,
 	)
-	c.ready = c.svc.CloneReady()
+	c.ready = c.cloner.CloneReady()
 	c.check()
 	return c
 }
 
-// cloneClipButton is the voice panel's way in (nothing where cloning is unavailable).
-func cloneClipButton(u *UI) fyne.CanvasObject {
-	b := widget.NewButtonWithIcon("Clone from a clip…", theme.MediaRecordIcon(), func() { u.showCloneFromClip() })
-	if u.svc.Clone == nil {
-		b.Hide()
-	}
-	return b
-}
+// CanCloneFromClip says whether Clone from a clip is offered (the voice panel's button
+// shows only then).
+func (w *Wizard) CanCloneFromClip() bool { return w.prep != nil && w.cloner != nil }
 
-// showCloneFromClip opens the dialog.
-func (u *UI) showCloneFromClip() *clipCloner {
-	if u.svc.Clone == nil {
+// CloneFromClip opens the voice panel's "Clone from a clip" dialog.
+func (w *Wizard) CloneFromClip() { w.showCloneFromClip() }
+
+func (w *Wizard) showCloneFromClip() *clipCloner {
+	if !w.CanCloneFromClip() {
 		return nil
 	}
-	c := newClipCloner(u)
-	d := dialog.NewCustomWithoutButtons("Clone from a clip", c.box, u.win)
+	c := newClipCloner(w)
+	d := dialog.NewCustomWithoutButtons("Clone from a clip", c.box, w.host.Window())
 	closeBtn := widget.NewButton("Close", func() { c.stop(); d.Hide() })
 	d.SetOnClosed(func() {
 		c.stop()
-		if u.tabs.Selected() == nil || u.tabs.Selected().Text != wizardTab || u.wizard.step != stepCollect {
-			u.wizard.releaseMic()
+		if !w.host.OnScreen() || w.step != stepCollect {
+			w.releaseMic()
 		}
 	})
 	d.SetButtons([]fyne.CanvasObject{closeBtn, c.create})
@@ -152,22 +150,22 @@ func (c *clipCloner) toggleRecord() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.recording = cancel
 	c.started = time.Now()
-	c.u.wizard.holdMic()
+	c.w.holdMic()
 	c.record.SetText("Stop")
 	c.record.SetIcon(theme.MediaStopIcon())
 	c.pick.Disable()
 	c.check()
 	c.status.SetText(fmt.Sprintf("Recording… speak for %.0f to %.0f seconds, then press Stop (it stops by itself at %.0f).", clipMinSeconds, clipMaxSeconds, clipMaxSeconds))
-	svc := c.svc
+	host := c.w.host
 	go func() {
-		pcm, err := svc.Record(ctx, time.Duration(clipMaxSeconds*float64(time.Second)), func(db float64) {
-			c.u.do(func() {
+		pcm, err := host.Record(ctx, time.Duration(clipMaxSeconds*float64(time.Second)), func(db float64) {
+			c.w.host.Do(func() {
 				c.meter.SetLevel(db)
 				s := int(time.Since(c.started).Seconds())
 				c.clock.SetText(fmt.Sprintf("0:%02d", s))
 			})
 		})
-		c.u.do(func() {
+		c.w.host.Do(func() {
 			cancel()
 			c.recording = nil
 			c.record.SetText("Record again")
@@ -191,7 +189,7 @@ func (c *clipCloner) fileDialog() {
 		path := r.URI().Path()
 		r.Close()
 		c.load(path)
-	}, c.u.win)
+	}, c.w.host.Window())
 	fd.SetFilter(storage.NewExtensionFileFilter([]string{".wav", ".mp3", ".flac", ".ogg", ".opus", ".m4a", ".aac", ".webm"}))
 	fd.Show()
 }
@@ -199,10 +197,10 @@ func (c *clipCloner) fileDialog() {
 // load reads a picked file (any format) as the clip, off the UI goroutine.
 func (c *clipCloner) load(path string) {
 	c.status.SetText("Reading " + filepath.Base(path) + "…")
-	svc := c.svc
+	prep := c.prep
 	go func() {
-		pcm, err := readClipFile(svc, path)
-		c.u.do(func() {
+		pcm, err := readClipFile(prep, path)
+		c.w.host.Do(func() {
 			if err != nil {
 				c.setClip(nil, "")
 				c.status.SetText(filepath.Base(path) + ": " + err.Error())
@@ -214,9 +212,9 @@ func (c *clipCloner) load(path string) {
 }
 
 // readClipFile decodes up to clipFileMaxSeconds of a file as 16 kHz mono.
-func readClipFile(svc Cloning, path string) ([]float32, error) {
+func readClipFile(prep tune.Preparer, path string) ([]float32, error) {
 	ctx := context.Background()
-	src, done, err := svc.Open(ctx, path)
+	src, done, err := prep.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -272,17 +270,17 @@ func (c *clipCloner) setClip(pcm []float32, from string) {
 	c.pcm = pcm
 	c.play.Enable()
 	c.status.SetText(strings.TrimSpace(fmt.Sprintf("Clip: %.1f s from %s. Transcribing… %s", float64(len(pcm))/16000, from, warn)))
-	gen, svc := c.gen, c.svc
+	gen, prep := c.gen, c.prep
 	go func() {
 		ctx := context.Background()
 		var text, lang, event string
-		r, err := svc.Recogniser(ctx)
+		r, err := prep.Recogniser(ctx)
 		if err == nil {
 			h, terr := r.Transcribe(ctx, pcm)
 			r.Close()
 			text, lang, event, err = h.Text, h.Lang, h.Event, terr
 		}
-		c.u.do(func() {
+		c.w.host.Do(func() {
 			if gen != c.gen {
 				return
 			}
@@ -320,10 +318,10 @@ func (c *clipCloner) playClip() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.playing = cancel
-	pcm, svc := c.pcm, c.svc
+	pcm, host := c.pcm, c.w.host
 	go func() {
-		svc.Play(ctx, pcm)
-		c.u.do(func() { cancel(); c.playing = nil })
+		host.Play(ctx, pcm)
+		c.w.host.Do(func() { cancel(); c.playing = nil })
 	}()
 }
 
@@ -358,13 +356,13 @@ func (c *clipCloner) createVoice() {
 	c.check()
 	c.record.Disable()
 	c.pick.Disable()
-	pcm, text, name, svc := c.pcm, strings.TrimSpace(c.text.Text), c.name.Text, c.svc
+	pcm, text, name, cloner := c.pcm, strings.TrimSpace(c.text.Text), c.name.Text, c.cloner
 	c.status.SetText("Creating the voice…")
 	go func() {
-		res, err := svc.CloneVoice(context.Background(), pcm, text, name, func(step string) {
-			c.u.do(func() { c.status.SetText("Creating the voice: " + step + "…") })
+		res, err := cloner.CloneVoice(context.Background(), pcm, text, name, func(step string) {
+			c.w.host.Do(func() { c.status.SetText("Creating the voice: " + step + "…") })
 		})
-		c.u.do(func() {
+		c.w.host.Do(func() {
 			c.creating = false
 			c.record.Enable()
 			c.pick.Enable()
@@ -385,9 +383,7 @@ func (c *clipCloner) createVoice() {
 			}
 			c.status.SetText(msg)
 			c.check()
-			if c.u.voice != nil {
-				c.u.voice.refresh()
-			}
+			c.w.host.VoicesChanged()
 		})
 	}()
 }

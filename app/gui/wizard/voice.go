@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/voices/clone"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // quickClone is the voice goal's quick path beside the fine-tune: a zero-shot clone from the
@@ -19,15 +21,16 @@ import (
 // compared with a random voice on the held-out clips (how alike each sounds to the person,
 // how clear each is), with A/B listening.
 type quickClone struct {
-	w       *wizard
+	w       *Wizard
+	cloner  tune.Cloner // nil: no quick clone here
 	intro   *widget.Label
 	make    *widget.Button
 	compare *widget.Button
 	playA   *widget.Button
 	playB   *widget.Button
 	bar     *jobBar
-	msg     *notice
-	result  *notice
+	msg     *kit.Notice
+	result  *kit.Notice
 	box     *fyne.Container
 
 	scores []tune.VoiceScore
@@ -40,8 +43,8 @@ type quickClone struct {
 // the voice, short enough to be one sentence.
 const quickCloneSeconds = 6
 
-func newQuickClone(w *wizard) *quickClone {
-	q := &quickClone{w: w}
+func newQuickClone(w *Wizard, cloner tune.Cloner) *quickClone {
+	q := &quickClone{w: w, cloner: cloner}
 	q.intro = widget.NewLabel("Quick clone: no training, ready in seconds — a zero-shot clone from one of your clips. " +
 		"It copies your voice less closely than a fine-tune; compare it with a random voice right here.")
 	q.intro.Wrapping = fyne.TextWrapWord
@@ -51,8 +54,8 @@ func newQuickClone(w *wizard) *quickClone {
 	q.playA = widget.NewButtonWithIcon("A: random voice", theme.MediaPlayIcon(), func() { q.speak(false) })
 	q.playB = widget.NewButtonWithIcon("B: your clone", theme.MediaPlayIcon(), func() { q.speak(true) })
 	q.bar = newJobBar()
-	q.msg = newNotice()
-	q.result = newNotice()
+	q.msg = kit.NewNotice()
+	q.result = kit.NewNotice()
 	q.box = container.NewVBox(widget.NewSeparator(), q.intro, container.NewHBox(q.make, q.compare), q.bar.box, q.msg, q.result,
 		container.NewHBox(q.playA, q.playB))
 	q.box.Hide()
@@ -69,7 +72,7 @@ func (q *quickClone) name() string {
 // with.
 func (q *quickClone) available() bool {
 	w := q.w
-	return w.d != nil && w.goal == goalVoice && w.svc != nil && w.svc.CloneReady() == nil
+	return w.d != nil && w.goal == goalVoice && q.cloner != nil && q.cloner.CloneReady() == nil
 }
 
 func (q *quickClone) refresh() {
@@ -79,7 +82,7 @@ func (q *quickClone) refresh() {
 	}
 	q.box.Show()
 	w := q.w
-	has := w.svc.HasVoice(q.name())
+	has := q.cloner.HasVoice(q.name())
 	if has {
 		q.make.SetText("Make it again")
 		q.make.Importance = widget.MediumImportance
@@ -139,7 +142,7 @@ func (q *quickClone) makeClone() {
 	var from *clone.Clip
 	q.w.job(q.bar, func(ctx context.Context, d *clone.Dataset, progress func(int, int, string)) error {
 		var err error
-		res, from, err = q.w.svc.CloneDataset(ctx, d, name, quickCloneSeconds, func(step string) { progress(0, 1, step) })
+		res, from, err = q.cloner.CloneDataset(ctx, d, name, quickCloneSeconds, func(step string) { progress(0, 1, step) })
 		return err
 	}, func(err error) {
 		q.scores, q.texts = nil, nil
@@ -152,9 +155,7 @@ func (q *quickClone) makeClone() {
 			msg += fmt.Sprintf(", with the seed speaker closest to you (seed %d)", res.Seed)
 		}
 		q.msg.SetText(msg + ".")
-		if q.w.u.voice != nil {
-			q.w.u.voice.refresh()
-		}
+		q.w.host.VoicesChanged()
 	})
 }
 
@@ -166,7 +167,7 @@ func (q *quickClone) runCompare() {
 	var seed int64
 	q.w.job(q.bar, func(ctx context.Context, d *clone.Dataset, progress func(int, int, string)) error {
 		var err error
-		scores, texts, seed, err = q.w.svc.CompareVoices(ctx, d, name, 4, func(step string) { progress(0, 1, step) })
+		scores, texts, seed, err = q.cloner.CompareVoices(ctx, d, name, 4, func(step string) { progress(0, 1, step) })
 		return err
 	}, func(err error) {
 		if err != nil {
@@ -192,13 +193,13 @@ func (q *quickClone) speak(cloned bool) {
 		name = q.name()
 	}
 	ctx, done := w.startPlaying()
-	svc, seed, text := w.svc, q.seed, q.texts[0]
+	cloner, host, seed, text := q.cloner, w.host, q.seed, q.texts[0]
 	go func() {
-		pcm, err := svc.Say(ctx, name, seed, text)
+		pcm, err := cloner.Say(ctx, name, seed, text)
 		if err == nil {
-			err = svc.Play(ctx, pcm)
+			err = host.Play(ctx, pcm)
 		}
-		w.u.do(func() {
+		w.host.Do(func() {
 			done()
 			if err != nil && ctx.Err() == nil {
 				q.msg.SetText("Cannot play: " + err.Error())

@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"context"
@@ -23,11 +23,12 @@ import (
 // slicePage is step 2: the recordings cut into 2–15 s clips at pauses (Silero VAD), each
 // measured, and the ones that cannot be used set aside with the reason.
 type slicePage struct {
-	w        *wizard
+	w        *Wizard
+	prep     tune.Preparer // its Segmenter cuts the clips
 	run      *widget.Button
 	bar      *jobBar
 	problems *problemList
-	msg      *notice
+	msg      *kit.Notice
 	summary  *widget.Label
 	onlyBad  *widget.Check
 	clips    []clone.Clip
@@ -37,13 +38,13 @@ type slicePage struct {
 	box      fyne.CanvasObject
 }
 
-func newSlicePage(w *wizard) *slicePage {
-	p := &slicePage{w: w, origins: map[string]string{}}
+func newSlicePage(w *Wizard, prep tune.Preparer) *slicePage {
+	p := &slicePage{w: w, prep: prep, origins: map[string]string{}}
 	p.run = widget.NewButtonWithIcon("Cut into clips", theme.ContentCutIcon(), func() { p.slice() })
 	p.run.Importance = widget.HighImportance
 	p.bar = newJobBar()
 	p.problems = newProblemList()
-	p.msg = newNotice()
+	p.msg = kit.NewNotice()
 	p.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.summary.Wrapping = fyne.TextWrapWord
 	p.onlyBad = widget.NewCheck("Show only the clips set aside", func(bool) { p.filter() })
@@ -135,7 +136,7 @@ func (p *slicePage) filter() {
 func (p *slicePage) slice() {
 	p.msg.SetText("")
 	p.w.job(p.bar, func(ctx context.Context, d *clone.Dataset, progress func(int, int, string)) error {
-		seg, done, err := p.w.svc.Segmenter()
+		seg, done, err := p.prep.Segmenter()
 		if err != nil {
 			return err
 		}
@@ -187,12 +188,13 @@ func (p *slicePage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 // labelPage is step 3: the recogniser (SenseVoice) transcribes every usable clip and says its
 // language.
 type labelPage struct {
-	w     *wizard
+	w     *Wizard
+	prep  tune.Preparer // its Recogniser transcribes the clips
 	run   *widget.Button
 	force *widget.Check
 	bar   *jobBar
-	model *notice
-	msg   *notice
+	model *kit.Notice
+	msg   *kit.Notice
 	// recogniser is what the label step will use, found once (without loading it)
 	recogniser string
 	summary    *widget.Label
@@ -201,8 +203,8 @@ type labelPage struct {
 	box        fyne.CanvasObject
 }
 
-func newLabelPage(w *wizard) *labelPage {
-	p := &labelPage{w: w}
+func newLabelPage(w *Wizard, prep tune.Preparer) *labelPage {
+	p := &labelPage{w: w, prep: prep}
 	p.run = widget.NewButtonWithIcon("Transcribe", theme.DocumentCreateIcon(), func() { p.label() })
 	p.run.Importance = widget.HighImportance
 	p.force = widget.NewCheck("Also clips already transcribed (your own edits are kept)", func(bool) {
@@ -211,8 +213,8 @@ func newLabelPage(w *wizard) *labelPage {
 		}
 	})
 	p.bar = newJobBar()
-	p.model = newNotice()
-	p.msg = newNotice()
+	p.model = kit.NewNotice()
+	p.msg = kit.NewNotice()
 	p.summary = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.summary.Wrapping = fyne.TextWrapWord
 	p.list = widget.NewList(func() int { return len(p.clips) }, p.newRow, p.updateRow)
@@ -237,10 +239,10 @@ func (p *labelPage) refresh() {
 	}
 	if p.recogniser == "" {
 		p.recogniser = "…"
-		svc := p.w.svc
+		prep := p.prep
 		go func() {
-			id, demo, err := svc.RecogniserInfo(context.Background())
-			p.w.u.do(func() {
+			id, demo, err := prep.RecogniserInfo(context.Background())
+			p.w.host.Do(func() {
 				if err != nil {
 					p.recogniser = ""
 					p.model.SetText(recogniserMissing)
@@ -304,13 +306,13 @@ func (p *labelPage) label() {
 	p.msg.SetText("")
 	force := p.force.Checked
 	p.w.job(p.bar, func(ctx context.Context, d *clone.Dataset, progress func(int, int, string)) error {
-		r, err := p.w.svc.Recogniser(ctx)
+		r, err := p.prep.Recogniser(ctx)
 		if err != nil {
 			return err
 		}
 		defer r.Close()
 		model, demo := r.Model, r.Demo
-		p.w.u.do(func() { p.showModel(model, demo) })
+		p.w.host.Do(func() { p.showModel(model, demo) })
 		return d.Label(ctx, r, clone.LabelOptions{Force: force, Progress: func(n, total int, clip string) { progress(n, total, "clip "+clip) }})
 	}, func(err error) {
 		if err != nil {

@@ -1,4 +1,11 @@
-package gui
+// Package wizard is the desktop app's fine-tune wizard (its Fine-tune tab): seven steps from
+// a person's recordings to a voice (or a recogniser) that knows them. Each step is a page; the
+// stepper on the left shows which are done, and a step that cannot start yet says why on its
+// page. Long steps (import, slice, label) run as jobs off the UI goroutine with a progress bar
+// and Cancel; the dataset on disk keeps every finished piece, so a cancelled or crashed step
+// resumes where it stopped. Each page works through the app/tune roles it uses (Roles), and
+// the window around it is the Host's (app/gui).
+package wizard
 
 import (
 	"context"
@@ -15,21 +22,14 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/voices/clone"
 
 	"github.com/parley-voice/parley/app/gui/kit"
 )
 
-// The fine-tune wizard: seven steps from a person's recordings to a voice (or a recogniser)
-// that knows them. Each step is a page; the stepper on the left shows which are done, and a
-// step that cannot start yet says why on its page. Long steps (import, slice, label) run as
-// jobs off the UI goroutine with a progress bar and Cancel; the dataset on disk keeps every
-// finished piece, so a cancelled or crashed step resumes where it stopped.
-
-// wizardTab is the wizard's tab in the main window.
-const wizardTab = "Fine-tune"
+// Tab is the name of the wizard's tab in the main window.
+const Tab = "Fine-tune"
 
 // Wizard steps.
 const (
@@ -56,9 +56,11 @@ var goalLabels = map[string]string{goalVoice: "Clone my voice", goalRecognition:
 // minVoiceMinutes is the usable speech a voice fine-tune wants (the recogniser is helped by less).
 const minVoiceMinutes = tune.MinVoiceMinutes
 
-type wizard struct {
-	u   *UI
-	svc Cloning
+// Wizard is the wizard's widgets and their state. Its methods run on the UI goroutine.
+type Wizard struct {
+	host   Host
+	prep   tune.Preparer // nil: the wizard is not in this build
+	cloner tune.Cloner
 
 	d    *clone.Dataset // the open dataset; nil when none
 	goal string
@@ -79,7 +81,7 @@ type wizard struct {
 	next     *widget.Button
 	pageBox  *fyne.Container
 	empty    fyne.CanvasObject
-	note     *notice // a message about the dataset as a whole
+	note     *kit.Notice // a message about the dataset as a whole
 	content  fyne.CanvasObject
 
 	collect *collectPage
@@ -91,8 +93,10 @@ type wizard struct {
 	install *installPage
 }
 
-func newWizard(u *UI) *wizard {
-	w := &wizard{u: u, svc: u.svc.Clone, goal: goalVoice}
+// New builds the wizard over the host's window and app/tune's roles, and reopens the dataset
+// last open.
+func New(host Host, r Roles) *Wizard {
+	w := &Wizard{host: host, prep: r.Preparer, cloner: r.Cloner, goal: goalVoice}
 	w.picker = widget.NewSelect(nil, func(name string) { w.openNamed(name) })
 	w.picker.PlaceHolder = "(no dataset)"
 	w.newBtn = widget.NewButtonWithIcon("New…", theme.ContentAddIcon(), func() { w.newDialog(w.goal) })
@@ -105,7 +109,7 @@ func newWizard(u *UI) *wizard {
 		}
 	})
 	w.goalSel.SetSelected(goalLabels[w.goal])
-	w.note = newNotice()
+	w.note = kit.NewNotice()
 	w.note.Importance = widget.WarningImportance
 
 	steps := container.NewVBox()
@@ -119,13 +123,13 @@ func newWizard(u *UI) *wizard {
 	w.next = widget.NewButtonWithIcon("Next", theme.NavigateNextIcon(), func() { w.show(w.step + 1) })
 	w.next.IconPlacement = widget.ButtonIconTrailingText
 
-	w.collect = newCollectPage(w)
-	w.slice = newSlicePage(w)
-	w.label = newLabelPage(w)
+	w.collect = newCollectPage(w, r.Preparer)
+	w.slice = newSlicePage(w, r.Preparer)
+	w.label = newLabelPage(w, r.Preparer)
 	w.proof = newProofPage(w)
-	w.train = newTrainPage(w)
-	w.eval = newEvalPage(w)
-	w.install = newInstallPage(w)
+	w.train = newTrainPage(w, r.Readiness, r.Jobs, r.Cloner)
+	w.eval = newEvalPage(w, r.Jobs, r.Evaluator)
+	w.install = newInstallPage(w, r.Jobs, r.Installer)
 	w.pageBox = container.NewStack()
 
 	start := widget.NewButtonWithIcon(goalLabels[goalVoice]+"…", theme.MediaRecordIcon(), func() { w.newDialog(goalVoice) })
@@ -149,7 +153,7 @@ func newWizard(u *UI) *wizard {
 		container.NewHBox(left, widget.NewSeparator()), nil, body)
 	w.content = container.NewPadded(main)
 
-	if w.svc == nil {
+	if w.prep == nil {
 		w.pageBox.Add(container.NewVBox(kit.Heading("Fine-tune"), widget.NewLabel("The fine-tune wizard is not available in this build.")))
 		w.picker.Disable()
 		w.newBtn.Disable()
@@ -157,16 +161,19 @@ func newWizard(u *UI) *wizard {
 		return w
 	}
 	w.loadList()
-	if last := u.app.Preferences().String("wizard.dataset"); last != "" {
+	if last := host.Preferences().String("wizard.dataset"); last != "" {
 		w.openNamed(last)
 	}
 	w.refresh()
 	return w
 }
 
-// shown reads the datasets again when the tab is opened (the command line may have changed them).
-func (w *wizard) shown() {
-	if w.svc == nil || w.busy != nil {
+// Content is the wizard's tab.
+func (w *Wizard) Content() fyne.CanvasObject { return w.content }
+
+// Shown reads the datasets again when the tab is opened (the command line may have changed them).
+func (w *Wizard) Shown() {
+	if w.prep == nil || w.busy != nil {
 		return
 	}
 	w.loadList()
@@ -182,8 +189,8 @@ func (w *wizard) shown() {
 	w.refresh()
 }
 
-// quit stops what the wizard runs when the app closes.
-func (w *wizard) quit() {
+// Quit stops what the wizard runs when the app closes.
+func (w *Wizard) Quit() {
 	if w.busy != nil {
 		w.busy()
 	}
@@ -191,9 +198,9 @@ func (w *wizard) quit() {
 	w.train.close()
 }
 
-// tabChanged is told which tab the window shows now.
-func (w *wizard) tabChanged(tab string) {
-	if tab != wizardTab {
+// TabChanged is told which tab the window shows now.
+func (w *Wizard) TabChanged(tab string) {
+	if tab != Tab {
 		w.releaseMic()
 	}
 }
@@ -202,24 +209,22 @@ func (w *wizard) tabChanged(tab string) {
 // for the wake word) it would hear the sentences read for the wizard, answer them, and its
 // answers would end up in the takes. The assistant listens again when the person leaves
 // the recording page.
-func (w *wizard) holdMic() {
-	u := w.u
-	if w.heldMic || u.muted || u.mode == app.PushToTalk {
+func (w *Wizard) holdMic() {
+	if w.heldMic {
 		return
 	}
-	w.heldMic = true
-	u.setMuted(true)
+	w.heldMic = w.host.HoldMic()
 }
 
-func (w *wizard) releaseMic() {
+func (w *Wizard) releaseMic() {
 	if w.heldMic {
 		w.heldMic = false
-		w.u.setMuted(false)
+		w.host.ReleaseMic()
 	}
 }
 
 // prefs keys are per dataset name.
-func (w *wizard) pref(key string) string {
+func (w *Wizard) pref(key string) string {
 	if w.d == nil {
 		return ""
 	}
@@ -227,13 +232,13 @@ func (w *wizard) pref(key string) string {
 }
 
 // loadList fills the dataset picker from the datasets folder.
-func (w *wizard) loadList() {
-	entries, err := os.ReadDir(w.svc.Dir())
+func (w *Wizard) loadList() {
+	entries, err := os.ReadDir(w.prep.Dir())
 	var names []string
 	if err == nil {
 		for _, e := range entries {
 			if e.IsDir() {
-				if _, err := os.Stat(filepath.Join(w.svc.Dir(), e.Name(), "dataset.json")); err == nil {
+				if _, err := os.Stat(filepath.Join(w.prep.Dir(), e.Name(), "dataset.json")); err == nil {
 					names = append(names, e.Name())
 				}
 			}
@@ -245,11 +250,11 @@ func (w *wizard) loadList() {
 }
 
 // openNamed opens a dataset of the datasets folder.
-func (w *wizard) openNamed(name string) {
+func (w *Wizard) openNamed(name string) {
 	if w.busy != nil || name == "" || (w.d != nil && w.d.Name == name) {
 		return
 	}
-	d, err := clone.Open(filepath.Join(w.svc.Dir(), name))
+	d, err := clone.Open(filepath.Join(w.prep.Dir(), name))
 	if err != nil {
 		w.setNote("Could not open the dataset " + name + ": " + err.Error())
 		w.picker.ClearSelected()
@@ -258,13 +263,13 @@ func (w *wizard) openNamed(name string) {
 	w.setDataset(d)
 }
 
-func (w *wizard) setDataset(d *clone.Dataset) {
+func (w *Wizard) setDataset(d *clone.Dataset) {
 	w.stopPlaying()
 	w.d = d
 	w.setNote("")
-	w.u.app.Preferences().SetString("wizard.dataset", d.Name)
+	w.host.Preferences().SetString("wizard.dataset", d.Name)
 	w.goal = goalVoice
-	if g := w.u.app.Preferences().String(w.pref("goal")); g != "" {
+	if g := w.host.Preferences().String(w.pref("goal")); g != "" {
 		w.goal = g
 	}
 	w.goalSel.Selected = goalLabels[w.goal]
@@ -276,16 +281,16 @@ func (w *wizard) setDataset(d *clone.Dataset) {
 	w.show(w.firstOpenStep())
 }
 
-func (w *wizard) setGoal(g string) {
+func (w *Wizard) setGoal(g string) {
 	w.goal = g
 	if w.d != nil {
-		w.u.app.Preferences().SetString(w.pref("goal"), g)
+		w.host.Preferences().SetString(w.pref("goal"), g)
 	}
 	w.refresh()
 }
 
 // newDialog asks for a name (and the goal) and creates a dataset.
-func (w *wizard) newDialog(goal string) {
+func (w *Wizard) newDialog(goal string) {
 	name := widget.NewEntry()
 	name.SetPlaceHolder("my voice")
 	name.Validator = clone.ValidName
@@ -303,21 +308,21 @@ func (w *wizard) newDialog(goal string) {
 			g = goalRecognition
 		}
 		w.create(name.Text, g)
-	}, w.u.win)
+	}, w.host.Window())
 }
 
 // create makes a dataset and opens it.
-func (w *wizard) create(name, goal string) error {
+func (w *Wizard) create(name, goal string) error {
 	if w.busy != nil {
 		return errBusy
 	}
 	name = strings.TrimSpace(name)
-	d, err := clone.Create(filepath.Join(w.svc.Dir(), name), name)
+	d, err := clone.Create(filepath.Join(w.prep.Dir(), name), name)
 	if err != nil {
 		w.setNote("Could not create the dataset: " + err.Error())
 		return err
 	}
-	w.u.app.Preferences().SetString("wizard.goal."+name, goal)
+	w.host.Preferences().SetString("wizard.goal."+name, goal)
 	w.loadList()
 	w.setDataset(d)
 	return nil
@@ -325,7 +330,7 @@ func (w *wizard) create(name, goal string) error {
 
 var errBusy = errors.New("a step is still running")
 
-func (w *wizard) confirmDelete() {
+func (w *Wizard) confirmDelete() {
 	if w.d == nil || w.busy != nil {
 		return
 	}
@@ -335,11 +340,11 @@ func (w *wizard) confirmDelete() {
 		if ok {
 			w.deleteDataset()
 		}
-	}, w.u.win)
+	}, w.host.Window())
 }
 
 // deleteDataset removes the open dataset from disk (a training job's own files stay with the job).
-func (w *wizard) deleteDataset() error {
+func (w *Wizard) deleteDataset() error {
 	if w.d == nil || w.busy != nil {
 		return errBusy
 	}
@@ -358,7 +363,7 @@ func (w *wizard) deleteDataset() error {
 		w.setNote("Could not delete the dataset: " + err.Error())
 		return err
 	}
-	w.u.app.Preferences().RemoveValue("wizard.dataset")
+	w.host.Preferences().RemoveValue("wizard.dataset")
 	w.d = nil
 	w.picker.ClearSelected()
 	w.loadList()
@@ -367,10 +372,10 @@ func (w *wizard) deleteDataset() error {
 }
 
 // setNote shows (or hides, for "") a message about the dataset as a whole.
-func (w *wizard) setNote(msg string) { w.note.SetText(msg) }
+func (w *Wizard) setNote(msg string) { w.note.SetText(msg) }
 
 // stepState says whether a step is done, and why it cannot start yet ("" when it can).
-func (w *wizard) stepState(i int) (done bool, locked string) {
+func (w *Wizard) stepState(i int) (done bool, locked string) {
 	if w.d == nil {
 		return false, "Create or open a dataset first."
 	}
@@ -436,7 +441,7 @@ func unheard(d *clone.Dataset) int {
 }
 
 // firstOpenStep is where a reopened dataset continues: the first step not done.
-func (w *wizard) firstOpenStep() int {
+func (w *Wizard) firstOpenStep() int {
 	for i := range numSteps {
 		done, locked := w.stepState(i)
 		if i == stepProof && !done && locked == "" && w.d.Summary().Usable > 0 && unheard(w.d) == 0 {
@@ -450,7 +455,7 @@ func (w *wizard) firstOpenStep() int {
 }
 
 // show switches to a step's page.
-func (w *wizard) show(i int) {
+func (w *Wizard) show(i int) {
 	if i < 0 || i >= numSteps || w.busy != nil {
 		return
 	}
@@ -466,7 +471,7 @@ func (w *wizard) show(i int) {
 }
 
 // page returns a step's page.
-func (w *wizard) page(i int) wizPage {
+func (w *Wizard) page(i int) wizPage {
 	switch i {
 	case stepCollect:
 		return w.collect
@@ -491,8 +496,8 @@ type wizPage interface {
 }
 
 // refresh redraws the stepper and the page shown.
-func (w *wizard) refresh() {
-	if w.svc == nil {
+func (w *Wizard) refresh() {
+	if w.prep == nil {
 		return
 	}
 	if w.d == nil {
@@ -515,7 +520,7 @@ func (w *wizard) refresh() {
 }
 
 // refreshSteps redraws the stepper and the Back and Next buttons.
-func (w *wizard) refreshSteps() {
+func (w *Wizard) refreshSteps() {
 	w.back.Show()
 	w.next.Show()
 	for i, b := range w.stepBtns {
@@ -562,7 +567,7 @@ func (w *wizard) refreshSteps() {
 	}
 }
 
-func (w *wizard) setStepsEnabled(on bool) {
+func (w *Wizard) setStepsEnabled(on bool) {
 	for _, b := range w.stepBtns {
 		if on {
 			b.Enable()
@@ -575,7 +580,7 @@ func (w *wizard) setStepsEnabled(on bool) {
 		w.newBtn.Enable()
 		w.goalSel.Enable()
 		w.delBtn.Enable()
-	} else if w.svc != nil && w.busy != nil {
+	} else if w.prep != nil && w.busy != nil {
 		w.picker.Disable()
 		w.newBtn.Disable()
 		w.goalSel.Disable()
@@ -589,7 +594,7 @@ func (w *wizard) setStepsEnabled(on bool) {
 // job runs a long step off the UI goroutine. The dataset belongs to fn until it returns;
 // progress reports reach bar on the UI goroutine, and bar's Cancel stops the job (what was
 // finished is kept: every step saves as it goes). done runs on the UI goroutine.
-func (w *wizard) job(bar *jobBar, fn func(ctx context.Context, d *clone.Dataset, progress func(done, total int, item string)) error, done func(err error)) bool {
+func (w *Wizard) job(bar *jobBar, fn func(ctx context.Context, d *clone.Dataset, progress func(done, total int, item string)) error, done func(err error)) bool {
 	if w.busy != nil || w.d == nil {
 		return false
 	}
@@ -601,9 +606,9 @@ func (w *wizard) job(bar *jobBar, fn func(ctx context.Context, d *clone.Dataset,
 	d := w.d
 	go func() {
 		err := fn(ctx, d, func(n, total int, item string) {
-			w.u.do(func() { bar.set(n, total, item) })
+			w.host.Do(func() { bar.set(n, total, item) })
 		})
-		w.u.do(func() {
+		w.host.Do(func() {
 			cancel()
 			w.busy = nil
 			bar.stop()
@@ -620,7 +625,7 @@ func (w *wizard) job(bar *jobBar, fn func(ctx context.Context, d *clone.Dataset,
 var errCancelled = errors.New("stopped; what was finished is kept")
 
 // playClip plays a dataset file (a clip or a recording); playing again, or another one, stops it.
-func (w *wizard) playClip(rel string, status func(string)) {
+func (w *Wizard) playClip(rel string, status func(string)) {
 	if w.playing != nil {
 		w.stopPlaying()
 		return
@@ -634,10 +639,10 @@ func (w *wizard) playClip(rel string, status func(string)) {
 		return
 	}
 	ctx, done := w.startPlaying()
-	svc := w.svc
+	host := w.host
 	go func() {
-		err := svc.Play(ctx, pcm)
-		w.u.do(func() {
+		err := host.Play(ctx, pcm)
+		w.host.Do(func() {
 			done()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				status("Cannot play: " + err.Error())
@@ -648,7 +653,7 @@ func (w *wizard) playClip(rel string, status func(string)) {
 
 // startPlaying marks a clip as playing; done (on the UI goroutine) ends it. A playback that
 // was stopped and followed by another must not end the newer one when it finishes late.
-func (w *wizard) startPlaying() (context.Context, func()) {
+func (w *Wizard) startPlaying() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.playing, w.playSeq = cancel, w.playSeq+1
 	seq := w.playSeq
@@ -660,7 +665,7 @@ func (w *wizard) startPlaying() (context.Context, func()) {
 	}
 }
 
-func (w *wizard) stopPlaying() {
+func (w *Wizard) stopPlaying() {
 	if w.playing != nil {
 		w.playing()
 		w.playing = nil
@@ -744,27 +749,6 @@ func (p *problemList) set(title string, problems []clone.Problem) {
 	p.title.SetText(title)
 	p.body.SetText(strings.Join(lines, "\n"))
 	p.box.Show()
-}
-
-// notice is a wrapped message that takes no room while it is empty.
-type notice struct{ widget.Label }
-
-func newNotice() *notice {
-	n := &notice{}
-	n.Wrapping = fyne.TextWrapWord
-	n.ExtendBaseWidget(n)
-	n.Hide()
-	return n
-}
-
-// SetText shows the message, or hides the note for "".
-func (n *notice) SetText(s string) {
-	n.Label.SetText(s)
-	if s == "" {
-		n.Hide()
-	} else {
-		n.Show()
-	}
 }
 
 // pageFrame is a step's page: title, what the step does, its controls (top) and a list

@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"context"
@@ -127,7 +127,7 @@ func TestTrainingService(t *testing.T) {
 }
 
 // moreSpeech imports, slices and labels nine more sentences into the open dataset.
-func moreSpeech(t *testing.T, u *UI) {
+func moreSpeech(t *testing.T, u *testUI) {
 	t.Helper()
 	in := t.TempDir()
 	writeWizardWAV(t, filepath.Join(in, "more.wav"), longRecording(t, "en-us",
@@ -197,7 +197,7 @@ func TestWizardQuickClone(t *testing.T) {
 
 // waitLong is waitFor for the real trainer and the real voice model, whose jobs can take
 // minutes on a loaded machine.
-func waitLong(t *testing.T, u *UI, what string, cond func() bool) {
+func waitLong(t *testing.T, u *testUI, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Minute); !cond(); time.Sleep(5 * time.Millisecond) {
 		drain(u)

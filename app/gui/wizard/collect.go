@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"context"
@@ -31,7 +31,8 @@ var promptLangLabels = map[string]string{"en": "English", "zh": "中文"}
 // collectPage is step 1: guided recording (a sentence to read, a live level meter, retake)
 // and import of files, folders or one long recording.
 type collectPage struct {
-	w *wizard
+	w    *Wizard
+	prep tune.Preparer // imports decode through it
 
 	lang     *widget.Select
 	prompts  []string
@@ -44,13 +45,13 @@ type collectPage struct {
 	playTake *widget.Button
 	prev     *widget.Button
 	skip     *widget.Button
-	status   *notice
+	status   *kit.Notice
 
 	addFiles  *widget.Button
 	addFolder *widget.Button
 	bar       *jobBar
 	problems  *problemList
-	importMsg *notice
+	importMsg *kit.Notice
 
 	sources []clone.Source // what the list shows (a copy, read while no job runs)
 	clips   map[string]int // clips per source
@@ -63,8 +64,8 @@ type collectPage struct {
 	shownSec  int
 }
 
-func newCollectPage(w *wizard) *collectPage {
-	p := &collectPage{w: w, clips: map[string]int{}}
+func newCollectPage(w *Wizard, prep tune.Preparer) *collectPage {
+	p := &collectPage{w: w, prep: prep, clips: map[string]int{}}
 	var langs []string
 	for _, l := range clone.PromptLanguages() {
 		langs = append(langs, promptLangLabels[l])
@@ -83,7 +84,7 @@ func newCollectPage(w *wizard) *collectPage {
 	p.prev = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), func() { p.move(-1) })
 	p.skip = widget.NewButtonWithIcon("Next sentence", theme.NavigateNextIcon(), func() { p.move(1) })
 	p.skip.IconPlacement = widget.ButtonIconTrailingText
-	p.status = newNotice()
+	p.status = kit.NewNotice()
 
 	card := kit.NewThemedRect(theme.ColorNameInputBackground, 8)
 	sentenceCard := container.NewStack(card, container.NewPadded(container.NewPadded(p.sentence)))
@@ -100,7 +101,7 @@ func newCollectPage(w *wizard) *collectPage {
 	p.addFolder = widget.NewButtonWithIcon("Add a folder…", theme.FolderOpenIcon(), func() { p.folderDialog() })
 	p.bar = newJobBar()
 	p.problems = newProblemList()
-	p.importMsg = newNotice()
+	p.importMsg = kit.NewNotice()
 	hint := widget.NewLabel("Recordings you already have: one long recording or many short ones, WAV or any format ffmpeg reads. " +
 		"You can also drop files on the window.")
 	hint.Wrapping = fyne.TextWrapWord
@@ -116,10 +117,10 @@ func newCollectPage(w *wizard) *collectPage {
 	p.box = pageFrame("1  Collect", "Speak in your normal voice, in a quiet room, about a hand's width further from the microphone than feels natural. "+
 		"Read each sentence the way you would say it to a friend; a take can be redone any time. Ctrl+R records and stops, Ctrl+→ goes to the next sentence.",
 		cols, container.NewBorder(container.NewVBox(widget.NewSeparator(), p.summary), nil, nil, nil, p.list))
-	if w.u.win != nil {
-		w.u.win.SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { p.dropped(uris) })
+	if w.host.Window() != nil {
+		w.host.Window().SetOnDropped(func(_ fyne.Position, uris []fyne.URI) { p.dropped(uris) })
 		// Ctrl+R records and stops, Ctrl+→ and Ctrl+← move between sentences (on this page)
-		c := w.u.win.Canvas()
+		c := w.host.Window().Canvas()
 		key := func(k fyne.KeyName, fn func()) {
 			c.AddShortcut(&desktop.CustomShortcut{KeyName: k, Modifier: fyne.KeyModifierShortcutDefault}, func(fyne.Shortcut) {
 				if p.onScreen() {
@@ -142,13 +143,12 @@ func (p *collectPage) view() fyne.CanvasObject { return p.box }
 
 // onScreen says whether the collect page is the one shown.
 func (p *collectPage) onScreen() bool {
-	u := p.w.u
-	return p.w.d != nil && p.w.step == stepCollect && u.tabs != nil && u.tabs.Selected() != nil && u.tabs.Selected().Text == wizardTab
+	return p.w.d != nil && p.w.step == stepCollect && p.w.host.OnScreen()
 }
 
 // datasetChanged picks the dataset's prompt language and its first unread sentence.
 func (p *collectPage) datasetChanged() {
-	lang := p.w.u.app.Preferences().String(p.w.pref("lang"))
+	lang := p.w.host.Preferences().String(p.w.pref("lang"))
 	if lang == "" {
 		lang = "en"
 		if p.w.d != nil && p.w.d.Lang == "zh" {
@@ -175,10 +175,10 @@ func (p *collectPage) datasetChanged() {
 func (p *collectPage) setLang(label string) {
 	for l, s := range promptLangLabels {
 		if s == label && p.w.d != nil {
-			if p.w.u.app.Preferences().String(p.w.pref("lang")) == l && len(p.prompts) > 0 {
+			if p.w.host.Preferences().String(p.w.pref("lang")) == l && len(p.prompts) > 0 {
 				return
 			}
-			p.w.u.app.Preferences().SetString(p.w.pref("lang"), l)
+			p.w.host.Preferences().SetString(p.w.pref("lang"), l)
 			p.datasetChanged()
 			p.refresh()
 		}
@@ -289,17 +289,17 @@ func (p *collectPage) toggleRecord() {
 	p.status.SetText("Recording… read the sentence, then press Stop.")
 	w.refresh()
 	p.setButtons()
-	svc := w.svc
+	host := w.host
 	go func() {
-		pcm, err := svc.Record(ctx, maxTake, func(db float64) {
-			w.u.do(func() {
+		pcm, err := host.Record(ctx, maxTake, func(db float64) {
+			w.host.Do(func() {
 				if p.recording != nil {
 					p.meter.SetLevel(db)
 					p.tick()
 				}
 			})
 		})
-		w.u.do(func() {
+		w.host.Do(func() {
 			cancel()
 			p.recording = nil
 			w.busy = nil
@@ -367,7 +367,7 @@ func (p *collectPage) fileDialog() {
 		path := r.URI().Path()
 		r.Close()
 		p.importPaths([]string{path})
-	}, p.w.u.win)
+	}, p.w.host.Window())
 	fd.SetFilter(storage.NewExtensionFileFilter([]string{".wav", ".mp3", ".flac", ".ogg", ".opus", ".m4a", ".aac", ".webm", ".wma", ".aiff", ".aif"}))
 	fd.Show()
 }
@@ -378,13 +378,13 @@ func (p *collectPage) folderDialog() {
 			return
 		}
 		p.importPaths([]string{l.Path()})
-	}, p.w.u.win)
+	}, p.w.host.Window())
 }
 
 // dropped imports files dropped on the window while this page is shown.
 func (p *collectPage) dropped(uris []fyne.URI) {
 	w := p.w
-	if w.d == nil || w.busy != nil || w.u.tabs == nil || w.u.tabs.Selected() == nil || w.u.tabs.Selected().Text != wizardTab {
+	if w.d == nil || w.busy != nil || !w.host.OnScreen() {
 		return
 	}
 	if w.step != stepCollect {
@@ -410,7 +410,7 @@ func (p *collectPage) importPaths(paths []string) {
 	var problems []clone.Problem
 	p.w.job(p.bar, func(ctx context.Context, d *clone.Dataset, progress func(int, int, string)) error {
 		var err error
-		added, problems, err = d.Import(ctx, paths, p.w.svc.Open, clone.ImportOptions{
+		added, problems, err = d.Import(ctx, paths, p.prep.Open, clone.ImportOptions{
 			Progress: func(done, total int, file string) { progress(done, total, filepath.Base(file)) },
 		})
 		return err
@@ -482,7 +482,7 @@ func (p *collectPage) confirmRemove(s clone.Source) {
 		if ok {
 			p.remove(s.ID)
 		}
-	}, p.w.u.win)
+	}, p.w.host.Window())
 }
 
 func (p *collectPage) remove(id string) {

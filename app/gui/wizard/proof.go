@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ const (
 // proofPage is step 4: a table of the clips — play, edit the text, drop, the warnings —
 // and the total usable minutes. An edit is saved when the text box loses focus or on Enter.
 type proofPage struct {
-	w       *wizard
+	w       *Wizard
 	show    *widget.Select
 	rest    *widget.Button // "The rest look right": confirms every clip not yet checked
 	rows    []clone.Clip   // the clips shown (a copy)
@@ -31,11 +31,11 @@ type proofPage struct {
 	entries []*commitEntry
 	total   *widget.Label
 	gauge   *widget.ProgressBar
-	msg     *notice
+	msg     *kit.Notice
 	box     fyne.CanvasObject
 }
 
-func newProofPage(w *wizard) *proofPage {
+func newProofPage(w *Wizard) *proofPage {
 	p := &proofPage{w: w}
 	p.show = widget.NewSelect([]string{showUsable, showWarnings, showDropped}, func(string) {
 		if w.d != nil && w.busy == nil {
@@ -48,7 +48,7 @@ func newProofPage(w *wizard) *proofPage {
 	p.total = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 	p.total.Wrapping = fyne.TextWrapWord
 	p.gauge = widget.NewProgressBar()
-	p.msg = newNotice()
+	p.msg = kit.NewNotice()
 	p.rest = widget.NewButtonWithIcon("The rest look right", theme.ConfirmIcon(), p.confirmRest)
 	top := container.NewVBox(container.NewHBox(widget.NewLabel("Show"), container.New(&kit.FixedWidth{W: 280}, p.show)),
 		container.NewHBox(p.rest), p.msg)

@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"path/filepath"
@@ -59,7 +59,7 @@ func BenchmarkWizardSteps(b *testing.B) {
 	b.ReportMetric((imp+slice+label).Seconds()/n/audioSec, "x-realtime")
 }
 
-func benchIdle(b *testing.B, u *UI) {
+func benchIdle(b *testing.B, u *testUI) {
 	b.Helper()
 	deadline := time.Now().Add(10 * time.Minute)
 	for u.wizard.busy != nil {

@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"context"
@@ -198,7 +198,7 @@ func (f *fakeTraining) ticks(n int) {
 }
 
 // labelledDataset walks steps 1–3 on espeak-ng speech with the real VAD and demo recogniser.
-func labelledDataset(t *testing.T, u *UI, name, goal string) {
+func labelledDataset(t *testing.T, u *testUI, name, goal string) {
 	t.Helper()
 	w := u.wizard
 	u.tabs.SelectIndex(5)

@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"context"
@@ -23,16 +23,6 @@ import (
 	"github.com/parley-voice/parley/app/gui/kit"
 )
 
-// Training is what steps 5–7 need: app/tune's roles over the fine-tune jobs of a dataset
-// and a goal (tune.TrainingService). Jobs run in this process, one at a time; a job a closed
-// Parley left behind is found again (interrupted) and resumes from its last checkpoint.
-type Training interface {
-	tune.Readiness
-	tune.Jobs
-	tune.Evaluator
-	tune.Installer
-}
-
 // notInBuild is why a goal's steps 5–7 cannot run in this build.
 const notInBuild = "Fine-tuning is not in this build of Parley yet: the training, evaluation and install jobs are still being built. " +
 	"Your dataset is kept as it is; when Parley is updated, this step starts from it."
@@ -40,17 +30,19 @@ const notInBuild = "Fine-tuning is not in this build of Parley yet: the training
 // trainPage is step 5: the job, its readiness checks, progress with the time left, the loss
 // plot, Cancel, and Resume for a job that stopped.
 type trainPage struct {
-	w      *wizard
+	w      *Wizard
+	ready  tune.Readiness // nil (or jobs nil): not in this build
+	jobs   tune.Jobs
 	needs  *widget.Label
-	checks *notice
-	why    *notice
+	checks *kit.Notice
+	why    *kit.Notice
 	start  *widget.Button
 	cancel *widget.Button
 	resume *widget.Button
 	bar    *widget.ProgressBar
 	prep   *widget.ProgressBarInfinite // moves while the job prepares (no steps to count yet)
 	began  time.Time                   // when this run started
-	status *notice
+	status *kit.Notice
 	plot   *lossPlot
 	quick  *quickClone
 	// what (the voice goal) chooses a speaker vector or the whole model; its default follows
@@ -81,12 +73,12 @@ type trainPage struct {
 	pending             bool // a repaint is queued
 }
 
-func newTrainPage(w *wizard) *trainPage {
-	p := &trainPage{w: w}
+func newTrainPage(w *Wizard, ready tune.Readiness, jobs tune.Jobs, cloner tune.Cloner) *trainPage {
+	p := &trainPage{w: w, ready: ready, jobs: jobs}
 	p.needs = widget.NewLabel("")
 	p.needs.Wrapping = fyne.TextWrapWord
-	p.checks = newNotice()
-	p.why = newNotice()
+	p.checks = kit.NewNotice()
+	p.why = kit.NewNotice()
 	p.why.Importance = widget.WarningImportance
 	p.start = widget.NewButtonWithIcon("Start training", theme.MediaPlayIcon(), func() { p.begin(false) })
 	p.start.Importance = widget.HighImportance
@@ -97,9 +89,9 @@ func newTrainPage(w *wizard) *trainPage {
 	p.prep = widget.NewProgressBarInfinite()
 	p.prep.Stop()
 	p.prep.Hide()
-	p.status = newNotice()
+	p.status = kit.NewNotice()
 	p.plot = newLossPlot()
-	p.quick = newQuickClone(w)
+	p.quick = newQuickClone(w, cloner)
 	p.what = widget.NewRadioGroup([]string{whatWhole, whatSpeaker}, func(string) { p.whatPicked = true })
 	p.what.Required = true
 	p.what.Hide()
@@ -126,11 +118,10 @@ func (p *trainPage) running() bool { return p.run && p.runKey == p.key }
 
 // blocked says why this build cannot train for the goal ("" when it can).
 func (p *trainPage) blocked() string {
-	tr := p.w.u.svc.Training
-	if tr == nil {
+	if p.ready == nil || p.jobs == nil {
 		return notInBuild
 	}
-	if err := tr.Supports(p.w.goal); err != nil {
+	if err := p.ready.Supports(p.w.goal); err != nil {
 		return sentence(err.Error())
 	}
 	return ""
@@ -163,19 +154,19 @@ func (p *trainPage) sync() {
 	}
 	p.key, p.loaded, p.job = key, true, nil
 	p.checked, p.checkEr, p.base, p.baseDemo, p.baseEr = "", nil, "", false, nil
-	tr, d, goal := p.w.u.svc.Training, p.w.d, p.w.goal
-	if tr == nil || d == nil || tr.Supports(goal) != nil {
+	ready, jobs, d, goal := p.ready, p.jobs, p.w.d, p.w.goal
+	if ready == nil || jobs == nil || d == nil || ready.Supports(goal) != nil {
 		return
 	}
 	go func() {
 		ctx := context.Background()
-		j, jerr := tr.Latest(ctx, d, goal)
-		desc, cerr := tr.Check(ctx)
-		base, demo, berr := tr.Base(ctx, goal)
+		j, jerr := jobs.Latest(ctx, d, goal)
+		desc, cerr := ready.Check(ctx)
+		base, demo, berr := ready.Base(ctx, goal)
 		if berr == nil && demo {
 			base += " (demo-grade)"
 		}
-		p.w.u.do(func() {
+		p.w.host.Do(func() {
 			if p.key != key {
 				return
 			}
@@ -263,7 +254,6 @@ func (p *trainPage) refresh() {
 		p.status.SetText("")
 		return
 	}
-	tr := w.u.svc.Training
 	// the checklist
 	var lines []string
 	ready := true
@@ -291,7 +281,7 @@ func (p *trainPage) refresh() {
 	case p.base != "":
 		mark(true, "Starting point: "+p.base)
 	}
-	need := tr.MinClips(w.goal)
+	need := p.ready.MinClips(w.goal)
 	mark(s.Usable >= need, fmt.Sprintf("Clips: %d usable, at least %d needed", s.Usable, need))
 	if w.goal == goalVoice && s.UsableMinutes < minVoiceMinutes {
 		lines = append(lines, fmt.Sprintf("! A voice wants at least %.0f minutes of speech; you have %s.", minVoiceMinutes, minutes(s.UsableMinutes)))
@@ -460,8 +450,8 @@ func eta(s float64) string {
 // begin starts a new job (or resumes the one shown) in the background.
 func (p *trainPage) begin(resume bool) {
 	w := p.w
-	tr := w.u.svc.Training
-	if tr == nil || w.d == nil || p.run || w.busy != nil {
+	jobs := p.jobs
+	if jobs == nil || w.d == nil || p.run || w.busy != nil {
 		return
 	}
 	w.proof.commit()
@@ -500,19 +490,19 @@ func (p *trainPage) begin(resume bool) {
 	go func() {
 		defer close(finished)
 		if id == 0 {
-			j, err := tr.Create(ctx, d, goal, opt)
+			j, err := jobs.Create(ctx, d, goal, opt)
 			if err != nil {
 				p.ended(key, d, goal, 0, err)
 				return
 			}
 			id = j.ID
-			p.w.u.do(func() {
+			p.w.host.Do(func() {
 				if p.key == key {
 					p.job = &j
 				}
 			})
 		}
-		wait, err := tr.Start(ctx, id, func(ev tune.Event) { p.event(ev) })
+		wait, err := jobs.Start(ctx, id, func(ev tune.Event) { p.event(ev) })
 		if err != nil {
 			p.ended(key, d, goal, id, err)
 			return
@@ -556,13 +546,11 @@ func (p *trainPage) event(ev tune.Event) {
 	if queued {
 		return
 	}
-	p.w.u.do(func() {
+	p.w.host.Do(func() {
 		p.mu.Lock()
 		p.pending = false
 		p.mu.Unlock()
-		u := p.w.u
-		onScreen := u.tabs == nil || (u.tabs.Selected() != nil && u.tabs.Selected().Text == wizardTab)
-		if p.w.step == stepTrain && p.running() && p.w.busy == nil && onScreen {
+		if p.w.step == stepTrain && p.running() && p.w.busy == nil && p.w.host.OnScreen() {
 			p.refresh()
 		}
 	})
@@ -570,14 +558,13 @@ func (p *trainPage) event(ev tune.Event) {
 
 // ended runs when a job stops: it reads the job's final record.
 func (p *trainPage) ended(key string, d *clone.Dataset, goal string, id int64, err error) {
-	tr := p.w.u.svc.Training
 	var j *tune.Job
 	if id != 0 {
-		if latest, lerr := tr.Latest(context.Background(), d, goal); lerr == nil && latest != nil && latest.ID == id {
+		if latest, lerr := p.jobs.Latest(context.Background(), d, goal); lerr == nil && latest != nil && latest.ID == id {
 			j = latest
 		}
 	}
-	p.w.u.do(func() {
+	p.w.host.Do(func() {
 		if p.stop != nil {
 			p.stop()
 		}
@@ -725,24 +712,26 @@ func (r *lossRenderer) build() {
 // evalPage is step 6: the starting point and the fine-tuned model on the held-out clips,
 // the figures before and after, and A/B listening.
 type evalPage struct {
-	w       *wizard
+	w       *Wizard
+	jobs    tune.Jobs
+	eval    tune.Evaluator // nil: not in this build
 	run     *widget.Button
 	bar     *jobBar
-	why     *notice
-	summary *notice
+	why     *kit.Notice
+	summary *kit.Notice
 	items   []tune.EvalItem
 	list    *widget.List
 	box     fyne.CanvasObject
 }
 
-func newEvalPage(w *wizard) *evalPage {
-	p := &evalPage{w: w}
+func newEvalPage(w *Wizard, jobs tune.Jobs, eval tune.Evaluator) *evalPage {
+	p := &evalPage{w: w, jobs: jobs, eval: eval}
 	p.run = widget.NewButtonWithIcon("Evaluate", theme.SearchIcon(), func() { p.evaluate() })
 	p.run.Importance = widget.HighImportance
 	p.bar = newJobBar()
-	p.why = newNotice()
+	p.why = kit.NewNotice()
 	p.why.Importance = widget.WarningImportance
-	p.summary = newNotice()
+	p.summary = kit.NewNotice()
 	p.summary.TextStyle = fyne.TextStyle{Bold: true}
 	p.list = widget.NewList(func() int { return len(p.items) }, p.newRow, p.updateRow)
 	intro := "Parley compares the model before and after fine-tuning on clips it did not train on. For the recogniser: what each one writes " +
@@ -766,10 +755,10 @@ func (p *evalPage) job() *tune.Job {
 
 func (p *evalPage) evaluation() *tune.Evaluation {
 	j := p.job()
-	if j == nil || p.w.u.svc.Training == nil {
+	if j == nil || p.eval == nil {
 		return nil
 	}
-	return p.w.u.svc.Training.Evaluation(*j)
+	return p.eval.Evaluation(*j)
 }
 
 func (p *evalPage) state() (bool, string) {
@@ -856,8 +845,8 @@ func capitalise(s string) string {
 
 func (p *evalPage) evaluate() {
 	j := p.job()
-	tr := p.w.u.svc.Training
-	if j == nil || tr == nil {
+	eval, jobs := p.eval, p.jobs
+	if j == nil || eval == nil || jobs == nil {
 		return
 	}
 	job, goal := *j, p.w.goal
@@ -869,8 +858,8 @@ func (p *evalPage) evaluate() {
 	var fresh *tune.Job
 	p.w.job(p.bar, func(ctx context.Context, d *clone.Dataset, progress func(int, int, string)) error {
 		progress(0, 1, doing)
-		_, err := tr.Evaluate(ctx, job)
-		fresh, _ = tr.Latest(context.WithoutCancel(ctx), d, goal) // the result is stored with the job
+		_, err := eval.Evaluate(ctx, job)
+		fresh, _ = jobs.Latest(context.WithoutCancel(ctx), d, goal) // the result is stored with the job
 		return err
 	}, func(err error) {
 		p.w.train.update(fresh)
@@ -942,25 +931,27 @@ func (p *evalPage) updateRow(i widget.ListItemID, o fyne.CanvasObject) {
 
 // installPage is step 7: the fine-tuned model added for use, and a way to switch to it.
 type installPage struct {
-	w       *wizard
+	w       *Wizard
+	jobs    tune.Jobs
+	inst    tune.Installer // nil: not in this build
 	run     *widget.Button
 	use     *widget.Button
 	bar     *jobBar
-	why     *notice
-	done    *notice
+	why     *kit.Notice
+	done    *kit.Notice
 	box     fyne.CanvasObject
 	lastErr string
 }
 
-func newInstallPage(w *wizard) *installPage {
-	p := &installPage{w: w}
+func newInstallPage(w *Wizard, jobs tune.Jobs, inst tune.Installer) *installPage {
+	p := &installPage{w: w, jobs: jobs, inst: inst}
 	p.run = widget.NewButtonWithIcon("Install", theme.DownloadIcon(), func() { p.install() })
 	p.run.Importance = widget.HighImportance
 	p.use = widget.NewButtonWithIcon("Use it in Parley", theme.ConfirmIcon(), func() { p.useIt() })
 	p.bar = newJobBar()
-	p.why = newNotice()
+	p.why = kit.NewNotice()
 	p.why.Importance = widget.WarningImportance
-	p.done = newNotice()
+	p.done = kit.NewNotice()
 	p.done.Importance = widget.SuccessImportance
 	intro := "The fine-tuned model is exported, checked and added to Parley: a recogniser joins the models (Models tab), a voice the voice library, " +
 		"where the conversation, `parley say` and the server can use it. If anything fails, the earlier state is kept and nothing half-installed is left."
@@ -998,6 +989,7 @@ const notAlike = "By the speaker encoder, the fine-tuned voice does not sound mo
 func (p *installPage) refresh() {
 	done, why := p.state()
 	p.why.SetText(why)
+	cfg, save := p.w.host.Config()
 	ev := p.w.eval.evaluation()
 	if why == "" && ev != nil && len(ev.Voices) > 0 && !ev.Improved && ev.Installed == "" {
 		p.why.SetText(notAlike)
@@ -1013,9 +1005,9 @@ func (p *installPage) refresh() {
 			p.done.SetText("Installed in the voice library as " + ev.Installed + ", with its own model " + ev.Model + " (Models tab).")
 		}
 		p.run.SetText("Install again")
-		if ev.Model == "" && p.w.u.svc.SaveConfig != nil { // a voice for the installed model: the assistant can speak with it
+		if ev.Model == "" && save != nil { // a voice for the installed model: the assistant can speak with it
 			p.use.Show()
-			if c := p.w.u.svc.Config; c != nil && c.TTS.Voice == ev.Installed && c.TTS.Engine == "chattts" {
+			if c := cfg; c != nil && c.TTS.Voice == ev.Installed && c.TTS.Engine == "chattts" {
 				p.use.Disable()
 				p.done.SetText("Installed in the voice library as " + ev.Installed + ", and Parley speaks with it.")
 			} else {
@@ -1025,9 +1017,9 @@ func (p *installPage) refresh() {
 	} else if done && ev != nil {
 		p.done.SetText("Installed as " + ev.Installed + ".")
 		p.run.SetText("Install again")
-		if p.w.goal == goalRecognition && p.w.u.svc.SaveConfig != nil {
+		if p.w.goal == goalRecognition && save != nil {
 			p.use.Show()
-			if c := p.w.u.svc.Config; c != nil && c.ASR.Model == ev.Installed {
+			if c := cfg; c != nil && c.ASR.Model == ev.Installed {
 				p.use.Disable()
 				p.done.SetText("Installed as " + ev.Installed + ", and Parley uses it to hear you.")
 			} else {
@@ -1048,8 +1040,8 @@ func (p *installPage) refresh() {
 
 func (p *installPage) install() {
 	j := p.w.eval.job()
-	tr := p.w.u.svc.Training
-	if j == nil || tr == nil {
+	inst, jobs := p.inst, p.jobs
+	if j == nil || inst == nil || jobs == nil {
 		return
 	}
 	job, goal := *j, p.w.goal
@@ -1061,8 +1053,8 @@ func (p *installPage) install() {
 		} else {
 			progress(0, 1, "exporting and checking the model")
 		}
-		_, err := tr.Install(ctx, job)
-		fresh, _ = tr.Latest(context.WithoutCancel(ctx), d, goal)
+		_, err := inst.Install(ctx, job)
+		fresh, _ = jobs.Latest(context.WithoutCancel(ctx), d, goal)
 		return err
 	}, func(err error) {
 		p.w.train.update(fresh)
@@ -1076,7 +1068,7 @@ func (p *installPage) install() {
 // installed voice the one it speaks with (tts.engine and tts.voice).
 func (p *installPage) useIt() {
 	ev := p.w.eval.evaluation()
-	base, save := p.w.u.svc.Config, p.w.u.svc.SaveConfig
+	base, save := p.w.host.Config()
 	if ev == nil || ev.Installed == "" || base == nil || save == nil {
 		return
 	}
@@ -1089,7 +1081,7 @@ func (p *installPage) useIt() {
 	p.use.Disable()
 	go func() {
 		err := save(&c)
-		p.w.u.do(func() {
+		p.w.host.Do(func() {
 			if err != nil {
 				p.lastErr = "Could not switch to it: " + err.Error()
 			} else {

@@ -1,4 +1,4 @@
-package gui
+package wizard
 
 import (
 	"bytes"
@@ -17,19 +17,20 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
+
+	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // testCloning is the real wizard service (Silero VAD, the demo recogniser, real decoding)
 // with a scripted microphone and a silent speaker.
 type testCloning struct {
-	*cloneService
+	*tune.CloneService
 	mu       sync.Mutex
 	mic      []float32 // what the next take hears
 	levels   int       // level reports per take
@@ -41,7 +42,7 @@ func (f *testCloning) CloneReady() error {
 	if f.notReady != nil {
 		return f.notReady
 	}
-	return f.cloneService.CloneReady()
+	return f.CloneService.CloneReady()
 }
 
 func (f *testCloning) Record(ctx context.Context, max time.Duration, level func(float64)) ([]float32, error) {
@@ -67,7 +68,7 @@ func (f *testCloning) Play(ctx context.Context, pcm []float32) error {
 // waitPlayed waits until the n-th clip has played and the wizard has seen it end: tapping
 // another play button while one plays stops it instead (the wizard's toggle), so the next tap
 // must wait for the end, not only for the speaker to be handed the clip.
-func waitPlayed(t *testing.T, u *UI, svc *testCloning, n int, what string) {
+func waitPlayed(t *testing.T, u *testUI, svc *testCloning, n int, what string) {
 	t.Helper()
 	waitFor(t, u, what+" played", func() bool {
 		svc.mu.Lock()
@@ -90,12 +91,12 @@ func requireWizardModels(t testing.TB) {
 func newTestCloning(t testing.TB) *testCloning {
 	t.Helper()
 	t.Setenv("PARLEY_MODELS", assets.ModelsDir())
-	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
-	s := newCloneService(factory.New(nil, nil))
+	tiny, _ := filepath.Abs(filepath.Join("..", "..", "..", "testdata", "chattts", "tiny"))
+	s := tune.NewCloneService(factory.New(nil, nil))
 	s.Datasets = t.TempDir()
 	s.ASRModel = "sensevoice-demo" // embedded: extracted on first use
 	s.CloneModel, s.VoicesDir, s.Seeds = tiny, t.TempDir(), 2
-	return &testCloning{cloneService: s, levels: 5}
+	return &testCloning{CloneService: s, levels: 5}
 }
 
 // speech is espeak-ng reading text, at 16 kHz.
@@ -134,7 +135,7 @@ func longRecording(t testing.TB, voice string, sentences ...string) []float32 {
 }
 
 // waitIdle waits until the wizard's job has finished.
-func waitIdle(t *testing.T, u *UI) {
+func waitIdle(t *testing.T, u *testUI) {
 	t.Helper()
 	waitFor(t, u, "the wizard's job", func() bool { return u.wizard.busy == nil })
 }
@@ -175,7 +176,7 @@ func shown(o fyne.CanvasObject) string {
 			if v.Visible() {
 				b.WriteString(v.Text + "\n")
 			}
-		case *notice:
+		case *kit.Notice:
 			if v.Visible() {
 				b.WriteString(v.Text + "\n")
 			}
@@ -198,7 +199,7 @@ func TestWizardStepsOneToFour(t *testing.T) {
 	u, win := newTestUI(t, Services{Clone: svc})
 	w := u.wizard
 	u.tabs.SelectIndex(5)
-	if u.tabs.Selected().Text != wizardTab {
+	if u.tabs.Selected().Text != Tab {
 		t.Fatalf("tab 6 is %q", u.tabs.Selected().Text)
 	}
 	if !strings.Contains(shown(w.content), "Teach Parley your voice") || !w.stepBtns[0].Disabled() {
@@ -374,7 +375,7 @@ func TestWizardStepsOneToFour(t *testing.T) {
 
 	// the app restarts: the dataset reopens at the first step not done (train, locked),
 	// its edits intact
-	u2 := New(u.app, u.app.NewWindow("again"), Services{Clone: svc})
+	u2, _ := newTestUIOn(t, u.app, Services{Clone: svc})
 	if u2.wizard.d == nil || u2.wizard.d.Name != "Ada" {
 		t.Fatal("the last dataset is not reopened")
 	}
@@ -541,7 +542,7 @@ func TestCloneFromClip(t *testing.T) {
 	requireWizardModels(t)
 	svc := newTestCloning(t)
 	u, _ := newTestUI(t, Services{Clone: svc})
-	c := u.showCloneFromClip()
+	c := u.wizard.showCloneFromClip()
 	if c == nil {
 		t.Fatal("no dialog")
 	}
@@ -608,7 +609,7 @@ func TestCloneFromClip(t *testing.T) {
 
 	// without a voice model to clone with, the dialog says so before anything is recorded
 	svc.notReady = tune.ErrNoCloneModel
-	c2 := u.showCloneFromClip()
+	c2 := u.wizard.showCloneFromClip()
 	if !c2.create.Disabled() || !strings.Contains(c2.why.Text, "ChatTTS voice model") {
 		t.Errorf("no voice model: %q", c2.why.Text)
 	}
@@ -645,18 +646,14 @@ func TestWizardFitsNarrowWindows(t *testing.T) {
 	}
 }
 
-// TestWizardHoldsTheMicrophone: a hands-free assistant stops listening while the wizard
-// records (it would answer the sentences read for the wizard) and listens again when the
-// person leaves the recording page.
+// TestWizardHoldsTheMicrophone: the wizard has the window stop a listening assistant while
+// it records (it would answer the sentences read for the wizard) and lets it listen again
+// when the person leaves the recording page; an assistant that is not listening (push-to-talk)
+// is not held. How the window holds it is app/gui's TestWizardHostHoldsTheMicrophone.
 func TestWizardHoldsTheMicrophone(t *testing.T) {
 	requireWizardModels(t)
 	svc := newTestCloning(t)
-	var mu sync.Mutex
-	var modes []app.Mode // SetMode runs off the UI goroutine
-	u, _ := newTestUI(t, Services{Clone: svc, SetMode: func(m app.Mode) error { mu.Lock(); modes = append(modes, m); mu.Unlock(); return nil }})
-	got := func() []app.Mode { mu.Lock(); defer mu.Unlock(); return append([]app.Mode(nil), modes...) }
-	u.mode = app.HandsFree
-	u.Attach(newFakeAssistant(), nil)
+	u, _ := newTestUI(t, Services{Clone: svc})
 	w := u.wizard
 	u.tabs.SelectIndex(5)
 	if err := w.create("Mic", goalVoice); err != nil {
@@ -666,63 +663,28 @@ func TestWizardHoldsTheMicrophone(t *testing.T) {
 	test.Tap(w.collect.record)
 	test.Tap(w.collect.record)
 	waitIdle(t, u)
-	waitFor(t, u, "the assistant muted", func() bool { return len(got()) == 1 })
-	if m := got(); !u.muted || m[0] != app.PushToTalk {
-		t.Errorf("while recording: muted=%v, modes %v", u.muted, m)
+	if !u.muted || u.holds != 1 {
+		t.Errorf("while recording: held=%v, %d holds", u.muted, u.holds)
 	}
-	test.Tap(w.collect.record) // a second take does not switch again
+	test.Tap(w.collect.record) // a second take does not hold it again
 	test.Tap(w.collect.record)
 	waitIdle(t, u)
 	w.show(stepSlice)
-	waitFor(t, u, "the assistant listening again", func() bool { return len(got()) == 2 })
-	if m := got(); u.muted || m[1] != app.HandsFree {
-		t.Errorf("after leaving the page: muted=%v, modes %v", u.muted, m)
+	if u.muted || u.holds != 1 || u.releases != 1 {
+		t.Errorf("after leaving the page: held=%v, %d holds, %d releases", u.muted, u.holds, u.releases)
 	}
 	// a push-to-talk assistant is left alone
 	w.show(stepCollect)
-	u.mode = app.PushToTalk
+	u.pushToTalk = true
 	test.Tap(w.collect.record)
 	test.Tap(w.collect.record)
 	waitIdle(t, u)
-	if m := got(); u.muted || len(m) != 2 {
-		t.Errorf("push-to-talk: muted=%v, modes %v", u.muted, m)
+	if u.muted || u.holds != 1 {
+		t.Errorf("push-to-talk: held=%v, %d holds", u.muted, u.holds)
 	}
-}
-
-// slowSource delivers 50 ms of a tone per read, like a microphone.
-type slowSource struct{ n int }
-
-func (s *slowSource) Format() audio.Format { return audio.Mono16k }
-func (s *slowSource) Read(ctx context.Context, p []float32) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	k := min(len(p), 800)
-	for i := range k {
-		p[i] = 0.1
-	}
-	s.n += k
-	return k, nil
-}
-
-// TestRecordFrom: a take lasts until it is stopped (what was heard is kept, no error) or
-// reaches its limit, and reports levels as it goes.
-func TestRecordFrom(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var levels int
-	src := &slowSource{}
-	pcm, err := recordFrom(ctx, src, time.Second, func(db float64) {
-		levels++
-		if levels == 5 {
-			cancel()
-		}
-	})
-	if err != nil || len(pcm) != 5*800 || levels != 5 {
-		t.Errorf("stopped take: %d samples, %d levels, %v", len(pcm), levels, err)
-	}
-	pcm, err = recordFrom(context.Background(), &slowSource{}, 500*time.Millisecond, nil)
-	if err != nil || len(pcm) != 8000 {
-		t.Errorf("a take at its limit: %d samples, %v", len(pcm), err)
+	w.show(stepSlice)
+	if u.releases != 1 {
+		t.Errorf("push-to-talk: %d releases, want none more", u.releases)
 	}
 }
 
@@ -744,5 +706,19 @@ func TestWizardPlaybackEnds(t *testing.T) {
 	endSecond()
 	if w.playing != nil || second.Err() == nil {
 		t.Fatal("the second playback's end left it playing")
+	}
+}
+
+// TestLanguageNames: the wizard names the codes SenseVoice reports as written ("—" for
+// none); a code SenseVoice does not have stays as it is.
+func TestLanguageNames(t *testing.T) {
+	for _, c := range []struct{ code, want string }{
+		{"en", "English"}, {"zh", "Mandarin"}, {"yue", "Cantonese"},
+		{"ja", "Japanese"}, {"ko", "Korean"}, {"EN", "EN"}, {"Yue", "Yue"},
+		{"", "—"}, {"nospeech", "nospeech"}, {"AUTO", "AUTO"}, {"de", "de"}, {"xx", "xx"},
+	} {
+		if got := langName(c.code); got != c.want {
+			t.Errorf("langName(%q) = %q, want %q", c.code, got, c.want)
+		}
 	}
 }
