@@ -307,7 +307,7 @@ func (b *builder) devices(context.Context) error {
 	b.closes(host.Close)
 	lat := deviceLatency(b.cfg)
 	osc := device.StreamConfig{Device: b.cfg.Audio.Output, Latency: lat, LossTimeout: lossTimeout, Batch: echoBatch}
-	isc := device.StreamConfig{Device: b.cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout, Batch: micBatch}
+	isc := device.StreamConfig{Device: b.cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout, Buffer: micBuffer, Batch: micBatch}
 	if b.o.Stream != nil {
 		b.o.Stream(device.Output, &osc)
 		b.o.Stream(device.Input, &isc)
@@ -566,13 +566,15 @@ func deviceLatency(cfg *config.Config) time.Duration {
 // than the device package's default, as a busy machine can stall PulseAudio for a second.
 const lossTimeout = 3 * time.Second
 
-// The microphone's reader wakes for every micBatch of audio, not every device buffer, and the
-// echo reference's for every echoBatch: a listening app at rest wakes a few dozen times a
-// second instead of two hundred. The VAD decides on 32 ms windows, so micBatch delays its
-// decisions by about half of it on average; the echo check allows the reference to trail by
-// echoLead (100 ms).
+// The microphone delivers micBuffer fragments (the VAD's 32 ms window), and its reader may
+// wait for up to micBatch of them: the ear asks for one window while anything happens and for
+// three at rest (app's ear.run), so a listening app at rest wakes about ten times a second
+// instead of two hundred, and the VAD's decisions in a turn wait for no more audio than they
+// need. The echo reference's reader wakes for every echoBatch; the echo check allows the
+// reference to trail by echoLead (100 ms).
 const (
-	micBatch  = 20 * time.Millisecond
+	micBuffer = 32 * time.Millisecond
+	micBatch  = 96 * time.Millisecond
 	echoBatch = 40 * time.Millisecond
 )
 

@@ -240,3 +240,61 @@ func TestCaptureReadWaitsForItsBatch(t *testing.T) {
 		t.Fatal("the reader never woke")
 	}
 }
+
+// With a short Buffer and a long Batch, one capture serves a reader that asks for short
+// blocks (it wakes at each device buffer) and for long ones (it waits for the batch): the
+// app's ear at work and at rest.
+func TestCaptureBufferShortBatchLong(t *testing.T) {
+	cfg := StreamConfig{SampleRate: 16000, Channels: 1, Buffer: 32 * time.Millisecond, Batch: 96 * time.Millisecond}
+	if err := cfg.fill(Info{Name: "mic", MaxInputChannels: 1}, Input, 1); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BufferFrames != 512 {
+		t.Fatalf("BufferFrames = %d from Buffer 32 ms at 16 kHz, want 512", cfg.BufferFrames)
+	}
+	c := testCapture(t, audio.Format{SampleRate: 16000, Channels: 1}, 4096)
+	c.cfg = cfg
+	src := &ringSource{c: c}
+	read := func(size int) chan int {
+		got := make(chan int, 1)
+		go func() {
+			n, err := src.Read(context.Background(), make([]float32, size))
+			if err != nil {
+				t.Error(err)
+			}
+			got <- n
+		}()
+		time.Sleep(20 * time.Millisecond)
+		return got
+	}
+	// a short block: one device buffer wakes it
+	got := read(512)
+	c.rt.callback(make([]float32, 512), 0, 0)
+	select {
+	case n := <-got:
+		if n != 512 {
+			t.Errorf("woke with %d samples, want 512", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a reader of one buffer did not wake at its buffer")
+	}
+	// a long block: it sleeps through two buffers and wakes at the third
+	got = read(2048)
+	for i := 0; i < 2; i++ {
+		c.rt.callback(make([]float32, 512), 0, 0)
+		select {
+		case n := <-got:
+			t.Fatalf("the reader woke with %d samples, before its batch of 1536", n)
+		case <-time.After(maxSleep / 4):
+		}
+	}
+	c.rt.callback(make([]float32, 512), 0, 0)
+	select {
+	case n := <-got:
+		if n != 1536 {
+			t.Errorf("woke with %d samples, want the batch of 1536", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reader never woke")
+	}
+}
