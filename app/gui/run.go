@@ -94,6 +94,7 @@ func Run(ctx context.Context, cfg *config.Config, o Options) error {
 	log, logFile := openLog(log, logDir, o.LogLevel)
 	defer logFile.Close()
 	slog.SetDefault(log)
+	defer routeStdLog(log)() // Fyne's error reports, one record each at their level
 	log.Info("desktop app starting", "pid", os.Getpid(), "log_dir", logDir)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
