@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -182,24 +180,7 @@ func TestFinetuneASRIsTheWizards(t *testing.T) {
 		t.Fatal(err)
 	}
 	j = mustJob(t, ts, j.ID)
-	a, b := cliJob.Spec, j.Spec
-	if a.Title != b.Title || a.Procs != b.Procs || a.Threads != b.Threads || a.Samples != b.Samples ||
-		string(a.Meta) != string(b.Meta) || !reflect.DeepEqual(a.Steps, b.Steps) {
-		t.Errorf("the command's job\n%+v\nthe wizard's\n%+v", a, b)
-	}
-	argsOf := func(j tune.Job) string {
-		b, err := os.ReadFile(filepath.Join(j.Spec.Dir, "run", "args.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	if x, y := argsOf(*cliJob), argsOf(j); x != y {
-		t.Errorf("the trainer ran with\n%s\nfor the command, and with\n%s\nfor the wizard", x, y)
-	}
-	if !slices.Equal(stages, []string{"prepare", "train", "export"}) || !slices.Equal(cliJob.Progress.StagesDone, stages) {
-		t.Errorf("stages: the wizard heard %v, the command's job did %v", stages, cliJob.Progress.StagesDone)
-	}
+	sameJob(t, *cliJob, j, stages)
 	var x, y tune.ASRResult
 	json.Unmarshal(cliJob.Progress.Results["evaluate"], &x)
 	json.Unmarshal(j.Progress.Results["evaluate"], &y)

@@ -159,24 +159,7 @@ func TestFinetuneVoiceIsTheWizards(t *testing.T) {
 		t.Fatalf("the wizard's job: %v", err)
 	}
 	j2, _ := ts.Runner().Job(ctx, j.ID)
-	a, b := cliJob.Spec, j2.Spec
-	if a.Title != b.Title || a.Procs != b.Procs || a.Threads != b.Threads || a.Samples != b.Samples ||
-		string(a.Meta) != string(b.Meta) || !reflect.DeepEqual(a.Steps, b.Steps) {
-		t.Errorf("the command's job\n%+v\nthe wizard's\n%+v", a, b)
-	}
-	argsOf := func(j tune.Job) string {
-		b, err := os.ReadFile(filepath.Join(j.Spec.Dir, "run", "args.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	if x, y := argsOf(*cliJob), argsOf(j2); x != y {
-		t.Errorf("the trainer ran with\n%s\nfor the command, and with\n%s\nfor the wizard", x, y)
-	}
-	if !slices.Equal(stages, []string{"prepare", "train", "export"}) || !slices.Equal(cliJob.Progress.StagesDone, stages) {
-		t.Errorf("stages: the wizard heard %v, the command's job did %v", stages, cliJob.Progress.StagesDone)
-	}
+	sameJob(t, *cliJob, j2, stages)
 
 	// the wizard installs its job (after its evaluation): the same voice, the same name,
 	// replacing the command's install of the dataset's earlier job
@@ -201,5 +184,29 @@ func TestFinetuneVoiceIsTheWizards(t *testing.T) {
 	j2, _ = ts.Runner().Job(ctx, j.ID)
 	if ev := ts.Evaluation(j2); ev == nil || ev.Installed != "anna-b" {
 		t.Errorf("the wizard's evaluation does not say what the command installed: %+v", ev)
+	}
+}
+
+// sameJob fails t unless the command's job and the wizard's are one job: the same spec, the
+// trainer run with the same arguments, and the stages the wizard heard the command's job did.
+func sameJob(t *testing.T, cliJob, wizJob tune.Job, stages []string) {
+	t.Helper()
+	a, b := cliJob.Spec, wizJob.Spec
+	if a.Title != b.Title || a.Procs != b.Procs || a.Threads != b.Threads || a.Samples != b.Samples ||
+		string(a.Meta) != string(b.Meta) || !reflect.DeepEqual(a.Steps, b.Steps) {
+		t.Errorf("the command's job\n%+v\nthe wizard's\n%+v", a, b)
+	}
+	argsOf := func(j tune.Job) string {
+		b, err := os.ReadFile(filepath.Join(j.Spec.Dir, "run", "args.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if x, y := argsOf(cliJob), argsOf(wizJob); x != y {
+		t.Errorf("the trainer ran with\n%s\nfor the command, and with\n%s\nfor the wizard", x, y)
+	}
+	if !slices.Equal(stages, []string{"prepare", "train", "export"}) || !slices.Equal(cliJob.Progress.StagesDone, stages) {
+		t.Errorf("stages: the wizard heard %v, the command's job did %v", stages, cliJob.Progress.StagesDone)
 	}
 }

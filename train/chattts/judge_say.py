@@ -56,10 +56,36 @@ SENTENCES = [
     "Goodnight, sleep well.",
 ]
 
+# Other new sentences, for choosing a setting (sampling defaults, say) without choosing it on
+# the sentences above, which measure it.
+SELECT = [
+    "The garage door is closed and locked.",
+    "I moved your dentist appointment to Friday at ten.",
+    "The weather in Lisbon is warm and clear.",
+    "Your phone is charged to ninety percent.",
+    "I can read you a recipe for pancakes.",
+    "The bus is running about six minutes late.",
+    "There is one reminder left for this evening.",
+    "I changed the thermostat to twenty one degrees.",
+    "The museum opens at nine thirty tomorrow.",
+    "You have a birthday party on Sunday afternoon.",
+    "I sent the photos to your brother.",
+    "The washing machine will finish in forty minutes.",
+    "Shall I play some quiet piano music?",
+    "The nearest pharmacy is two streets away.",
+    "Eleven plus sixteen is twenty seven.",
+    "I opened the blinds in the bedroom.",
+    "Your flight boards at gate fourteen.",
+    "The soup needs another ten minutes on the stove.",
+    "I am sorry, I do not know the answer to that.",
+    "Good morning, it is a bright and windy day.",
+]
 
-def say(parley: str, model: str, text: str, seed: int, out: str, precision: str = "auto") -> None:
+
+def say(parley: str, model: str, text: str, seed: int, out: str, precision: str = "auto",
+        sampling: Optional[List[str]] = None) -> None:
     cmd = [parley, "say", "--engine", "chattts", "--model", model, "--seed", str(seed), "--precision", precision,
-           "-o", out, text]
+           *(sampling or []), "-o", out, text]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:8])}…: {r.stderr.strip()[-400:]}")
@@ -75,23 +101,32 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--limit", type=int, default=len(SENTENCES))
     ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "int8"], help="the GPT's weights (tts.precision)")
     ap.add_argument("--sources", default="", help="comma-separated train.corpus.voices ids that read the same sentences")
+    ap.add_argument("--set", default="judge", choices=["judge", "select"],
+                    help="judge: the sentences that measure a voice; select: others, for choosing a setting")
+    ap.add_argument("--temperature", type=float, help="parley say --temperature (default: the engine's)")
+    ap.add_argument("--top-p", type=float, help="parley say --top-p")
+    ap.add_argument("--top-k", type=int, help="parley say --top-k")
     a = ap.parse_args(argv)
+    sampling = []
+    for flag, v in (("--temperature", a.temperature), ("--top-p", a.top_p), ("--top-k", a.top_k)):
+        if v is not None:
+            sampling += [flag, str(v)]
     os.makedirs(a.out, exist_ok=True)
     seeds = [int(s) for s in a.seeds.split(",") if s]
     judge = Judge()
-    texts = SENTENCES[: a.limit]
+    texts = (SENTENCES if a.set == "judge" else SELECT)[: a.limit]
     pairs, f0s = [], {}
     rows = []
     for i, text in enumerate(texts):
         seed = seeds[i % len(seeds)]
         path = os.path.join(a.out, f"say-{i:03d}-seed{seed}.wav")
-        say(a.parley, a.model, text, seed, path, a.precision)
+        say(a.parley, a.model, text, seed, path, a.precision, sampling)
         x = read_24k(path)
         hyp = judge.transcribe(x, 24000)
         pairs.append((hyp, text))
         rows.append({"seed": seed, "ref": text, "hyp": hyp, "seconds": round(len(x) / 24000, 2)})
         f0s.setdefault(seed, []).append(f0_median(x))
-    res = {"model": a.model, "precision": a.precision, "sentences": len(texts), "wer": round(score(pairs)["wer"], 4),
+    res = {"model": a.model, "precision": a.precision, "set": a.set, "sampling": " ".join(sampling), "sentences": len(texts), "wer": round(score(pairs)["wer"], 4),
            "per_seed_f0_hz": {str(s): round(float(np.median(v)), 1) for s, v in sorted(f0s.items())}}
     f0 = list(res["per_seed_f0_hz"].values())
     res["seed_f0_range_hz"] = [min(f0), max(f0)] if f0 else []
