@@ -288,7 +288,9 @@ class Trainer:
         self.out = out or sys.stdout
         if cfg.amp not in ("none", "bf16", "fp16"):
             raise ValueError(f"amp must be none, bf16 or fp16, got {cfg.amp!r}")
-        self.amp = cfg.amp if self.info.device.type == "cuda" else "none"
+        # CPUs: bf16 only (autocast has no fp16 there); with AVX512-BF16 its matrix products run
+        # through oneDNN about 1.6x faster than float32 for the recogniser (session 15)
+        self.amp = cfg.amp if self.info.device.type == "cuda" else ("bf16" if cfg.amp == "bf16" else "none")
         self.model = model.to(self.info.device)
         if self.info.distributed:
             from torch.nn.parallel import DistributedDataParallel as DDP
@@ -461,7 +463,7 @@ class Trainer:
         if self.amp == "none":
             return contextlib.nullcontext()
         dt = torch.bfloat16 if self.amp == "bf16" else torch.float16
-        return torch.autocast(device_type="cuda", dtype=dt)
+        return torch.autocast(device_type=self.info.device.type, dtype=dt)
 
     def _to_device(self, batch):
         if isinstance(batch, dict):

@@ -41,6 +41,25 @@ class TrainerTest(unittest.TestCase):
         base.update(kw)
         return TrainConfig(out_dir=os.path.join(self.dir, name), **base)
 
+    def test_bf16_autocast_on_cpu(self):
+        """--amp bf16 on a CPU: the layers compute in bfloat16 while the weights and the
+        optimiser stay float32, and the run still learns; fp16 stays off on a CPU."""
+        seen = []
+        model = toy_model()
+        model[0].register_forward_hook(lambda m, i, o: seen.append(o.dtype) if m.training else None)
+        out = io.StringIO()
+        tr = Trainer(self.cfg("bf16", amp="bf16", max_epochs=2), model, ToyTask(), pdist.DistInfo(), out=out)
+        tr.fit()
+        ev = [json.loads(line) for line in out.getvalue().splitlines()]
+        self.assertEqual(ev[0]["amp"], "bf16")
+        self.assertIn(torch.bfloat16, seen)
+        self.assertTrue(all(p.dtype == torch.float32 for p in tr.model.parameters()))
+        losses = [e["loss"] for e in ev if e["event"] == "train"]
+        self.assertTrue(all(math.isfinite(v) for v in losses))
+        self.assertLess(losses[-1], losses[0])
+        fp16 = Trainer(self.cfg("fp16", amp="fp16"), toy_model(), ToyTask(), pdist.DistInfo(), out=io.StringIO())
+        self.assertEqual(fp16.amp, "none")
+
     def test_resume_mid_epoch_keeps_the_cosine_schedule(self):
         # No --max-steps (as the demo recipe): the schedule's length comes from the epochs.
         straight, ev = fit(self.cfg("straight"), ToyTask(), dropout=0.2)
