@@ -15,16 +15,13 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/test"
-	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/app/gui/internal/guitest"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/app/wire"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
-
-	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // The wizard's real-window test: the app runs under X (Xvfb when there is no display) in a
@@ -612,43 +609,6 @@ func readWAVMono16k(path string) ([]float32, error) {
 	return audio.Resample(mono, b.Format.SampleRate, 16000, 1)
 }
 
-// shown is what o shows (labels, notices, buttons), everything drawn under it included.
-func shown(o fyne.CanvasObject) string {
-	var b strings.Builder
-	deepCollect(o, func(o fyne.CanvasObject) {
-		switch v := o.(type) {
-		case *widget.Label:
-			if v.Visible() {
-				b.WriteString(v.Text + "\n")
-			}
-		case *kit.Notice:
-			if v.Visible() {
-				b.WriteString(v.Text + "\n")
-			}
-		case *widget.Button:
-			if v.Visible() {
-				b.WriteString("[" + v.Text + "]\n")
-			}
-		}
-	})
-	return b.String()
-}
-
-// deepCollect walks everything drawn under o, widgets' renderers included (list rows).
-func deepCollect(o fyne.CanvasObject, fn func(fyne.CanvasObject)) {
-	fn(o)
-	switch v := o.(type) {
-	case *fyne.Container:
-		for _, ch := range v.Objects {
-			deepCollect(ch, fn)
-		}
-	case fyne.Widget:
-		for _, ch := range test.WidgetRenderer(v).Objects() {
-			deepCollect(ch, fn)
-		}
-	}
-}
-
 // requireWizardModels skips when the set-up models or espeak-ng are missing.
 func requireWizardModels(t testing.TB) {
 	t.Helper()
@@ -663,3 +623,9 @@ func requireWizardModels(t testing.TB) {
 func writeWAVMono16k(path string, pcm []float32) error {
 	return audio.WriteWAVFile(path, &audio.Buffer{Format: audio.Mono16k, Data: pcm}, audio.S16)
 }
+
+// the widget-tree readers both packages' tests use
+var (
+	deepCollect = guitest.Walk
+	shown       = guitest.Shown
+)

@@ -18,13 +18,12 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/parley-voice/parley/app/factory"
+	"github.com/parley-voice/parley/app/gui/internal/guitest"
 	"github.com/parley-voice/parley/app/tune"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
-
-	"github.com/parley-voice/parley/app/gui/kit"
 )
 
 // testCloning is the real wizard service (Silero VAD, the demo recogniser, real decoding)
@@ -140,21 +139,6 @@ func waitIdle(t *testing.T, u *testUI) {
 	waitFor(t, u, "the wizard's job", func() bool { return u.wizard.busy == nil })
 }
 
-// deepCollect walks everything drawn under o, widgets' renderers included (list rows).
-func deepCollect(o fyne.CanvasObject, fn func(fyne.CanvasObject)) {
-	fn(o)
-	switch v := o.(type) {
-	case *fyne.Container:
-		for _, ch := range v.Objects {
-			deepCollect(ch, fn)
-		}
-	case fyne.Widget:
-		for _, ch := range test.WidgetRenderer(v).Objects() {
-			deepCollect(ch, fn)
-		}
-	}
-}
-
 // proofRowOf finds the proofread row a text box belongs to.
 func proofRowOf(root fyne.CanvasObject, e *commitEntry) *fyne.Container {
 	var row *fyne.Container
@@ -166,27 +150,6 @@ func proofRowOf(root fyne.CanvasObject, e *commitEntry) *fyne.Container {
 		}
 	})
 	return row
-}
-
-func shown(o fyne.CanvasObject) string {
-	var b strings.Builder
-	deepCollect(o, func(o fyne.CanvasObject) {
-		switch v := o.(type) {
-		case *widget.Label:
-			if v.Visible() {
-				b.WriteString(v.Text + "\n")
-			}
-		case *kit.Notice:
-			if v.Visible() {
-				b.WriteString(v.Text + "\n")
-			}
-		case *widget.Button:
-			if v.Visible() {
-				b.WriteString("[" + v.Text + "]\n")
-			}
-		}
-	})
-	return b.String()
 }
 
 // TestWizardStepsOneToFour walks the wizard on espeak-ng speech: import (a folder with a
@@ -722,3 +685,9 @@ func TestLanguageNames(t *testing.T) {
 		}
 	}
 }
+
+// the widget-tree readers both packages' tests use
+var (
+	deepCollect = guitest.Walk
+	shown       = guitest.Shown
+)
