@@ -152,30 +152,7 @@ func TestFinetuneASRIsTheWizards(t *testing.T) {
 	defer st.Close()
 	ts := tune.NewTrainingService(st, f)
 	ts.ASRModel, ts.Procs = tiny, 1
-	d, err := openDataset("anna")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cliJob, err := ts.Latest(ctx, d, tune.GoalRecognition)
-	if err != nil || cliJob == nil {
-		t.Fatalf("the command's job: %v %v", cliJob, err)
-	}
-	j, err := ts.Create(ctx, d, tune.GoalRecognition, tune.JobOptions{Epochs: 3, LR: 0.001})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stages []string
-	wait, err := ts.Start(ctx, j.ID, func(ev tune.Event) {
-		if ev.Kind == "stage" {
-			stages = append(stages, ev.Progress.Stage)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wait(); err != nil {
-		t.Fatalf("the wizard's job: %v", err)
-	}
+	cliJob, j, stages := wizardRun(t, ts, "anna", tune.GoalRecognition, tune.JobOptions{Epochs: 3, LR: 0.001})
 	if _, err := ts.Evaluate(ctx, mustJob(t, ts, j.ID)); err != nil {
 		t.Fatal(err)
 	}

@@ -134,30 +134,7 @@ func TestFinetuneVoiceIsTheWizards(t *testing.T) {
 	ts := tune.NewTrainingService(st, f)
 	ts.Voice, ts.Procs = tune.NewCloneService(f), 1
 	ts.Voice.CloneModel = tiny
-	d, err := openDataset("Anna_B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cliJob, err := ts.Latest(ctx, d, tune.GoalVoice)
-	if err != nil || cliJob == nil {
-		t.Fatalf("the command's job: %v %v", cliJob, err)
-	}
-	j, err := ts.Create(ctx, d, tune.GoalVoice, tune.JobOptions{Epochs: 3, LR: 0.01, Seeds: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stages []string
-	wait, err := ts.Start(ctx, j.ID, func(ev tune.Event) {
-		if ev.Kind == "stage" {
-			stages = append(stages, ev.Progress.Stage)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wait(); err != nil {
-		t.Fatalf("the wizard's job: %v", err)
-	}
+	cliJob, j, stages := wizardRun(t, ts, "Anna_B", tune.GoalVoice, tune.JobOptions{Epochs: 3, LR: 0.01, Seeds: -1})
 	j2, _ := ts.Runner().Job(ctx, j.ID)
 	sameJob(t, *cliJob, j2, stages)
 
@@ -209,4 +186,37 @@ func sameJob(t *testing.T, cliJob, wizJob tune.Job, stages []string) {
 	if !slices.Equal(stages, []string{"prepare", "train", "export"}) || !slices.Equal(cliJob.Progress.StagesDone, stages) {
 		t.Errorf("stages: the wizard heard %v, the command's job did %v", stages, cliJob.Progress.StagesDone)
 	}
+}
+
+// wizardRun finds the command's latest job on the dataset for goal, then makes and runs the
+// wizard's own job with opts, as the wizard's train step does: -> the command's job, the
+// wizard's, and the stages the wizard heard.
+func wizardRun(t *testing.T, ts *tune.TrainingService, dataset, goal string, opts tune.JobOptions) (*tune.Job, tune.Job, []string) {
+	t.Helper()
+	ctx := t.Context()
+	d, err := openDataset(dataset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliJob, err := ts.Latest(ctx, d, goal)
+	if err != nil || cliJob == nil {
+		t.Fatalf("the command's job: %v %v", cliJob, err)
+	}
+	j, err := ts.Create(ctx, d, goal, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stages []string
+	wait, err := ts.Start(ctx, j.ID, func(ev tune.Event) {
+		if ev.Kind == "stage" {
+			stages = append(stages, ev.Progress.Stage)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("the wizard's job: %v", err)
+	}
+	return cliJob, j, stages
 }
