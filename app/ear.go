@@ -245,11 +245,7 @@ func (e *ear) run(ctx context.Context) {
 	a := e.a
 	o := a.o
 	wake := a.p.Wake
-	// the VAD's window while anything happens; at rest three of them, so a listening app
-	// wakes ten times a second, not thirty (a wake word or the start of speech is seen up to
-	// 64 ms later; what was said is kept either way, and the first word switches back)
-	const busyBlock, restBlock = 512, 3 * 512
-	buf := make([]float32, restBlock)
+	buf := make([]float32, 512)
 	var meter audio.Meter
 	var (
 		inSeg         bool
@@ -276,11 +272,7 @@ func (e *ear) run(ctx context.Context) {
 		return time.Now().Add(-time.Duration(e.pos()-end) * time.Second / SampleRate)
 	}
 	for {
-		block := buf[:busyBlock]
-		if !inSeg && !pending && a.State() == a.restState() {
-			block = buf
-		}
-		n, err := a.p.Ear.Read(ctx, block)
+		n, err := a.p.Ear.Read(ctx, buf)
 		if n > 0 && e.fresh.CompareAndSwap(true, false) {
 			inSeg, pending, segEcho = false, false, false
 			lastLevel = math.Inf(-1) // the first level of a reopened microphone shows at once
@@ -290,7 +282,7 @@ func (e *ear) run(ctx context.Context) {
 			meter.Reset()
 		}
 		if n > 0 {
-			block := block[:n]
+			block := buf[:n]
 			if a.p.Echo != nil {
 				a.p.Echo.Captured(n)
 			}

@@ -216,7 +216,7 @@ func TestIdleCPU(t *testing.T) {
 		t.Logf("idle app, %s: %.2f%% of a core", c, cpu)
 		limit := 6.0 // the aim is 2 %; a busy CI machine gets room
 		if c == "hands-free" || c == "wake-word" {
-			limit = 8 // the microphone open and its detectors listening: 1.8-2.1 % here (docs/DESIGN.md, Idle)
+			limit = 8 // the microphone open and its detectors listening: 1.1-2.4 % here (docs/DESIGN.md, Idle)
 		}
 		if cpu > limit {
 			t.Errorf("the idle app (%s) uses %.1f%% of a core; want under %.0f%%", c, cpu, limit)

@@ -566,15 +566,16 @@ func deviceLatency(cfg *config.Config) time.Duration {
 // than the device package's default, as a busy machine can stall PulseAudio for a second.
 const lossTimeout = 3 * time.Second
 
-// The microphone delivers micBuffer fragments (the VAD's 32 ms window), and its reader may
-// wait for up to micBatch of them: the ear asks for one window while anything happens and for
-// three at rest (app's ear.run), so a listening app at rest wakes about ten times a second
-// instead of two hundred, and the VAD's decisions in a turn wait for no more audio than they
-// need. The echo reference's reader wakes for every echoBatch; the echo check allows the
-// reference to trail by echoLead (100 ms).
+// The microphone delivers micBuffer fragments, the VAD's 32 ms window, and its reader wakes for
+// each (micBatch): a listening app wakes about thirty times a second instead of two hundred,
+// and each VAD decision waits for no more audio than it needs. Longer reads at rest (three
+// windows) cut the idle cost further on a loaded machine but made the echo check misjudge the
+// start of Parley's own answer under load (TestEndToEndWhatTimeIsIt), so they were dropped.
+// The echo reference's reader wakes for every echoBatch; the echo check allows the reference
+// to trail by echoLead (100 ms).
 const (
 	micBuffer = 32 * time.Millisecond
-	micBatch  = 96 * time.Millisecond
+	micBatch  = 32 * time.Millisecond
 	echoBatch = 40 * time.Millisecond
 )
 
