@@ -115,13 +115,7 @@ func TestFinetuneASR(t *testing.T) {
 // record; a starting point without a float model.onnx is refused in the command's words.
 func TestFinetuneASRIsTheWizards(t *testing.T) {
 	gputest.RequireORT(t)
-	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
-		t.Skipf("no PyTorch: %v", err)
-	}
-	isolate(t)
-	fake, _ := filepath.Abs(filepath.Join("testdata", "faketrain", "train"))
-	t.Setenv("PARLEY_TRAIN_DIR", fake)
-	labelledDataset(t, "anna", 10)
+	fakeTrainer(t, "anna")
 	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "sensevoice", "tiny"))
 	noFloat := t.TempDir()
 	for _, f := range []string{"model.int8.onnx", "tokens.txt"} {

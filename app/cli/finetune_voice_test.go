@@ -88,13 +88,7 @@ func TestFinetuneTrainInstall(t *testing.T) {
 // dataset's, as the wizard names it — replacing the dataset's own earlier install, and the
 // wizard's stored evaluation says what the command installed.
 func TestFinetuneVoiceIsTheWizards(t *testing.T) {
-	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
-		t.Skipf("no PyTorch: %v", err)
-	}
-	isolate(t)
-	fake, _ := filepath.Abs(filepath.Join("testdata", "faketrain", "train"))
-	t.Setenv("PARLEY_TRAIN_DIR", fake)
-	labelledDataset(t, "Anna_B", 10)
+	fakeTrainer(t, "Anna_B")
 	tiny, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "chattts", "tiny"))
 	code, out, errs := runCLI(t, "finetune", "train", "Anna_B", "--model", tiny, "--seeds", "0", "--gpt=false",
 		"--epochs", "3", "--lr", "0.01", "--procs", "1", "--force")
@@ -219,4 +213,18 @@ func wizardRun(t *testing.T, ts *tune.TrainingService, dataset, goal string, opt
 		t.Fatalf("the wizard's job: %v", err)
 	}
 	return cliJob, j, stages
+}
+
+// fakeTrainer isolates the test's home, points Parley at the stand-in trainer
+// (testdata/faketrain) and makes a labelled dataset named dataset; it skips without PyTorch,
+// which the stand-in still imports.
+func fakeTrainer(t *testing.T, dataset string) {
+	t.Helper()
+	if _, err := tune.CheckPython(t.Context(), tune.DefaultPython); err != nil {
+		t.Skipf("no PyTorch: %v", err)
+	}
+	isolate(t)
+	fake, _ := filepath.Abs(filepath.Join("testdata", "faketrain", "train"))
+	t.Setenv("PARLEY_TRAIN_DIR", fake)
+	labelledDataset(t, dataset, 10)
 }
