@@ -307,7 +307,7 @@ func (b *builder) devices(context.Context) error {
 	b.closes(host.Close)
 	lat := deviceLatency(b.cfg)
 	osc := device.StreamConfig{Device: b.cfg.Audio.Output, Latency: lat, LossTimeout: lossTimeout, Batch: echoBatch}
-	isc := device.StreamConfig{Device: b.cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout, Buffer: micBuffer, Batch: micBatch}
+	isc := device.StreamConfig{Device: b.cfg.Audio.Input, Latency: lat, LossTimeout: lossTimeout, Batch: micBatch}
 	if b.o.Stream != nil {
 		b.o.Stream(device.Output, &osc)
 		b.o.Stream(device.Input, &isc)
@@ -566,15 +566,14 @@ func deviceLatency(cfg *config.Config) time.Duration {
 // than the device package's default, as a busy machine can stall PulseAudio for a second.
 const lossTimeout = 3 * time.Second
 
-// The microphone delivers micBuffer fragments, the VAD's 32 ms window, and its reader wakes for
-// each (micBatch): a listening app wakes about thirty times a second instead of two hundred,
-// and each VAD decision waits for no more audio than it needs. Longer reads at rest (three
-// windows) cut the idle cost further on a loaded machine but made the echo check misjudge the
-// start of Parley's own answer under load (TestEndToEndWhatTimeIsIt), so they were dropped.
-// The echo reference's reader wakes for every echoBatch; the echo check allows the reference
-// to trail by echoLead (100 ms).
+// The microphone's reader wakes for every micBatch of audio, the VAD's 32 ms window (its
+// device buffer is then 32 ms too): a listening app wakes about thirty times a second instead
+// of two hundred, and each VAD decision waits for no more audio than it needs. Longer reads at
+// rest (three windows) cut the idle cost further on a loaded machine but made the echo check
+// misjudge the start of Parley's own answer under load (TestEndToEndWhatTimeIsIt), so they
+// were dropped. The echo reference's reader wakes for every echoBatch; the echo check allows
+// the reference to trail by echoLead (100 ms).
 const (
-	micBuffer = 32 * time.Millisecond
 	micBatch  = 32 * time.Millisecond
 	echoBatch = 40 * time.Millisecond
 )

@@ -243,8 +243,7 @@ type StreamConfig struct {
 	Device       string        // "" (default), an index or a name; see Host.Lookup
 	SampleRate   int           // device rate; 0 = the device's native (default) rate
 	Channels     int           // device channels; 0 = the caller's channel count if the device has them, else its maximum (≤ 2)
-	BufferFrames int           // device frames per callback; 0 = Buffer
-	Buffer       time.Duration // device buffer when BufferFrames is 0; 0 = 10 ms (a capture's: Batch, when longer)
+	BufferFrames int           // device frames per callback; 0 = 10 ms (a capture's: Batch, when longer)
 	Latency      time.Duration // suggested latency; 0 = the device's default low latency
 	Ring         time.Duration // ring buffer between callback and caller; 0 = 2 s
 	LossTimeout  time.Duration // no callback for this long = device lost; 0 = max(3 s, 20 buffers)
@@ -252,9 +251,7 @@ type StreamConfig struct {
 	Quality      int           // audio.Quality of the resampler (0 = high)
 	// Batch is how much audio a waiting reader (the capture's, the echo reference's) lets
 	// gather before it wakes: fewer wake-ups at rest for up to that much more delay; 0 = one
-	// device buffer. A capture reader that passes a shorter slice wakes as soon as that much
-	// is there (at least one device buffer): so one stream serves a reader that wants short
-	// blocks while it is busy and long ones at rest (Buffer short, Batch long).
+	// device buffer.
 	Batch time.Duration
 }
 
@@ -283,9 +280,6 @@ func (c *StreamConfig) fill(d Info, dir Direction, want int) error {
 	}
 	if c.Channels < 1 || c.Channels > maxCh {
 		return fmt.Errorf("%w: %q has %d %s channels, %d asked", ErrNoDevice, d.Name, maxCh, dir, c.Channels)
-	}
-	if c.BufferFrames == 0 && c.Buffer > 0 {
-		c.BufferFrames = max(1, int(int64(c.Buffer)*int64(c.SampleRate)/int64(time.Second)))
 	}
 	if c.BufferFrames == 0 {
 		c.BufferFrames = c.SampleRate / 100
