@@ -156,13 +156,20 @@ SIZES: Dict[str, dict] = {
         dvae_dim=64, dvae_encoder=_stack(64, 128, 96, 3, 48), dvae_decoder=_stack(64, 64, 96, 3, 48), vq_dim=128,
         vocos=VocosConfig(dim=192, intermediate=576, layers=4),
     ),
+}
+# the demo voice deepened to 8 or 10 GPT layers (train.chattts.train gpt --size demo8 --deepen), for
+# more capacity where the voice loses most: free-running sampling (train.chattts.oracle)
+for _layers in (8, 10):
+    SIZES[f"demo{_layers}"] = dict(SIZES["demo"], gpt=GPTConfig(hidden=192, ffn=576, heads=4, layers=_layers,
+                                                                max_positions=2048, num_text_tokens=0))
+SIZES.update({
     "tiny": dict(
         gpt=GPTConfig(hidden=16, ffn=32, heads=2, layers=2, max_positions=512, num_text_tokens=0),
         decoder=_stack(8, 8, 16, 1, 8),
         dvae_dim=8, dvae_encoder=_stack(8, 16, 16, 1, 8), dvae_decoder=_stack(8, 8, 16, 1, 8), vq_dim=16,
         vocos=VocosConfig(dim=16, intermediate=32, layers=1),
     ),
-}
+})
 
 
 def config_for(size: str, num_text_tokens: int | None = None) -> ChatTTSConfig:

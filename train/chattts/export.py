@@ -557,7 +557,7 @@ def main(argv=None) -> int:
     src.add_argument("--random", action="store_true", help="random weights (fixed --seed)")
     src.add_argument("--checkpoint", help="a checkpoint written by train.chattts.train")
     src.add_argument("--official", metavar="DIR", help="ChatTTS asset directory (v0.1 .pt or v0.2 safetensors layout)")
-    ap.add_argument("--size", choices=["official", "demo", "demo4", "tiny"],
+    ap.add_argument("--size", choices=["official", "demo", "demo4", "demo8", "demo10", "tiny"],
                     help="declared size; the export refuses weights of any other size (default: tiny for "
                          "--random, official for --official, the checkpoint's own for --checkpoint)")
     ap.add_argument("--tokenizer", help="tokenizer.json (default: the asset's tokenizer/tokenizer.json; "

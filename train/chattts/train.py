@@ -895,7 +895,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--more-feats", default="", help="pack: features dirs whose train splits are appended, comma-separated")
     ap.add_argument("--neutral-streams", default="", help="codes: streams set to the neutral code, e.g. 1,3")
     ap.add_argument("--init", help="start from this checkpoint's weights (the previous stage)")
-    ap.add_argument("--size", choices=["demo", "demo4", "tiny"],
+    ap.add_argument("--size", choices=["demo", "demo4", "demo8", "demo10", "tiny"],
                     help="the model's size (default: --init's, else demo)")
     ap.add_argument("--crop-frames", type=int, default=64, help="vocos/dvae: mel frames per example")
     ap.add_argument("--ga-weight", type=float, default=1.0, help="gpt: guided-attention loss weight")
