@@ -1,12 +1,23 @@
 package asr
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // BeamOptions tune the language-model beam search (train/sensevoice/beam.py is its reference).
+// A zero field takes the language model's own weights (its sidecar, LMWeightsPath), else the
+// default below.
 type BeamOptions struct {
 	Width int     // prefixes kept per frame (default 32)
 	Alpha float64 // language-model weight (default 0.4)
@@ -15,23 +26,133 @@ type BeamOptions struct {
 	Prune float64 // log probability below which a token is not tried (default -10)
 }
 
-func (o BeamOptions) withDefaults() BeamOptions {
+// defaultBeam is the beam search's weights for a language model without a sidecar.
+var defaultBeam = BeamOptions{Width: 32, Alpha: 0.4, Beta: 2, Top: 8, Prune: -10}
+
+// or fills o's zero fields from d.
+func (o BeamOptions) or(d BeamOptions) BeamOptions {
 	if o.Width <= 0 {
-		o.Width = 32
+		o.Width = d.Width
 	}
 	if o.Alpha == 0 {
-		o.Alpha = 0.4
+		o.Alpha = d.Alpha
 	}
 	if o.Beta == 0 {
-		o.Beta = 2
+		o.Beta = d.Beta
 	}
 	if o.Top <= 0 {
-		o.Top = 8
+		o.Top = d.Top
 	}
 	if o.Prune == 0 {
-		o.Prune = -10
+		o.Prune = d.Prune
 	}
 	return o
+}
+
+// check refuses values no beam search can use (NaN, infinities, a positive prune).
+func (o BeamOptions) check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"Alpha", o.Alpha}, {"Beta", o.Beta}, {"Prune", o.Prune}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("Beam.%s is %v", f.name, f.v)
+		}
+	}
+	if o.Prune > 0 {
+		return fmt.Errorf("Beam.Prune %v is a log probability (≤ 0)", o.Prune)
+	}
+	return nil
+}
+
+// LMWeightsPath is the sidecar holding the beam search's weights tuned for the language model
+// at lm: the same path with its extension replaced by ".json" (lm.bin → lm.json,
+// o5.bin → o5.json).
+func LMWeightsPath(lm string) string {
+	return strings.TrimSuffix(lm, filepath.Ext(lm)) + ".json"
+}
+
+// lmWeights is a sidecar's JSON ({"alpha": 0.5, "beta": 2.5, "width": 32, "top": 8,
+// "prune": -10}; every field optional, no others).
+type lmWeights struct {
+	Alpha *float64 `json:"alpha"`
+	Beta  *float64 `json:"beta"`
+	Width *int     `json:"width"`
+	Top   *int     `json:"top"`
+	Prune *float64 `json:"prune"`
+}
+
+// The ranges a sidecar's values must fall in.
+const (
+	maxBeamAlpha = 20.0
+	maxBeamBeta  = 50.0
+	maxBeamWidth = 4096
+	maxBeamTop   = 4096
+	minBeamPrune = -1000.0
+)
+
+// parseLMWeights reads a sidecar over d: the fields it has replace d's (a zero among them
+// too: {"beta": 0} is no bonus, not the default).
+func parseLMWeights(b []byte, d BeamOptions) (BeamOptions, error) {
+	var w lmWeights
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return d, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return d, errors.New("more after the JSON object")
+	}
+	o := d
+	if w.Alpha != nil {
+		if !(*w.Alpha >= 0 && *w.Alpha <= maxBeamAlpha) {
+			return d, fmt.Errorf("alpha %v outside 0..%v", *w.Alpha, maxBeamAlpha)
+		}
+		o.Alpha = *w.Alpha
+	}
+	if w.Beta != nil {
+		if !(*w.Beta >= -maxBeamBeta && *w.Beta <= maxBeamBeta) {
+			return d, fmt.Errorf("beta %v outside %v..%v", *w.Beta, -maxBeamBeta, maxBeamBeta)
+		}
+		o.Beta = *w.Beta
+	}
+	if w.Width != nil {
+		if *w.Width < 1 || *w.Width > maxBeamWidth {
+			return d, fmt.Errorf("width %d outside 1..%d", *w.Width, maxBeamWidth)
+		}
+		o.Width = *w.Width
+	}
+	if w.Top != nil {
+		if *w.Top < 1 || *w.Top > maxBeamTop {
+			return d, fmt.Errorf("top %d outside 1..%d", *w.Top, maxBeamTop)
+		}
+		o.Top = *w.Top
+	}
+	if w.Prune != nil {
+		if !(*w.Prune >= minBeamPrune && *w.Prune <= 0) {
+			return d, fmt.Errorf("prune %v outside %v..0", *w.Prune, minBeamPrune)
+		}
+		o.Prune = *w.Prune
+	}
+	return o, nil
+}
+
+// loadLMWeights reads the sidecar of the language model at lm over the defaults; no sidecar
+// is the defaults.
+func loadLMWeights(lm string) (BeamOptions, error) {
+	path := LMWeightsPath(lm)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return defaultBeam, nil
+	}
+	if err != nil {
+		return defaultBeam, fmt.Errorf("%w: %w", ErrLM, err)
+	}
+	o, err := parseLMWeights(b, defaultBeam)
+	if err != nil {
+		return defaultBeam, fmt.Errorf("%w: %s: %w", ErrLM, path, err)
+	}
+	return o, nil
 }
 
 const negInf = -1e30
@@ -66,9 +187,8 @@ func beamKey(ids []int32) string {
 
 // beamCTC is CTC prefix beam search with lm over frames [start, t) of v logits (row-major);
 // only tokens isText marks (pieces of words, not tags or specials) are emitted. It returns the best prefix's
-// ids and their frame indices, appended to ids and frames.
+// ids and their frame indices, appended to ids and frames. o is used as it is (no defaults).
 func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramLM, o BeamOptions, ids, frames []int32) ([]int32, []int32) {
-	o = o.withDefaults()
 	if v <= 0 || t <= start || len(logits) < t*v {
 		return ids, frames
 	}

@@ -84,7 +84,7 @@ func TestBeamPrefersWhatTheLMKnows(t *testing.T) {
 	row(map[int]float32{5: 3.05, 8: 3})
 	row(map[int]float32{0: 5})
 	greedy, _ := greedyCTC(slices.Clone(logits), 4, 12, 0, -1, nil, nil)
-	beam, _ := beamCTC(logits, 4, 12, 0, 0, isText, lm, BeamOptions{}, nil, nil)
+	beam, _ := beamCTC(logits, 4, 12, 0, 0, isText, lm, defaultBeam, nil, nil)
 	if !slices.Equal(greedy, []int32{7, 5}) || !slices.Equal(beam, []int32{7, 8}) {
 		t.Errorf("greedy %v (want 7 5), beam %v (want 7 8)", greedy, beam)
 	}

@@ -242,7 +242,7 @@ func BenchmarkDecode(b *testing.B) {
 	var ids, fr []int32
 	run("greedy", func() { ids, fr = greedyCTC(logits, frames, m.vocab, m.blank, -1, ids[:0], fr[:0]) })
 	for _, width := range []int{8, 32} {
-		o := BeamOptions{Width: width}
+		o := BeamOptions{Width: width}.or(defaultBeam)
 		run(fmt.Sprintf("beam-w%d", width), func() {
 			ids, fr = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, o, ids[:0], fr[:0])
 		})

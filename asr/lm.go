@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"os"
 )
 
 // LMFile is the optional token language model beside a model's tokens.txt
 // (train/sensevoice/lm.py): with it the recogniser decodes with a CTC prefix beam search that
-// prefers piece sequences that spell words (beam.go), instead of greedy CTC.
+// prefers piece sequences that spell words (beam.go), instead of greedy CTC. The search's
+// weights tuned for it sit beside it in lm.json (LMWeightsPath).
 const LMFile = "lm.bin"
 
 // ErrLM wraps every problem with a language model file.
@@ -18,7 +20,7 @@ var ErrLM = errors.New("asr: bad language model")
 
 const (
 	lmMagic    = "PARLEYLM"
-	lmMaxOrder = 4 // ids are packed 16 bits each into a uint64 key
+	lmMaxOrder = 8 // ids are packed into a uint64 key, bits.Len(vocab-1) bits each: 8 orders up to 256 tokens, 7 up to 512, 4 up to 65536
 	lmBOS      = 1 // <s> and </s> in tokens.txt
 	lmEOS      = 2
 )
@@ -27,15 +29,24 @@ const (
 type ngramLM struct {
 	order int
 	vocab int
+	shift uint                 // bits per id in a key
 	prob  []map[uint64]float32 // per order k-1: packed k ids -> log p
 	back  []map[uint64]float32 // per order k-1: packed k ids (a context) -> log back-off
 	floor float32              // log p of a token no unigram covers
 }
 
-func lmKey(ids []int32) uint64 {
+// lmIDBits is how many bits a key gives each id of a vocabulary of vocab tokens.
+func lmIDBits(vocab int) uint { return uint(max(1, bits.Len(uint(max(0, vocab-1))))) }
+
+// lmOrderFits is the highest order whose keys fit 64 bits for vocab tokens (at most lmMaxOrder).
+func lmOrderFits(vocab int) int { return min(lmMaxOrder, 64/int(lmIDBits(vocab))) }
+
+// key packs ids (each below the vocabulary size) into one uint64; n-grams of different
+// lengths live in different maps, so no length is needed.
+func (lm *ngramLM) key(ids []int32) uint64 {
 	var k uint64
 	for _, id := range ids {
-		k = k<<16 | uint64(uint16(id))
+		k = k<<lm.shift | uint64(uint16(id))
 	}
 	return k
 }
@@ -61,12 +72,14 @@ func parseLM(b []byte, vocab int) (*ngramLM, error) {
 	switch {
 	case ver != 1:
 		return nil, fmt.Errorf("version %d (this Parley reads 1)", ver)
-	case order < 1 || order > lmMaxOrder:
-		return nil, fmt.Errorf("order %d (want 1..%d)", order, lmMaxOrder)
 	case int(v) != vocab:
 		return nil, fmt.Errorf("made for %d tokens, the model has %d", v, vocab)
+	case vocab < 1 || vocab > 1<<16:
+		return nil, fmt.Errorf("vocabulary of %d tokens (want 1..65536)", vocab)
+	case order < 1 || int(order) > lmOrderFits(vocab):
+		return nil, fmt.Errorf("order %d (want 1..%d for %d tokens)", order, lmOrderFits(vocab), vocab)
 	}
-	lm := &ngramLM{order: int(order), vocab: vocab, floor: float32(math.Inf(1))}
+	lm := &ngramLM{order: int(order), vocab: vocab, shift: lmIDBits(vocab), floor: float32(math.Inf(1))}
 	off := 20
 	ids := make([]int32, order)
 	for k := 1; k <= int(order); k++ {
@@ -92,7 +105,7 @@ func parseLM(b []byte, vocab int) (*ngramLM, error) {
 			if !(p <= 0) || math.IsInf(float64(p), 0) || math.IsNaN(float64(bo)) || math.IsInf(float64(bo), 0) {
 				return nil, fmt.Errorf("order %d: n-gram %v has log10 p %g, back-off %g", k, ids[:k], p, bo)
 			}
-			key := lmKey(ids[:k])
+			key := lm.key(ids[:k])
 			probs[key] = p * math.Ln10
 			if bo != 0 {
 				backs[key] = bo * math.Ln10
@@ -124,13 +137,13 @@ func (lm *ngramLM) logp(ctx []int32, w int32) float32 {
 	var buf [lmMaxOrder]int32
 	for {
 		g := append(append(buf[:0], ctx...), w)
-		if p, ok := lm.prob[len(g)-1][lmKey(g)]; ok {
+		if p, ok := lm.prob[len(g)-1][lm.key(g)]; ok {
 			return back + p
 		}
 		if len(ctx) == 0 {
 			return back + lm.floor
 		}
-		back += lm.back[len(ctx)-1][lmKey(ctx)]
+		back += lm.back[len(ctx)-1][lm.key(ctx)]
 		ctx = ctx[1:]
 	}
 }

@@ -71,7 +71,9 @@ type model struct {
 	lenInt64   bool
 	maxBatch   int      // 0 = any batch size
 	lm         *ngramLM // nil: greedy CTC
-	isText     []bool   // ids that are pieces of words (not tags or specials), for the beam search
+	lmPath     string
+	beam       BeamOptions // the LM's weights: its sidecar over the defaults
+	isText     []bool      // ids that are pieces of words (not tags or specials), for the beam search
 	inputs     []string
 	outputs    []string
 }
@@ -155,7 +157,7 @@ func loadModel(path string, cfg Config) (*model, error) {
 }
 
 // loadLM loads the beam search's language model: spec "" = dir's lm.bin if there is one,
-// "none" = none, else that file.
+// "none" = none, else that file; and the weights tuned for it (its sidecar, LMWeightsPath).
 func (m *model) loadLM(spec, dir string) error {
 	path := spec
 	switch spec {
@@ -171,7 +173,11 @@ func (m *model) loadLM(spec, dir string) error {
 	if err != nil {
 		return err
 	}
-	m.lm = lm
+	beam, err := loadLMWeights(path)
+	if err != nil {
+		return err
+	}
+	m.lm, m.lmPath, m.beam = lm, path, beam
 	m.isText = make([]bool, m.vocab)
 	for id := range m.vocab {
 		p := m.tokens.Piece(id)

@@ -52,9 +52,14 @@ type Config struct {
 	VAD string
 	// LM is the token language model for the beam search: "" = the model directory's lm.bin
 	// when it has one (else greedy CTC), "none" = greedy CTC always, anything else a file that
-	// must load.
+	// must load. The beam's weights tuned for an LM travel beside it: the LM's path with the
+	// extension ".json" instead of its own (lm.bin → lm.json, o5.bin → o5.json; see
+	// LMWeightsPath), JSON such as {"alpha": 0.5, "beta": 2.5, "width": 32} (fields alpha,
+	// beta, width, top, prune, each optional; any other, a value out of range or bad JSON is an
+	// error naming the file). No sidecar: the defaults (BeamOptions).
 	LM string
-	// Beam tunes the beam search (zero values: its defaults).
+	// Beam tunes the beam search: its non-zero fields win over the LM's sidecar, which wins
+	// over the defaults.
 	Beam BeamOptions
 	// Log receives debug timings; nil discards them.
 	Log *slog.Logger
@@ -104,6 +109,10 @@ type ModelInfo struct {
 	Provider  string
 	Vocab     int
 	Languages []string
+	// LM is the beam search's language model file, "" when decoding greedily; Beam the
+	// weights it decodes with (Config.Beam over the LM's sidecar over the defaults).
+	LM   string
+	Beam BeamOptions
 }
 
 // New loads a SenseVoice model from a directory (or a model file) and validates it: the
@@ -112,6 +121,9 @@ type ModelInfo struct {
 func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.MaxSegment < 0 || cfg.GPU.IntraOpThreads < 0 {
 		return nil, fmt.Errorf("%w: negative Workers, BatchSize, GPU.IntraOpThreads or MaxSegment", ErrConfig)
+	}
+	if err := cfg.Beam.check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if cfg.MaxSegment > MaxSegment {
 		return nil, fmt.Errorf("%w: MaxSegment %v is over the model's %v", ErrConfig, cfg.MaxSegment, MaxSegment)
@@ -135,6 +147,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Beam = cfg.Beam.or(m.beam)
 	r := &Recognizer{m: m, cfg: cfg, tables: newFbankTables(), log: cfg.Log,
 		maxLen: int(cfg.MaxSegment.Seconds() * SampleRate)}
 	if _, err := m.languageID(cfg.Language); err != nil {
@@ -154,6 +167,11 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	}
 	r.log.Debug("asr model loaded", "path", m.path, "format", m.format, "provider", m.sess.Provider,
 		"vocab", m.vocab, "workers", cfg.Workers)
+	if m.lm != nil {
+		b := r.cfg.Beam
+		r.log.Debug("asr beam search", "lm", m.lmPath, "order", m.lm.order, "alpha", b.Alpha, "beta", b.Beta,
+			"width", b.Width, "top", b.Top, "prune", b.Prune)
+	}
 	return r, nil
 }
 
@@ -165,7 +183,11 @@ func (r *Recognizer) Info() ModelInfo {
 			langs = append(langs, l)
 		}
 	}
-	return ModelInfo{Path: r.m.path, Format: r.m.format, Provider: r.m.sess.Provider, Vocab: r.m.vocab, Languages: langs}
+	info := ModelInfo{Path: r.m.path, Format: r.m.format, Provider: r.m.sess.Provider, Vocab: r.m.vocab, Languages: langs}
+	if r.m.lm != nil {
+		info.LM, info.Beam = r.m.lmPath, r.cfg.Beam
+	}
+	return info
 }
 
 // Options are the decoding options from the Config, the ones Transcribe uses.

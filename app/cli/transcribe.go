@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,10 @@ Transcribes each FILE ("-" is standard input) with SenseVoice. WAV files of any 
 (PCM 8–32 bit, float, any rate and channel count) are read directly; anything else is
 decoded with ffmpeg when it is installed. Long recordings are cut at pauses and streamed.
 
+With a language model (the model's lm.bin, or --lm FILE) the words come from a beam search
+weighted as the JSON beside the LM says (lm.bin: lm.json); --beam-alpha, --beam-beta and
+--beam-width override it for experiments.
+
 Formats: text (default), json ({"text": …}), verbose_json (OpenAI's shape plus lang,
 emotion, event and word timings), srt, vtt (one FILE only).`
 
@@ -45,8 +50,15 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	format := fs.String("format", "text", "output: "+strings.Join(transcribeFormats, " | "))
 	noUnk := fs.Bool("no-emo-unknown", false, "never report the EMO_UNKNOWN emotion; pick the likeliest real one")
 	int8 := fs.Bool("int8", false, "prefer the int8 model file when the model directory has both")
-	lm := fs.String("lm", "", "token language model for a beam search: none = greedy decoding, or a file (default: asr.lm, else the model's lm.bin)")
+	lm := fs.String("lm", "", "token language model for a beam search: none = greedy decoding, or a file (default: asr.lm, else the model's lm.bin); its weights come from the JSON beside it (lm.bin: lm.json), else the defaults")
+	var beam asr.BeamOptions
+	fs.Float64Var(&beam.Alpha, "beam-alpha", 0, "beam search: the language model's weight (0 = the LM's lm.json, else 0.4)")
+	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (0 = the LM's lm.json, else 2)")
+	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (0 = the LM's lm.json, else 32)")
 	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := checkBeamFlags(fs, beam, *lm); err != nil {
 		return err
 	}
 	files := fs.Args()
@@ -73,7 +85,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 
 	rec, _, err := env.factory().Recognizer(ctx, model, asr.Config{
-		Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8, LM: *lm})
+		Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8, LM: *lm, Beam: beam})
 	if errors.Is(err, factory.ErrNoASR) {
 		return fmt.Errorf("%w (or give --model DIR)", err)
 	}
@@ -99,6 +111,28 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d files failed", failed, len(files))
+	}
+	return nil
+}
+
+// checkBeamFlags refuses beam weights no search can use, and beam flags without a beam
+// search (--lm none).
+func checkBeamFlags(fs *cmdFlags, b asr.BeamOptions, lm string) error {
+	set := []string{}
+	fs.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "beam-") {
+			set = append(set, "--"+f.Name)
+		}
+	})
+	switch {
+	case len(set) > 0 && lm == "none":
+		return fmt.Errorf("%w: %s with --lm none: greedy decoding has no beam", errUsage, strings.Join(set, ", "))
+	case !(b.Alpha >= 0 && b.Alpha <= 100):
+		return fmt.Errorf("%w: --beam-alpha %v: want 0..100", errUsage, b.Alpha)
+	case !(b.Beta >= -100 && b.Beta <= 100):
+		return fmt.Errorf("%w: --beam-beta %v: want -100..100", errUsage, b.Beta)
+	case b.Width < 0 || b.Width > 4096:
+		return fmt.Errorf("%w: --beam-width %d: want 1..4096 (0 = the default)", errUsage, b.Width)
 	}
 	return nil
 }

@@ -164,3 +164,72 @@ func TestTranscribeDefaultModel(t *testing.T) {
 		t.Fatalf("got %q, want the demo model's decode %q (testdata/speech/demo_expected.json)", got, want)
 	}
 }
+
+// --beam-alpha, --beam-beta and --beam-width reach the recogniser: they win over the weights
+// beside the model's lm.bin (lm.json), which fill the rest; the recogniser's debug log says
+// what it decodes with. Bad values and beam flags with --lm none are usage errors.
+func TestTranscribeBeamFlags(t *testing.T) {
+	demo := filepath.Join("..", "..", "assets", "demo", "sensevoice")
+	if _, err := os.Stat(filepath.Join(demo, "lm.bin")); err != nil {
+		t.Skip("no demo model with lm.bin in this checkout")
+	}
+	gputest.RequireORT(t)
+	dir := isolate(t)
+	model := filepath.Join(dir, "model")
+	if err := os.Mkdir(model, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"model.onnx", "tokens.txt", "lm.bin"} {
+		abs, err := filepath.Abs(filepath.Join(demo, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, filepath.Join(model, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(model, "lm.json"), []byte(`{"alpha": 0.9, "beta": 3.5, "width": 16}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wav := filepath.Join("..", "..", "testdata", "speech", "test-000004.wav")
+	beamLine := func(errs string) string {
+		for _, l := range strings.Split(errs, "\n") {
+			if strings.Contains(l, `msg="asr beam search"`) {
+				return l
+			}
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "alpha=0.9 beta=3.5 width=16 top=8 prune=-10"},
+		{[]string{"--beam-beta", "1.25"}, "alpha=0.9 beta=1.25 width=16 top=8"},
+		{[]string{"--beam-alpha", "0.77", "--beam-beta", "-0.5", "--beam-width", "5"}, "alpha=0.77 beta=-0.5 width=5 top=8"},
+	} {
+		args := append([]string{"--provider", "cpu", "--log-level", "debug", "transcribe", "--model", model, "--lang", "en"}, c.flags...)
+		code, out, errs := runCLI(t, append(args, wav)...)
+		if code != 0 || strings.TrimSpace(out) == "" {
+			t.Fatalf("%v: exit %d, %q: %s", c.flags, code, out, errs)
+		}
+		if l := beamLine(errs); !strings.Contains(l, c.want) {
+			t.Errorf("%v: the recogniser's beam %q, want %q", c.flags, l, c.want)
+		}
+	}
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--lm", "none", "--beam-width", "4"}, "--beam-width with --lm none"},
+		{[]string{"--beam-alpha", "-1"}, "--beam-alpha -1: want 0..100"},
+		{[]string{"--beam-beta", "NaN"}, "--beam-beta NaN"},
+		{[]string{"--beam-width", "-2"}, "--beam-width -2"},
+		{[]string{"--beam-width", "many"}, "beam-width"},
+	} {
+		code, _, errs := runCLI(t, append(append([]string{"--provider", "cpu", "transcribe", "--model", model}, c.flags...), wav)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.flags, code, errs, c.want)
+		}
+	}
+}
