@@ -13,16 +13,18 @@ import json
 import os
 import subprocess
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..chattts.evaluate import cer
 from ..judge import score
 
 
-def transcribe(parley: str, model: str, files: List[str], lm: str) -> Dict[str, str]:
+def transcribe(parley: str, model: str, files: List[str], lm: str, extra: Sequence[str] = ()) -> Dict[str, str]:
+    """{file: text} from ``parley transcribe``; extra are more of its flags (--beam-alpha …)."""
     cmd = [parley, "transcribe", "--model", model, "--lang", "en", "--format", "json"]
     if lm:
         cmd += ["--lm", lm]
+    cmd += list(extra)
     out = {}
     for i in range(0, len(files), 200):  # keep command lines short
         r = subprocess.run(cmd + files[i:i + 200], capture_output=True, text=True, timeout=3600)
@@ -33,6 +35,19 @@ def transcribe(parley: str, model: str, files: List[str], lm: str) -> Dict[str, 
                 d = json.loads(line)
                 out[d["file"]] = d.get("text", "")
     return out
+
+
+def load_manifest(path: str, limit: int = 0) -> Tuple[List[dict], List[str]]:
+    """A manifest's rows (the first limit; 0 = all) and their audio files' paths."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                rows.append(json.loads(line))
+    if limit:
+        rows = rows[:limit]
+    base = os.path.dirname(os.path.abspath(path))
+    return rows, [os.path.join(base, r["source"]) for r in rows]
 
 
 def figures(pairs) -> dict:
@@ -50,15 +65,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--by", action="append", default=[])
     a = ap.parse_args(argv)
-    rows = []
-    with open(a.manifest) as f:
-        for line in f:
-            if line.strip():
-                rows.append(json.loads(line))
-    if a.limit:
-        rows = rows[: a.limit]
-    base = os.path.dirname(os.path.abspath(a.manifest))
-    files = [os.path.join(base, r["source"]) for r in rows]
+    rows, files = load_manifest(a.manifest, a.limit)
     hyp = transcribe(a.parley, a.model, files, a.lm)
     pairs = [(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)]
     res = figures(pairs)

@@ -17,7 +17,10 @@ top order: with fewer distinct left extensions) are pruned.
 
 File (little-endian): b"PARLEYLM", uint32 version 1, uint32 order, uint32 vocab size, then per
 order k = 1..order: uint32 count and count records of k uint16 ids, float32 log10 p, float32
-log10 back-off. Id 1 (<s>) starts and id 2 (</s>) ends a sentence, as in tokens.txt.
+log10 back-off. Id 1 (<s>) starts and id 2 (</s>) ends a sentence, as in tokens.txt. Parley
+(asr/lm.go) packs an n-gram's ids into 64 bits, so it reads orders up to 64 // bits per id (7
+for a vocabulary of 300, 4 for 65536). The beam weights tuned for an LM go beside it as lm.json
+(train.sensevoice.lmtune).
 """
 from __future__ import annotations
 

@@ -1,0 +1,102 @@
+"""train.sensevoice.lmtune: the search over LMs and beam weights, with a stubbed transcriber."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import unittest
+from unittest import mock
+
+from train.sensevoice import lmtune
+
+
+def bowl(best_lm: str, alpha: float, beta: float, floor: float = 0.3):
+    """A WER surface with its minimum at (best_lm, alpha, beta); other LMs 0.05 worse."""
+    calls = []
+
+    def evaluate(lm, a, b):
+        calls.append((lm, a, b))
+        w = floor + 0.1 * (a - alpha) ** 2 + 0.01 * (b - beta) ** 2 + (0 if lm == best_lm else 0.05)
+        return {"utts": 10, "wer": round(w, 6), "cer": round(w / 2, 6)}
+    return evaluate, calls
+
+
+class SweepTest(unittest.TestCase):
+    def test_finds_the_best_lm_and_weights_each_point_once(self):
+        evaluate, calls = bowl("b.bin", 0.7, 2.5)
+        s = lmtune.Sweep(evaluate)
+        (lm, a, b), res = s.run(["a.bin", "b.bin", "c.bin"], [0.2, 0.4, 0.6, 0.8, 1.0], [1.0, 2.0, 3.0, 4.0])
+        self.assertEqual((lm, a, b), ("b.bin", 0.7, 2.5))
+        self.assertAlmostEqual(res["wer"], 0.3)
+        self.assertEqual(len(calls), len(set(calls)), "a point evaluated twice")
+        # the coarse grid only on the first LM; the others on neighbourhoods
+        self.assertGreaterEqual(sum(1 for c in calls if c[0] == "a.bin"), 20)
+        self.assertLess(sum(1 for c in calls if c[0] == "c.bin"), 20)
+        # the table is sorted best first and holds every point
+        t = s.table()
+        self.assertEqual(len(t), len(calls))
+        self.assertEqual((t[0]["lm"], t[0]["alpha"], t[0]["beta"]), ("b.bin", 0.7, 2.5))
+        self.assertEqual([r["wer"] for r in t], sorted(r["wer"] for r in t))
+
+    def test_ties_go_to_cer_then_never_negative_alpha(self):
+        def evaluate(lm, a, b):
+            self.assertGreaterEqual(a, 0)
+            return {"wer": 0.4, "cer": 0.2 if (a, b) == (0.2, 3.0) else 0.25}
+        s = lmtune.Sweep(evaluate)
+        (lm, a, b), _ = s.run(["x.bin"], [0.2, 0.4], [2.0, 3.0])
+        self.assertEqual((a, b), (0.2, 3.0))
+        self.assertIn(("x.bin", 0.1, 3.0), s.results)  # the fine step around it: half the coarse step
+
+    def test_nothing_to_sweep(self):
+        with self.assertRaises(ValueError):
+            lmtune.Sweep(lambda *p: {"wer": 0, "cer": 0}).run([], [0.4], [2.0])
+
+    def test_flags_never_send_zero(self):
+        # parley reads 0 as "the default", so a zero weight goes as a tiny one
+        self.assertEqual(lmtune.beam_flags(0.0, 0.0, 16),
+                         ["--beam-alpha", "1e-09", "--beam-beta", "1e-09", "--beam-width", "16"])
+        self.assertEqual(lmtune.beam_flags(0.55, -1.5, 32)[:4], ["--beam-alpha", "0.55", "--beam-beta", "-1.5"])
+
+    def test_main_selects_on_validation_only_and_writes_lm_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            model = os.path.join(d, "model")
+            os.makedirs(model)
+            with open(os.path.join(model, "lm.bin"), "wb") as f:
+                f.write(b"PARLEYLM-stub")
+            for split in ("val", "test-voice"):
+                with open(os.path.join(d, split + ".jsonl"), "w") as f:
+                    f.write(json.dumps({"source": "x.wav", "target": "hello"}) + "\n")
+            seen = []
+
+            def fake_evaluator(parley, model_dir, manifest, width, limit=0):
+                name = os.path.basename(manifest)
+
+                def evaluate(lm, a, b):
+                    seen.append((name, a, b))
+                    # the held-out split would pick another point: it must not be asked to choose
+                    target = (0.6, 3.0) if name == "val.jsonl" else (0.2, 1.0)
+                    w = 0.3 + (a - target[0]) ** 2 + 0.01 * (b - target[1]) ** 2
+                    return {"utts": 1, "wer": w, "cer": w / 2}
+                return evaluate
+            out = os.path.join(d, "out")
+            with mock.patch.object(lmtune, "cli_evaluator", fake_evaluator), mock.patch("sys.stdout"), mock.patch("sys.stderr"):
+                rc = lmtune.main(["--model", model, "--manifest", os.path.join(d, "val.jsonl"), "--out", out])
+            self.assertEqual(rc, 0)
+            with open(os.path.join(out, "lm.json")) as f:
+                self.assertEqual(json.load(f), {"alpha": 0.6, "beta": 3.0, "width": 32})
+            with open(os.path.join(out, "lm.bin"), "rb") as f:
+                self.assertEqual(f.read(), b"PARLEYLM-stub")
+            held = [s for s in seen if s[0] == "test-voice.jsonl"]
+            self.assertEqual(sorted(held), [("test-voice.jsonl", 0.4, 2.0), ("test-voice.jsonl", 0.6, 3.0)])
+            with open(os.path.join(out, "sweep.json")) as f:
+                rep = json.load(f)["report"]["test-voice"]
+            self.assertIn("chosen", rep)
+            self.assertIn("defaults", rep)
+
+    def test_refuses_a_test_split_as_the_selector(self):
+        with mock.patch("sys.stderr"), self.assertRaises(SystemExit):
+            lmtune.main(["--model", "m", "--manifest", "train/out/human/test-voice.jsonl", "--out", "o"])
+
+
+if __name__ == "__main__":
+    unittest.main()
