@@ -11,18 +11,32 @@ seed voice (seed:7, the demo card's).  The ratio is the clone's CER over the see
 pooled over characters; ``ratio_95`` is a bootstrap interval over sentences, since sampling
 and a small recogniser make one draw of a few dozen sentences move by 10-20 points.
 Voices are written to a private library under --out, never the user's.
+
+Speaker similarity (issue 29: "the clone's speaker similarity to its reference higher than every
+seed speaker's"; on unless --sim-seeds 0): seeds 1..--sim-seeds each say the first
+--sim-sentences test sentences (fixed, so shared by every speaker), and for each speaker the
+encoder's cosine (``parley voices compare``, precision_eval.similarity) of the reference clip to
+- the clone's sentences (mean),
+- each seed's sentences (mean per seed; the max, which seed, and the median),
+- seed:7's takes of the clone's own sentences (the same words as the clone),
+- the person's own corpus recordings of those sentences (other utterances: the ceiling),
+- the other held-out speakers' recordings (the pitch/formant variants of the same source voice).
+results.json gets each speaker's figures under "similarity" and the summary under "similarity".
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
-from typing import Dict, List
+from typing import Callable, Dict, List, Optional
 
 from .evaluate import edits, f0_median, norm, read_24k, transcribe
+from .precision_eval import similarity
 
 
 def median_f0(paths: List[str]) -> float:
@@ -74,6 +88,70 @@ def join_clips(corpus: str, rows: List[dict], out: str, gap_s: float = 0.3) -> s
     return ", ".join(r["text"].rstrip(".!?,;: ") for r in rows[:-1]) + (", " if len(rows) > 1 else "") + rows[-1]["text"]
 
 
+def say(parley: str, model: str, voice: str, text: str, path: str, env: dict) -> str:
+    """``parley say`` TEXT with VOICE into PATH (the private library's env); PATH."""
+    r = subprocess.run([parley, "say", "--engine", "chattts", "--model", model, "--voice", voice,
+                        "-o", path, text], env=env, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"parley say ({voice}): {r.stderr.strip()[-500:]}")
+    return path
+
+
+def _mean_sim(sim: Callable[[str, str], float], ref: str, paths: List[str]) -> Optional[float]:
+    return float(sum(sim(ref, p) for p in paths) / len(paths)) if paths else None
+
+
+def speaker_similarity(sim: Callable[[str, str], float], ref: str, clone: List[str], seeds: Dict[int, List[str]],
+                       same_text: List[str] = (), own: List[str] = (), base: Optional[int] = None) -> dict:
+    """The reference clip's similarity (sim(ref, take)) to the clone's takes, mean, against each
+    seed's (mean per seed): the seeds' max, which seed, median, and whether the clone beats
+    every seed (strictly above the max) and the median one (a random seed).  same_text: another
+    voice's takes of the clone's sentences; own: the person's other recordings (the ceiling);
+    base: the seed speaker the clone was built on (voices clone's closest of --seeds)."""
+    c = _mean_sim(sim, ref, clone)
+    per = {s: _mean_sim(sim, ref, ps) for s, ps in sorted(seeds.items()) if ps}
+    row: dict = {"clone": round(c, 4) if c is not None else None}
+    if per:
+        best = max(per, key=lambda s: per[s])
+        med = statistics.median(per.values())
+        row.update({"seed_max": round(per[best], 4), "seed_max_seed": best, "seed_median": round(med, 4),
+                    "seeds": {str(s): round(v, 4) for s, v in per.items()}})
+        if c is not None:
+            row.update({"clone_beats_every_seed": c > per[best], "clone_beats_median_seed": c > med,
+                        "clone_minus_seed_max": round(c - per[best], 4),
+                        "seeds_at_or_above_clone": sum(v >= c for v in per.values())})
+    if base is not None:
+        row["clone_seed"] = base
+        if base in per and c is not None:
+            row["clone_beats_its_seed"] = c > per[base]
+    for key, paths in (("same_text_seed_voice", same_text), ("self", own)):
+        m = _mean_sim(sim, ref, list(paths))
+        if m is not None:
+            row[key] = round(m, 4)
+    return row
+
+
+def similarity_summary(rows: Dict[str, dict]) -> dict:
+    """Over speakers (each a speaker_similarity row): how many clones beat every seed and the
+    median seed, and the means of each figure."""
+    rs = [r for r in rows.values() if r.get("clone") is not None and "seed_max" in r]
+    out: dict = {"speakers": len(rs),
+                 "clone_beats_every_seed": sum(bool(r["clone_beats_every_seed"]) for r in rs),
+                 "clone_beats_median_seed": sum(bool(r["clone_beats_median_seed"]) for r in rs)}
+    out["clone_beats_every_seed_of"] = f"{out['clone_beats_every_seed']} of {len(rs)}"
+    own = [r["clone_beats_its_seed"] for r in rs if "clone_beats_its_seed" in r]
+    if own:
+        out["clone_beats_its_seed_of"] = f"{sum(own)} of {len(own)}"
+    for key in ("clone", "seed_max", "seed_median", "same_text_seed_voice", "self", "other_variants_max"):
+        got = [r[key] for r in rs if r.get(key) is not None]
+        if got:
+            out[key + "_mean"] = round(statistics.mean(got), 4)
+    if rs:
+        out["seed_max_seeds"] = {str(s): n for s, n in sorted(
+            collections.Counter(r["seed_max_seed"] for r in rs).items())}
+    return out
+
+
 def ratio_interval(pairs: List[tuple], n: int = 2000, seed: int = 0) -> List[float]:
     """95 % bootstrap interval of sum(clone edits)/sum(seed edits) over sentences; each pair is
     (clone edits, seed edits) for one sentence (same reference length, so it cancels)."""
@@ -101,6 +179,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=8, help="seed speakers voices clone tries for the closest one")
     ap.add_argument("--transcript", choices=("given", "heard"), default="given",
                     help="the clip's transcript: the corpus text, or what the recogniser hears (no --text)")
+    ap.add_argument("--sim-seeds", type=int, default=20,
+                    help="speaker similarity against seeds 1..N (0: no similarity section)")
+    ap.add_argument("--sim-sentences", type=int, default=2, help="test sentences each similarity seed says")
     a = ap.parse_args(argv)
     out = os.path.abspath(a.out)
     data = os.path.join(out, "data")
@@ -126,6 +207,16 @@ def main(argv=None) -> int:
     if not speakers:
         raise SystemExit(f"{a.corpus}/test.jsonl: no sentences")
     pairs, tot = [], {"clone": [0, 0, 0.0], "seed": [0, 0, 0.0]}  # edits, chars, seconds
+    # every seed says the same few sentences (the first distinct test texts), shared by all speakers
+    seed_paths: Dict[int, List[str]] = {}
+    if a.sim_seeds > 0:
+        texts = list(dict.fromkeys(t["text"] for t in test))[:a.sim_sentences]
+        for s in range(1, a.sim_seeds + 1):
+            seed_paths[s] = [say(a.parley, a.model, f"seed:{s}", x, os.path.join(out, f"sim-seed{s:02d}-{j}.wav"), env)
+                             for j, x in enumerate(texts)]
+        res["sim_sentences"] = texts
+    refs_by_spk: Dict[str, str] = {}
+    own_by_spk: Dict[str, List[str]] = {}
     for spk in speakers:
         if spk not in clips:
             res["skipped"].append(spk)
@@ -144,21 +235,17 @@ def main(argv=None) -> int:
             raise SystemExit(f"parley voices clone ({spk}): {r.stderr.strip()[-500:]}")
         try:  # the transcript the voice keeps (the recogniser's, with --transcript heard)
             with open(os.path.join(data, "parley", "voices", name + ".json"), encoding="utf-8") as f:
-                kept = json.load(f).get("sample", {}).get("text", "")
+                card = json.load(f)
+            kept, base = card.get("sample", {}).get("text", ""), card.get("seed")
         except (OSError, ValueError):
-            kept = ""
+            kept, base = "", None
         sents = [t for t in test if t["speaker"] == spk]
         if a.per_speaker:
             sents = sents[:a.per_speaker]
         paths: Dict[str, List[str]] = {"clone": [], "seed": []}
         for i, t in enumerate(sents):
             for kind, voice in (("clone", name), ("seed", a.seed_voice)):
-                p = os.path.join(out, f"{name}-{kind}-{i:03d}.wav")
-                r = subprocess.run([a.parley, "say", "--engine", "chattts", "--model", a.model, "--voice", voice,
-                                    "-o", p, t["text"]], env=env, capture_output=True, text=True, timeout=600)
-                if r.returncode != 0:
-                    raise SystemExit(f"parley say ({voice}): {r.stderr.strip()[-500:]}")
-                paths[kind].append(p)
+                paths[kind].append(say(a.parley, a.model, voice, t["text"], os.path.join(out, f"{name}-{kind}-{i:03d}.wav"), env))
         refs = [norm(t["plain"]) for t in sents]
         got = {k: transcribe(v, a.parley, a.asr) for k, v in paths.items()}
         e = {k: [edits(ref, norm(h)) for ref, h in zip(refs, got[k])] for k in got}
@@ -177,8 +264,28 @@ def main(argv=None) -> int:
         ref_f0 = median_f0([os.path.join(a.corpus, x["source"]) for x in src])
         row["f0_hz"] = {"clip": round(ref_f0, 1), "clone": round(median_f0(paths["clone"]), 1), "seed": round(median_f0(paths["seed"]), 1)}
         row["clone_f0_off"] = round(abs(row["f0_hz"]["clone"] / ref_f0 - 1), 3) if ref_f0 else None
+        if seed_paths:  # the clip against the clone, every seed, seed:7 on the same words, the person themself
+            own = [os.path.join(a.corpus, t["source"]) for t in sents]
+            refs_by_spk[spk], own_by_spk[spk] = clip, own
+            row["similarity"] = speaker_similarity(lambda x, y: similarity(a.parley, x, y), clip, paths["clone"],
+                                                   seed_paths, paths["seed"], own, base)
         res["speakers"][spk] = row
         print(spk, json.dumps(row), flush=True)
+    if seed_paths:
+        # each clip against every held-out speaker's recordings: the diagonal is "self", the rest
+        # are the same source voice pitch/formant-shifted
+        matrix = {s: {o: round(_mean_sim(lambda x, y: similarity(a.parley, x, y), refs_by_spk[s], own_by_spk[o]), 4)
+                      for o in own_by_spk} for s in refs_by_spk}
+        for s, m in matrix.items():
+            others = [v for o, v in m.items() if o != s]
+            if others:
+                res["speakers"][s]["similarity"]["other_variants_max"] = max(others)
+        res["similarity_matrix"] = matrix
+        res["similarity"] = similarity_summary({s: r["similarity"] for s, r in res["speakers"].items() if "similarity" in r})
+        for s, r in res["speakers"].items():
+            if "similarity" in r:
+                print(s, "similarity", json.dumps({k: v for k, v in r["similarity"].items() if k != "seeds"}), flush=True)
+        print("similarity matrix (clip row vs recordings column):", json.dumps(matrix), flush=True)
     for k, (ed, ch, secs) in tot.items():
         res[k] = {"cer": round(ed / max(1, ch), 4), "seconds": round(secs, 1)}
     res["sentences"] = len(pairs)
@@ -188,7 +295,8 @@ def main(argv=None) -> int:
     res["clone_f0_within_15pct"] = f"{sum(o <= 0.15 for o in offs)} of {len(offs)}"
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
-    print(json.dumps({k: res[k] for k in ("clone", "seed", "sentences", "ratio", "ratio_95", "clone_f0_within_15pct", "skipped")}))
+    print(json.dumps({k: res[k] for k in ("clone", "seed", "sentences", "ratio", "ratio_95", "clone_f0_within_15pct", "skipped",
+                                          "similarity") if k in res}))
     return 0
 
 
