@@ -78,12 +78,13 @@ def transcribe(paths: List[str], parley: str, model_dir: str) -> List[str]:
                             *paths[i:i + 50]], capture_output=True, text=True, timeout=1800)
         if r.returncode != 0:
             raise RuntimeError(f"parley transcribe: {r.stderr.strip()[-500:]}")
-        got = {}
+        batch, got = paths[i:i + 50], {}
         for line in r.stdout.splitlines():
             if line.strip():
                 j = json.loads(line)
-                got[j["file"]] = j.get("text", "")
-        out += [got.get(p, "") for p in paths[i:i + 50]]
+                # one file in, one result out without its name (parley transcribe's format)
+                got[j.get("file", batch[0] if len(batch) == 1 else "")] = j.get("text", "")
+        out += [got.get(p, "") for p in batch]
     return out
 
 

@@ -26,3 +26,22 @@ class CloneCERTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TranscribeOneFileTest(unittest.TestCase):
+    """parley transcribe leaves "file" out of its JSON when given one file; the evaluation's
+    reader must still pair the text with it (clone_cer --per-speaker 1 crashed on KeyError)."""
+
+    def test_single_file_without_name(self):
+        import os
+        import stat
+        import tempfile
+
+        from train.chattts.evaluate import transcribe
+
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "parley")
+            with open(fake, "w") as f:
+                f.write('#!/bin/sh\necho \'{"text": "hello there", "language": "en"}\'\n')
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IEXEC)
+            self.assertEqual(transcribe(["a.wav"], fake, "model"), ["hello there"])
