@@ -15,7 +15,9 @@ alpha 0.4, beta 2, width 32), never to choose.
 
 --build ORDER:MIN_COUNT makes an LM (train.sensevoice.lm, from --checkpoint's vocabulary) into
 --lm-dir as oORDERmMIN.bin unless it is there; LMs over --max-bytes are left out. --out gets
-lm.json (the winner's weights), lm.bin (the winner's LM, copied) and sweep.json (every point).
+lm.json (the winner's weights), lm.bin (the winner's LM, copied) and _lmtune.json (every point
+and the held-out report; the leading _ keeps it out of an embedded model's files, so --out may
+be the model's directory).
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from . import evaluate_cli as ev
 DEFAULTS = {"alpha": 0.4, "beta": 2.0, "width": 32}  # asr.defaultBeam
 COARSE_ALPHAS = [0.2, 0.4, 0.6, 0.8, 1.0]
 COARSE_BETAS = [1.0, 2.0, 3.0, 4.0]
+RECORD = "_lmtune.json"  # assets' embedder skips _-files (assets.skipEmbedded)
 
 Point = Tuple[str, float, float]  # (LM file, alpha, beta)
 Evaluate = Callable[[str, float, float], dict]  # -> {"wer", "cer", ...}
@@ -124,7 +127,7 @@ def write_out(out: str, lm: str, alpha: float, beta: float, width: int, table: L
     with open(os.path.join(out, "lm.json"), "w") as f:
         json.dump(weights_json(alpha, beta, width), f)
         f.write("\n")
-    with open(os.path.join(out, "sweep.json"), "w") as f:
+    with open(os.path.join(out, RECORD), "w") as f:
         json.dump({"chosen": {"lm": lm, **weights_json(alpha, beta, width)}, "points": table, "report": report}, f, indent=1)
         f.write("\n")
 
@@ -165,7 +168,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--model", required=True, help="the recogniser's directory (model.onnx, tokens.txt, lm.bin)")
     ap.add_argument("--manifest", required=True, help="the split that selects: the validation split")
     ap.add_argument("--parley", default="bin/parley")
-    ap.add_argument("--out", required=True, help="directory for lm.json, lm.bin and sweep.json")
+    ap.add_argument("--out", required=True, help="directory for lm.json, lm.bin and " + RECORD)
     ap.add_argument("--lm", action="append", default=[], help="an LM file to try (repeatable)")
     ap.add_argument("--build", action="append", default=[], type=parse_build, metavar="ORDER:MIN_COUNT",
                     help="an LM to make and try (repeatable; needs --checkpoint)")

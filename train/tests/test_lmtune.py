@@ -88,7 +88,7 @@ class SweepTest(unittest.TestCase):
                 self.assertEqual(f.read(), b"PARLEYLM-stub")
             held = [s for s in seen if s[0] == "test-voice.jsonl"]
             self.assertEqual(sorted(held), [("test-voice.jsonl", 0.4, 2.0), ("test-voice.jsonl", 0.6, 3.0)])
-            with open(os.path.join(out, "sweep.json")) as f:
+            with open(os.path.join(out, "_lmtune.json")) as f:
                 rep = json.load(f)["report"]["test-voice"]
             self.assertIn("chosen", rep)
             self.assertIn("defaults", rep)
