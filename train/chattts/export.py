@@ -712,7 +712,7 @@ def add_card(config_path: str, results_path: str) -> None:
             "seen_speakers": {"value": c["demo_seen"], "reference_value": c["espeak_seen"]},
             "goal": GOAL_RATIO, "goal_text": f"ratio = the voice's CER / the reference speech's CER <= {GOAL_RATIO}",
             "meets_goal": bool(ratio <= GOAL_RATIO)},
-        "measured": "make -C train demo-tts-human-cpu (python3 -m train.chattts.evaluate)",
+        "measured": "make -C train demo-tts-human-cpu or demo-tts-human-gpu (python3 -m train.chattts.evaluate)",
     }
     with open(config_path, "w", encoding="utf-8") as f:
         json.dump(conf, f, indent=1, ensure_ascii=False)
