@@ -71,6 +71,17 @@ def resample_24k(x: np.ndarray) -> np.ndarray:
     return resample_poly(x, 3, 2).astype(np.float32)
 
 
+def transcripts(stdout: str, batch: List[str]) -> Dict[str, str]:
+    """{file: text} from ``parley transcribe --format json``'s lines for the files in batch. One
+    file in gives one result without its name (parley's format), paired with that file."""
+    got = {}
+    for line in stdout.splitlines():
+        if line.strip():
+            j = json.loads(line)
+            got[j.get("file", batch[0] if len(batch) == 1 else "")] = j.get("text", "")
+    return got
+
+
 def transcribe(paths: List[str], parley: str, model_dir: str) -> List[str]:
     out = []
     for i in range(0, len(paths), 50):
@@ -78,12 +89,8 @@ def transcribe(paths: List[str], parley: str, model_dir: str) -> List[str]:
                             *paths[i:i + 50]], capture_output=True, text=True, timeout=1800)
         if r.returncode != 0:
             raise RuntimeError(f"parley transcribe: {r.stderr.strip()[-500:]}")
-        batch, got = paths[i:i + 50], {}
-        for line in r.stdout.splitlines():
-            if line.strip():
-                j = json.loads(line)
-                # one file in, one result out without its name (parley transcribe's format)
-                got[j.get("file", batch[0] if len(batch) == 1 else "")] = j.get("text", "")
+        batch = paths[i:i + 50]
+        got = transcripts(r.stdout, batch)
         out += [got.get(p, "") for p in batch]
     return out
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..chattts.evaluate import cer
+from ..chattts.evaluate import cer, transcripts
 from ..judge import score
 
 
@@ -30,10 +30,7 @@ def transcribe(parley: str, model: str, files: List[str], lm: str, extra: Sequen
         r = subprocess.run(cmd + files[i:i + 200], capture_output=True, text=True, timeout=3600)
         if r.returncode != 0 and not r.stdout:
             raise RuntimeError(f"parley transcribe: {r.stderr.strip()[-400:]}")
-        for line in r.stdout.splitlines():
-            if line.strip():
-                d = json.loads(line)
-                out[d["file"]] = d.get("text", "")
+        out.update(transcripts(r.stdout, files[i:i + 200]))
     return out
 
 
