@@ -49,18 +49,38 @@ func (o BeamOptions) or(d BeamOptions) BeamOptions {
 	return o
 }
 
-// check refuses values no beam search can use (NaN, infinities, a positive prune).
-func (o BeamOptions) check() error {
+// The ranges beam weights must fall in, wherever they come from (Config.Beam, a sidecar,
+// the command line): beyond them a search is useless or numerically meaningless.
+const (
+	MaxBeamAlpha = 20.0
+	MaxBeamBeta  = 50.0
+	MaxBeamWidth = 4096
+	MaxBeamTop   = 4096
+	MinBeamPrune = -1000.0
+)
+
+// Validate refuses weights no beam search can use: NaN or infinite, or outside the ranges
+// above. A zero field passes (it means "inherit": the sidecar's, else the default's).
+func (o BeamOptions) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"Alpha", o.Alpha}, {"Beta", o.Beta}, {"Prune", o.Prune}} {
+	}{{"alpha", o.Alpha}, {"beta", o.Beta}, {"prune", o.Prune}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			return fmt.Errorf("Beam.%s is %v", f.name, f.v)
+			return fmt.Errorf("beam %s %v: not a finite number", f.name, f.v)
 		}
 	}
-	if o.Prune > 0 {
-		return fmt.Errorf("Beam.Prune %v is a log probability (≤ 0)", o.Prune)
+	switch {
+	case o.Alpha < 0 || o.Alpha > MaxBeamAlpha:
+		return fmt.Errorf("beam alpha %v outside 0..%v", o.Alpha, MaxBeamAlpha)
+	case math.Abs(o.Beta) > MaxBeamBeta:
+		return fmt.Errorf("beam beta %v outside %v..%v", o.Beta, -MaxBeamBeta, MaxBeamBeta)
+	case o.Width < 0 || o.Width > MaxBeamWidth:
+		return fmt.Errorf("beam width %d outside 1..%d", o.Width, MaxBeamWidth)
+	case o.Top < 0 || o.Top > MaxBeamTop:
+		return fmt.Errorf("beam top %d outside 1..%d", o.Top, MaxBeamTop)
+	case o.Prune > 0 || o.Prune < MinBeamPrune:
+		return fmt.Errorf("beam prune %v outside %v..0 (a log probability)", o.Prune, MinBeamPrune)
 	}
 	return nil
 }
@@ -82,15 +102,6 @@ type lmWeights struct {
 	Prune *float64 `json:"prune"`
 }
 
-// The ranges a sidecar's values must fall in.
-const (
-	maxBeamAlpha = 20.0
-	maxBeamBeta  = 50.0
-	maxBeamWidth = 4096
-	maxBeamTop   = 4096
-	minBeamPrune = -1000.0
-)
-
 // parseLMWeights reads a sidecar over d: the fields it has replace d's (a zero among them
 // too: {"beta": 0} is no bonus, not the default).
 func parseLMWeights(b []byte, d BeamOptions) (BeamOptions, error) {
@@ -105,34 +116,28 @@ func parseLMWeights(b []byte, d BeamOptions) (BeamOptions, error) {
 	}
 	o := d
 	if w.Alpha != nil {
-		if !(*w.Alpha >= 0 && *w.Alpha <= maxBeamAlpha) {
-			return d, fmt.Errorf("alpha %v outside 0..%v", *w.Alpha, maxBeamAlpha)
-		}
 		o.Alpha = *w.Alpha
 	}
 	if w.Beta != nil {
-		if !(*w.Beta >= -maxBeamBeta && *w.Beta <= maxBeamBeta) {
-			return d, fmt.Errorf("beta %v outside %v..%v", *w.Beta, -maxBeamBeta, maxBeamBeta)
-		}
 		o.Beta = *w.Beta
 	}
 	if w.Width != nil {
-		if *w.Width < 1 || *w.Width > maxBeamWidth {
-			return d, fmt.Errorf("width %d outside 1..%d", *w.Width, maxBeamWidth)
+		if *w.Width < 1 { // zero inherits in BeamOptions; a sidecar has nothing to inherit from
+			return d, fmt.Errorf("width %d outside 1..%d", *w.Width, MaxBeamWidth)
 		}
 		o.Width = *w.Width
 	}
 	if w.Top != nil {
-		if *w.Top < 1 || *w.Top > maxBeamTop {
-			return d, fmt.Errorf("top %d outside 1..%d", *w.Top, maxBeamTop)
+		if *w.Top < 1 {
+			return d, fmt.Errorf("top %d outside 1..%d", *w.Top, MaxBeamTop)
 		}
 		o.Top = *w.Top
 	}
 	if w.Prune != nil {
-		if !(*w.Prune >= minBeamPrune && *w.Prune <= 0) {
-			return d, fmt.Errorf("prune %v outside %v..0", *w.Prune, minBeamPrune)
-		}
 		o.Prune = *w.Prune
+	}
+	if err := o.Validate(); err != nil {
+		return d, err
 	}
 	return o, nil
 }

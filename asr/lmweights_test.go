@@ -246,6 +246,40 @@ func TestRecognizerBeamPrecedence(t *testing.T) {
 	if _, err := New(dir, Config{GPU: cpu, Beam: BeamOptions{Beta: math.NaN()}}); !errors.Is(err, ErrConfig) {
 		t.Errorf("a NaN beta: %v, want ErrConfig", err)
 	}
+	// Config.Beam takes the ranges a sidecar does: an alpha lm.json could not hold is refused
+	if _, err := New(dir, Config{GPU: cpu, Beam: BeamOptions{Alpha: MaxBeamAlpha + 1}}); !errors.Is(err, ErrConfig) {
+		t.Errorf("alpha %v: %v, want ErrConfig", MaxBeamAlpha+1, err)
+	}
+}
+
+// One range check for every source of beam weights: Validate passes the zero (inherit) value
+// and refuses exactly what the sidecar parser refuses.
+func TestBeamOptionsValidate(t *testing.T) {
+	if err := (BeamOptions{}).Validate(); err != nil {
+		t.Errorf("zero options: %v", err)
+	}
+	if err := defaultBeam.Validate(); err != nil {
+		t.Errorf("the defaults: %v", err)
+	}
+	for _, c := range []struct {
+		o    BeamOptions
+		json string
+	}{
+		{BeamOptions{Alpha: -0.1}, `{"alpha": -0.1}`},
+		{BeamOptions{Alpha: 20.5}, `{"alpha": 20.5}`},
+		{BeamOptions{Beta: -51}, `{"beta": -51}`},
+		{BeamOptions{Width: 5000}, `{"width": 5000}`},
+		{BeamOptions{Top: 4097}, `{"top": 4097}`},
+		{BeamOptions{Prune: 0.5}, `{"prune": 0.5}`},
+		{BeamOptions{Prune: -2000}, `{"prune": -2000}`},
+	} {
+		if err := c.o.Validate(); err == nil {
+			t.Errorf("%+v passed Validate", c.o)
+		}
+		if _, err := parseLMWeights([]byte(c.json), defaultBeam); err == nil {
+			t.Errorf("%s parsed", c.json)
+		}
+	}
 }
 
 func mustAbs(t *testing.T, p string) string {
@@ -271,9 +305,9 @@ func FuzzParseLMWeights(f *testing.F) {
 			return
 		}
 		// what parses is in range
-		if !(o.Alpha >= 0 && o.Alpha <= maxBeamAlpha) || !(math.Abs(o.Beta) <= maxBeamBeta) ||
-			o.Width < 1 || o.Width > maxBeamWidth || o.Top < 1 || o.Top > maxBeamTop ||
-			!(o.Prune >= minBeamPrune && o.Prune <= 0) {
+		if !(o.Alpha >= 0 && o.Alpha <= MaxBeamAlpha) || !(math.Abs(o.Beta) <= MaxBeamBeta) ||
+			o.Width < 1 || o.Width > MaxBeamWidth || o.Top < 1 || o.Top > MaxBeamTop ||
+			!(o.Prune >= MinBeamPrune && o.Prune <= 0) {
 			t.Errorf("%q parsed to %+v, out of range", b, o)
 		}
 	})

@@ -122,7 +122,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.MaxSegment < 0 || cfg.GPU.IntraOpThreads < 0 {
 		return nil, fmt.Errorf("%w: negative Workers, BatchSize, GPU.IntraOpThreads or MaxSegment", ErrConfig)
 	}
-	if err := cfg.Beam.check(); err != nil {
+	if err := cfg.Beam.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if cfg.MaxSegment > MaxSegment {

@@ -52,7 +52,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	int8 := fs.Bool("int8", false, "prefer the int8 model file when the model directory has both")
 	lm := fs.String("lm", "", "token language model for a beam search: none = greedy decoding, or a file (default: asr.lm, else the model's lm.bin); its weights come from the JSON beside it (lm.bin: lm.json), else the defaults")
 	var beam asr.BeamOptions
-	fs.Float64Var(&beam.Alpha, "beam-alpha", 0, "beam search: the language model's weight (0 = the LM's lm.json, else 0.4)")
+	fs.Float64Var(&beam.Alpha, "beam-alpha", 0, "beam search: the language model's weight, 0..20 (0 = the LM's lm.json, else 0.4)")
 	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (0 = the LM's lm.json, else 2)")
 	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (0 = the LM's lm.json, else 32)")
 	if err := fs.parse(args); err != nil {
@@ -124,18 +124,17 @@ func checkBeamFlags(fs *cmdFlags, b asr.BeamOptions, lm string) error {
 			set = append(set, "--"+f.Name)
 		}
 	})
-	switch {
-	case len(set) > 0 && lm == "none":
+	if len(set) > 0 && lm == "none" {
 		return fmt.Errorf("%w: %s with --lm none: greedy decoding has no beam", errUsage, strings.Join(set, ", "))
-	case !(b.Alpha >= 0 && b.Alpha <= 100):
-		return fmt.Errorf("%w: --beam-alpha %v: want 0..100", errUsage, b.Alpha)
-	case !(b.Beta >= -100 && b.Beta <= 100):
-		return fmt.Errorf("%w: --beam-beta %v: want -100..100", errUsage, b.Beta)
-	case b.Width < 0 || b.Width > 4096:
-		return fmt.Errorf("%w: --beam-width %d: want 1..4096 (0 = the default)", errUsage, b.Width)
+	}
+	if err := b.Validate(); err != nil { // the ranges Config.Beam and lm.json take
+		return fmt.Errorf("%w: %s", errUsage, beamFlagNames.Replace(err.Error()))
 	}
 	return nil
 }
+
+// beamFlagNames names asr.BeamOptions.Validate's fields as the flags that set them.
+var beamFlagNames = strings.NewReplacer("beam alpha", "--beam-alpha", "beam beta", "--beam-beta", "beam width", "--beam-width")
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

@@ -222,7 +222,8 @@ func TestTranscribeBeamFlags(t *testing.T) {
 		want  string
 	}{
 		{[]string{"--lm", "none", "--beam-width", "4"}, "--beam-width with --lm none"},
-		{[]string{"--beam-alpha", "-1"}, "--beam-alpha -1: want 0..100"},
+		{[]string{"--beam-alpha", "-1"}, "--beam-alpha -1 outside 0..20"},
+		{[]string{"--beam-alpha", "25"}, "--beam-alpha 25 outside 0..20"}, // lm.json's range too
 		{[]string{"--beam-beta", "NaN"}, "--beam-beta NaN"},
 		{[]string{"--beam-width", "-2"}, "--beam-width -2"},
 		{[]string{"--beam-width", "many"}, "beam-width"},
