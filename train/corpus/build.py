@@ -252,7 +252,10 @@ def build(args, log=sys.stderr) -> dict:
     jobs, order, rebuilt = [], [], []
     for split in SPLITS:
         its = splits[split]
-        for s in range(0, len(its), args.shard_size):
+        end = len(its)
+        if split == "train" and args.train_shards is not None:
+            end = min(end, args.train_shards * args.shard_size)
+        for s in range(0, end, args.shard_size):
             chunk = its[s: s + args.shard_size]
             sd = os.path.join(args.out, "shards", f"{split}-{s // args.shard_size:05d}")
             order.append((split, sd))
@@ -329,6 +332,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shard-size", type=int, default=250)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--train-shards", type=int, default=None,
+                    help="build only the first N training shards of the plan (the evaluation splits whole): "
+                         "a prefix of the full corpus with its exact held-out splits, which a later run "
+                         "without the flag completes")
     ap.add_argument("--no-verify", action="store_true", help="trust finished shards without re-hashing their files")
     ap.add_argument("--text-cache", default=None, help="where the npm text sources are kept (default: PARLEY_CACHE/text)")
     return ap
@@ -336,6 +343,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     a = parser().parse_args(argv)
+    if a.train_shards is not None and a.train_shards < 1:
+        print("error: --train-shards must be positive", file=sys.stderr)
+        return 2
     for k in ("train", "val", "test", "speakers", "heldout_speakers", "shard_size", "jobs"):
         if getattr(a, k) < (1 if k in ("speakers", "heldout_speakers", "shard_size", "jobs") else 0):
             print(f"error: --{k.replace('_', '-')} must be positive", file=sys.stderr)

@@ -316,6 +316,24 @@ class BuildTest(unittest.TestCase):
         x1, _ = sf.read(victim)
         self.assertEqual(len(x1), sf.info(victim).frames)
 
+    def test_train_prefix_then_whole(self):
+        a = self.args(self.out)
+        a.train_shards = 1
+        recipe = B.build(a, log=io.StringIO())
+        prefix = {s: self.rows(s) for s in B.SPLITS}
+        self.assertEqual(recipe["counts"]["train"], len(prefix["train"]))
+        self.assertLessEqual(len(prefix["train"]), 5)
+        self.assertTrue(all(r["key"].startswith("train-00000") for r in prefix["train"]))
+        log = io.StringIO()
+        B.build(self.args(self.out), log=log)  # the whole plan: the prefix is kept, the rest added
+        self.assertIn('"to_build": 2', log.getvalue())  # 14 items in shards of 5: two more training shards
+        whole = {s: self.rows(s) for s in B.SPLITS}
+        self.assertEqual(whole["train"][:len(prefix["train"])], prefix["train"])
+        self.assertGreater(len(whole["train"]), len(prefix["train"]))
+        for s in B.SPLITS[1:]:
+            self.assertEqual(prefix[s], whole[s])  # the held-out splits do not depend on the prefix
+        self.assertEqual(B.main(["--out", self.out, "--train-shards", "0"]), 2)
+
     def test_refused_texts_are_counted_not_fatal(self):
         real = V.synthesize_many
 
