@@ -2,12 +2,14 @@ package tune
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -411,6 +413,9 @@ func Evaluate(ctx context.Context, j Job, open func(dir string) (clone.Transcrib
 	if err != nil {
 		return ASRResult{}, err
 	}
+	if err := carryLM(m.Base, ModelDir(j)); err != nil {
+		return ASRResult{}, err
+	}
 	var res ASRResult
 	for _, side := range []struct {
 		dir string
@@ -431,6 +436,44 @@ func Evaluate(ctx context.Context, j Job, open func(dir string) (clone.Transcrib
 	}
 	res.Improved = m.Base == "" || res.After.Errors < res.Before.Errors
 	return res, nil
+}
+
+// carryLM copies the base recogniser's token language model (lm.bin, and lm.json, the beam
+// weights tuned for it) into the fine-tune's export when the two share one vocabulary
+// (tokens.txt byte for byte): a fine-tune keeps its base's pieces, so the base's LM fits it,
+// and without it the fine-tune would decode greedily, scored and used worse than its base for
+// that alone. No LM beside the base, or another vocabulary: nothing to do.
+func carryLM(base, dst string) error {
+	if base == "" {
+		return nil
+	}
+	lm, err := os.ReadFile(filepath.Join(base, "lm.bin"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tune: the base recogniser's language model: %w", err)
+	}
+	bt, err1 := os.ReadFile(filepath.Join(base, "tokens.txt"))
+	dt, err2 := os.ReadFile(filepath.Join(dst, "tokens.txt"))
+	if err1 != nil || err2 != nil || !bytes.Equal(bt, dt) {
+		return nil // another vocabulary (or none yet): the LM's pieces would not be the model's
+	}
+	weights, err := os.ReadFile(filepath.Join(base, "lm.json"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("tune: the base recogniser's beam weights: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dst, "lm.bin"), lm); err != nil {
+		return fmt.Errorf("tune: copying the base's language model: %w", err)
+	}
+	if weights == nil {
+		os.Remove(filepath.Join(dst, "lm.json")) // none for this LM: the defaults, not stale ones
+		return nil
+	}
+	if err := writeFileAtomic(filepath.Join(dst, "lm.json"), weights); err != nil {
+		return fmt.Errorf("tune: copying the base's beam weights: %w", err)
+	}
+	return nil
 }
 
 // LocalID is the model id a dataset's fine-tuned recogniser is installed as.
@@ -462,8 +505,11 @@ func Install(ctx context.Context, mgr *assets.Manager, j Job, res ASRResult) (st
 		return "", err
 	}
 	src := ModelDir(j)
+	if err := carryLM(m.Base, src); err != nil {
+		return "", err
+	}
 	var files []string
-	for _, f := range []string{"model.onnx", "model.int8.onnx", "tokens.txt"} {
+	for _, f := range []string{"model.onnx", "model.int8.onnx", "tokens.txt", "lm.bin", "lm.json"} {
 		if _, err := os.Stat(filepath.Join(src, f)); err == nil {
 			files = append(files, f)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -334,5 +335,64 @@ func TestASRFineTuneTiny(t *testing.T) {
 	}
 	if p, err := mgr3.Path(ctx, id); err != nil || p != dir {
 		t.Fatalf("the earlier version is gone: %v", err)
+	}
+}
+
+// A fine-tune keeps its base's vocabulary, so it decodes with its base's token LM and beam
+// weights: carryLM copies them when tokens.txt matches byte for byte, and only then.
+func TestCarryLM(t *testing.T) {
+	write := func(dir, name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(dir, name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	base, same, other := t.TempDir(), t.TempDir(), t.TempDir()
+	write(base, "tokens.txt", "<blk> 0\n▁a 1\n")
+	write(base, "lm.bin", "LMDATA")
+	write(base, "lm.json", `{"alpha": 0.7}`)
+	write(same, "tokens.txt", "<blk> 0\n▁a 1\n")
+	write(same, "lm.json", `{"alpha": 9}`) // a stale one is replaced
+	write(other, "tokens.txt", "<blk> 0\n▁b 1\n")
+	for _, dst := range []string{same, other} {
+		if err := carryLM(base, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if read(same, "lm.bin") != "LMDATA" || read(same, "lm.json") != `{"alpha": 0.7}` {
+		t.Errorf("same vocabulary: lm.bin %q lm.json %q", read(same, "lm.bin"), read(same, "lm.json"))
+	}
+	if _, err := os.Stat(filepath.Join(other, "lm.bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("another vocabulary got the base's LM: %v", err)
+	}
+	// an LM without weights replaces stale weights with none (the defaults)
+	os.Remove(filepath.Join(base, "lm.json"))
+	if err := carryLM(base, same); err != nil || read(same, "lm.bin") != "LMDATA" {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(same, "lm.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stale lm.json kept: %v", err)
+	}
+	// no LM beside the base, or no base: nothing to do
+	if err := carryLM(other, same); err != nil {
+		t.Error(err)
+	}
+	if err := carryLM("", same); err != nil {
+		t.Error(err)
+	}
+	// an unreadable LM is an error that names it
+	os.Remove(filepath.Join(base, "lm.bin"))
+	if err := os.Mkdir(filepath.Join(base, "lm.bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := carryLM(base, same); err == nil || !strings.Contains(err.Error(), "language model") {
+		t.Errorf("an unreadable lm.bin: %v", err)
 	}
 }
