@@ -7,6 +7,10 @@
 #
 #   [LRS="6e-4 2.5e-4"] train/chattts/gpu_phase.sh PACK.tar.xz OUT_DIR [SECONDS]
 #
+# A pack made with --bundle (the GPT left out) gets its init.pt from that export here
+# (`train.chattts.train bundle-init`; BUNDLE, default assets/demo/chattts, which the repository
+# carries), after checking it is the same gpt.onnx.
+#
 # Steps: unpack -> re-fit the training speaker table, everything else frozen (the pack's GPT
 # comes from an exported bundle, which has no table) -> the phase itself, phases 5-10's
 # regularisers at a GPU batch, for SECONDS (default 420) with the cosine fitted to the steps that
@@ -37,6 +41,10 @@ BATCH="--batch-size 24000 --batch-size-sample-max 96 --amp bf16 --num-workers 6"
 COMMON="--neutral-streams 1,3 --prefix-prob 0.5 --ga-weight 1.0 --code-dropout 0.3 --clip 1 --scheduler cosine"
 
 start="$work/feats/init.pt"
+if [ ! -f "$start" ] && [ -f "$work/feats/bundle.json" ]; then
+	log "init from ${BUNDLE:-assets/demo/chattts}"
+	"$PY" -m train.chattts.train bundle-init --feats "$work/feats" --bundle "${BUNDLE:-assets/demo/chattts}" | tee -a "$out/steps.log"
+fi
 if [ "${SPK_STEPS:-150}" != 0 ]; then
 	log "speakers"
 	"$PY" -m train.chattts.train gpt --feats "$work/feats" --out "$work/spk" --init "$start" \

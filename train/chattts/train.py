@@ -670,7 +670,7 @@ GPT_PARTS = ("gpt", "embed", "speakers")
 
 
 def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] = None,
-         more: Optional[List[str]] = None) -> dict:
+         more: Optional[List[str]] = None, bundle: Optional[str] = None) -> dict:
     """A codes-only copy of a features dir, as one .tar.xz: what the gpt stage reads without
     the decoder's mel loss (index, DVAE codes, tokenizer, mel coef), for a GPU machine that
     cannot take the gigabytes of audio and mel.  Unpacked, it is a features dir.  With
@@ -678,7 +678,15 @@ def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] 
     carry; the rounding, about 5e-4 relative, is far below what a training phase changes):
     ``gpt --init FEATS/init.pt`` starts from them, the parts it does not use left out.  The
     train splits of the features dirs in ``more`` (e.g. corpus --speakers extra) are appended
-    to the first one's."""
+    to the first one's.
+
+    With ``bundle`` (an export of that same checkpoint, e.g. assets/demo/chattts, which the
+    repository carries anyway) the GPT stays out: the pack holds the checkpoint's speaker table
+    (speakers.pt, which no export has) and bundle.json (the bundle's gpt.onnx sha256), and
+    ``bundle-init`` on the other machine rebuilds init.pt from the bundle (train.chattts.
+    from_onnx) and the table.  A few MB fewer to carry; the bundle is checked here to hold the
+    checkpoint's GPT, and there to be the same file.  ``bundle`` without ``init`` (no training
+    checkpoint at hand, as on a fresh checkout): no table either, and gpu_phase.sh re-fits it."""
     import io
     import tarfile
 
@@ -687,20 +695,29 @@ def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] 
         info.size, info.mtime, info.mode = len(data), 0, 0o644
         tf.addfile(info, io.BytesIO(data))
 
+    ck = load_torch(init) if init else None
+    if bundle and ck is not None:
+        check_bundle_gpt(bundle, ck["model"])  # before anything is written
     sizes = {}
     tmp = out + ".partial"
     with tarfile.open(tmp, "w:xz") as tf:
         for name in ("tokenizer.json", "coef.json"):
             with open(os.path.join(feats_dir, name), "rb") as f:
                 add(tf, name, f.read())
-        if init:
-            ck = load_torch(init)
+        if bundle:
+            add(tf, "bundle.json", json.dumps({"gpt_sha256": sha256_of(os.path.join(bundle, "gpt.onnx")),
+                                               "bundle": os.path.abspath(bundle)}).encode())
+        if ck is not None:
             small = {k: v for k, v in ck.items() if k not in ("model", "optimizer", "scheduler", "scaler", "trainer", "rng")}
             small["model"] = {k: (v.half() if v.is_floating_point() else v) for k, v in ck["model"].items()
                               if k.split(".", 1)[0] in GPT_PARTS}
+            name = "init.pt"
+            if bundle:
+                small["model"] = {k: v for k, v in small["model"].items() if k.startswith("speakers.")}
+                name = "speakers.pt"
             buf = io.BytesIO()
             torch.save(small, buf)
-            add(tf, "init.pt", buf.getvalue())
+            add(tf, name, buf.getvalue())
         for split in splits:
             index, offs, codes = [], [], []
             for d in [feats_dir] + (list(more or []) if split == "train" else []):
@@ -721,6 +738,68 @@ def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] 
     res = {"pack": out, "bytes": os.path.getsize(out), "utterances": sizes}
     print(json.dumps(res), flush=True)
     return res
+
+
+def sha256_of(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _recover_gpt(bundle: str) -> dict:
+    """The GPT parts of an exported bundle as PyTorch tensors, and the bundle's metadata."""
+    from .from_onnx import RecoverError, recover
+
+    try:
+        model, extra = recover(bundle)
+    except RecoverError as e:
+        raise ValueError(str(e)) from e
+    state = {k: v for k, v in model.state_dict().items() if k.split(".", 1)[0] in GPT_PARTS and not k.startswith("speakers.")}
+    return {"model": state, **extra}
+
+
+def check_bundle_gpt(bundle: str, model: Dict[str, torch.Tensor]) -> None:
+    """Refuses a bundle whose GPT is not the checkpoint's (within the float16 export's rounding).
+    The weight-normed heads are left out: the export folds them, so only their product is kept."""
+    got = _recover_gpt(bundle)["model"]
+    for k, v in model.items():
+        if k.split(".", 1)[0] not in ("gpt", "embed") or "parametrizations" in k:
+            continue
+        if k not in got or got[k].shape != v.shape:
+            raise ValueError(f"{bundle}: its GPT has no {k} of shape {tuple(v.shape)}: not an export of this checkpoint")
+        w = v.float()
+        tol = 2e-3 * max(1.0, w.abs().max().item())
+        if (got[k].float() - w).abs().max().item() > tol:
+            raise ValueError(f"{bundle}: its GPT differs from the checkpoint's at {k}: not an export of this checkpoint")
+
+
+def bundle_init(feats_dir: str, bundle: str) -> str:
+    """init.pt for a pack made with --bundle: the bundle's GPT (recovered from its graphs) and
+    the pack's speaker table, after checking that the bundle is the file the pack named."""
+    with open(os.path.join(feats_dir, "bundle.json")) as f:
+        want = json.load(f)
+    gpt = os.path.join(bundle, "gpt.onnx")
+    if not os.path.isfile(gpt):
+        raise FileNotFoundError(f"{bundle}: no gpt.onnx (the bundle the pack was made from: {want.get('bundle')})")
+    if sha256_of(gpt) != want["gpt_sha256"]:
+        raise ValueError(f"{gpt} is not the GPT the pack was made with ({want.get('bundle')}): "
+                         "make the pack again from this bundle's checkpoint")
+    spk_path = os.path.join(feats_dir, "speakers.pt")
+    spk = load_torch(spk_path) if os.path.exists(spk_path) else {"model": {}}
+    rec = _recover_gpt(bundle)
+    out = dict(rec, **{k: v for k, v in spk.items() if k != "model"})
+    out["model"] = {k: (v.half() if v.is_floating_point() else v) for k, v in rec["model"].items()}
+    out["model"].update(spk["model"])
+    path = os.path.join(feats_dir, "init.pt")
+    torch.save(out, path + ".partial")
+    os.replace(path + ".partial", path)
+    table = spk["model"].get("speakers.weight")
+    print(json.dumps({"init": path, "bundle": bundle, "speakers": 0 if table is None else int(table.shape[0])}), flush=True)
+    return path
 
 
 # ------------------------------------------------------------------------------ main
@@ -885,13 +964,15 @@ def build_model(feats_dir: str, tok: WordPieceTokenizer, size: str, n_speakers: 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m train.chattts.train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=("prepare", "codes", "merge", "pack") + STAGES)
+    ap.add_argument("stage", choices=("prepare", "codes", "merge", "pack", "bundle-init") + STAGES)
     ap.add_argument("--corpus", help="prepare: the corpus dir from train.chattts.corpus")
     ap.add_argument("--feats", required=True, help="the features dir (prepare writes it)")
     ap.add_argument("--checkpoint", help="codes: the DVAE-stage checkpoint; merge: the gpt-stage one; "
                                          "pack: the one whose GPT goes in as init.pt")
     ap.add_argument("--vocos", help="merge: the vocos-stage checkpoint")
     ap.add_argument("--base", help="merge: the checkpoint that fills in the parts the run never had (its 'untrained')")
+    ap.add_argument("--bundle", help="pack: leave the GPT out, an export of --checkpoint rebuilds it (bundle-init); "
+                                     "bundle-init: that export")
     ap.add_argument("--more-feats", default="", help="pack: features dirs whose train splits are appended, comma-separated")
     ap.add_argument("--neutral-streams", default="", help="codes: streams set to the neutral code, e.g. 1,3")
     ap.add_argument("--init", help="start from this checkpoint's weights (the previous stage)")
@@ -931,7 +1012,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         encode_codes(a.feats, a.checkpoint, [int(x) for x in a.neutral_streams.split(",")] if a.neutral_streams else None)
         return 0
     if a.stage == "pack":
-        pack(a.feats, a.out_dir, init=a.checkpoint, more=[d for d in a.more_feats.split(",") if d])
+        pack(a.feats, a.out_dir, init=a.checkpoint, more=[d for d in a.more_feats.split(",") if d], bundle=a.bundle)
+        return 0
+    if a.stage == "bundle-init":
+        if not a.bundle:
+            raise SystemExit("bundle-init needs --bundle")
+        bundle_init(a.feats, a.bundle)
         return 0
     if a.stage == "merge":
         if not a.checkpoint:

@@ -299,6 +299,76 @@ class GPUPackTest(Recovered):
             json.dump({"coef": [1.0] * 100, "utterances": 6}, f)
         return d
 
+    def test_pack_without_the_gpt_rebuilt_from_the_bundle(self):
+        import tarfile
+
+        import torch
+
+        from train.chattts.train import main as train_main
+
+        base = torch.load(self.init, map_location="cpu")
+        table = torch.randn(3, base["model"]["embed.emb_text.weight"].shape[1])
+        ck = dict(base, model=dict(base["model"], **{"speakers.weight": table}), speakers=["a", "b", "c"])
+        ck_path = os.path.join(self.dir, "trained.pt")
+        torch.save(ck, ck_path)
+        feats = self.feats(base["tokenizer"])
+        pack = os.path.join(self.dir, "small.tar.xz")
+        rc, _, err = run(train_main, "pack", "--feats", feats, "--checkpoint", ck_path, "--bundle", TINY, "--out", pack)
+        self.assertEqual(rc, 0, err)
+        with tarfile.open(pack) as t:
+            names = sorted(t.getnames())
+            self.assertNotIn("init.pt", names)
+            self.assertIn("speakers.pt", names)
+            t.extractall(os.path.join(self.dir, "packed"))
+        packed = os.path.join(self.dir, "packed")
+        rc, out, err = run(train_main, "bundle-init", "--feats", packed, "--bundle", TINY)
+        self.assertEqual(rc, 0, err)
+        init = torch.load(os.path.join(packed, "init.pt"), map_location="cpu")
+        self.assertEqual(init["speakers"], ["a", "b", "c"])
+        self.assertTrue(torch.equal(init["model"]["speakers.weight"].float(), table.half().float()))
+        for k, v in base["model"].items():
+            if k.split(".", 1)[0] in ("gpt", "embed") and "parametrizations" not in k:
+                self.assertLess((init["model"][k].float() - v.float()).abs().max().item(), 2e-3, k)
+        # the phase starts from it as from a pack with its GPT inside
+        rc, _, err = run(train_main, "gpt", "--feats", packed, "--init", os.path.join(packed, "init.pt"),
+                         "--out", os.path.join(self.dir, "run"), "--epochs", "1", "--max-steps", "1",
+                         "--batch-size", "200", "--device", "cpu", "--seed", "3")
+        self.assertEqual(rc, 0, err)
+
+        # no training checkpoint (a fresh checkout): the bundle alone, no table (gpu_phase re-fits it)
+        bare = os.path.join(self.dir, "bare.tar.xz")
+        rc, _, err = run(train_main, "pack", "--feats", feats, "--bundle", TINY, "--out", bare)
+        self.assertEqual(rc, 0, err)
+        with tarfile.open(bare) as t:
+            self.assertFalse({"init.pt", "speakers.pt"} & set(t.getnames()))
+            t.extractall(os.path.join(self.dir, "bare"))
+        rc, _, err = run(train_main, "bundle-init", "--feats", os.path.join(self.dir, "bare"), "--bundle", TINY)
+        self.assertEqual(rc, 0, err)
+        got = torch.load(os.path.join(self.dir, "bare", "init.pt"), map_location="cpu")
+        self.assertNotIn("speakers.weight", got["model"])
+        self.assertEqual(got["size"], base["size"])
+        rc, _, err = run(train_main, "gpt", "--feats", os.path.join(self.dir, "bare"), "--only", "speakers",
+                         "--init", os.path.join(self.dir, "bare", "init.pt"), "--out", os.path.join(self.dir, "spk"),
+                         "--epochs", "1", "--max-steps", "1", "--batch-size", "200", "--device", "cpu")
+        self.assertEqual(rc, 0, err)
+
+        # another bundle than the one the pack names is refused before any work
+        with open(os.path.join(packed, "bundle.json")) as f:
+            meta = json.load(f)
+        with open(os.path.join(packed, "bundle.json"), "w") as f:
+            json.dump(dict(meta, gpt_sha256="0" * 64), f)
+        with self.assertRaisesRegex(ValueError, "not the GPT the pack was made with"):
+            from train.chattts.train import bundle_init
+            bundle_init(packed, TINY)
+        # a checkpoint whose GPT the bundle does not hold is refused at pack time
+        moved = dict(ck, model={k: (v + 0.1 if k.startswith("gpt.") and v.is_floating_point() else v)
+                                for k, v in ck["model"].items()})
+        torch.save(moved, ck_path)
+        with self.assertRaisesRegex(ValueError, "not an export of this checkpoint"):
+            run(train_main, "pack", "--feats", feats, "--checkpoint", ck_path, "--bundle", TINY,
+                "--out", os.path.join(self.dir, "bad.tar.xz"))
+        self.assertEqual([f for f in os.listdir(self.dir) if f.startswith("bad")], [])
+
     def test_pack_train_merge_base_and_fit_the_decoder(self):
         import tarfile
 
