@@ -76,6 +76,8 @@ SIZES: Dict[str, dict] = {
     "demo-deep20": dict(d_model=128, heads=4, ffn=512, kernel_size=11, num_blocks=20, tp_blocks=2),
     # and again (session 16's stage H, trained without dropout)
     "demo-deep24": dict(d_model=128, heads=4, ffn=512, kernel_size=11, num_blocks=24, tp_blocks=2),
+    # and again (session 17's stage I, from stage H recovered from its ONNX)
+    "demo-deep28": dict(d_model=128, heads=4, ffn=512, kernel_size=11, num_blocks=28, tp_blocks=2),
     # the embedded recogniser trained on the human-derived corpus (about 10M parameters)
     "base": dict(d_model=256, heads=4, ffn=1024, kernel_size=11, num_blocks=10, tp_blocks=2),
     "tiny": dict(d_model=32, heads=2, ffn=64, kernel_size=5, num_blocks=2, tp_blocks=1),
