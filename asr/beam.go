@@ -76,9 +76,9 @@ func (o BeamOptions) Validate() error {
 	case math.Abs(o.Beta) > MaxBeamBeta:
 		return fmt.Errorf("beam beta %v outside %v..%v", o.Beta, -MaxBeamBeta, MaxBeamBeta)
 	case o.Width < 0 || o.Width > MaxBeamWidth:
-		return fmt.Errorf("beam width %d outside 1..%d", o.Width, MaxBeamWidth)
+		return fmt.Errorf("beam width %d outside 0..%d (0 inherits)", o.Width, MaxBeamWidth)
 	case o.Top < 0 || o.Top > MaxBeamTop:
-		return fmt.Errorf("beam top %d outside 1..%d", o.Top, MaxBeamTop)
+		return fmt.Errorf("beam top %d outside 0..%d (0 inherits)", o.Top, MaxBeamTop)
 	case o.Prune > 0 || o.Prune < MinBeamPrune:
 		return fmt.Errorf("beam prune %v outside %v..0 (a log probability)", o.Prune, MinBeamPrune)
 	}
@@ -123,13 +123,13 @@ func parseLMWeights(b []byte, d BeamOptions) (BeamOptions, error) {
 	}
 	if w.Width != nil {
 		if *w.Width < 1 { // zero inherits in BeamOptions; a sidecar has nothing to inherit from
-			return d, fmt.Errorf("width %d outside 1..%d", *w.Width, MaxBeamWidth)
+			return d, fmt.Errorf("beam width %d outside 1..%d", *w.Width, MaxBeamWidth)
 		}
 		o.Width = *w.Width
 	}
 	if w.Top != nil {
 		if *w.Top < 1 {
-			return d, fmt.Errorf("top %d outside 1..%d", *w.Top, MaxBeamTop)
+			return d, fmt.Errorf("beam top %d outside 1..%d", *w.Top, MaxBeamTop)
 		}
 		o.Top = *w.Top
 	}

@@ -253,7 +253,8 @@ func TestRecognizerBeamPrecedence(t *testing.T) {
 }
 
 // One range check for every source of beam weights: Validate passes the zero (inherit) value
-// and refuses exactly what the sidecar parser refuses.
+// and refuses what the sidecar parser refuses (which also refuses a zero width or top: a
+// sidecar has nothing to inherit from).
 func TestBeamOptionsValidate(t *testing.T) {
 	if err := (BeamOptions{}).Validate(); err != nil {
 		t.Errorf("zero options: %v", err)

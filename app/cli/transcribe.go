@@ -52,7 +52,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	int8 := fs.Bool("int8", false, "prefer the int8 model file when the model directory has both")
 	lm := fs.String("lm", "", "token language model for a beam search: none = greedy decoding, or a file (default: asr.lm, else the model's lm.bin); its weights come from the JSON beside it (lm.bin: lm.json), else the defaults")
 	var beam asr.BeamOptions
-	fs.Float64Var(&beam.Alpha, "beam-alpha", 0, "beam search: the language model's weight, 0..20 (0 = the LM's lm.json, else 0.4)")
+	fs.Float64Var(&beam.Alpha, "beam-alpha", 0, fmt.Sprintf("beam search: the language model's weight, 0..%v (0 = the LM's lm.json, else 0.4)", asr.MaxBeamAlpha))
 	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (0 = the LM's lm.json, else 2)")
 	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (0 = the LM's lm.json, else 32)")
 	if err := fs.parse(args); err != nil {

@@ -448,16 +448,28 @@ func carryLM(base, dst string) error {
 		return nil
 	}
 	lm, err := os.ReadFile(filepath.Join(base, "lm.bin"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("tune: the base recogniser's language model: %w", err)
 	}
-	bt, err1 := os.ReadFile(filepath.Join(base, "tokens.txt"))
-	dt, err2 := os.ReadFile(filepath.Join(dst, "tokens.txt"))
-	if err1 != nil || err2 != nil || !bytes.Equal(bt, dt) {
-		return nil // another vocabulary (or none yet): the LM's pieces would not be the model's
+	same := false
+	if lm != nil {
+		bt, err := os.ReadFile(filepath.Join(base, "tokens.txt"))
+		if err != nil {
+			return fmt.Errorf("tune: the base recogniser's vocabulary: %w", err)
+		}
+		dt, err := os.ReadFile(filepath.Join(dst, "tokens.txt"))
+		if err != nil {
+			return fmt.Errorf("tune: the fine-tune's vocabulary: %w", err)
+		}
+		same = bytes.Equal(bt, dt)
+	}
+	if !same { // no LM to carry, or its pieces are not the model's: none, not a stale one
+		for _, f := range []string{"lm.bin", "lm.json"} {
+			if err := os.Remove(filepath.Join(dst, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("tune: %w", err)
+			}
+		}
+		return nil
 	}
 	weights, err := os.ReadFile(filepath.Join(base, "lm.json"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -505,17 +517,18 @@ func Install(ctx context.Context, mgr *assets.Manager, j Job, res ASRResult) (st
 		return "", err
 	}
 	src := ModelDir(j)
+	has := func(f string) bool { _, err := os.Stat(filepath.Join(src, f)); return err == nil }
+	if !has("tokens.txt") || !has("model.onnx") && !has("model.int8.onnx") {
+		return "", fmt.Errorf("tune: job %d: the exported model in %s is incomplete (tokens.txt and model.onnx or model.int8.onnx)", j.ID, src)
+	}
 	if err := carryLM(m.Base, src); err != nil {
 		return "", err
 	}
 	var files []string
 	for _, f := range []string{"model.onnx", "model.int8.onnx", "tokens.txt", "lm.bin", "lm.json"} {
-		if _, err := os.Stat(filepath.Join(src, f)); err == nil {
+		if has(f) {
 			files = append(files, f)
 		}
-	}
-	if len(files) < 2 {
-		return "", fmt.Errorf("tune: job %d: the exported model in %s is incomplete", j.ID, src)
 	}
 	id := LocalID(m.Name)
 	base := m.BaseID

@@ -2,12 +2,15 @@ package tune
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -178,6 +181,43 @@ func tinyBase(t *testing.T) string {
 	return d
 }
 
+// tinyBaseWithLM is a copy of the tiny recogniser with a unigram token LM (asr's lm.bin
+// format: PARLEYLM, version, order, vocabulary, then per order a count and id/log10 p/back-off
+// records) and beam weights beside it, as the shipped demo recogniser has.
+func tinyBaseWithLM(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var vocab int
+	for _, f := range []string{"model.onnx", "model.int8.onnx", "tokens.txt"} {
+		b, err := os.ReadFile(filepath.Join(tinyBase(t), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "tokens.txt" {
+			vocab = bytes.Count(b, []byte("\n"))
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lm := binary.LittleEndian.AppendUint32([]byte("PARLEYLM"), 1)
+	lm = binary.LittleEndian.AppendUint32(lm, 1)
+	lm = binary.LittleEndian.AppendUint32(lm, uint32(vocab))
+	lm = binary.LittleEndian.AppendUint32(lm, uint32(vocab))
+	for id := range vocab {
+		lm = binary.LittleEndian.AppendUint16(lm, uint16(id))
+		lm = binary.LittleEndian.AppendUint32(lm, math.Float32bits(float32(-math.Log10(float64(vocab)))))
+		lm = binary.LittleEndian.AppendUint32(lm, 0)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lm.bin"), lm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lm.json"), []byte(`{"alpha": 0.3, "beta": 1.5, "width": 4}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // TestNewASRJobManifest: the manifest holds the training clips only; a transcript in a script
 // the recogniser cannot write is left out with the reason (the tiny model writes a-z and ').
 func TestNewASRJobManifest(t *testing.T) {
@@ -263,7 +303,8 @@ func TestASRFineTuneTiny(t *testing.T) {
 	st := openStore(t)
 	r := realRunner(t, st)
 	ctx := context.Background()
-	j, err := NewASRJob(ctx, r, d, ASRConfig{Base: tinyBase(t), BaseID: "tiny", Epochs: 2, Procs: 1, Threads: 1})
+	base := tinyBaseWithLM(t) // a base with a token LM and its weights: the fine-tune decodes with them too
+	j, err := NewASRJob(ctx, r, d, ASRConfig{Base: base, BaseID: "tiny", Epochs: 2, Procs: 1, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,8 +352,14 @@ func TestASRFineTuneTiny(t *testing.T) {
 	}
 	mgr2, _ := assets.NewManager(nil, assets.Options{Dir: models})
 	model, err := mgr2.Registry().Lookup(id)
-	if err != nil || model.Kind != assets.KindASR || len(model.Files) != 2 || model.Files[0].SHA256 == "" {
+	if err != nil || model.Kind != assets.KindASR || len(model.Files) != 4 || model.Files[0].SHA256 == "" {
 		t.Fatalf("registry entry %+v: %v", model, err)
+	}
+	for _, f := range []string{"lm.bin", "lm.json"} {
+		want, _ := os.ReadFile(filepath.Join(base, f))
+		if got, err := os.ReadFile(filepath.Join(dir, f)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("installed %s: %v (the base's: %d bytes)", f, err, len(want))
+		}
 	}
 	if p, err := mgr2.Path(ctx, id); err != nil || p != dir {
 		t.Fatalf("path %s: %v", p, err)
@@ -380,12 +427,15 @@ func TestCarryLM(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(same, "lm.json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("stale lm.json kept: %v", err)
 	}
-	// no LM beside the base, or no base: nothing to do
+	// no base: nothing to do; a base without an LM: the export has none either (not a stale one)
+	if err := carryLM("", same); err != nil || read(same, "lm.bin") != "LMDATA" {
+		t.Errorf("no base: %v", err)
+	}
 	if err := carryLM(other, same); err != nil {
 		t.Error(err)
 	}
-	if err := carryLM("", same); err != nil {
-		t.Error(err)
+	if _, err := os.Stat(filepath.Join(same, "lm.bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a stale lm.bin kept under a base without an LM: %v", err)
 	}
 	// an unreadable LM is an error that names it
 	os.Remove(filepath.Join(base, "lm.bin"))

@@ -28,6 +28,7 @@ out=${2:?usage: gpu_phase.sh PACK.tar.xz OUT_DIR [SECONDS]}
 seconds=${3:-420}
 PY=${PY:-python3}
 work=${WORK:-/tmp/parley-gpu}
+rm -rf "$work/feats" # an earlier pack's files (its init.pt above all) must not outlive it
 mkdir -p "$out" "$work/feats"
 log() { printf '%s %s\n' "$(date +%s)" "$*" | tee -a "$out/steps.log"; }
 

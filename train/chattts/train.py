@@ -696,8 +696,11 @@ def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] 
         tf.addfile(info, io.BytesIO(data))
 
     ck = load_torch(init) if init else None
-    if bundle and ck is not None:
-        check_bundle_gpt(bundle, ck["model"])  # before anything is written
+    if bundle:  # checked before anything is written
+        if not os.path.isfile(os.path.join(bundle, "gpt.onnx")):
+            raise FileNotFoundError(f"{bundle}: no gpt.onnx (pack --bundle takes a ChatTTS export directory)")
+        if ck is not None:
+            check_bundle_gpt(bundle, ck["model"])
     sizes = {}
     tmp = out + ".partial"
     with tarfile.open(tmp, "w:xz") as tf:
@@ -706,7 +709,7 @@ def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] 
                 add(tf, name, f.read())
         if bundle:
             add(tf, "bundle.json", json.dumps({"gpt_sha256": sha256_of(os.path.join(bundle, "gpt.onnx")),
-                                               "bundle": os.path.abspath(bundle)}).encode())
+                                               "bundle": bundle}).encode())
         if ck is not None:
             small = {k: v for k, v in ck.items() if k not in ("model", "optimizer", "scheduler", "scaler", "trainer", "rng")}
             small["model"] = {k: (v.half() if v.is_floating_point() else v) for k, v in ck["model"].items()

@@ -21,6 +21,11 @@ Every row records what made it: engine, voice, person, speaker, the synthesiser'
 text source and each condition.  ``OUT/recipe.json`` holds the arguments, seeds, counts, hours
 per person and voice, and how many texts a synthesiser refused (skipped, never fatal).
 
+A prefix: ``--train-shards N`` builds the first N training shards of the same plan (the
+held-out splits whole), so a short session can train on part of the corpus and be scored on
+exactly the held-out splits of the whole; a later run without the flag adds the rest.
+``train.jsonl`` then lists the shards built in that run's plan; ``recipe.json`` records the flag.
+
 Resuming: each shard (``OUT/shards/<split>-NNNNN/``) is finished when its ``done.json``
 exists; that file holds the sha256 of every file in the shard and of the shard's plan.  A run
 rebuilds any shard whose files no longer match their hashes (or whose plan changed) and skips
