@@ -17,7 +17,7 @@ import (
 
 // BeamOptions tune the language-model beam search (train/sensevoice/beam.py is its reference).
 // A zero field takes the language model's own weights (its sidecar, LMWeightsPath), else the
-// default below.
+// default below; BeamZero in Alpha or Beta is an explicit zero.
 type BeamOptions struct {
 	Width int     // prefixes kept per frame (default 32)
 	Alpha float64 // language-model weight (default 0.4)
@@ -26,19 +26,29 @@ type BeamOptions struct {
 	Prune float64 // log probability below which a token is not tried (default -10)
 }
 
+// BeamZero in BeamOptions.Alpha or Beta asks for a zero weight (no language model, no bonus)
+// where a zero field would inherit.
+const BeamZero = math.SmallestNonzeroFloat64
+
 // defaultBeam is the beam search's weights for a language model without a sidecar.
 var defaultBeam = BeamOptions{Width: 32, Alpha: 0.4, Beta: 2, Top: 8, Prune: -10}
 
-// or fills o's zero fields from d.
+// or fills o's zero fields from d (BeamZero becomes 0: the result is used as it is).
 func (o BeamOptions) or(d BeamOptions) BeamOptions {
 	if o.Width <= 0 {
 		o.Width = d.Width
 	}
-	if o.Alpha == 0 {
+	switch o.Alpha {
+	case 0:
 		o.Alpha = d.Alpha
+	case BeamZero:
+		o.Alpha = 0
 	}
-	if o.Beta == 0 {
+	switch o.Beta {
+	case 0:
 		o.Beta = d.Beta
+	case BeamZero:
+		o.Beta = 0
 	}
 	if o.Top <= 0 {
 		o.Top = d.Top

@@ -262,6 +262,16 @@ func TestBeamOptionsValidate(t *testing.T) {
 	if err := defaultBeam.Validate(); err != nil {
 		t.Errorf("the defaults: %v", err)
 	}
+	// BeamZero is an explicit zero: it survives the defaults (a zero field inherits them)
+	if got := (BeamOptions{Alpha: BeamZero, Beta: BeamZero}).or(defaultBeam); got.Alpha != 0 || got.Beta != 0 || got.Width != defaultBeam.Width {
+		t.Errorf("BeamZero over the defaults: %+v", got)
+	}
+	if got := (BeamOptions{}).or(defaultBeam); got != defaultBeam {
+		t.Errorf("zero options over the defaults: %+v", got)
+	}
+	if err := (BeamOptions{Alpha: BeamZero, Beta: BeamZero}).Validate(); err != nil {
+		t.Errorf("BeamZero: %v", err)
+	}
 	for _, c := range []struct {
 		o    BeamOptions
 		json string

@@ -52,15 +52,16 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	int8 := fs.Bool("int8", false, "prefer the int8 model file when the model directory has both")
 	lm := fs.String("lm", "", "token language model for a beam search: none = greedy decoding, or a file (default: asr.lm, else the model's lm.bin); its weights come from the JSON beside it (lm.bin: lm.json), else the defaults")
 	var beam asr.BeamOptions
-	fs.Float64Var(&beam.Alpha, "beam-alpha", 0, fmt.Sprintf("beam search: the language model's weight, 0..%v (0 = the LM's lm.json, else 0.4)", asr.MaxBeamAlpha))
-	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (0 = the LM's lm.json, else 2)")
-	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (0 = the LM's lm.json, else 32)")
+	fs.Float64Var(&beam.Alpha, "beam-alpha", 0, fmt.Sprintf("beam search: the language model's weight, 0..%v (unset: the LM's lm.json, else 0.4)", asr.MaxBeamAlpha))
+	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (unset: the LM's lm.json, else 2)")
+	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (unset or 0: the LM's lm.json, else 32)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if err := checkBeamFlags(fs, beam, *lm); err != nil {
 		return err
 	}
+	explicitBeamZeros(fs, &beam)
 	files := fs.Args()
 	if len(files) == 0 {
 		return usageError("transcribe", "no input files (give FILE… or - for standard input)")
@@ -131,6 +132,19 @@ func checkBeamFlags(fs *cmdFlags, b asr.BeamOptions, lm string) error {
 		return fmt.Errorf("%w: %s", errUsage, beamFlagNames.Replace(err.Error()))
 	}
 	return nil
+}
+
+// explicitBeamZeros marks --beam-alpha 0 and --beam-beta 0, given on the command line, as the
+// zero weights they ask for (asr.BeamZero), not as "inherit the LM's weights".
+func explicitBeamZeros(fs *cmdFlags, b *asr.BeamOptions) {
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case f.Name == "beam-alpha" && b.Alpha == 0:
+			b.Alpha = asr.BeamZero
+		case f.Name == "beam-beta" && b.Beta == 0:
+			b.Beta = asr.BeamZero
+		}
+	})
 }
 
 // beamFlagNames names asr.BeamOptions.Validate's fields as the flags that set them.

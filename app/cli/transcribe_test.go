@@ -207,6 +207,8 @@ func TestTranscribeBeamFlags(t *testing.T) {
 		{nil, "alpha=0.9 beta=3.5 width=16 top=8 prune=-10"},
 		{[]string{"--beam-beta", "1.25"}, "alpha=0.9 beta=1.25 width=16 top=8"},
 		{[]string{"--beam-alpha", "0.77", "--beam-beta", "-0.5", "--beam-width", "5"}, "alpha=0.77 beta=-0.5 width=5 top=8"},
+		{[]string{"--beam-beta", "0"}, "alpha=0.9 beta=0 width=16"}, // an explicit zero, not lm.json's 3.5
+		{[]string{"--beam-alpha", "0"}, "alpha=0 beta=3.5 width=16"},
 	} {
 		args := append([]string{"--provider", "cpu", "--log-level", "debug", "transcribe", "--model", model, "--lang", "en"}, c.flags...)
 		code, out, errs := runCLI(t, append(args, wav)...)
