@@ -744,13 +744,9 @@ def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] 
 
 
 def sha256_of(path: str) -> str:
-    import hashlib
+    from ..corpus.build import sha256_file  # (lazily: the corpus builder's imports are not the trainer's)
 
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return sha256_file(path)
 
 
 def _recover_gpt(bundle: str) -> dict:
