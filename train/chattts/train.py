@@ -686,7 +686,8 @@ def pack(feats_dir: str, out: str, splits=("train", "val"), init: Optional[str] 
     ``bundle-init`` on the other machine rebuilds init.pt from the bundle (train.chattts.
     from_onnx) and the table.  A few MB fewer to carry; the bundle is checked here to hold the
     checkpoint's GPT, and there to be the same file.  ``bundle`` without ``init`` (no training
-    checkpoint at hand, as on a fresh checkout): no table either, and gpu_phase.sh re-fits it."""
+    checkpoint at hand, as on a fresh checkout): no table either, and the GPU phase re-fits one
+    (its --only speakers step)."""
     import io
     import tarfile
 
