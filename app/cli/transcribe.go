@@ -58,10 +58,9 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if err := checkBeamFlags(fs, beam, *lm); err != nil {
+	if err := beamFlags(fs, &beam, *lm); err != nil {
 		return err
 	}
-	explicitBeamZeros(fs, &beam)
 	files := fs.Args()
 	if len(files) == 0 {
 		return usageError("transcribe", "no input files (give FILE… or - for standard input)")
@@ -116,13 +115,21 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// checkBeamFlags refuses beam weights no search can use, and beam flags without a beam
-// search (--lm none).
-func checkBeamFlags(fs *cmdFlags, b asr.BeamOptions, lm string) error {
+// beamFlags refuses beam weights no search can use, and beam flags without a beam search
+// (--lm none); --beam-alpha 0 and --beam-beta 0, given on the command line, become the zero
+// weights they ask for (asr.BeamZero), not "inherit the LM's weights".
+func beamFlags(fs *cmdFlags, b *asr.BeamOptions, lm string) error {
 	set := []string{}
 	fs.Visit(func(f *flag.Flag) {
-		if strings.HasPrefix(f.Name, "beam-") {
-			set = append(set, "--"+f.Name)
+		if !strings.HasPrefix(f.Name, "beam-") {
+			return
+		}
+		set = append(set, "--"+f.Name)
+		switch {
+		case f.Name == "beam-alpha" && b.Alpha == 0:
+			b.Alpha = asr.BeamZero
+		case f.Name == "beam-beta" && b.Beta == 0:
+			b.Beta = asr.BeamZero
 		}
 	})
 	if len(set) > 0 && lm == "none" {
@@ -132,19 +139,6 @@ func checkBeamFlags(fs *cmdFlags, b asr.BeamOptions, lm string) error {
 		return fmt.Errorf("%w: %s", errUsage, beamFlagNames.Replace(err.Error()))
 	}
 	return nil
-}
-
-// explicitBeamZeros marks --beam-alpha 0 and --beam-beta 0, given on the command line, as the
-// zero weights they ask for (asr.BeamZero), not as "inherit the LM's weights".
-func explicitBeamZeros(fs *cmdFlags, b *asr.BeamOptions) {
-	fs.Visit(func(f *flag.Flag) {
-		switch {
-		case f.Name == "beam-alpha" && b.Alpha == 0:
-			b.Alpha = asr.BeamZero
-		case f.Name == "beam-beta" && b.Beta == 0:
-			b.Beta = asr.BeamZero
-		}
-	})
 }
 
 // beamFlagNames names asr.BeamOptions.Validate's fields as the flags that set them.

@@ -348,11 +348,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     a = parser().parse_args(argv)
-    if a.train_shards is not None and a.train_shards < 1:
-        print("error: --train-shards must be positive", file=sys.stderr)
-        return 2
-    for k in ("train", "val", "test", "speakers", "heldout_speakers", "shard_size", "jobs"):
-        if getattr(a, k) < (1 if k in ("speakers", "heldout_speakers", "shard_size", "jobs") else 0):
+    least = {"train": 0, "val": 0, "test": 0, "speakers": 1, "heldout_speakers": 1, "shard_size": 1, "jobs": 1,
+             "train_shards": 1}  # (train_shards: None is the whole plan)
+    for k, lo in least.items():
+        v = getattr(a, k)
+        if v is not None and v < lo:
             print(f"error: --{k.replace('_', '-')} must be positive", file=sys.stderr)
             return 2
     try:
