@@ -52,6 +52,17 @@ type demoDecode struct {
 	IDs  []int    `json:"ids"`
 	Tags []string `json:"tags"`
 	Text string   `json:"text"`
+	// Margin is the smallest gap PyTorch saw between a frame's best and second-best logit.
+	Margin *float64 `json:"margin"`
+}
+
+// nearTie is the logit gap below which another CPU's kernels (or ONNX Runtime's against
+// PyTorch's) may pick the other token: a golden decode with a smaller margin may differ.
+const nearTie = 1e-3
+
+// nearTieDecode says whether a decode that differs from want may differ by kernel rounding.
+func (want demoDecode) nearTieDecode() bool {
+	return want.Margin != nil && *want.Margin < nearTie
 }
 
 type demoItem struct {
@@ -64,8 +75,9 @@ type demoItem struct {
 // TestDemoModel transcribes the held-out synthetic utterances (voices never seen in
 // training) with the embedded demo model. The token ids, tags and text must be the ones
 // PyTorch decodes (testdata/speech/demo_expected.json, written by train/ from the model's
-// checkpoint with torchaudio features) for both the "auto" and "en" language queries; the
-// error rates against the reference texts are reported.
+// checkpoint with torchaudio features) for both the "auto" and "en" language queries, except
+// where PyTorch itself was at a near tie (its recorded margin): then a differing decode is
+// logged. The error rates against the reference texts are reported.
 func TestDemoModel(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
 		t.Skipf("demo model not in this checkout (%s): %v", demoDir, err)
@@ -106,11 +118,12 @@ func TestDemoModel(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", it.File, err)
 			}
-			if !slices.Equal(res.TokenIDs, q.want.IDs) {
-				t.Errorf("%s lang=%s: ids %v, PyTorch %v", it.File, q.lang, res.TokenIDs, q.want.IDs)
-			}
-			if res.Text != q.want.Text {
-				t.Errorf("%s lang=%s: text %q, PyTorch %q", it.File, q.lang, res.Text, q.want.Text)
+			switch {
+			case slices.Equal(res.TokenIDs, q.want.IDs) && res.Text == q.want.Text:
+			case q.want.nearTieDecode():
+				t.Logf("%s lang=%s: ids %v, PyTorch %v at a near tie (margin %g)", it.File, q.lang, res.TokenIDs, q.want.IDs, *q.want.Margin)
+			default:
+				t.Errorf("%s lang=%s: ids %v text %q, PyTorch %v %q", it.File, q.lang, res.TokenIDs, res.Text, q.want.IDs, q.want.Text)
 			}
 			if len(q.want.Tags) >= 3 {
 				got := []string{"<|" + res.Lang + "|>", "<|" + res.Emotion + "|>", "<|" + res.Event + "|>"}

@@ -35,7 +35,10 @@ def evaluate(model, vocab, neg_mean, inv_std, records, language: str = "en", bat
             b = collate(items)
             lang = torch.full_like(b["language"], svm.LANG_IDS[language])
             logits = model(b["x"], b["x_length"], lang, b["text_norm"])
-            for j, ids in enumerate(greedy_decode(logits, b["x_length"] + svm.NUM_QUERIES)):
+            lengths = b["x_length"] + svm.NUM_QUERIES
+            top2 = logits.topk(2, dim=-1).values
+            gaps = top2[..., 0] - top2[..., 1]
+            for j, ids in enumerate(greedy_decode(logits, lengths)):
                 rec = records[s + j]
                 hyp, ref, c_err, c_n, w_err, w_n = score(vocab, ids, rec["target"])
                 tags = [vocab.pieces[i] for i in ids[:4]]
@@ -47,7 +50,8 @@ def evaluate(model, vocab, neg_mean, inv_std, records, language: str = "en", bat
                 tags_ok += tags == want_tags
                 rows.append({"key": rec["key"], "ref": ref, "hyp": hyp, "raw_ref": rec["target"], "tags": tags,
                              "ids": ids, "voice": rec.get("voice", ""), "char_err": c_err, "chars": c_n,
-                             "word_err": w_err, "words": w_n})
+                             "word_err": w_err, "words": w_n,
+                             "margin": float(gaps[j, : int(lengths[j])].min())})
     return {"utts": len(rows), "cer": ce / max(1, cn), "wer": we / max(1, wn),
             "tag_acc": tags_ok / max(1, len(rows)), "language": language, "rows": rows}
 
@@ -98,7 +102,11 @@ def main(argv=None) -> int:
             item = {"file": os.path.basename(r["source"]), "ref": r["target"]}
             for lang, rows in per.items():
                 row = rows[i]
-                item[lang] = {"ids": row["ids"], "tags": row["tags"], "text": vocab.decode(row["ids"])}
+                # margin: the smallest gap between a frame's best and second-best logit. Where it
+                # is tiny another CPU's kernels may flip that frame's argmax, so the Go test
+                # forgives a differing decode there.
+                item[lang] = {"ids": row["ids"], "tags": row["tags"], "text": vocab.decode(row["ids"]),
+                              "margin": round(row["margin"], 6)}
             items.append(item)
         g = {"comment": "greedy CTC decodes of the demo model (PyTorch, torchaudio kaldi fbank, one utterance "
                         "per call, text_norm woitn); 'auto'/'en' = the language query",

@@ -23,9 +23,9 @@ from train.trainer import TrainConfig
 class FixedDecoder(nn.Module):
     """Stands in for a model: its greedy CTC decode is always ``ids`` (tags first)."""
 
-    def __init__(self, ids, vocab_size):
+    def __init__(self, ids, vocab_size, rival=None):
         super().__init__()
-        self.ids, self.v = ids, vocab_size
+        self.ids, self.v, self.rival = ids, vocab_size, rival
 
     def forward(self, x, x_length, language, text_norm, y=None, y_length=None, rich=None):
         n, t = x.shape[0], x.shape[1] + svm.NUM_QUERIES
@@ -34,6 +34,9 @@ class FixedDecoder(nn.Module):
         logits[:, :, 0] = 1.0  # blank
         for i, tok in enumerate(self.ids):
             logits[:, i, tok] = 2.0
+        if self.rival is not None:  # (frame, token, logit): a runner-up close to the best
+            frame, tok, value = self.rival
+            logits[:, frame, tok] = value
         return logits
 
     def loss(self, *a, **kw):
@@ -74,6 +77,16 @@ class ScoringTest(unittest.TestCase):
         # a real error still counts
         recs = [dict(self.recs[0], target="Set the timer, please.")]
         self.assertAlmostEqual(sveval.evaluate(self.model, self.v, [0.0] * 560, [1.0] * 560, recs)["wer"], 0.25)
+
+    def test_margin_is_the_closest_call(self):
+        """Each row records the smallest best-minus-runner-up logit gap over its frames (the golden
+        decodes carry it, so a Go test can forgive a decode another CPU's kernels may flip)."""
+        res = sveval.evaluate(self.model, self.v, [0.0] * 560, [1.0] * 560, self.recs)
+        self.assertAlmostEqual(res["rows"][0]["margin"], 1.0, places=6)
+        tight = FixedDecoder(self.model.ids, len(self.v), rival=(5, self.v.id("z"), 1.9995))
+        res = sveval.evaluate(tight, self.v, [0.0] * 560, [1.0] * 560, self.recs)
+        self.assertAlmostEqual(res["rows"][0]["margin"], 5e-4, places=6)
+        self.assertEqual(res["rows"][0]["hyp"], "set a timer please")  # the best still wins
 
     def test_validation_compares_normalised_text(self):
         from train.sensevoice.train import SenseVoiceTask
