@@ -475,17 +475,26 @@ func carryLM(base, dst string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("tune: the base recogniser's beam weights: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dst, "lm.bin"), lm); err != nil {
+	if err := writeIfChanged(filepath.Join(dst, "lm.bin"), lm); err != nil {
 		return fmt.Errorf("tune: copying the base's language model: %w", err)
 	}
 	if weights == nil {
 		os.Remove(filepath.Join(dst, "lm.json")) // none for this LM: the defaults, not stale ones
 		return nil
 	}
-	if err := writeFileAtomic(filepath.Join(dst, "lm.json"), weights); err != nil {
+	if err := writeIfChanged(filepath.Join(dst, "lm.json"), weights); err != nil {
 		return fmt.Errorf("tune: copying the base's beam weights: %w", err)
 	}
 	return nil
+}
+
+// writeIfChanged writes b to path unless path already holds exactly b: Evaluate and Install
+// both carry the LM, and the second need not rewrite megabytes it already wrote.
+func writeIfChanged(path string, b []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	return writeFileAtomic(path, b)
 }
 
 // LocalID is the model id a dataset's fine-tuned recogniser is installed as.

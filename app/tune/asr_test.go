@@ -419,6 +419,17 @@ func TestCarryLM(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(other, "lm.bin")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("another vocabulary got the base's LM: %v", err)
 	}
+	// a second carry (Install after Evaluate) leaves the copies as they are, not rewritten
+	before, err := os.Stat(filepath.Join(same, "lm.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := carryLM(base, same); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.Stat(filepath.Join(same, "lm.bin")); err != nil || !os.SameFile(before, after) {
+		t.Errorf("a second carry rewrote lm.bin: %v", err)
+	}
 	// an LM without weights replaces stale weights with none (the defaults)
 	os.Remove(filepath.Join(base, "lm.json"))
 	if err := carryLM(base, same); err != nil || read(same, "lm.bin") != "LMDATA" {
