@@ -80,6 +80,9 @@ type Sample struct {
 	// name, and the identity its config.json declares): an engine refuses codes another
 	// model made, which it would speak as noise.
 	Model, ModelID string
+	// Pitch shifts the voice by this many semitones (0: none): how far the model's voice
+	// came out from the recording's pitch when the clone was made.
+	Pitch float64
 }
 
 // Validate checks ranges and fills defaults, returning the request to use.

@@ -122,7 +122,13 @@ type Sample struct {
 	Model   string  `json:"model,omitempty"`    // the voice model the codes were made with
 	ModelID string  `json:"model_id,omitempty"` // that model's identity (its config.json model_id), when it declares one
 	Seconds float64 `json:"seconds,omitempty"`  // of the recording
+	// Pitch is the shift in semitones the voice is spoken with (0: none): how far the
+	// model's voice came out from the recording's median pitch when the clone was made.
+	Pitch float64 `json:"pitch,omitempty"`
 }
+
+// MaxPitch bounds a clone's pitch shift, semitones either way (the engine's own bound).
+const MaxPitch = 12.0
 
 // check validates a prompt: shape, length and every code's range.
 func (s *Sample) check() error {
@@ -145,6 +151,9 @@ func (s *Sample) check() error {
 	}
 	if math.IsNaN(s.Seconds) || s.Seconds < 0 {
 		return fmt.Errorf("clone prompt length %v s", s.Seconds)
+	}
+	if math.IsNaN(s.Pitch) || math.Abs(s.Pitch) > MaxPitch {
+		return fmt.Errorf("clone pitch shift %v semitones (at most %v either way)", s.Pitch, MaxPitch)
 	}
 	return nil
 }

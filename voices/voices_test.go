@@ -258,15 +258,25 @@ func TestCloneVoice(t *testing.T) {
 	if err != nil || got.Sample == nil || len(got.Sample.Codes) != 8 || got.Sample.Codes[4] != 624 {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
+	pitched := ok()
+	pitched.Name, pitched.Sample.Pitch = "pitched", -3.5
+	if err := lib.Save(pitched, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lib.Get("pitched"); err != nil || got.Sample.Pitch != -3.5 {
+		t.Fatalf("a clone's pitch shift does not round-trip: %+v %v", got, err)
+	}
 	for name, mod := range map[string]func(v *Voice){
-		"code 625":      func(v *Voice) { v.Sample.Codes[5] = 625 },
-		"negative code": func(v *Voice) { v.Sample.Codes[0] = -1 },
-		"partial frame": func(v *Voice) { v.Sample.Codes = v.Sample.Codes[:7] },
-		"no text":       func(v *Voice) { v.Sample.Text = " " },
-		"no sample":     func(v *Voice) { v.Sample = nil },
-		"no streams":    func(v *Voice) { v.Sample.NumVQ = 0 },
-		"kokoro":        func(v *Voice) { v.Engine = "kokoro" },
-		"too long":      func(v *Voice) { v.Sample.Codes = make([]int32, 4*(MaxSampleFrames+1)) },
+		"code 625":             func(v *Voice) { v.Sample.Codes[5] = 625 },
+		"negative code":        func(v *Voice) { v.Sample.Codes[0] = -1 },
+		"partial frame":        func(v *Voice) { v.Sample.Codes = v.Sample.Codes[:7] },
+		"no text":              func(v *Voice) { v.Sample.Text = " " },
+		"no sample":            func(v *Voice) { v.Sample = nil },
+		"no streams":           func(v *Voice) { v.Sample.NumVQ = 0 },
+		"kokoro":               func(v *Voice) { v.Engine = "kokoro" },
+		"too long":             func(v *Voice) { v.Sample.Codes = make([]int32, 4*(MaxSampleFrames+1)) },
+		"pitch past an octave": func(v *Voice) { v.Sample.Pitch = 12.5 },
+		"NaN pitch":            func(v *Voice) { v.Sample.Pitch = math.NaN() },
 		"sample on a seed voice": func(v *Voice) {
 			v.Kind = KindSeed
 			s := int64(1)

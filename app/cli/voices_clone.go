@@ -25,14 +25,15 @@ import (
 // cloneMaxRead is the longest CLIP read, in seconds; longer files are refused.
 const cloneMaxRead = 60
 
-const voicesCloneHelp = `usage: parley voices clone CLIP [--text "…"] [--name N] [--seeds K] [--model DIR] [--force]
+const voicesCloneHelp = `usage: parley voices clone CLIP [--text "…"] [--name N] [--seeds K] [--keep-pitch] [--model DIR] [--force]
 
 Makes a ChatTTS voice from a recording of 3–10 s of one person speaking (WAV, or any format
 ffmpeg reads). The transcript comes from the speech recogniser unless --text gives it; the
 recording is encoded into the voice model's audio codes, which the voice keeps with the text
 (not the audio) and puts before every sentence it says. With a speaker encoder installed the
 seed speaker closest to the recording (of --seeds tried) becomes the voice's speaker too.
-For a closer voice from minutes of speech, see parley finetune.`
+The clone is then said once: where its pitch is off the recording's, the voice is shifted by
+the difference (--keep-pitch: not). For a closer voice from minutes of speech, see parley finetune.`
 
 func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "voices clone", voicesCloneHelp)
@@ -40,6 +41,7 @@ func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	name := fs.String("name", "", "voice name (default: from the file name)")
 	seeds := fs.Int("seeds", 8, "seed speakers to try for the closest one (0 = none)")
 	model := fs.String("model", "", "ChatTTS export directory (default: the installed one, else the demo voice)")
+	keepPitch := fs.Bool("keep-pitch", false, "keep the model's pitch instead of matching the recording's")
 	force := fs.Bool("force", false, "replace a voice of that name")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.parse(args); err != nil {
@@ -89,7 +91,7 @@ func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer det.Close()
 	o := tune.CloneOptions{Name: *name, Text: *text, Prompter: enc, NumVQ: eng.Model().GPT.NumVQ,
-		Model: filepath.Base(filepath.Clean(dir)), Langs: eng.Capabilities().Languages, Speech: det, Seeds: *seeds, Voice: eng}
+		Model: filepath.Base(filepath.Clean(dir)), Langs: eng.Capabilities().Languages, Speech: det, Seeds: *seeds, Voice: eng, KeepPitch: *keepPitch}
 	if rec, _, err := fac.Recognizer(ctx, "", asr.Config{}); err == nil {
 		defer rec.Close()
 		o.Ear = factory.CloneTranscriber(rec)
@@ -119,11 +121,15 @@ func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	frames := len(v.Sample.Codes) / v.Sample.NumVQ
 	if *asJSON {
 		return json.NewEncoder(env.Stdout).Encode(map[string]any{"name": v.Name, "text": v.Sample.Text, "heard": res.Heard, "frames": frames,
-			"seconds": res.Seconds, "seed": v.Seed, "seed_similarity": res.SeedSimilarity, "model": dir})
+			"seconds": res.Seconds, "seed": v.Seed, "seed_similarity": res.SeedSimilarity, "model": dir,
+			"clip_f0": res.ClipF0, "voice_f0": res.VoiceF0, "pitch": v.Sample.Pitch})
 	}
 	fmt.Fprintf(env.Stdout, "voice %s: %.1f s of speech, %d code frames, %q\n", v.Name, res.Seconds, frames, v.Sample.Text)
 	if v.Seed != nil {
 		fmt.Fprintf(env.Stdout, "closest seed speaker: seed:%d (similarity %.3f)\n", res.Seed, res.SeedSimilarity)
+	}
+	if res.VoiceF0 > 0 {
+		fmt.Fprintf(env.Stdout, "pitch: the recording %.0f Hz, the clone %.0f Hz: shifted %+.1f semitones\n", res.ClipF0, res.VoiceF0, v.Sample.Pitch)
 	}
 	fmt.Fprintf(env.Stdout, "try it: parley say --engine chattts --voice %s \"Hello there.\"\n", v.Name)
 	return nil

@@ -52,9 +52,12 @@ func TestVoicesClone(t *testing.T) {
 		t.Fatalf("clone: exit %d\n%s%s", code, stdout, errs)
 	}
 	var res struct {
-		Name   string
-		Frames int
-		Text   string
+		Name    string
+		Frames  int
+		Text    string
+		ClipF0  float64 `json:"clip_f0"`
+		VoiceF0 float64 `json:"voice_f0"`
+		Pitch   float64
 	}
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.Name != "my-voice" || res.Frames < 50 {
 		t.Fatalf("clone result %s: %v", stdout, err)
@@ -63,6 +66,13 @@ func TestVoicesClone(t *testing.T) {
 	v, err := lib.Get("my-voice")
 	if err != nil || v.Kind != voices.KindClone || v.Sample == nil || len(v.Sample.Codes) != 4*res.Frames {
 		t.Fatalf("saved voice %+v: %v", v, err)
+	}
+	if res.ClipF0 < 60 || v.Sample.Pitch != res.Pitch {
+		t.Errorf("pitch: the clip at %.1f Hz, the voice saved with %v semitones, reported %v", res.ClipF0, v.Sample.Pitch, res.Pitch)
+	}
+	code, stdout, errs = runCLI(t, "voices", "clone", clip, "--model", tiny, "--text", "what time is it", "--seeds", "0", "--keep-pitch", "--name", "kept", "--json")
+	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res.Pitch != 0 || res.VoiceF0 != 0 {
+		t.Errorf("--keep-pitch: exit %d, %s %s", code, stdout, errs)
 	}
 	wav := filepath.Join(dir, "out.wav")
 	if code, _, errs := runCLI(t, "say", "--engine", "chattts", "--model", tiny, "--voice", "my-voice", "-o", wav, "Hello there."); code != 0 {

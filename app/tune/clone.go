@@ -12,6 +12,7 @@ import (
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/tts"
+	"github.com/parley-voice/parley/tts/engines"
 	"github.com/parley-voice/parley/voices"
 	"github.com/parley-voice/parley/voices/clone"
 )
@@ -78,6 +79,9 @@ type CloneOptions struct {
 	Seeds    int
 	Embedder Embedder
 	Voice    tts.Engine
+	// With Voice, the clone is said once and its pitch compared with the recording's: the
+	// difference becomes the voice's pitch shift (voices.Sample.Pitch), unless KeepPitch.
+	KeepPitch bool
 	// Progress, when set, hears what is being done ("finding speech", "transcribing", …).
 	Progress func(step string)
 }
@@ -90,7 +94,10 @@ type CloneResult struct {
 	Seconds        float64 // of speech kept
 	Seed           int64   // closest seed speaker (0: not searched)
 	SeedSimilarity float64
-	Warnings       []string
+	// ClipF0 and VoiceF0 are the median pitch (Hz) of the recording and of the clone before
+	// its shift (0: not measured, or no voiced speech); Pitch is the shift in semitones.
+	ClipF0, VoiceF0, Pitch float64
+	Warnings               []string
 }
 
 // Clone makes a clone voice (not saved) from a recording of one person speaking (mono, rate Hz).
@@ -185,11 +192,62 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 		}
 		v.Seed = &res.Seed
 	}
+	if o.Voice != nil && !o.KeepPitch {
+		step("matching the recording's pitch")
+		if err := matchPitch(ctx, o.Voice, v, p16, &res); err != nil {
+			return res, err
+		}
+	}
 	if err := v.Validate(); err != nil {
 		return res, err
 	}
 	res.Voice = v
 	return res, nil
+}
+
+// Pitch matching. The model's voice, even prompted with the recording, comes out at the
+// pitch of the speakers it learnt (and of the seed speaker chosen), not always at the
+// recording's. Beyond clonePitchTolerance the clone is shifted by the difference, at most
+// ClonePitchMax semitones: more than that is a recording the estimate got wrong (an octave
+// error, creak, music) more often than a voice that far from every speaker the model knows.
+const (
+	clonePitchTolerance = 0.5 // semitones (3 %): no shift within this
+	ClonePitchMax       = 8.0 // semitones either way (×1.59)
+)
+
+// matchPitch says the clip's own words with the clone voice v, compares the median pitch with
+// the recording's (pcm, 16 kHz) and sets v's pitch shift to the difference.
+func matchPitch(ctx context.Context, eng tts.Engine, v *voices.Voice, pcm []float32, res *CloneResult) error {
+	res.ClipF0 = audio.MedianF0(pcm, 16000)
+	if res.ClipF0 == 0 {
+		res.Warnings = append(res.Warnings, "no voiced speech in the clip to match the pitch of: the voice keeps the model's")
+		return nil
+	}
+	req, err := engines.ApplyVoice(tts.Request{Text: v.Sample.Text}, v, "chattts", engines.Explicit{})
+	if err != nil {
+		return err
+	}
+	said, err := synth16k(ctx, eng, req) // v has no shift yet
+	if err != nil {
+		return fmt.Errorf("tune: saying the clone once to match its pitch: %w", err)
+	}
+	res.VoiceF0 = audio.MedianF0(said, 16000)
+	if res.VoiceF0 == 0 {
+		res.Warnings = append(res.Warnings, "the clone said its words without a voiced sound: its pitch is not matched")
+		return nil
+	}
+	st := 12 * math.Log2(res.ClipF0/res.VoiceF0)
+	switch {
+	case math.Abs(st) < clonePitchTolerance:
+		st = 0
+	case math.Abs(st) > ClonePitchMax:
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the clip's pitch (%.0f Hz) is %.1f semitones from the voice's (%.0f Hz): shifted by %.0f only (is it one person speaking?)",
+			res.ClipF0, st, res.VoiceF0, ClonePitchMax))
+		st = math.Copysign(ClonePitchMax, st)
+	}
+	res.Pitch = math.Round(st*10) / 10
+	v.Sample.Pitch = res.Pitch
+	return nil
 }
 
 // Utterance is a recording of the person (16 kHz mono) and what it says.

@@ -259,3 +259,62 @@ func TestClosestSeedOverClips(t *testing.T) {
 		t.Fatal("no clip of the person: no error")
 	}
 }
+
+// toneVoice speaks a harmonic tone at f0 Hz and keeps the last request.
+type toneVoice struct {
+	f0   float64
+	last *tts.Request
+}
+
+func tone(f0 float64, rate, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		for h := 1; h <= 6; h++ {
+			x[i] += float32(0.2 * math.Sin(2*math.Pi*f0*float64(h*i)/float64(rate)) / float64(h))
+		}
+	}
+	return x
+}
+
+func (v toneVoice) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	*v.last = req
+	return tts.NewStream(ctx, nil, func(ctx context.Context, emit func(tts.Chunk) error) error {
+		return emit(tts.Chunk{Samples: tone(v.f0, 24000, 24000), SampleRate: 24000, Last: true})
+	}), nil
+}
+func (toneVoice) Capabilities() tts.Capabilities { return tts.Capabilities{} }
+func (toneVoice) Close() error                   { return nil }
+
+// The clone is said once in its own words; the difference between its pitch and the
+// recording's becomes the voice's pitch shift (none within half a semitone, at most
+// ClonePitchMax), unless KeepPitch.
+func TestClonePitch(t *testing.T) {
+	ctx := context.Background()
+	var last tts.Request
+	o := CloneOptions{Name: "anna", Prompter: &fakePrompter{}, NumVQ: 4, Model: "tiny", Text: "hello there",
+		Speech: fakeSpeech{0.5, 4.5}, Voice: toneVoice{150, &last}}
+	for _, c := range []struct {
+		clip, want float64
+		warn       bool
+	}{{200, 5.0, false}, {110, -5.4, false}, {153, 0, false}, {390, ClonePitchMax, true}} {
+		res, err := Clone(ctx, tone(c.clip, 16000, 5*16000), 16000, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(res.Pitch-c.want) > 0.15 || res.Voice.Sample.Pitch != res.Pitch || (len(res.Warnings) > 0) != c.warn {
+			t.Errorf("clip at %.0f Hz, voice at 150 Hz: shift %.1f semitones (F0 %.1f / %.1f Hz; warnings %q), want %.1f",
+				c.clip, res.Voice.Sample.Pitch, res.ClipF0, res.VoiceF0, res.Warnings, c.want)
+		}
+		if s := last.Sample; s == nil || s.Text != "hello there" || s.Pitch != 0 || last.Text != s.Text {
+			t.Errorf("the clone was not said in its own words, unshifted: %+v", last)
+		}
+	}
+	o.KeepPitch = true
+	if res, err := Clone(ctx, tone(200, 16000, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || res.VoiceF0 != 0 {
+		t.Errorf("KeepPitch: shift %v, %v", res.Voice.Sample.Pitch, err)
+	}
+	o.KeepPitch = false
+	if res, err := Clone(ctx, make([]float32, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || len(res.Warnings) == 0 {
+		t.Errorf("an unvoiced clip: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
+	}
+}

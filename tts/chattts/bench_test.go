@@ -324,7 +324,7 @@ func streamVsOneShot(b testing.TB, e *Engine, hid []float32, frames int) (rel fl
 	ist, _ := NewISTFT(e.mc.Audio.NFFT, e.mc.Audio.Hop)
 	ctx := context.Background()
 	t0 := time.Now()
-	a, err := e.vocode(ctx, hid, frames, ist)
+	a, err := e.vocode(ctx, hid, frames, ist, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -537,9 +537,10 @@ func (e *Engine) refine(ctx context.Context, text []int, prompt string, s *Sampl
 	return out, res.EOS, nil
 }
 
-// vocode turns frames×hidden GPT states into audio: decoder → mel → Vocos → magnitude and
-// phase → ISTFT. It returns Hop·(2·frames−1) samples (mel_frames_per_code = 2).
-func (e *Engine) vocode(ctx context.Context, hiddens []float32, frames int, ist *ISTFT) ([]float32, error) {
+// vocode turns frames×hidden GPT states into audio: decoder → mel (pitch-shifted by warp, nil:
+// not) → Vocos → magnitude and phase → ISTFT. It returns Hop·(2·frames−1) samples
+// (mel_frames_per_code = 2).
+func (e *Engine) vocode(ctx context.Context, hiddens []float32, frames int, ist *ISTFT, warp *melWarp) ([]float32, error) {
 	ctx, release, err := e.acquire(ctx)
 	if err != nil {
 		return nil, err
@@ -573,6 +574,7 @@ func (e *Engine) vocode(ctx context.Context, hiddens []float32, frames int, ist 
 		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrRun, e.files["decoder"], err)
 	}
+	warp.apply(mel, F) // tMel reads mel's memory
 	mag := make([]float32, bins*F)
 	ph := make([]float32, bins*F)
 	tMag, err := ort.NewTensor(ort.NewShape(1, int64(bins), int64(F)), mag)

@@ -173,7 +173,7 @@ func TestVocodeMatchesReference(t *testing.T) {
 		hid = append(hid, f...)
 	}
 	n := len(ref.Decoder.Hiddens[0])
-	pcm, err := e.vocode(context.Background(), hid, n, ist)
+	pcm, err := e.vocode(context.Background(), hid, n, ist, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

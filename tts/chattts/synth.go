@@ -28,6 +28,9 @@ const maxEmptyRetries = 3
 type SpeakerSample struct {
 	Text  string
 	Codes []int32
+	// Pitch shifts the voice by this many semitones (0: none, at most MaxPitch either way):
+	// a clone measures how far the model's voice is from its recording's pitch.
+	Pitch float64
 }
 
 // Synthesize streams speech: per sentence one or more GPT calls, audio every StreamFrames code
@@ -37,7 +40,7 @@ func (e *Engine) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, e
 		if err := e.sampleFits(req.Sample); err != nil {
 			return nil, err
 		}
-		return e.SynthesizeWithSample(ctx, req, &SpeakerSample{Text: req.Sample.Text, Codes: req.Sample.Codes})
+		return e.SynthesizeWithSample(ctx, req, &SpeakerSample{Text: req.Sample.Text, Codes: req.Sample.Codes, Pitch: req.Sample.Pitch})
 	}
 	return e.SynthesizeWithSample(ctx, req, nil)
 }
@@ -238,6 +241,9 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 	}
 	prompt := e.codePrompt(ids, speed, spk != nil, sampleText)
 	st := e.newStreamer(ist)
+	if smp != nil {
+		st.warp = smp.warp
+	}
 	var res *decodeResult
 	for attempt := 0; ; attempt++ {
 		st.emitted = 0
@@ -277,7 +283,8 @@ func (e *Engine) speakRun(ctx context.Context, text string, speed int, spk []flo
 type streamer struct {
 	e       *Engine
 	ist     *ISTFT
-	emitted int // code frames whose audio has been sent
+	warp    *melWarp // a clone voice's pitch shift (nil: none)
+	emitted int      // code frames whose audio has been sent
 }
 
 func (e *Engine) newStreamer(ist *ISTFT) *streamer { return &streamer{e: e, ist: ist} }
@@ -362,7 +369,7 @@ func (s *streamer) window(ctx context.Context, hiddens []float32, upto, frames i
 		return nil, nil
 	}
 	s0 := max(0, s.emitted-s.e.cfg.ContextFrames)
-	pcm, err := s.e.vocode(ctx, hiddens[s0*H:frames*H], frames-s0, s.ist)
+	pcm, err := s.e.vocode(ctx, hiddens[s0*H:frames*H], frames-s0, s.ist, s.warp)
 	if err != nil {
 		return nil, err
 	}
@@ -383,6 +390,7 @@ func truncate(s string, n int) string {
 type promptSample struct {
 	text  []int
 	codes []int32
+	warp  *melWarp // nil: the model's own pitch
 }
 
 func (e *Engine) prepareSample(s *SpeakerSample) (*promptSample, error) {
@@ -402,9 +410,13 @@ func (e *Engine) prepareSample(s *SpeakerSample) (*promptSample, error) {
 	if err != nil {
 		return nil, err
 	}
+	warp, err := newMelWarp(s.Pitch, e.mc.Audio.NMels, e.mc.Audio.SampleRate)
+	if err != nil {
+		return nil, err
+	}
 	codes := append([]int32(nil), s.Codes...)
 	e.mc.Neutralize(codes) // a prompt encoded before the model's neutral streams were known
-	return &promptSample{text: e.tok.Encode(ft), codes: codes}, nil
+	return &promptSample{text: e.tok.Encode(ft), codes: codes, warp: warp}, nil
 }
 
 // sampleFits refuses a clone voice's codes made by another voice model: one whose identity

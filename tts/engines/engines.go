@@ -183,7 +183,8 @@ func ApplyVoice(req tts.Request, v *voices.Voice, engine string, set Explicit) (
 			req.Mix = append(req.Mix, tts.VoiceWeight{Voice: p.Voice, Weight: p.Weight})
 		}
 	case voices.KindClone:
-		req.Sample = &tts.Sample{Text: v.Sample.Text, Codes: v.Sample.Codes, Model: v.Sample.Model, ModelID: v.Sample.ModelID}
+		req.Sample = &tts.Sample{Text: v.Sample.Text, Codes: v.Sample.Codes, Model: v.Sample.Model, ModelID: v.Sample.ModelID,
+			Pitch: v.Sample.Pitch}
 		if v.Seed != nil && !set.Seed { // the seed speaker closest to the recording
 			req.Seed, req.HasSeed = *v.Seed, true
 		}

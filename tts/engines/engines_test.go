@@ -43,6 +43,25 @@ func TestApplyVoice(t *testing.T) {
 	}
 }
 
+// A clone voice gives the request its prompt, pitch shift included, and its seed speaker
+// unless the caller set a seed.
+func TestApplyCloneVoice(t *testing.T) {
+	cv := voices.New("me", "chattts", voices.KindClone)
+	seed := int64(4)
+	cv.Seed = &seed
+	cv.Sample = &voices.Sample{Text: "hello there", NumVQ: 4, Codes: []int32{1, 2, 3, 4}, Model: "m", ModelID: "id", Pitch: 2.5}
+	req, err := ApplyVoice(tts.Request{Text: "x"}, cv, "chattts", Explicit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := req.Sample; s == nil || s.Text != "hello there" || len(s.Codes) != 4 || s.ModelID != "id" || s.Pitch != 2.5 || req.Seed != 4 || !req.HasSeed {
+		t.Errorf("clone voice applied as %+v (sample %+v)", req, req.Sample)
+	}
+	if req, _ := ApplyVoice(tts.Request{Text: "x", Seed: 9, HasSeed: true}, cv, "chattts", Explicit{Seed: true}); req.Seed != 9 {
+		t.Errorf("an explicit seed was replaced by the voice's: %d", req.Seed)
+	}
+}
+
 func TestOpen(t *testing.T) {
 	e, err := Open(Options{Engine: "espeak"})
 	if err != nil {

@@ -1,0 +1,66 @@
+package audio
+
+import (
+	"math"
+	"slices"
+)
+
+// Pitch range MedianF0 searches: below a bass's lowest note, above a child's speaking voice.
+const (
+	MinF0 = 60.0
+	MaxF0 = 400.0
+)
+
+// MedianF0 is the median fundamental frequency (Hz) of the voiced 40 ms frames of mono pcm at
+// rate Hz, by normalised autocorrelation (a frame is voiced where its best lag in 60–400 Hz
+// keeps more than half the frame's energy), 0 when no frame is voiced. It is the measure
+// train/'s voice evaluation uses (train.chattts.evaluate.f0_median), so a clone's pitch is
+// matched in the same terms it is scored in.
+func MedianF0(pcm []float32, rate int) float64 {
+	if rate <= 0 {
+		return 0
+	}
+	win, hop := rate*40/1000, rate*20/1000
+	lo, hi := int(float64(rate)/MaxF0), int(float64(rate)/MinF0)
+	if win <= hi || hop < 1 {
+		return 0
+	}
+	frame := make([]float64, win)
+	var f0s []float64
+	for s := 0; s+win < len(pcm); s += hop {
+		mean := 0.0
+		for _, v := range pcm[s : s+win] {
+			mean += float64(v)
+		}
+		mean /= float64(win)
+		energy := 0.0
+		for i, v := range pcm[s : s+win] {
+			frame[i] = float64(v) - mean
+			energy += frame[i] * frame[i]
+		}
+		if math.Sqrt(energy/float64(win)) < 1e-3 || math.IsNaN(energy) || math.IsInf(energy, 0) {
+			continue // silence (or garbage): no pitch
+		}
+		best, bestK := math.Inf(-1), 0
+		for k := lo; k < hi; k++ {
+			ac := 0.0
+			for i := 0; i+k < win; i++ {
+				ac += frame[i] * frame[i+k]
+			}
+			if ac > best {
+				best, bestK = ac, k
+			}
+		}
+		if best/energy > 0.5 {
+			f0s = append(f0s, float64(rate)/float64(bestK))
+		}
+	}
+	if len(f0s) == 0 {
+		return 0
+	}
+	slices.Sort(f0s)
+	if n := len(f0s); n%2 == 0 {
+		return (f0s[n/2-1] + f0s[n/2]) / 2
+	}
+	return f0s[len(f0s)/2]
+}
