@@ -182,6 +182,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sim-seeds", type=int, default=20,
                     help="speaker similarity against seeds 1..N (0: no similarity section)")
     ap.add_argument("--sim-sentences", type=int, default=2, help="test sentences each similarity seed says")
+    ap.add_argument("--keep-pitch", action="store_true",
+                    help="clone with voices clone --keep-pitch (the model's pitch, not matched to the clip's)")
     a = ap.parse_args(argv)
     out = os.path.abspath(a.out)
     data = os.path.join(out, "data")
@@ -203,6 +205,7 @@ def main(argv=None) -> int:
     with open(os.path.join(a.model, "config.json"), encoding="utf-8") as f:
         weight = json.load(f).get("code", {}).get("sample_weight") or 1.0
     res: dict = {"model": a.model, "seed_voice": a.seed_voice, "transcript": a.transcript, "sample_weight": weight, "seeds": a.seeds,
+                 "keep_pitch": a.keep_pitch,
                  "speakers": {}, "skipped": []}
     if not speakers:
         raise SystemExit(f"{a.corpus}/test.jsonl: no sentences")
@@ -228,7 +231,7 @@ def main(argv=None) -> int:
             clip = os.path.join(out, name + "-clip.wav")
             text = join_clips(a.corpus, src, clip)
         given = ["--text", text] if a.transcript == "given" else []  # heard: the default recogniser
-        r = subprocess.run([a.parley, "voices", "clone", clip, *given,
+        r = subprocess.run([a.parley, "voices", "clone", clip, *given, *(["--keep-pitch"] if a.keep_pitch else []),
                             "--name", name, "--model", a.model, "--seeds", str(a.seeds), "--force"],
                            env=env, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
@@ -237,8 +240,9 @@ def main(argv=None) -> int:
             with open(os.path.join(data, "parley", "voices", name + ".json"), encoding="utf-8") as f:
                 card = json.load(f)
             kept, base = card.get("sample", {}).get("text", ""), card.get("seed")
+            pitch = card.get("sample", {}).get("pitch", 0.0)
         except (OSError, ValueError):
-            kept, base = "", None
+            kept, base, pitch = "", None, 0.0
         sents = [t for t in test if t["speaker"] == spk]
         if a.per_speaker:
             sents = sents[:a.per_speaker]
@@ -252,7 +256,7 @@ def main(argv=None) -> int:
         chars = sum(len(x) for x in refs)
         pairs += list(zip(e["clone"], e["seed"]))
         row = {"clip": [x["source"] for x in src], "clip_seconds": round(sum(x["seconds"] for x in src), 3),
-               "clip_text": text, "voice_text": kept, "sentences": len(sents)}
+               "clip_text": text, "voice_text": kept, "pitch_shift": pitch, "sentences": len(sents)}
         for k in got:
             secs = sum(float(subprocess.run(["soxi", "-D", p], capture_output=True, text=True).stdout or 0)
                        for p in paths[k])

@@ -382,6 +382,13 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(j.transcribe(np.zeros(V.SR, np.float32), V.SR).strip(), "")
 
 
+def sys_args_of(a) -> list:
+    """The plan's own arguments of a parsed train.chattts.human namespace, as a command line."""
+    keys = ("train", "val", "test", "speakers", "holdout_person", "heldout_variants", "p_pause", "p_laugh", "p_speed",
+            "seed", "jobs")
+    return [x for k in keys for x in ("--" + k.replace("_", "-"), str(getattr(a, k)))]
+
+
 @unittest.skipUnless(HAVE_FLITE and HAVE_FESTIVAL and HAVE_ESPEAK, "flite, festival voices and espeak-ng needed")
 class VoiceCorpusTest(unittest.TestCase):
     def test_human_voice_corpus(self):
@@ -413,6 +420,22 @@ class VoiceCorpusTest(unittest.TestCase):
         with open(os.path.join(out, "adapt.jsonl")) as f:
             adapt = [json.loads(line) for line in f]
         self.assertEqual(len(adapt), 8 * 2)  # rms as recorded (flite) and one variant
+        # the held-out splits alone are the whole build's, file for file
+        part = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, part)
+        b = H.parser().parse_args(["--out", part, "--splits", "test,adapt"] + sys_args_of(a))
+        H.generate(b, pool=small_pool(), log=io.StringIO())
+        self.assertFalse(os.path.exists(os.path.join(part, "train.jsonl")))
+        for name in ("test.jsonl", "adapt.jsonl"):
+            with open(os.path.join(part, name)) as f:
+                got = [json.loads(line) for line in f]
+            with open(os.path.join(out, name)) as f:
+                self.assertEqual(got, [json.loads(line) for line in f])
+            for r in got:
+                with open(os.path.join(part, r["source"]), "rb") as f1, open(os.path.join(out, r["source"]), "rb") as f2:
+                    self.assertEqual(f1.read(), f2.read(), r["source"])
+        with self.assertRaises(ValueError):
+            H.generate(H.parser().parse_args(["--out", part, "--splits", "tset"]), pool=small_pool(), log=io.StringIO())
 
     @unittest.skipUnless(HAVE_FLITE, "flite not installed")
     def test_speed_is_a_real_tempo_change(self):
