@@ -11,19 +11,25 @@ const (
 	MaxF0 = 400.0
 )
 
-// MedianF0 is the median fundamental frequency (Hz) of the voiced 40 ms frames of mono pcm at
-// rate Hz, by normalised autocorrelation (a frame is voiced where its best lag in 60–400 Hz
-// keeps more than half the frame's energy), 0 when no frame is voiced. It is the measure
-// train/'s voice evaluation uses (train.chattts.evaluate.f0_median), so a clone's pitch is
-// matched in the same terms it is scored in.
+// MedianF0 is the median fundamental frequency (Hz) of the voiced frames of mono pcm at rate
+// Hz (VoicedF0), 0 when no frame is voiced. It is the measure train/'s voice evaluation uses
+// (train.chattts.evaluate.f0_median), so a clone's pitch is matched in the same terms it is
+// scored in.
 func MedianF0(pcm []float32, rate int) float64 {
+	return Median(VoicedF0(pcm, rate))
+}
+
+// VoicedF0 is the fundamental frequency (Hz) of each voiced 40 ms frame of mono pcm at rate Hz,
+// a frame every 20 ms, by normalised autocorrelation: a frame is voiced where its best lag in
+// MinF0–MaxF0 keeps more than half the frame's energy.
+func VoicedF0(pcm []float32, rate int) []float64 {
 	if rate <= 0 {
-		return 0
+		return nil
 	}
 	win, hop := rate*40/1000, rate*20/1000
 	lo, hi := int(float64(rate)/MaxF0), int(float64(rate)/MinF0)
 	if win <= hi || hop < 1 {
-		return 0
+		return nil
 	}
 	frame := make([]float64, win)
 	var f0s []float64
@@ -55,12 +61,17 @@ func MedianF0(pcm []float32, rate int) float64 {
 			f0s = append(f0s, float64(rate)/float64(bestK))
 		}
 	}
-	if len(f0s) == 0 {
+	return f0s
+}
+
+// Median is the median of xs (numpy's: the mean of the middle two of an even count), 0 for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
 		return 0
 	}
-	slices.Sort(f0s)
-	if n := len(f0s); n%2 == 0 {
-		return (f0s[n/2-1] + f0s[n/2]) / 2
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
 	}
-	return f0s[len(f0s)/2]
+	return s[len(s)/2]
 }

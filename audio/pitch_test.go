@@ -55,3 +55,20 @@ func TestMedianF0(t *testing.T) {
 		t.Errorf("rate 0: %.1f Hz", got)
 	}
 }
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		in := append([]float64(nil), c.xs...)
+		if got := Median(c.xs); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.xs, got, c.want)
+		}
+		for i := range in {
+			if in[i] != c.xs[i] {
+				t.Errorf("Median reordered its input: %v", c.xs)
+			}
+		}
+	}
+}

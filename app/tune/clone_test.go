@@ -260,6 +260,43 @@ func TestClosestSeedOverClips(t *testing.T) {
 	}
 }
 
+// pitchSeedVoice: seed k sounds at angle k/10 to fakeEmbed and at 100·k Hz.
+type pitchSeedVoice struct{}
+
+func (pitchSeedVoice) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	return tts.NewStream(ctx, nil, func(ctx context.Context, emit func(tts.Chunk) error) error {
+		x := tone(100*float64(req.Seed), 24000, 24000)
+		for i := range x {
+			x[i] += float32(req.Seed) / 10
+		}
+		return emit(tts.Chunk{Samples: x, SampleRate: 24000, Last: true})
+	}), nil
+}
+func (pitchSeedVoice) Capabilities() tts.Capabilities { return tts.Capabilities{} }
+func (pitchSeedVoice) Close() error                   { return nil }
+
+// The seed nearest in embedding loses to a near one at the person's pitch: a person at angle
+// 0.2 speaking at 300 Hz gets seed 3 (angle 0.3, 300 Hz), not seed 2 (angle 0.2, 200 Hz); with
+// no pitch to go by (an unvoiced clip), seed 2.
+func TestClosestSeedPitch(t *testing.T) {
+	ctx := context.Background()
+	person := tone(300, 16000, 16000)
+	for i := range person {
+		person[i] += 0.2
+	}
+	seed, sim, err := ClosestSeed(ctx, pitchSeedVoice{}, fakeEmbed{}, []Utterance{{PCM: person, Text: "hello"}}, 4, nil)
+	if err != nil || seed != 3 || math.Abs(sim-math.Cos(0.1)) > 0.01 {
+		t.Errorf("a 300 Hz person: seed %d (similarity %.3f), %v; want seed 3", seed, sim, err)
+	}
+	flat := make([]float32, 16000)
+	for i := range flat {
+		flat[i] = 0.2
+	}
+	if seed, _, err := ClosestSeed(ctx, pitchSeedVoice{}, fakeEmbed{}, []Utterance{{PCM: flat, Text: "hello"}}, 4, nil); err != nil || seed != 2 {
+		t.Errorf("no pitch in the clip: seed %d, %v; want 2", seed, err)
+	}
+}
+
 // toneVoice speaks a harmonic tone at f0 Hz and keeps the last request.
 type toneVoice struct {
 	f0   float64
@@ -287,16 +324,16 @@ func (toneVoice) Close() error                   { return nil }
 
 // The clone is said once in its own words; the difference between its pitch and the
 // recording's becomes the voice's pitch shift (none within half a semitone, at most
-// ClonePitchMax), unless KeepPitch.
+// ClonePitchMax), when MatchPitch asks for it.
 func TestClonePitch(t *testing.T) {
 	ctx := context.Background()
 	var last tts.Request
 	o := CloneOptions{Name: "anna", Prompter: &fakePrompter{}, NumVQ: 4, Model: "tiny", Text: "hello there",
-		Speech: fakeSpeech{0.5, 4.5}, Voice: toneVoice{150, &last}}
+		Speech: fakeSpeech{0.5, 4.5}, Voice: toneVoice{150, &last}, MatchPitch: true}
 	for _, c := range []struct {
 		clip, want float64
 		warn       bool
-	}{{200, 5.0, false}, {110, -5.4, false}, {153, 0, false}, {390, ClonePitchMax, true}} {
+	}{{170, 2.2, false}, {128, -2.7, false}, {153, 0, false}, {300, ClonePitchMax, true}, {90, -ClonePitchMax, true}} {
 		res, err := Clone(ctx, tone(c.clip, 16000, 5*16000), 16000, o)
 		if err != nil {
 			t.Fatal(err)
@@ -309,11 +346,11 @@ func TestClonePitch(t *testing.T) {
 			t.Errorf("the clone was not said in its own words, unshifted: %+v", last)
 		}
 	}
-	o.KeepPitch = true
+	o.MatchPitch = false
 	if res, err := Clone(ctx, tone(200, 16000, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || res.VoiceF0 != 0 {
-		t.Errorf("KeepPitch: shift %v, %v", res.Voice.Sample.Pitch, err)
+		t.Errorf("without MatchPitch: shift %v, %v", res.Voice.Sample.Pitch, err)
 	}
-	o.KeepPitch = false
+	o.MatchPitch = true
 	if res, err := Clone(ctx, make([]float32, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || len(res.Warnings) == 0 {
 		t.Errorf("an unvoiced clip: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
 	}

@@ -182,8 +182,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sim-seeds", type=int, default=20,
                     help="speaker similarity against seeds 1..N (0: no similarity section)")
     ap.add_argument("--sim-sentences", type=int, default=2, help="test sentences each similarity seed says")
-    ap.add_argument("--keep-pitch", action="store_true",
-                    help="clone with voices clone --keep-pitch (the model's pitch, not matched to the clip's)")
+    ap.add_argument("--match-pitch", action="store_true",
+                    help="clone with voices clone --match-pitch (the clone shifted to the clip's pitch)")
     a = ap.parse_args(argv)
     out = os.path.abspath(a.out)
     data = os.path.join(out, "data")
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
     with open(os.path.join(a.model, "config.json"), encoding="utf-8") as f:
         weight = json.load(f).get("code", {}).get("sample_weight") or 1.0
     res: dict = {"model": a.model, "seed_voice": a.seed_voice, "transcript": a.transcript, "sample_weight": weight, "seeds": a.seeds,
-                 "keep_pitch": a.keep_pitch,
+                 "match_pitch": a.match_pitch,
                  "speakers": {}, "skipped": []}
     if not speakers:
         raise SystemExit(f"{a.corpus}/test.jsonl: no sentences")
@@ -231,7 +231,7 @@ def main(argv=None) -> int:
             clip = os.path.join(out, name + "-clip.wav")
             text = join_clips(a.corpus, src, clip)
         given = ["--text", text] if a.transcript == "given" else []  # heard: the default recogniser
-        r = subprocess.run([a.parley, "voices", "clone", clip, *given, *(["--keep-pitch"] if a.keep_pitch else []),
+        r = subprocess.run([a.parley, "voices", "clone", clip, *given, *(["--match-pitch"] if a.match_pitch else []),
                             "--name", name, "--model", a.model, "--seeds", str(a.seeds), "--force"],
                            env=env, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:

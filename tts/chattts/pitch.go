@@ -11,14 +11,22 @@ import (
 // that the voice is no longer a person's.
 const MaxPitch = 12.0
 
-// melWarp shifts the pitch of log-mel frames by a ratio before Vocos renders them: each mel
-// band takes the value the frame had at its centre frequency divided by the ratio (linear
-// interpolation between bands), so the harmonics and the formants move together, as a voice
-// whose pitch and vocal tract scale by the ratio would. A clone voice uses it to speak at its
-// recording's pitch where the model's voice comes out higher or lower (tts.Sample.Pitch).
+// envelopeCoeffs is how many cosine coefficients across the mel bands make a frame's spectral
+// envelope (its formants): a period of 2·bands/envelopeCoeffs bands or more. A voice's
+// harmonics repeat faster across the bands, up to about 250 Hz (12 bands at 20 Hz a band
+// low down, where Vocos's 100 bands resolve them), so they stay out of it.
+const envelopeCoeffs = 12
+
+// melWarp shifts the pitch of log-mel frames by a ratio before Vocos renders them, keeping the
+// formants: each frame is split into its envelope (the first envelopeCoeffs coefficients of a
+// DCT across the bands) and the rest (the harmonics); the rest is moved along the frequency
+// axis (each band takes the value at its centre frequency divided by the ratio, interpolated)
+// and the envelope is put back unmoved. A clone voice uses it to speak at its recording's
+// pitch where the model's voice comes out higher or lower (tts.Sample.Pitch).
 type melWarp struct {
 	lo   []int     // per band: the lower source band
 	frac []float32 // per band: the weight of the band above it
+	dct  [][]float32
 }
 
 // newMelWarp builds the warp for n mel bands of Vocos's htk scale over 0..rate/2 Hz, shifted
@@ -42,6 +50,17 @@ func newMelWarp(semitones float64, n, rate int) (*melWarp, error) {
 		lo := min(int(src), n-2)
 		w.lo[i], w.frac[i] = lo, float32(src-float64(lo))
 	}
+	for k := range min(envelopeCoeffs, n) { // orthonormal DCT-II rows
+		row := make([]float32, n)
+		scale := math.Sqrt(2 / float64(n))
+		if k == 0 {
+			scale = math.Sqrt(1 / float64(n))
+		}
+		for i := range row {
+			row[i] = float32(scale * math.Cos(math.Pi*float64(k)*(float64(i)+0.5)/float64(n)))
+		}
+		w.dct = append(w.dct, row)
+	}
 	return w, nil
 }
 
@@ -50,12 +69,26 @@ func (w *melWarp) apply(mel []float32, frames int) {
 	if w == nil {
 		return
 	}
-	src := append([]float32(nil), mel...)
-	for i, lo := range w.lo {
-		a, b, f := src[lo*frames:(lo+1)*frames], src[(lo+1)*frames:(lo+2)*frames], w.frac[i]
-		out := mel[i*frames : (i+1)*frames]
-		for t := range out {
-			out[t] = a[t] + f*(b[t]-a[t])
+	n := len(w.lo)
+	col, env, rest := make([]float32, n), make([]float32, n), make([]float32, n)
+	for t := range frames {
+		for i := range n {
+			col[i], env[i] = mel[i*frames+t], 0
+		}
+		for _, row := range w.dct {
+			var c float32
+			for i, v := range col {
+				c += row[i] * v
+			}
+			for i, r := range row {
+				env[i] += c * r
+			}
+		}
+		for i := range n {
+			rest[i] = col[i] - env[i]
+		}
+		for i, lo := range w.lo {
+			mel[i*frames+t] = env[i] + rest[lo] + w.frac[i]*(rest[lo+1]-rest[lo])
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // A band's energy moves to the band at its frequency times the ratio: an octave up doubles
-// the peak's frequency, an octave down halves it.
+// the peak's frequency, an octave down halves it; the envelope (a formant) does not move.
 func TestMelWarp(t *testing.T) {
 	const n, rate, frames = 100, 24000, 3
 	mel := func(f float64) float64 { return 2595 * math.Log10(1+f/700) }
@@ -47,6 +47,25 @@ func TestMelWarp(t *testing.T) {
 				t.Errorf("frame %d differs", f)
 			}
 		}
+	}
+	// a formant (a bump ten bands wide) stays where it is while the harmonics move
+	w, err := newMelWarp(7, n, rate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := make([]float32, n)
+	for i := range m {
+		m[i] = float32(-8 + 6*math.Exp(-math.Pow(float64(i-40)/10, 2)))
+	}
+	w.apply(m, 1)
+	peak := 0
+	for i := range m {
+		if m[i] > m[peak] {
+			peak = i
+		}
+	}
+	if peak < 38 || peak > 42 {
+		t.Errorf("a formant at band 40 moved to band %d", peak)
 	}
 	if w, err := newMelWarp(0, n, rate); w != nil || err != nil {
 		t.Errorf("no shift: %v %v", w, err)
