@@ -16,23 +16,25 @@ const (
 // (train.chattts.evaluate.f0_median), so a clone's pitch is matched in the same terms it is
 // scored in.
 func MedianF0(pcm []float32, rate int) float64 {
-	return Median(VoicedF0(pcm, rate))
+	f0s, _ := VoicedF0(pcm, rate)
+	return Median(f0s)
 }
 
 // VoicedF0 is the fundamental frequency (Hz) of each voiced 40 ms frame of mono pcm at rate Hz,
 // a frame every 20 ms, by normalised autocorrelation: a frame is voiced where its best lag in
-// MinF0–MaxF0 keeps more than half the frame's energy.
-func VoicedF0(pcm []float32, rate int) []float64 {
+// MinF0–MaxF0 keeps more than half the frame's energy. sounding is how many frames were not
+// silent, voiced or not: len(f0s)/sounding is how much of the sound is voiced (a whisper's
+// is near 0, speech's about 0.6).
+func VoicedF0(pcm []float32, rate int) (f0s []float64, sounding int) {
 	if rate <= 0 {
-		return nil
+		return nil, 0
 	}
 	win, hop := rate*40/1000, rate*20/1000
 	lo, hi := int(float64(rate)/MaxF0), int(float64(rate)/MinF0)
 	if win <= hi || hop < 1 {
-		return nil
+		return nil, 0
 	}
 	frame := make([]float64, win)
-	var f0s []float64
 	for s := 0; s+win < len(pcm); s += hop {
 		mean := 0.0
 		for _, v := range pcm[s : s+win] {
@@ -47,6 +49,7 @@ func VoicedF0(pcm []float32, rate int) []float64 {
 		if math.Sqrt(energy/float64(win)) < 1e-3 || math.IsNaN(energy) || math.IsInf(energy, 0) {
 			continue // silence (or garbage): no pitch
 		}
+		sounding++
 		best, bestK := math.Inf(-1), 0
 		for k := lo; k < hi; k++ {
 			ac := 0.0
@@ -61,7 +64,7 @@ func VoicedF0(pcm []float32, rate int) []float64 {
 			f0s = append(f0s, float64(rate)/float64(bestK))
 		}
 	}
-	return f0s
+	return f0s, sounding
 }
 
 // Median is the median of xs (numpy's: the mean of the middle two of an even count), 0 for none.

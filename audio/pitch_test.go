@@ -51,6 +51,15 @@ func TestMedianF0(t *testing.T) {
 			t.Errorf("%s: %.1f Hz, want 0 (unvoiced)", name, got)
 		}
 	}
+	if f0s, n := VoicedF0(noise, 16000); len(f0s) != 0 || n < 40 {
+		t.Errorf("white noise: %d voiced of %d sounding frames, want 0 of ~49", len(f0s), n)
+	}
+	if f0s, n := VoicedF0(voiced(120, 16000, 1), 16000); len(f0s) != n || n < 40 {
+		t.Errorf("a tone: %d voiced of %d sounding frames, want all", len(f0s), n)
+	}
+	if _, n := VoicedF0(make([]float32, 16000), 16000); n != 0 {
+		t.Errorf("silence: %d sounding frames", n)
+	}
 	if got := MedianF0(voiced(120, 16000, 1), 0); got != 0 {
 		t.Errorf("rate 0: %.1f Hz", got)
 	}

@@ -215,6 +215,7 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 const (
 	clonePitchTolerance = 0.5 // semitones (3 %): no shift within this
 	ClonePitchMax       = 4.0 // semitones either way (×1.26)
+	cloneMinVoiced      = 0.3 // a take voiced less than this whispers: its pitch is a few frames' guess
 )
 
 // matchPitch says the clip's own words with the clone voice v, compares the median pitch with
@@ -233,11 +234,13 @@ func matchPitch(ctx context.Context, eng tts.Engine, v *voices.Voice, pcm []floa
 	if err != nil {
 		return fmt.Errorf("tune: saying the clone once to match its pitch: %w", err)
 	}
-	res.VoiceF0 = audio.MedianF0(said, 16000)
-	if res.VoiceF0 == 0 {
-		res.Warnings = append(res.Warnings, "the clone said its words without a voiced sound: its pitch is not matched")
+	var take pitchStats
+	take.add(said)
+	if take.voiced() < cloneMinVoiced {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the clone whispers (%.0f %% of its sound voiced): its pitch is not matched", 100*take.voiced()))
 		return nil
 	}
+	res.VoiceF0 = audio.Median(take.f0s)
 	st := 12 * math.Log2(res.ClipF0/res.VoiceF0)
 	switch {
 	case math.Abs(st) < clonePitchTolerance:
@@ -258,38 +261,41 @@ type Utterance struct {
 	Text string
 }
 
-// seedPitchWeight is what an octave between a seed speaker's pitch and the person's costs a
-// seed in ClosestSeed, in cosine similarity. The speaker encoder alone hears pitch only
-// coarsely: without it a man's clip could get a seed speaker an octave above him (the clone
-// then speaks at the seed's pitch), which no pitch shift mends without mangling the voice.
-const seedPitchWeight = 0.5
+// What a seed speaker's pitch costs it in ClosestSeed, in cosine similarity. The speaker
+// encoder alone hears pitch and voicing only coarsely: it gave a man's clip a seed speaker an
+// octave above him (the clone then speaks at the seed's pitch), and often a whispering seed
+// (the demo voice has some: their takes are under 1 % voiced, speech's about 60 %), whose
+// clones whisper too.
+const (
+	seedPitchWeight   = 0.5 // per octave between the seed's median pitch and the person's
+	seedVoicingWeight = 1.0 // per unit of voiced share the seed has less than the person
+)
 
 // ClosestSeed speaks each utterance's text with seed speakers 1..n and returns the seed
 // whose mean speaker embedding is closest (cosine) to the person's mean over the utterances,
-// less seedPitchWeight per octave between the seed's median pitch and the person's, and that
+// less what its pitch and voicing cost it (seedPitchWeight, seedVoicingWeight), and that
 // seed's cosine. Several utterances make the choice steadier than one: one clip's embedding
-// moves with what it says and how it was said. progress (nil: none) hears each seed done, so a
-// caller can say how far the search is and how long it has left: it is most of a fine-tune's
+// moves with what it says and how it was said. progress (nil: none) hears each seed done, so
+// a caller can say how far the search is and how long it has left: it is most of a fine-tune's
 // preparation.
 func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utterance, n int, progress func(done, total int)) (int64, float64, error) {
 	var want meanEmbedding
-	var wantF0 []float64
+	var wantPitch pitchStats
 	for _, u := range person {
 		e, err := emb.Embed(ctx, u.PCM)
 		if err != nil {
 			return 0, 0, err
 		}
 		want.add(e)
-		wantF0 = append(wantF0, audio.VoicedF0(u.PCM, 16000)...)
+		wantPitch.add(u.PCM)
 	}
 	if want.n == 0 {
 		return 0, 0, errors.New("tune: no recording of the person to compare seed speakers with")
 	}
-	personF0 := audio.Median(wantF0) // over every voiced frame of every utterance
 	best, bestSim, bestScore := int64(0), -2.0, math.Inf(-1)
 	for seed := int64(1); seed <= int64(n); seed++ {
 		var got meanEmbedding
-		var f0s []float64
+		var pitch pitchStats
 		for _, u := range person {
 			pcm, err := synth16k(ctx, eng, tts.Request{Text: u.Text, Seed: seed, HasSeed: true})
 			if err != nil {
@@ -298,7 +304,7 @@ func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utt
 			if e, err := emb.Embed(ctx, pcm); err == nil { // else too short to embed
 				got.add(e)
 			}
-			f0s = append(f0s, audio.VoicedF0(pcm, 16000)...)
+			pitch.add(pcm)
 		}
 		if progress != nil {
 			progress(int(seed), n)
@@ -307,11 +313,7 @@ func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utt
 			continue
 		}
 		sim := cosine(want.mean(), got.mean())
-		score := sim
-		if f0 := audio.Median(f0s); f0 > 0 && personF0 > 0 {
-			score -= seedPitchWeight * math.Abs(math.Log2(f0/personF0))
-		}
-		if score > bestScore {
+		if score := sim - wantPitch.cost(pitch); score > bestScore {
 			best, bestSim, bestScore = seed, sim, score
 		}
 	}
@@ -319,6 +321,33 @@ func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utt
 		return 0, 0, errors.New("tune: no seed speaker could be compared (the voice model gave no usable audio)")
 	}
 	return best, bestSim, nil
+}
+
+// pitchStats pools the voiced frames of several takes (audio.VoicedF0).
+type pitchStats struct {
+	f0s      []float64
+	sounding int
+}
+
+func (p *pitchStats) add(pcm []float32) {
+	f0s, n := audio.VoicedF0(pcm, 16000)
+	p.f0s, p.sounding = append(p.f0s, f0s...), p.sounding+n
+}
+
+func (p pitchStats) voiced() float64 { return float64(len(p.f0s)) / float64(max(1, p.sounding)) }
+
+// cost is what a seed whose takes are s costs against the person p: seedPitchWeight an octave
+// between the medians, seedVoicingWeight per unit of voiced share it lacks. A person without
+// voiced speech to go by costs nothing.
+func (p pitchStats) cost(s pitchStats) float64 {
+	if len(p.f0s) == 0 {
+		return 0
+	}
+	c := seedVoicingWeight * max(0, p.voiced()-s.voiced())
+	if len(s.f0s) > 0 {
+		c += seedPitchWeight * math.Abs(math.Log2(audio.Median(s.f0s)/audio.Median(p.f0s)))
+	}
+	return c
 }
 
 // meanEmbedding averages speaker embeddings scaled to unit length (a loud clip's embedding

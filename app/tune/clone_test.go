@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -297,6 +298,36 @@ func TestClosestSeedPitch(t *testing.T) {
 	}
 }
 
+// whisperSeedVoice is pitchSeedVoice except that seed 2 whispers (noise, no pitch).
+type whisperSeedVoice struct{ pitchSeedVoice }
+
+func (w whisperSeedVoice) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	if req.Seed != 2 {
+		return w.pitchSeedVoice.Synthesize(ctx, req)
+	}
+	return tts.NewStream(ctx, nil, func(ctx context.Context, emit func(tts.Chunk) error) error {
+		rng := rand.New(rand.NewPCG(7, 8))
+		x := make([]float32, 24000)
+		for i := range x {
+			x[i] = 0.2 + float32(0.1*rng.NormFloat64())
+		}
+		return emit(tts.Chunk{Samples: x, SampleRate: 24000, Last: true})
+	}), nil
+}
+
+// A whispering seed loses to voiced ones however near its embedding: a person at angle 0.2
+// speaking at 200 Hz gets seed 3 (300 Hz, angle 0.3), not the whispering seed 2 (angle 0.2).
+func TestClosestSeedVoicing(t *testing.T) {
+	person := tone(200, 16000, 16000)
+	for i := range person {
+		person[i] += 0.2
+	}
+	seed, _, err := ClosestSeed(context.Background(), whisperSeedVoice{}, fakeEmbed{}, []Utterance{{PCM: person, Text: "hello"}}, 4, nil)
+	if err != nil || seed != 3 {
+		t.Errorf("seed %d, %v; want 3 (seed 2 whispers)", seed, err)
+	}
+}
+
 // toneVoice speaks a harmonic tone at f0 Hz and keeps the last request.
 type toneVoice struct {
 	f0   float64
@@ -353,5 +384,10 @@ func TestClonePitch(t *testing.T) {
 	o.MatchPitch = true
 	if res, err := Clone(ctx, make([]float32, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || len(res.Warnings) == 0 {
 		t.Errorf("an unvoiced clip: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
+	}
+	o.Voice = whisperSeedVoice{} // without a seed speaker the clone says its words in silence (seed 0: 0 Hz)
+	o.Seeds = 0
+	if res, err := Clone(ctx, tone(200, 16000, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || len(res.Warnings) == 0 {
+		t.Errorf("a silent clone: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
 	}
 }

@@ -35,8 +35,17 @@ import subprocess
 import sys
 from typing import Callable, Dict, List, Optional
 
-from .evaluate import edits, f0_median, norm, read_24k, transcribe
+from .evaluate import WHISPER_SHARE, edits, f0_frames, f0_median, norm, read_24k, transcribe
 from .precision_eval import similarity
+
+
+def voiced_share(paths: List[str]) -> float:
+    """The voiced share of the files' sounding frames, pooled (evaluate.f0_frames)."""
+    v = n = 0
+    for p in paths:
+        f0s, sounding = f0_frames(read_24k(p))
+        v, n = v + len(f0s), n + sounding
+    return v / max(1, n)
 
 
 def median_f0(paths: List[str]) -> float:
@@ -268,6 +277,8 @@ def main(argv=None) -> int:
         ref_f0 = median_f0([os.path.join(a.corpus, x["source"]) for x in src])
         row["f0_hz"] = {"clip": round(ref_f0, 1), "clone": round(median_f0(paths["clone"]), 1), "seed": round(median_f0(paths["seed"]), 1)}
         row["clone_f0_off"] = round(abs(row["f0_hz"]["clone"] / ref_f0 - 1), 3) if ref_f0 else None
+        row["voiced_share"] = {"clip": round(voiced_share([os.path.join(a.corpus, x["source"]) for x in src]), 3),
+                               "clone": round(voiced_share(paths["clone"]), 3), "seed": round(voiced_share(paths["seed"]), 3)}
         if seed_paths:  # the clip against the clone, every seed, seed:7 on the same words, the person themself
             own = [os.path.join(a.corpus, t["source"]) for t in sents]
             refs_by_spk[spk], own_by_spk[spk] = clip, own
@@ -297,9 +308,11 @@ def main(argv=None) -> int:
     res["ratio_95"] = [round(x, 3) for x in ratio_interval(pairs)]
     offs = [r["clone_f0_off"] for r in res["speakers"].values() if r.get("clone_f0_off") is not None]
     res["clone_f0_within_15pct"] = f"{sum(o <= 0.15 for o in offs)} of {len(offs)}"
+    whisper = [k for k, r in res["speakers"].items() if r.get("voiced_share", {}).get("clone", 1) < WHISPER_SHARE]
+    res["clones_whispering"] = f"{len(whisper)} of {len(res['speakers'])}"
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
-    print(json.dumps({k: res[k] for k in ("clone", "seed", "sentences", "ratio", "ratio_95", "clone_f0_within_15pct", "skipped",
+    print(json.dumps({k: res[k] for k in ("clone", "seed", "sentences", "ratio", "ratio_95", "clone_f0_within_15pct", "clones_whispering", "skipped",
                                           "similarity") if k in res}))
     return 0
 

@@ -140,21 +140,40 @@ def speech_ms(x: np.ndarray, floor_db: float = -35.0) -> float:
     return 0.0 if len(on) == 0 else (on[-1] - on[0] + 1) * 10.0
 
 
-def f0_median(x: np.ndarray, fmin: float = 60, fmax: float = 400) -> float:
-    """Median F0 (Hz) of voiced 40 ms frames by normalised autocorrelation (peak > 0.5)."""
+def f0_frames(x: np.ndarray, fmin: float = 60, fmax: float = 400):
+    """F0 (Hz) of each voiced 40 ms frame by normalised autocorrelation (peak > 0.5), and how
+    many frames were not silent (voiced or not): a whisper's voiced share is near 0."""
     win, hop = 960, 480
     lo, hi = int(SR / fmax), int(SR / fmin)
-    f0s = []
+    f0s, sounding = [], 0
     for s in range(0, len(x) - win, hop):
         fr = x[s:s + win] - x[s:s + win].mean()
         if np.sqrt((fr ** 2).mean()) < 1e-3:
             continue
+        sounding += 1
         ac = np.correlate(fr, fr, "full")[win - 1:]
         ac = ac / (ac[0] + 1e-12)
         k = lo + int(np.argmax(ac[lo:hi]))
         if ac[k] > 0.5:
             f0s.append(SR / k)
+    return f0s, sounding
+
+
+def f0_median(x: np.ndarray, fmin: float = 60, fmax: float = 400) -> float:
+    """Median F0 (Hz) of voiced 40 ms frames by normalised autocorrelation (peak > 0.5)."""
+    f0s, _ = f0_frames(x, fmin, fmax)
     return float(np.median(f0s)) if f0s else 0.0
+
+
+def voiced_share(x: np.ndarray) -> float:
+    """The share of x's sounding frames that are voiced (f0_frames)."""
+    f0s, sounding = f0_frames(x)
+    return len(f0s) / max(1, sounding)
+
+
+# A seed speaker whose takes are voiced less than this whispers: its "median F0" is a few
+# frames' (often Vocos's 93.75 Hz frame rate), not a pitch.
+WHISPER_SHARE = 0.15
 
 
 def bursts(x: np.ndarray, dip_db: float = 6.0) -> int:
@@ -318,13 +337,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     seeds = list(range(1, a.seeds + 1))
     svs = [speaker_from_seed(ck["spk_stat"], s) for s in seeds]
     cos = [float(torch.nn.functional.cosine_similarity(x, y, dim=0)) for x, y in itertools.combinations(svs, 2)]
-    f0 = {}
+    f0, voiced = {}, {}
     for s, v in zip(seeds, svs):
         xs = [synthesize(m, tok, fe, t, v, Sampling(**{**base.__dict__, "seed": 0}))[0].numpy() for t in CONTROL_TEXTS[:2]]
         f0[s] = round(f0_median(np.concatenate(xs)), 1)
+        voiced[s] = round(voiced_share(np.concatenate(xs)), 3)
+    pitched = [f0[s] for s in seeds if voiced[s] >= WHISPER_SHARE and f0[s] > 0] or [0.0]
     ctl["seed_speakers"] = {"max_pairwise_cosine": round(max(cos), 3), "mean_pairwise_cosine": round(float(np.mean(cos)), 3),
                             "median_f0_hz": f0, "f0_spread_hz": round(max(f0.values()) - min(f0.values()), 1),
-                            "f0_range_hz": [min(f0.values()), max(f0.values())]}
+                            "f0_range_hz": [min(f0.values()), max(f0.values())], "voiced_share": voiced,
+                            "whispering": [s for s in seeds if voiced[s] < WHISPER_SHARE],
+                            "f0_range_hz_voiced": [min(pitched), max(pitched)]}
 
     def disagreement(codes_list):
         ds = []
