@@ -268,7 +268,7 @@ type Utterance struct {
 // clones whisper too.
 const (
 	seedPitchWeight   = 0.5 // per octave between the seed's median pitch and the person's
-	seedVoicingWeight = 1.0 // per unit of voiced share the seed has less than the person
+	seedVoicingWeight = 2.0 // per unit of voiced share the seed has less than the person
 )
 
 // ClosestSeed speaks each utterance's text with seed speakers 1..n and returns the seed
