@@ -25,23 +25,23 @@ import (
 // cloneMaxRead is the longest CLIP read, in seconds; longer files are refused.
 const cloneMaxRead = 60
 
-const voicesCloneHelp = `usage: parley voices clone CLIP [--text "…"] [--name N] [--seeds K] [--match-pitch] [--model DIR] [--force]
+const voicesCloneHelp = `usage: parley voices clone CLIP [--text "…"] [--name N] [--seeds K] [--keep-pitch] [--model DIR] [--force]
 
 Makes a ChatTTS voice from a recording of 3–10 s of one person speaking (WAV, or any format
 ffmpeg reads). The transcript comes from the speech recogniser unless --text gives it; the
 recording is encoded into the voice model's audio codes, which the voice keeps with the text
 (not the audio) and puts before every sentence it says. With a speaker encoder installed the
-seed speaker closest to the recording (of --seeds tried, nearest in pitch first) becomes the
-voice's speaker too. With --match-pitch the clone is then said once and, where its pitch is off
-the recording's, shifted by the difference (at most 4 semitones). For a closer voice from minutes of speech, see parley finetune.`
+seed speaker closest to the recording (of --seeds tried, in voice, pitch and voicing) becomes
+the voice's speaker too. The clone is then said once and, where its pitch is off the
+recording's, shifted by the difference (at most 4 semitones; --keep-pitch: not). For a closer voice from minutes of speech, see parley finetune.`
 
 func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "voices clone", voicesCloneHelp)
 	text := fs.String("text", "", "what is said in CLIP (default: the recogniser's transcript)")
 	name := fs.String("name", "", "voice name (default: from the file name)")
-	seeds := fs.Int("seeds", 8, "seed speakers to try for the closest one (0 = none)")
+	seeds := fs.Int("seeds", tune.CloneSeeds, "seed speakers to try for the closest one (0 = none)")
 	model := fs.String("model", "", "ChatTTS export directory (default: the installed one, else the demo voice)")
-	matchPitch := fs.Bool("match-pitch", false, "shift the voice to the recording's pitch where the model's is off it")
+	keepPitch := fs.Bool("keep-pitch", false, "keep the model's pitch instead of matching the recording's")
 	force := fs.Bool("force", false, "replace a voice of that name")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := fs.parse(args); err != nil {
@@ -91,7 +91,7 @@ func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer det.Close()
 	o := tune.CloneOptions{Name: *name, Text: *text, Prompter: enc, NumVQ: eng.Model().GPT.NumVQ,
-		Model: filepath.Base(filepath.Clean(dir)), Langs: eng.Capabilities().Languages, Speech: det, Seeds: *seeds, Voice: eng, MatchPitch: *matchPitch}
+		Model: filepath.Base(filepath.Clean(dir)), Langs: eng.Capabilities().Languages, Speech: det, Seeds: *seeds, Voice: eng, KeepPitch: *keepPitch}
 	if rec, _, err := fac.Recognizer(ctx, "", asr.Config{}); err == nil {
 		defer rec.Close()
 		o.Ear = factory.CloneTranscriber(rec)

@@ -47,7 +47,7 @@ func TestVoicesClone(t *testing.T) {
 		return p
 	}
 
-	code, stdout, errs := runCLI(t, "voices", "clone", clip, "--model", tiny, "--text", "what time is it in london and in tokyo right now", "--seeds", "2", "--match-pitch", "--json")
+	code, stdout, errs := runCLI(t, "voices", "clone", clip, "--model", tiny, "--text", "what time is it in london and in tokyo right now", "--seeds", "2", "--json")
 	if code != 0 {
 		t.Fatalf("clone: exit %d\n%s%s", code, stdout, errs)
 	}
@@ -70,9 +70,9 @@ func TestVoicesClone(t *testing.T) {
 	if res.ClipF0 < 60 || v.Sample.Pitch != res.Pitch {
 		t.Errorf("pitch: the clip at %.1f Hz, the voice saved with %v semitones, reported %v", res.ClipF0, v.Sample.Pitch, res.Pitch)
 	}
-	code, stdout, errs = runCLI(t, "voices", "clone", clip, "--model", tiny, "--text", "what time is it", "--seeds", "0", "--name", "kept", "--json")
+	code, stdout, errs = runCLI(t, "voices", "clone", clip, "--model", tiny, "--text", "what time is it", "--seeds", "0", "--keep-pitch", "--name", "kept", "--json")
 	if err := json.Unmarshal([]byte(stdout), &res); code != 0 || err != nil || res.Pitch != 0 || res.VoiceF0 != 0 {
-		t.Errorf("without --match-pitch: exit %d, %s %s", code, stdout, errs)
+		t.Errorf("--keep-pitch: exit %d, %s %s", code, stdout, errs)
 	}
 	wav := filepath.Join(dir, "out.wav")
 	if code, _, errs := runCLI(t, "say", "--engine", "chattts", "--model", tiny, "--voice", "my-voice", "-o", wav, "Hello there."); code != 0 {

@@ -355,12 +355,12 @@ func (toneVoice) Close() error                   { return nil }
 
 // The clone is said once in its own words; the difference between its pitch and the
 // recording's becomes the voice's pitch shift (none within half a semitone, at most
-// ClonePitchMax), when MatchPitch asks for it.
+// ClonePitchMax), unless KeepPitch.
 func TestClonePitch(t *testing.T) {
 	ctx := context.Background()
 	var last tts.Request
 	o := CloneOptions{Name: "anna", Prompter: &fakePrompter{}, NumVQ: 4, Model: "tiny", Text: "hello there",
-		Speech: fakeSpeech{0.5, 4.5}, Voice: toneVoice{150, &last}, MatchPitch: true}
+		Speech: fakeSpeech{0.5, 4.5}, Voice: toneVoice{150, &last}}
 	for _, c := range []struct {
 		clip, want float64
 		warn       bool
@@ -377,11 +377,11 @@ func TestClonePitch(t *testing.T) {
 			t.Errorf("the clone was not said in its own words, unshifted: %+v", last)
 		}
 	}
-	o.MatchPitch = false
+	o.KeepPitch = true
 	if res, err := Clone(ctx, tone(200, 16000, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || res.VoiceF0 != 0 {
-		t.Errorf("without MatchPitch: shift %v, %v", res.Voice.Sample.Pitch, err)
+		t.Errorf("KeepPitch: shift %v, %v", res.Voice.Sample.Pitch, err)
 	}
-	o.MatchPitch = true
+	o.KeepPitch = false
 	if res, err := Clone(ctx, make([]float32, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || len(res.Warnings) == 0 {
 		t.Errorf("an unvoiced clip: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
 	}

@@ -182,7 +182,7 @@ func (s *CloneService) clone(ctx context.Context, pcm []float32, text, name stri
 	defer det.Close()
 	seeds := s.Seeds
 	if seeds == 0 {
-		seeds = 8
+		seeds = CloneSeeds
 	}
 	o := CloneOptions{Name: name, Text: text, Prompter: enc, NumVQ: eng.Model().GPT.NumVQ,
 		Model: filepath.Base(filepath.Clean(dir)), Langs: eng.Capabilities().Languages, Speech: det,

@@ -186,7 +186,7 @@ func (s *TrainingService) evaluateVoice(ctx context.Context, j Job) (*Evaluation
 		HeldOut: m.HeldOut, Sentences: voiceEvalSentences, // the job's own held-out clips: never trained on
 		Voices: []VoiceCandidate{{Name: fmt.Sprintf("a random voice (seed %d)", seed), Request: tts.Request{Seed: seed, HasSeed: true},
 			Keep: keep("a", &res.PlayA)}},
-		Clone: &ZeroShot{From: m.Train, Seconds: voiceCloneSeconds, Seeds: voiceStartSeeds, Optional: true,
+		Clone: &ZeroShot{From: m.Train, Seconds: voiceCloneSeconds, Seeds: CloneSeeds, Optional: true,
 			Name: func(cl CloneResult, _ *clone.Clip) string {
 				return fmt.Sprintf("a zero-shot clone from a %.1f s clip", cl.Seconds)
 			}},

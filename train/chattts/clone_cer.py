@@ -6,7 +6,7 @@
 Every held-out corpus speaker (test.jsonl) is cloned from their first adaptation clip of 3-4.5 s
 (else the shortest up to 10 s, else short clips joined to 3 s) with
 (``parley voices clone CLIP --text … --seeds K``: prompt codes plus the closest of K seed
-speakers, 8 unless --seeds) and says their test sentences (``parley say``); the same sentences are said by one
+speakers, 20 unless --seeds; the clone's pitch matched to the clip's unless --keep-pitch) and says their test sentences (``parley say``); the same sentences are said by one
 seed voice (seed:7, the demo card's).  The ratio is the clone's CER over the seed voice's,
 pooled over characters; ``ratio_95`` is a bootstrap interval over sentences, since sampling
 and a small recogniser make one draw of a few dozen sentences move by 10-20 points.
@@ -185,14 +185,14 @@ def main(argv=None) -> int:
     ap.add_argument("--asr", default="assets/demo/sensevoice")
     ap.add_argument("--per-speaker", type=int, default=0, help="test sentences per speaker (0: all)")
     ap.add_argument("--seed-voice", default="seed:7")
-    ap.add_argument("--seeds", type=int, default=8, help="seed speakers voices clone tries for the closest one")
+    ap.add_argument("--seeds", type=int, default=20, help="seed speakers voices clone tries for the closest one (its default)")
     ap.add_argument("--transcript", choices=("given", "heard"), default="given",
                     help="the clip's transcript: the corpus text, or what the recogniser hears (no --text)")
     ap.add_argument("--sim-seeds", type=int, default=20,
                     help="speaker similarity against seeds 1..N (0: no similarity section)")
     ap.add_argument("--sim-sentences", type=int, default=2, help="test sentences each similarity seed says")
-    ap.add_argument("--match-pitch", action="store_true",
-                    help="clone with voices clone --match-pitch (the clone shifted to the clip's pitch)")
+    ap.add_argument("--keep-pitch", action="store_true",
+                    help="clone with voices clone --keep-pitch (the model's pitch, not the clip's)")
     a = ap.parse_args(argv)
     out = os.path.abspath(a.out)
     data = os.path.join(out, "data")
@@ -214,7 +214,7 @@ def main(argv=None) -> int:
     with open(os.path.join(a.model, "config.json"), encoding="utf-8") as f:
         weight = json.load(f).get("code", {}).get("sample_weight") or 1.0
     res: dict = {"model": a.model, "seed_voice": a.seed_voice, "transcript": a.transcript, "sample_weight": weight, "seeds": a.seeds,
-                 "match_pitch": a.match_pitch,
+                 "keep_pitch": a.keep_pitch,
                  "speakers": {}, "skipped": []}
     if not speakers:
         raise SystemExit(f"{a.corpus}/test.jsonl: no sentences")
@@ -240,7 +240,7 @@ def main(argv=None) -> int:
             clip = os.path.join(out, name + "-clip.wav")
             text = join_clips(a.corpus, src, clip)
         given = ["--text", text] if a.transcript == "given" else []  # heard: the default recogniser
-        r = subprocess.run([a.parley, "voices", "clone", clip, *given, *(["--match-pitch"] if a.match_pitch else []),
+        r = subprocess.run([a.parley, "voices", "clone", clip, *given, *(["--keep-pitch"] if a.keep_pitch else []),
                             "--name", name, "--model", a.model, "--seeds", str(a.seeds), "--force"],
                            env=env, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:

@@ -377,6 +377,9 @@ func (c *clipCloner) createVoice() {
 			if res.Seed != 0 {
 				msg += fmt.Sprintf(", with the seed speaker closest to it (seed %d, similarity %.2f)", res.Seed, res.SeedSimilarity)
 			}
+			if res.Pitch != 0 {
+				msg += fmt.Sprintf(", its pitch moved %+.1f semitones to your recording's (%.0f Hz)", res.Pitch, res.ClipF0)
+			}
 			msg += ". Pick it in the voice list and press Preview."
 			for _, w := range res.Warnings {
 				msg += " " + sentence(w)
