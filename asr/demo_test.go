@@ -57,8 +57,12 @@ type demoDecode struct {
 }
 
 // nearTie is the logit gap below which another CPU's kernels (or ONNX Runtime's against
-// PyTorch's) may pick the other token: a golden decode with a smaller margin may differ.
-const nearTie = 1e-3
+// PyTorch's) may pick the other token: a golden decode with a smaller margin may differ, by
+// at most nearTieEdits tokens (one flipped frame changes a token, or splits or joins two).
+const (
+	nearTie      = 1e-3
+	nearTieEdits = 2
+)
 
 // nearTieDecode says whether a decode that differs from want may differ by kernel rounding.
 func (want demoDecode) nearTieDecode() bool {
@@ -118,14 +122,16 @@ func TestDemoModel(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", it.File, err)
 			}
+			forgiven := false
 			switch {
 			case slices.Equal(res.TokenIDs, q.want.IDs) && res.Text == q.want.Text:
-			case q.want.nearTieDecode():
+			case q.want.nearTieDecode() && edit.Distance(res.TokenIDs, q.want.IDs) <= nearTieEdits:
+				forgiven = true
 				t.Logf("%s lang=%s: ids %v, PyTorch %v at a near tie (margin %g)", it.File, q.lang, res.TokenIDs, q.want.IDs, *q.want.Margin)
 			default:
 				t.Errorf("%s lang=%s: ids %v text %q, PyTorch %v %q", it.File, q.lang, res.TokenIDs, res.Text, q.want.IDs, q.want.Text)
 			}
-			if len(q.want.Tags) >= 3 {
+			if len(q.want.Tags) >= 3 && !forgiven {
 				got := []string{"<|" + res.Lang + "|>", "<|" + res.Emotion + "|>", "<|" + res.Event + "|>"}
 				if !slices.Equal(got, q.want.Tags[:3]) {
 					t.Errorf("%s lang=%s: tags %v, PyTorch %v", it.File, q.lang, got, q.want.Tags[:3])

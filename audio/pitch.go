@@ -12,9 +12,9 @@ const (
 )
 
 // MedianF0 is the median fundamental frequency (Hz) of the voiced frames of mono pcm at rate
-// Hz (VoicedF0), 0 when no frame is voiced. It is the measure train/'s voice evaluation uses
-// (train.chattts.evaluate.f0_median), so a clone's pitch is matched in the same terms it is
-// scored in.
+// Hz (VoicedF0), 0 when no frame is voiced. It is the algorithm train/'s voice evaluation uses
+// (train.chattts.evaluate.f0_median, there at 24 kHz: at 16 kHz its lags are coarser, by up to
+// 0.3 semitones at 300 Hz), so a clone's pitch is matched in the terms it is scored in.
 func MedianF0(pcm []float32, rate int) float64 {
 	f0s, _ := VoicedF0(pcm, rate)
 	return Median(f0s)
@@ -31,7 +31,7 @@ func VoicedF0(pcm []float32, rate int) (f0s []float64, sounding int) {
 	}
 	win, hop := rate*40/1000, rate*20/1000
 	lo, hi := int(float64(rate)/MaxF0), int(float64(rate)/MinF0)
-	if win <= hi || hop < 1 {
+	if win <= hi || hop < 1 || lo < 1 {
 		return nil, 0
 	}
 	frame := make([]float64, win)

@@ -80,10 +80,14 @@ type Sample struct {
 	// name, and the identity its config.json declares): an engine refuses codes another
 	// model made, which it would speak as noise.
 	Model, ModelID string
-	// Pitch shifts the voice by this many semitones (0: none): how far the model's voice
-	// came out from the recording's pitch when the clone was made.
+	// Pitch shifts the voice by this many semitones (0: none, at most MaxPitch either way):
+	// how far the model's voice came out from the recording's pitch when the clone was made.
 	Pitch float64
 }
+
+// MaxPitch bounds a clone voice's pitch shift (semitones either way): an octave. Further than
+// that the voice is no longer a person's.
+const MaxPitch = 12.0
 
 // Validate checks ranges and fills defaults, returning the request to use.
 func (r Request) Validate() (Request, error) {

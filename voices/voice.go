@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parley-voice/parley/tts"
 	"io"
 	"math"
 	"regexp"
@@ -127,9 +128,6 @@ type Sample struct {
 	Pitch float64 `json:"pitch,omitempty"`
 }
 
-// MaxPitch bounds a clone's pitch shift, semitones either way (the engine's own bound).
-const MaxPitch = 12.0
-
 // check validates a prompt: shape, length and every code's range.
 func (s *Sample) check() error {
 	if strings.TrimSpace(s.Text) == "" || len(s.Text) > MaxSampleText {
@@ -152,8 +150,8 @@ func (s *Sample) check() error {
 	if math.IsNaN(s.Seconds) || s.Seconds < 0 {
 		return fmt.Errorf("clone prompt length %v s", s.Seconds)
 	}
-	if math.IsNaN(s.Pitch) || math.Abs(s.Pitch) > MaxPitch {
-		return fmt.Errorf("clone pitch shift %v semitones (at most %v either way)", s.Pitch, MaxPitch)
+	if math.IsNaN(s.Pitch) || math.Abs(s.Pitch) > tts.MaxPitch {
+		return fmt.Errorf("clone pitch shift %v semitones (at most %v either way)", s.Pitch, tts.MaxPitch)
 	}
 	return nil
 }

@@ -420,15 +420,21 @@ func TestCarryLM(t *testing.T) {
 		t.Errorf("another vocabulary got the base's LM: %v", err)
 	}
 	// a second carry (Install after Evaluate) leaves the copies as they are, not rewritten
-	before, err := os.Stat(filepath.Join(same, "lm.bin"))
-	if err != nil {
-		t.Fatal(err)
+	var before []os.FileInfo
+	for _, f := range []string{"lm.bin", "lm.json"} {
+		st, err := os.Stat(filepath.Join(same, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, st)
 	}
 	if err := carryLM(base, same); err != nil {
 		t.Fatal(err)
 	}
-	if after, err := os.Stat(filepath.Join(same, "lm.bin")); err != nil || !os.SameFile(before, after) {
-		t.Errorf("a second carry rewrote lm.bin: %v", err)
+	for i, f := range []string{"lm.bin", "lm.json"} {
+		if after, err := os.Stat(filepath.Join(same, f)); err != nil || !os.SameFile(before[i], after) {
+			t.Errorf("a second carry rewrote %s: %v", f, err)
+		}
 	}
 	// an LM without weights replaces stale weights with none (the defaults)
 	os.Remove(filepath.Join(base, "lm.json"))

@@ -219,12 +219,18 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 const (
 	clonePitchTolerance = 0.5 // semitones (3 %): no shift within this
 	ClonePitchMax       = 4.0 // semitones either way (×1.26)
-	cloneMinVoiced      = 0.3 // a take voiced less than this whispers: its pitch is a few frames' guess
+	cloneMinVoiced      = 0.3 // a take voiced less than this (whispered, or breathy) gives too few frames to trust its pitch
 )
 
 // matchPitch says the clip's own words with the clone voice v, compares the median pitch with
 // the recording's (pcm, 16 kHz) and sets v's pitch shift to the difference.
 func matchPitch(ctx context.Context, eng tts.Engine, v *voices.Voice, pcm []float32, res *CloneResult) error {
+	if v.Seed == nil {
+		// without a seed speaker the voice speaks as whatever default voice the engine is
+		// configured with when it is used: a shift measured against today's would not hold
+		res.Warnings = append(res.Warnings, "no seed speaker was chosen (no speaker encoder, or --seeds 0): the pitch is not matched")
+		return nil
+	}
 	res.ClipF0 = audio.MedianF0(pcm, 16000)
 	if res.ClipF0 == 0 {
 		res.Warnings = append(res.Warnings, "no voiced speech in the clip to match the pitch of: the voice keeps the model's")
@@ -241,7 +247,7 @@ func matchPitch(ctx context.Context, eng tts.Engine, v *voices.Voice, pcm []floa
 	var take pitchStats
 	take.add(said)
 	if take.voiced() < cloneMinVoiced {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the clone whispers (%.0f %% of its sound voiced): its pitch is not matched", 100*take.voiced()))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the clone's take is barely voiced (%.0f %% of its sound): its pitch is not matched", 100*take.voiced()))
 		return nil
 	}
 	res.VoiceF0 = audio.Median(take.f0s)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parley-voice/parley/audio"
@@ -328,6 +329,24 @@ func TestClosestSeedVoicing(t *testing.T) {
 	}
 }
 
+// promptWhisperVoice speaks a 150 Hz tone, and noise for a clone (a request with a prompt).
+type promptWhisperVoice struct{}
+
+func (promptWhisperVoice) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
+	return tts.NewStream(ctx, nil, func(ctx context.Context, emit func(tts.Chunk) error) error {
+		x := tone(150, 24000, 24000)
+		if req.Sample != nil {
+			rng := rand.New(rand.NewPCG(3, 4))
+			for i := range x {
+				x[i] = float32(0.1 * rng.NormFloat64())
+			}
+		}
+		return emit(tts.Chunk{Samples: x, SampleRate: 24000, Last: true})
+	}), nil
+}
+func (promptWhisperVoice) Capabilities() tts.Capabilities { return tts.Capabilities{} }
+func (promptWhisperVoice) Close() error                   { return nil }
+
 // toneVoice speaks a harmonic tone at f0 Hz and keeps the last request.
 type toneVoice struct {
 	f0   float64
@@ -360,7 +379,7 @@ func TestClonePitch(t *testing.T) {
 	ctx := context.Background()
 	var last tts.Request
 	o := CloneOptions{Name: "anna", Prompter: &fakePrompter{}, NumVQ: 4, Model: "tiny", Text: "hello there",
-		Speech: fakeSpeech{0.5, 4.5}, Voice: toneVoice{150, &last}}
+		Speech: fakeSpeech{0.5, 4.5}, Voice: toneVoice{150, &last}, Seeds: 2, Embedder: fakeEmbed{}}
 	for _, c := range []struct {
 		clip, want float64
 		warn       bool
@@ -385,9 +404,14 @@ func TestClonePitch(t *testing.T) {
 	if res, err := Clone(ctx, make([]float32, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || len(res.Warnings) == 0 {
 		t.Errorf("an unvoiced clip: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
 	}
-	o.Voice = whisperSeedVoice{} // without a seed speaker the clone says its words in silence (seed 0: 0 Hz)
-	o.Seeds = 0
-	if res, err := Clone(ctx, tone(200, 16000, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 || len(res.Warnings) == 0 {
-		t.Errorf("a silent clone: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
+	o.Voice = promptWhisperVoice{} // the seeds speak, the clone whispers
+	if res, err := Clone(ctx, tone(200, 16000, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 ||
+		len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "barely voiced") {
+		t.Errorf("a whispering clone: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
+	}
+	o.Voice, o.Seeds = toneVoice{150, &last}, 0 // no seed speaker: the engine's default voice, which may change
+	if res, err := Clone(ctx, tone(200, 16000, 5*16000), 16000, o); err != nil || res.Voice.Sample.Pitch != 0 ||
+		len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "no seed speaker") {
+		t.Errorf("no seed speaker: shift %v, warnings %q, %v", res.Voice.Sample.Pitch, res.Warnings, err)
 	}
 }

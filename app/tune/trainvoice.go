@@ -105,7 +105,8 @@ func (s *TrainingService) startSeeds(opt JobOptions) int {
 	return voiceStartSeeds
 }
 
-// startingSpeaker is the seed speaker closest to the person (the speaker encoder's choice).
+// startingSpeaker is the seed speaker closest to the person (ClosestSeed: the speaker
+// encoder's choice, less what pitch and voicing cost a seed).
 func (s *TrainingService) startingSpeaker(ctx context.Context, d *clone.Dataset, dir string, n int, progress func(done, total int)) (int64, float64, []float32, error) {
 	return StartingSpeakerOf(ctx, s.Voice.factory(), d, dir, n, progress)
 }

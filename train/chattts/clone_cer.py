@@ -39,7 +39,7 @@ from .evaluate import WHISPER_SHARE, edits, f0_frames, f0_median, norm, read_24k
 from .precision_eval import similarity
 
 
-def voiced_share(paths: List[str]) -> float:
+def pooled_voiced_share(paths: List[str]) -> float:
     """The voiced share of the files' sounding frames, pooled (evaluate.f0_frames)."""
     v = n = 0
     for p in paths:
@@ -277,8 +277,8 @@ def main(argv=None) -> int:
         ref_f0 = median_f0([os.path.join(a.corpus, x["source"]) for x in src])
         row["f0_hz"] = {"clip": round(ref_f0, 1), "clone": round(median_f0(paths["clone"]), 1), "seed": round(median_f0(paths["seed"]), 1)}
         row["clone_f0_off"] = round(abs(row["f0_hz"]["clone"] / ref_f0 - 1), 3) if ref_f0 else None
-        row["voiced_share"] = {"clip": round(voiced_share([os.path.join(a.corpus, x["source"]) for x in src]), 3),
-                               "clone": round(voiced_share(paths["clone"]), 3), "seed": round(voiced_share(paths["seed"]), 3)}
+        row["voiced_share"] = {"clip": round(pooled_voiced_share([os.path.join(a.corpus, x["source"]) for x in src]), 3),
+                               "clone": round(pooled_voiced_share(paths["clone"]), 3), "seed": round(pooled_voiced_share(paths["seed"]), 3)}
         if seed_paths:  # the clip against the clone, every seed, seed:7 on the same words, the person themself
             own = [os.path.join(a.corpus, t["source"]) for t in sents]
             refs_by_spk[spk], own_by_spk[spk] = clip, own

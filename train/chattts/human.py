@@ -187,8 +187,8 @@ def generate(a, pool: Optional[T.TextPool] = None, log=sys.stderr) -> dict:
     splits, train_spk, test_spk = plan(a, pool)
     wanted = [x.strip() for x in (a.splits or ",".join(splits)).split(",") if x.strip()]
     unknown = sorted(set(wanted) - set(splits))
-    if unknown:
-        raise ValueError(f"--splits {','.join(unknown)}: the splits are {', '.join(splits)}")
+    if unknown or not wanted:
+        raise ValueError(f"--splits {','.join(unknown) or repr(a.splits)}: the splits are {', '.join(splits)}")
     os.makedirs(os.path.join(a.out, "wav"), exist_ok=True)
     spk = {s.id: s.to_dict() for s in train_spk + test_spk}
     counts = {}
@@ -210,8 +210,9 @@ def generate(a, pool: Optional[T.TextPool] = None, log=sys.stderr) -> dict:
                    "table": spk}, f, indent=1)
     recipe = {"args": {k: v for k, v in vars(a).items() if k not in ("out", "text_cache")}, "counts": counts,
               "text": pool.summary()}
-    with open(os.path.join(a.out, "recipe.json"), "w") as f:
-        json.dump(recipe, f, indent=1)
+    if set(wanted) == set(splits):  # a part leaves a whole build's recipe as it was
+        with open(os.path.join(a.out, "recipe.json"), "w") as f:
+            json.dump(recipe, f, indent=1)
     return recipe
 
 

@@ -434,8 +434,10 @@ class VoiceCorpusTest(unittest.TestCase):
             for r in got:
                 with open(os.path.join(part, r["source"]), "rb") as f1, open(os.path.join(out, r["source"]), "rb") as f2:
                     self.assertEqual(f1.read(), f2.read(), r["source"])
-        with self.assertRaises(ValueError):
-            H.generate(H.parser().parse_args(["--out", part, "--splits", "tset"]), pool=small_pool(), log=io.StringIO())
+        self.assertFalse(os.path.exists(os.path.join(part, "recipe.json")))  # a part is no whole build's recipe
+        for bad in ("tset", ","):
+            with self.assertRaises(ValueError):
+                H.generate(H.parser().parse_args(["--out", part, "--splits", bad]), pool=small_pool(), log=io.StringIO())
 
     @unittest.skipUnless(HAVE_FLITE, "flite not installed")
     def test_speed_is_a_real_tempo_change(self):

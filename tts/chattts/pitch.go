@@ -7,14 +7,11 @@ import (
 	"github.com/parley-voice/parley/tts"
 )
 
-// MaxPitch bounds a clone voice's pitch shift (semitones either way): an octave. Further than
-// that the voice is no longer a person's.
-const MaxPitch = 12.0
-
 // envelopeCoeffs is how many cosine coefficients across the mel bands make a frame's spectral
-// envelope (its formants): a period of 2·bands/envelopeCoeffs bands or more. A voice's
-// harmonics repeat faster across the bands, up to about 250 Hz (12 bands at 20 Hz a band
-// low down, where Vocos's 100 bands resolve them), so they stay out of it.
+// envelope (its formants): what varies over 2·bands/envelopeCoeffs bands or more (17 of
+// Vocos's 100). A voice's harmonics repeat faster across the bands where the bands resolve
+// them (low down, about 20 Hz a band: every 5 bands at 100 Hz, 15 at 300 Hz), so they stay
+// out of it.
 const envelopeCoeffs = 12
 
 // melWarp shifts the pitch of log-mel frames by a ratio before Vocos renders them, keeping the
@@ -32,11 +29,14 @@ type melWarp struct {
 // newMelWarp builds the warp for n mel bands of Vocos's htk scale over 0..rate/2 Hz, shifted
 // by semitones.
 func newMelWarp(semitones float64, n, rate int) (*melWarp, error) {
-	if math.IsNaN(semitones) || math.Abs(semitones) > MaxPitch {
-		return nil, fmt.Errorf("%w: pitch shift %v semitones (at most %v either way)", tts.ErrBadRequest, semitones, MaxPitch)
+	if math.IsNaN(semitones) || math.Abs(semitones) > tts.MaxPitch {
+		return nil, fmt.Errorf("%w: pitch shift %v semitones (at most %v either way)", tts.ErrBadRequest, semitones, tts.MaxPitch)
 	}
-	if semitones == 0 || n < 2 {
+	if semitones == 0 {
 		return nil, nil
+	}
+	if n <= 2*envelopeCoeffs {
+		return nil, fmt.Errorf("%w: a pitch shift needs more than %d mel bands (this model has %d)", tts.ErrBadRequest, 2*envelopeCoeffs, n)
 	}
 	ratio := math.Pow(2, semitones/12)
 	mel := func(f float64) float64 { return 2595 * math.Log10(1+f/700) }

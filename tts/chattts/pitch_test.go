@@ -75,6 +75,9 @@ func TestMelWarp(t *testing.T) {
 			t.Errorf("%v semitones: %v", bad, err)
 		}
 	}
+	if _, err := newMelWarp(3, 2*envelopeCoeffs, rate); !errors.Is(err, tts.ErrBadRequest) {
+		t.Errorf("%d bands (all envelope): %v", 2*envelopeCoeffs, err)
+	}
 }
 
 // The demo voice as a clone with its pitch shifted: the same words in the same time (the GPT

@@ -28,7 +28,7 @@ const maxEmptyRetries = 3
 type SpeakerSample struct {
 	Text  string
 	Codes []int32
-	// Pitch shifts the voice by this many semitones (0: none, at most MaxPitch either way):
+	// Pitch shifts the voice by this many semitones (0: none, at most tts.MaxPitch either way):
 	// a clone measures how far the model's voice is from its recording's pitch.
 	Pitch float64
 }
