@@ -476,24 +476,8 @@ func BenchmarkDemoClone(b *testing.B) {
 	}
 	defer alone.Close()
 	ctx := context.Background()
-	st, err := guided.Synthesize(ctx, tts.Request{Text: "Remind me to take out the trash at five fifty.", Seed: 3})
-	if err != nil {
-		b.Fatal(err)
-	}
-	clip, err := tts.ReadAll(ctx, st)
-	if err != nil {
-		b.Fatal(err)
-	}
-	enc, err := NewSampleEncoder(dir, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	codes, err := enc.Encode(ctx, clip.Data, clip.Format.SampleRate)
-	enc.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
-	smp := &SpeakerSample{Text: "Remind me to take out the trash at five fifty.", Codes: codes}
+	text, codes := demoPrompt(b, guided, dir, opts)
+	smp := &SpeakerSample{Text: text, Codes: codes}
 	req := tts.Request{Text: "It is a quarter past ten and the kitchen light is on.", Seed: 1}
 	rtf := func(e *Engine, s *SpeakerSample) float64 {
 		t0 := time.Now()
@@ -593,4 +577,30 @@ func BenchmarkDemoNativeSpeed(b *testing.B) {
 			b.ReportMetric(ratios/float64(n), "mean-slow/fast")
 		})
 	}
+}
+
+// demoPrompt is a clone prompt made from the demo voice itself: a sentence said by seed 3 and
+// encoded by the bundle's DVAE encoder; it returns the sentence and the codes.
+func demoPrompt(tb testing.TB, e *Engine, dir string, opts gpu.Options) (string, []int32) {
+	tb.Helper()
+	ctx := context.Background()
+	text := "Remind me to take out the trash at five fifty."
+	st, err := e.Synthesize(ctx, tts.Request{Text: text, Seed: 3, HasSeed: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clip, err := tts.ReadAll(ctx, st)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	enc, err := NewSampleEncoder(dir, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer enc.Close()
+	codes, err := enc.Encode(ctx, clip.Data, clip.Format.SampleRate)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return text, codes
 }

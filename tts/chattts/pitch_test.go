@@ -95,24 +95,7 @@ func TestDemoClonePitch(t *testing.T) {
 	}
 	defer e.Close()
 	ctx := context.Background()
-	text := "Remind me to take out the trash at five fifty."
-	st, err := e.Synthesize(ctx, tts.Request{Text: text, Seed: 3, HasSeed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clip, err := tts.ReadAll(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := NewSampleEncoder(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codes, err := enc.Encode(ctx, clip.Data, clip.Format.SampleRate)
-	enc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	text, codes := demoPrompt(t, e, dir, opts)
 	say := func(pitch float64) []float32 {
 		req := tts.Request{Text: "It is a quarter past ten and the kitchen light is on.", Seed: 5, HasSeed: true,
 			Sample: &tts.Sample{Text: text, Codes: codes, Pitch: pitch}}
