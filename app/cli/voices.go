@@ -21,7 +21,7 @@ import (
 func init() {
 	register(&command{
 		name:  "voices",
-		usage: "voices list|show|create|mix|export|import|rm|preview|compare|clone  manage the voice library",
+		usage: "voices list|show|create|mix|export|import|rm|preview|compare|clone|seeds  manage the voice library",
 		run:   runVoices,
 	})
 }
@@ -46,6 +46,7 @@ The voice library lives in %s (one JSON file per voice).
                                          embeddings' cosine similarity)
   clone CLIP [--text T] [--name N]       a ChatTTS voice from 3–10 s of someone speaking: the
                                          clip's transcript and audio codes become its prompt
+  seeds [--from N --to M] [--json]       how ChatTTS seed speakers sound: pitch, voicing (whispers)
 `
 
 func runVoices(ctx context.Context, env *cliEnv, args []string) error {
@@ -62,6 +63,9 @@ func runVoices(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if args[0] == "clone" {
 		return voicesClone(ctx, env, args[1:])
+	}
+	if args[0] == "seeds" {
+		return voicesSeeds(ctx, env, args[1:])
 	}
 	lib, err := voices.Open(voices.DefaultDir())
 	if err != nil {

@@ -158,6 +158,7 @@ func New(dir string, cfg Config) (*Engine, error) {
 	if e.stat, err = readSpkStat(e.files["spk_stat"], mc.GPT.Hidden); err != nil {
 		return nil, err
 	}
+	e.stat.Filter = mc.Speaker.SeedFilter
 	if mc.Frontend.Type == "espeak-ipa" {
 		if _, err := espeak.Phonemes("a", e.espeakVoice()); err != nil {
 			return nil, fmt.Errorf("chattts: %s wants espeak-ng phonemes (%s): %w", dir, e.espeakVoice(), err)

@@ -54,6 +54,9 @@ type ModelConfig struct {
 		Dim      int    `json:"dim"`
 		Token    string `json:"token"`
 		StatFile string `json:"stat_file"`
+		// SeedFilter (optional) steers seed speakers away from a part of the speaker space
+		// the model renders badly (the demo voice whispers there).
+		SeedFilter *SeedFilter `json:"seed_filter,omitempty"`
 	} `json:"speaker"`
 	Audio struct {
 		SampleRate       int     `json:"sample_rate"`
@@ -263,6 +266,11 @@ func (c *ModelConfig) check(path string) error {
 	want(c.EOSCode >= 0 && c.EOSCode < g.NumAudioTokens, "eos_code %d outside 0..%d", c.EOSCode, g.NumAudioTokens-1)
 	want(c.EOSText >= 0 && c.EOSText < g.NumTextTokens, "eos_text %d outside 0..%d", c.EOSText, g.NumTextTokens-1)
 	want(c.Speaker.Dim == g.Hidden, "speaker.dim %d ≠ gpt.hidden %d", c.Speaker.Dim, g.Hidden)
+	if f := c.Speaker.SeedFilter; f != nil {
+		if err := f.check(c.Speaker.Dim); err != nil {
+			want(false, "speaker.seed_filter: %v", err)
+		}
+	}
 	a := c.Audio
 	want(a.SampleRate >= 8000 && a.SampleRate <= 192000, "audio.sample_rate %d", a.SampleRate)
 	want(a.NFFT >= 4 && a.NFFT&(a.NFFT-1) == 0, "audio.n_fft %d (want a power of two)", a.NFFT)

@@ -101,6 +101,23 @@ func TestBadExports(t *testing.T) {
 	dir = tinyCopy(t, nil)
 	os.WriteFile(filepath.Join(dir, "decoder.onnx"), []byte("not onnx"), 0o644)
 	expect("corrupt graph", open(dir), "decoder.onnx")
+
+	filter := func(weights int, tries int) func(m map[string]any) {
+		return func(m map[string]any) {
+			m["speaker"].(map[string]any)["seed_filter"] = map[string]any{"weights": make([]float32, weights), "bias": 0.5, "tries": tries}
+		}
+	}
+	dim := 16 // the tiny model's hidden size
+	expect("seed filter size", open(tinyCopy(t, filter(dim+1, 4))), ConfigFile, "seed_filter", "17 weights")
+	expect("seed filter tries", open(tinyCopy(t, filter(dim, 0))), ConfigFile, "seed_filter", "tries 0")
+	if e, err := New(tinyCopy(t, filter(dim, 4)), Config{GPU: gpu.Options{Provider: "cpu"}}); err != nil {
+		t.Fatalf("a good seed filter: %v", err)
+	} else {
+		if e.stat.Filter == nil || e.stat.Filter.Tries != 4 {
+			t.Errorf("the filter did not reach the speaker sampler: %+v", e.stat.Filter)
+		}
+		e.Close()
+	}
 }
 
 func FuzzModelConfig(f *testing.F) {

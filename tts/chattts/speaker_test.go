@@ -2,6 +2,7 @@ package chattts
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/parley-voice/parley/voices"
@@ -47,6 +48,66 @@ func TestSpeakerSample(t *testing.T) {
 	n := float64(len(a))
 	if m, v := sum/n, sq/n-(sum/n)*(sum/n); math.Abs(m) > 0.15 || math.Abs(v-1) > 0.2 {
 		t.Fatalf("standardised sample: mean %.3f variance %.3f", m, v)
+	}
+}
+
+// TestSeedFilter: a seed whose first draw passes the filter keeps its unfiltered speaker; one
+// whose first draw fails gets a later draw of its own RNG that passes; where no draw passes the
+// best one is kept; the same seed always gives the same vector.
+func TestSeedFilter(t *testing.T) {
+	plain := testStat(64)
+	w := make([]float32, 64)
+	w[3] = 1 // passes where the normalised vector's dimension 3 is above 0.05
+	filtered := plain
+	filtered.Filter = &SeedFilter{Weights: w, Bias: -0.05, Tries: 16}
+	kept, moved := 0, 0
+	for seed := int64(1); seed <= 200; seed++ {
+		first, got := plain.Sample(seed), filtered.Sample(seed)
+		if filtered.Filter.Score(first) >= 0 {
+			if !slices.Equal(first, got) {
+				t.Fatalf("seed %d passes unfiltered but its speaker changed", seed)
+			}
+			kept++
+			continue
+		}
+		moved++
+		if filtered.Filter.Score(got) < 0 {
+			t.Fatalf("seed %d: a refused draw kept (score %.3f)", seed, filtered.Filter.Score(got))
+		}
+		if !slices.Equal(got, filtered.Sample(seed)) {
+			t.Fatalf("seed %d: two samples differ", seed)
+		}
+		// the replacement is one of the seed's own later draws
+		r := NewRNG(uint64(seed))
+		found := false
+		for try := 0; try < 16 && !found; try++ {
+			v := make([]float32, 64)
+			for i := range v {
+				v[i] = voices.RoundHalf(float32(r.Normal())*plain.Std[i] + plain.Mean[i])
+			}
+			found = slices.Equal(v, got)
+		}
+		if !found {
+			t.Fatalf("seed %d: the replacement is none of its first 16 draws", seed)
+		}
+	}
+	if kept == 0 || moved == 0 {
+		t.Fatalf("kept %d, moved %d: the test's filter should do both", kept, moved)
+	}
+	// nothing passes: the best of the tries
+	filtered.Filter = &SeedFilter{Weights: w, Bias: -10, Tries: 5}
+	got := filtered.Sample(9)
+	r := NewRNG(9)
+	bestScore := math.Inf(-1)
+	for try := 0; try < 5; try++ {
+		v := make([]float32, 64)
+		for i := range v {
+			v[i] = voices.RoundHalf(float32(r.Normal())*plain.Std[i] + plain.Mean[i])
+		}
+		bestScore = math.Max(bestScore, filtered.Filter.Score(v))
+	}
+	if s := filtered.Filter.Score(got); s != bestScore {
+		t.Fatalf("no draw passes: kept a draw scoring %.4f, the best of 5 scores %.4f", s, bestScore)
 	}
 }
 

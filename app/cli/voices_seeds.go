@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/parley-voice/parley/app/tune"
+	"github.com/parley-voice/parley/tts/engines"
+)
+
+// seedsMax bounds one `voices seeds` run (each seed is two sentences of synthesis).
+const seedsMax = 100000
+
+const voicesSeedsHelp = `usage: parley voices seeds [--from N] [--to M] [--text "…"] [--model DIR] [--json [--speaker]]
+
+Has each ChatTTS seed speaker from N to M say a sentence or two and reports its pitch (median
+F0 over its voiced frames) and how much of its speech is voiced: a voice under 15 % voiced
+whispers. Use it to find a seed to keep (parley voices create NAME --engine chattts --seed S).
+--json prints one object per seed as it is measured; --speaker adds the seed's speaker vector.`
+
+func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlags(env, "voices seeds", voicesSeedsHelp)
+	from := fs.Int64("from", 1, "first seed")
+	to := fs.Int64("to", 20, "last seed")
+	text := fs.String("text", "", "what each seed says (default: a question and a statement)")
+	model := fs.String("model", "", "ChatTTS export directory (default: the installed one, else the demo voice)")
+	asJSON := fs.Bool("json", false, "one JSON object per seed")
+	speaker := fs.Bool("speaker", false, "with --json: each seed's speaker vector too")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError("voices seeds", "seeds takes no arguments")
+	}
+	if *from > *to || *to-*from >= seedsMax {
+		return usageError("voices seeds", "--from %d --to %d (want from ≤ to, at most %d seeds)", *from, *to, seedsMax)
+	}
+	if *speaker && !*asJSON {
+		return usageError("voices seeds", "--speaker needs --json")
+	}
+	dir := *model
+	if dir == "" {
+		if dir, _ = engines.FindChatTTS("", true); dir == "" {
+			return errors.New("seed speakers need a ChatTTS voice model: `parley models import DIR` an export of ChatTTS (train/chattts), or install the demo voice")
+		}
+	}
+	eng, err := env.factory().ChatTTS(dir)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	var texts []string
+	if *text != "" {
+		texts = []string{*text}
+	}
+	enc := json.NewEncoder(env.Stdout)
+	if !*asJSON {
+		fmt.Fprintf(env.Stdout, "%8s  %7s  %6s\n", "SEED", "PITCH", "VOICED")
+	}
+	whispering := 0
+	for seed := *from; seed <= *to; seed++ {
+		r, err := tune.SeedVoice(ctx, eng, seed, texts)
+		if err != nil {
+			return err
+		}
+		if r.Whispers() {
+			whispering++
+		}
+		if *asJSON {
+			out := map[string]any{"seed": r.Seed, "f0_hz": r.F0, "voiced_share": r.Voiced, "whispers": r.Whispers()}
+			if *speaker {
+				if out["speaker"], err = eng.SampleSpeaker(seed); err != nil {
+					return err
+				}
+			}
+			if err := enc.Encode(out); err != nil {
+				return err
+			}
+			continue
+		}
+		// a whisper's "pitch" is a few frames' worth (often the vocoder's frame rate): not shown
+		note, pitch := "", "-"
+		if r.Whispers() {
+			note = "  whispers"
+		} else if r.F0 > 0 {
+			pitch = fmt.Sprintf("%.0f Hz", r.F0)
+		}
+		fmt.Fprintf(env.Stdout, "%8d  %7s  %4.0f %%%s\n", seed, pitch, 100*r.Voiced, note)
+	}
+	if !*asJSON {
+		fmt.Fprintf(env.Stdout, "%d of %d seeds whisper\n", whispering, *to-*from+1)
+	}
+	return nil
+}

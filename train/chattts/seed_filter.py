@@ -1,0 +1,177 @@
+"""Fit a seed filter: a linear score over seed speaker vectors that predicts which seeds whisper.
+
+The demo voice samples seed speakers from its spk_stat (randn·std + mean); about a fifth of
+them come out whispering (under 15 % of their speech voiced). A seed speaker's voicing is
+partly a linear function of its (L2-normalised) vector, so a logistic score fitted on measured
+seeds lets the engine refuse a draw that would whisper and draw again from the same seed's
+RNG (tts/chattts SeedFilter; seeds whose first draw passes keep their voice).
+
+The measurements come from the engine itself, on the bundle without a filter:
+
+    parley voices seeds --from 1 --to 2000 --json --speaker --model DIR > seeds.jsonl
+
+    python3 -m train.chattts.seed_filter --model DIR seeds.jsonl [--target 0.10] [--dry-run]
+    python3 -m train.chattts.seed_filter --compare plain.jsonl filtered.jsonl
+
+Every fourth seed is held out of the fit; the score's threshold is the highest acceptance
+whose held-out accepted seeds whisper at most --target of the time. config.json's
+speaker.seed_filter is written (the rest of the file unchanged).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Dict, List
+
+import numpy as np
+
+from .evaluate import WHISPER_SHARE
+
+VOICED_LABEL = 0.3  # a seed voiced at least this much is the fit's positive class (cf. tune's cloneMinVoiced)
+
+
+def read_seeds(paths: List[str], speaker: bool = True) -> List[Dict]:
+    rows = []
+    for p in paths:
+        with open(p) as f:
+            for i, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    r = json.loads(line)
+                    row = {"seed": int(r["seed"]), "voiced": float(r["voiced_share"]), "f0": float(r["f0_hz"])}
+                    if speaker:
+                        row["speaker"] = np.asarray(r["speaker"], dtype=np.float64)
+                    rows.append(row)
+                except (ValueError, KeyError, TypeError) as e:
+                    raise SystemExit(f"{p}:{i}: not a `parley voices seeds --json --speaker` line: {e}")
+    if not rows:
+        raise SystemExit("no seeds read")
+    if not speaker:
+        return rows
+    dims = {r["speaker"].shape for r in rows}
+    if len(dims) != 1 or len(next(iter(dims))) != 1:
+        raise SystemExit(f"speaker vectors of several shapes: {sorted(dims)}")
+    return rows
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 3000, lr: float = 0.5):
+    """Logistic regression on standardised features (gradient descent); returns (w, b) for the
+    raw features: score = x·w + b."""
+    mu, sd = x.mean(0), x.std(0) + 1e-9
+    z = (x - mu) / sd
+    w, b = np.zeros(x.shape[1]), 0.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(z @ w + b)))
+        w -= lr * (z.T @ (p - y) / len(y) + l2 * w)
+        b -= lr * float((p - y).mean())
+    return w / sd, b - float((w * mu / sd).sum())
+
+
+def choose_threshold(score: np.ndarray, voiced: np.ndarray, target: float) -> float:
+    """The lowest threshold (most seeds accepted) at which the accepted seeds whisper at most
+    target of the time."""
+    for t in np.sort(score):
+        keep = score >= t
+        if keep.sum() >= 10 and (voiced[keep] < WHISPER_SHARE).mean() <= target:
+            return float(t)
+    return float(np.sort(score)[-10])
+
+
+def summary(voiced: np.ndarray, f0: np.ndarray) -> Dict:
+    """Whispering share, and the pitch of the seeds that do not whisper (a whisper's "F0" is
+    a few frames', not a pitch)."""
+    ok = voiced >= WHISPER_SHARE
+    q = np.quantile(f0[ok], [0.05, 0.5, 0.95]) if ok.any() else [0, 0, 0]
+    return {"seeds": int(len(voiced)), "whispering": round(float((~ok).mean()), 3),
+            "under_30pct_voiced": round(float((voiced < VOICED_LABEL).mean()), 3),
+            "median_voiced_share": round(float(np.median(voiced)), 3),
+            "f0_hz_p5_p50_p95": [round(float(v), 1) for v in q],
+            "f0_hz_range": [round(float(f0[ok].min()), 1), round(float(f0[ok].max()), 1)] if ok.any() else []}
+
+
+def compare(plain: List[Dict], filtered: List[Dict]) -> Dict:
+    """The same seeds measured without and with the filter."""
+    a = {r["seed"]: r for r in plain}
+    b = {r["seed"]: r for r in filtered}
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        raise SystemExit("the two files share no seed")
+    out = {}
+    for name, rows in (("plain", a), ("filtered", b)):
+        out[name] = summary(np.array([rows[s]["voiced"] for s in seeds]), np.array([rows[s]["f0"] for s in seeds]))
+    out["seeds_changed"] = sum(1 for s in seeds if (a[s]["voiced"], a[s]["f0"]) != (b[s]["voiced"], b[s]["f0"]))
+    return out
+
+
+def fit(rows: List[Dict], target: float, tries: int) -> Dict:
+    x = normalise(np.stack([r["speaker"] for r in rows]))
+    voiced = np.array([r["voiced"] for r in rows])
+    f0 = np.array([r["f0"] for r in rows])
+    held = np.array([r["seed"] % 4 == 0 for r in rows])
+    if held.sum() < 20 or (~held).sum() < 40:
+        raise SystemExit(f"{len(rows)} seeds: too few to fit and check a filter (measure a few hundred)")
+    w, b = fit_logistic(x[~held], (voiced[~held] >= VOICED_LABEL).astype(np.float64))
+    score = x @ w + b
+    t = choose_threshold(score[held], voiced[held], target)
+    keep = held & (score >= t)
+    report = {"fit_seeds": int((~held).sum()), "held_out": summary(voiced[held], f0[held]),
+              "held_out_accepted": summary(voiced[keep], f0[keep]),
+              "acceptance": round(float(keep.sum() / held.sum()), 3),
+              "all_tries_refused": round(float((1 - keep.sum() / held.sum()) ** tries), 5)}
+    filt = {"weights": [float(np.float32(v)) for v in w], "bias": float(b - t), "tries": tries,
+            "about": f"logistic score of a voiced (≥ {VOICED_LABEL}) seed speaker, fitted on {int((~held).sum())} measured seeds; "
+                     f"held-out seeds whisper {report['held_out']['whispering']:.0%} unfiltered, "
+                     f"{report['held_out_accepted']['whispering']:.0%} of those it accepts ({report['acceptance']:.0%})"}
+    return {"filter": filt, "report": report}
+
+
+def write_filter(model: str, filt: Dict) -> None:
+    path = os.path.join(model, "config.json")
+    with open(path) as f:
+        cfg = json.load(f)
+    if int(cfg.get("speaker", {}).get("dim", -1)) != len(filt["weights"]):
+        raise SystemExit(f"{path}: speaker.dim {cfg.get('speaker', {}).get('dim')} but the seeds' vectors have {len(filt['weights'])} values")
+    cfg["speaker"]["seed_filter"] = filt
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(cfg, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("seeds", nargs="+", help="`parley voices seeds --json --speaker` output, measured without a filter")
+    ap.add_argument("--model", help="the bundle whose config.json gets the filter")
+    ap.add_argument("--compare", action="store_true", help="SEEDS are two measurements of the same seeds, without and with "
+                    "the filter (`voices seeds --json`): report both")
+    ap.add_argument("--target", type=float, default=0.10, help="whispering share allowed among accepted held-out seeds")
+    ap.add_argument("--tries", type=int, default=8)
+    ap.add_argument("--dry-run", action="store_true", help="report only")
+    a = ap.parse_args(argv)
+    if a.compare:
+        if len(a.seeds) != 2:
+            ap.error("--compare takes two files: without the filter, then with it")
+        json.dump(compare(read_seeds(a.seeds[:1], speaker=False), read_seeds(a.seeds[1:], speaker=False)), sys.stdout, indent=1)
+        print()
+        return
+    if not a.model and not a.dry_run:
+        ap.error("--model is needed to write the filter (or --dry-run it)")
+    if not 0 < a.target < 1 or not 1 <= a.tries <= 64:
+        ap.error("--target in (0, 1), --tries in 1..64")
+    out = fit(read_seeds(a.seeds), a.target, a.tries)
+    json.dump(out["report"], sys.stdout, indent=1)
+    print()
+    if not a.dry_run:
+        write_filter(a.model, out["filter"])
+
+
+if __name__ == "__main__":
+    main()
