@@ -231,6 +231,14 @@ type SpeakerSampler interface {
 	SampleSpeaker(seed int64) ([]float32, error)
 }
 
+// SeedSuggester is implemented by engines whose model names seeds worth trying first: seed
+// speakers measured to sound like a voice (not a whisper), spread over the model's pitch range
+// so that any first few of them span it. Clones and fine-tunes search them for the closest
+// speaker before other seeds.
+type SeedSuggester interface {
+	SuggestedSeeds() []int64
+}
+
 // Warnings collects what a request asked for that the engine could not do, plus control
 // grammar warnings.
 func Warnings(s *control.Script, caps Capabilities, req Request) []string {

@@ -13,11 +13,13 @@ import (
 // seedsMax bounds one `voices seeds` run (each seed is two sentences of synthesis).
 const seedsMax = 100000
 
-const voicesSeedsHelp = `usage: parley voices seeds [--from N] [--to M] [--text "…"] [--model DIR] [--json [--speaker]]
+const voicesSeedsHelp = `usage: parley voices seeds [--from N --to M | --suggested] [--text "…"] [--model DIR] [--json [--speaker]]
 
 Has each ChatTTS seed speaker from N to M say a sentence or two and reports its pitch (median
 F0 over its voiced frames) and how much of its speech is voiced: a voice under 15 % voiced
 whispers. Use it to find a seed to keep (parley voices create NAME --engine chattts --seed S).
+--suggested measures the seeds the model suggests instead (voiced ones over its pitch range,
+which clones try first), if it names any.
 --json prints one object per seed as it is measured; --speaker adds the seed's speaker vector.`
 
 func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
@@ -28,6 +30,7 @@ func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 	model := fs.String("model", "", "ChatTTS export directory (default: the installed one, else the demo voice)")
 	asJSON := fs.Bool("json", false, "one JSON object per seed")
 	speaker := fs.Bool("speaker", false, "with --json: each seed's speaker vector too")
+	suggested := fs.Bool("suggested", false, "the model's suggested seeds instead of --from..--to")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -51,6 +54,16 @@ func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer eng.Close()
+	var seeds []int64
+	if *suggested {
+		if seeds = eng.SuggestedSeeds(); len(seeds) == 0 {
+			return fmt.Errorf("%s suggests no seeds: measure a range (--from, --to)", dir)
+		}
+	} else {
+		for seed := *from; seed <= *to; seed++ {
+			seeds = append(seeds, seed)
+		}
+	}
 	var texts []string
 	if *text != "" {
 		texts = []string{*text}
@@ -60,7 +73,7 @@ func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.Stdout, "%8s  %7s  %6s\n", "SEED", "PITCH", "VOICED")
 	}
 	whispering := 0
-	for seed := *from; seed <= *to; seed++ {
+	for _, seed := range seeds {
 		r, err := tune.SeedVoice(ctx, eng, seed, texts)
 		if err != nil {
 			return err
@@ -90,7 +103,7 @@ func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.Stdout, "%8d  %7s  %4.0f %%%s\n", seed, pitch, 100*r.Voiced, note)
 	}
 	if !*asJSON {
-		fmt.Fprintf(env.Stdout, "%d of %d seeds whisper\n", whispering, *to-*from+1)
+		fmt.Fprintf(env.Stdout, "%d of %d seeds whisper\n", whispering, len(seeds))
 	}
 	return nil
 }

@@ -58,6 +58,11 @@ func TestVoicesSeeds(t *testing.T) {
 		t.Fatalf("table: exit %d: %s %s", code, stdout, errs)
 	}
 
+	// the tiny model suggests no seeds
+	if code, _, errs := runCLI(t, "voices", "seeds", "--suggested", "--model", tiny); code != 1 || !strings.Contains(errs, "suggests no seeds") {
+		t.Errorf("--suggested on a model without: exit %d, %s", code, errs)
+	}
+
 	for _, args := range [][]string{
 		{"--from", "5", "--to", "1"},
 		{"--from", "1", "--to", "200000"},

@@ -281,7 +281,27 @@ const (
 	seedVoicingWeight = 2.0 // per unit of voiced share the seed has less than the person
 )
 
-// ClosestSeed speaks each utterance's text with seed speakers 1..n and returns the seed
+// CandidateSeeds are the n seeds ClosestSeed tries: the engine's suggested seeds first (a
+// tts.SeedSuggester: voiced ones spread over its pitch range), then 1, 2, … for the rest.
+func CandidateSeeds(eng tts.Engine, n int) []int64 {
+	var seeds []int64
+	seen := map[int64]bool{}
+	if s, ok := eng.(tts.SeedSuggester); ok {
+		for _, seed := range s.SuggestedSeeds() {
+			if len(seeds) < n && !seen[seed] {
+				seeds, seen[seed] = append(seeds, seed), true
+			}
+		}
+	}
+	for seed := int64(1); len(seeds) < n; seed++ {
+		if !seen[seed] {
+			seeds = append(seeds, seed)
+		}
+	}
+	return seeds
+}
+
+// ClosestSeed speaks each utterance's text with n seed speakers (CandidateSeeds) and returns the seed
 // whose mean speaker embedding is closest (cosine) to the person's mean over the utterances,
 // less what its pitch and voicing cost it (seedPitchWeight, seedVoicingWeight), and that
 // seed's cosine. Several utterances make the choice steadier than one: one clip's embedding
@@ -303,7 +323,7 @@ func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utt
 		return 0, 0, errors.New("tune: no recording of the person to compare seed speakers with")
 	}
 	best, bestSim, bestScore := int64(0), -2.0, math.Inf(-1)
-	for seed := int64(1); seed <= int64(n); seed++ {
+	for i, seed := range CandidateSeeds(eng, n) {
 		var got meanEmbedding
 		var pitch pitchStats
 		for _, u := range person {
@@ -317,7 +337,7 @@ func ClosestSeed(ctx context.Context, eng tts.Engine, emb Embedder, person []Utt
 			pitch.add(pcm)
 		}
 		if progress != nil {
-			progress(int(seed), n)
+			progress(i+1, n)
 		}
 		if got.n == 0 {
 			continue

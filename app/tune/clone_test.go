@@ -45,6 +45,34 @@ func (e fakeEar) Transcribe(context.Context, []float32) (clone.Heard, error) { r
 // fakeVoice speaks a tone whose pitch is the seed; fakeEmbed embeds by the mean sample.
 type fakeVoice struct{}
 
+// suggestingVoice is fakeVoice with a model that suggests seeds (tts.SeedSuggester).
+type suggestingVoice struct {
+	fakeVoice
+	seeds []int64
+}
+
+func (v suggestingVoice) SuggestedSeeds() []int64 { return v.seeds }
+
+// TestCandidateSeeds: suggested seeds first (duplicates once), then 1, 2, … for the rest; at
+// most n; an engine without suggestions tries 1..n.
+func TestCandidateSeeds(t *testing.T) {
+	for _, c := range []struct {
+		eng  tts.Engine
+		n    int
+		want []int64
+	}{
+		{fakeVoice{}, 4, []int64{1, 2, 3, 4}},
+		{suggestingVoice{seeds: []int64{40, 2, 40, 77}}, 5, []int64{40, 2, 77, 1, 3}},
+		{suggestingVoice{seeds: []int64{40, 2, 77}}, 2, []int64{40, 2}},
+		{suggestingVoice{}, 2, []int64{1, 2}},
+		{fakeVoice{}, 0, nil},
+	} {
+		if got := CandidateSeeds(c.eng, c.n); !slices.Equal(got, c.want) {
+			t.Errorf("%T %v n=%d: %v, want %v", c.eng, c.eng, c.n, got, c.want)
+		}
+	}
+}
+
 func (fakeVoice) Synthesize(ctx context.Context, req tts.Request) (tts.Stream, error) {
 	return tts.NewStream(ctx, nil, func(ctx context.Context, emit func(tts.Chunk) error) error {
 		x := make([]float32, 24000)
@@ -259,6 +287,10 @@ func TestClosestSeedOverClips(t *testing.T) {
 	}
 	if _, _, err := ClosestSeed(ctx, fakeVoice{}, fakeEmbed{}, nil, 6, nil); err == nil {
 		t.Fatal("no clip of the person: no error")
+	}
+	// a model that suggests seeds has them tried first: seed 9 is beyond 1..6 and found
+	if seed, _, err := ClosestSeed(ctx, suggestingVoice{seeds: []int64{9, 1}}, fakeEmbed{}, []Utterance{{PCM: level(0.9), Text: "hi"}}, 6, nil); err != nil || seed != 9 {
+		t.Fatalf("suggested seeds: seed %d, %v", seed, err)
 	}
 }
 

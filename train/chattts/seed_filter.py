@@ -15,7 +15,9 @@ The measurements come from the engine itself, on the bundle without a filter:
 
 Every fourth seed is held out of the fit; the score's threshold is the highest acceptance
 whose held-out accepted seeds whisper at most --target of the time. config.json's
-speaker.seed_filter is written (the rest of the file unchanged).
+speaker.seed_filter is written, and speaker.suggested_seeds: 20 clearly voiced seeds the filter
+leaves as they are, spread over the pitch range, which clones and fine-tunes try first (the
+rest of the file unchanged).
 """
 from __future__ import annotations
 
@@ -110,7 +112,30 @@ def compare(plain: List[Dict], filtered: List[Dict]) -> Dict:
     return out
 
 
-def fit(rows: List[Dict], target: float, tries: int) -> Dict:
+SUGGEST_VOICED = 0.5  # a suggested seed is voiced at least this much (speech: about 0.6)
+
+
+def suggest(seeds: np.ndarray, voiced: np.ndarray, f0: np.ndarray, passes: np.ndarray, n: int) -> List[int]:
+    """n seeds to suggest: clearly voiced ones the filter passes at their first draw (so the
+    filter leaves their speaker as measured), ordered so that every prefix spans the pitch
+    range: the lowest, the highest, then each time the one farthest (in log F0) from those
+    already taken."""
+    ok = np.flatnonzero(passes & (voiced >= SUGGEST_VOICED) & (f0 > 0))
+    if len(ok) == 0:
+        return []
+    logf = np.log(f0[ok])
+    order = [int(np.argmin(logf))]
+    if len(ok) > 1:
+        order.append(int(np.argmax(logf)))
+    dist = np.min(np.abs(logf[:, None] - logf[order][None, :]), axis=1)
+    while len(order) < min(n, len(ok)):
+        i = int(np.argmax(dist))
+        order.append(i)
+        dist = np.minimum(dist, np.abs(logf - logf[i]))
+    return [int(seeds[ok[i]]) for i in order]
+
+
+def fit(rows: List[Dict], target: float, tries: int, n_suggest: int = 20) -> Dict:
     x = normalise(np.stack([r["speaker"] for r in rows]))
     voiced = np.array([r["voiced"] for r in rows])
     f0 = np.array([r["f0"] for r in rows])
@@ -125,20 +150,28 @@ def fit(rows: List[Dict], target: float, tries: int) -> Dict:
               "held_out_accepted": summary(voiced[keep], f0[keep]),
               "acceptance": round(float(keep.sum() / held.sum()), 3),
               "all_tries_refused": round(float((1 - keep.sum() / held.sum()) ** tries), 5)}
+    seeds = np.array([r["seed"] for r in rows])
+    suggested = suggest(seeds, voiced, f0, score >= t, n_suggest)
+    by_seed = {r["seed"]: r for r in rows}
+    report["suggested"] = [{"seed": s, "f0_hz": round(by_seed[s]["f0"], 1), "voiced_share": round(by_seed[s]["voiced"], 3)} for s in suggested]
     filt = {"weights": [float(np.float32(v)) for v in w], "bias": float(b - t), "tries": tries,
             "about": f"logistic score of a voiced (≥ {VOICED_LABEL}) seed speaker, fitted on {int((~held).sum())} measured seeds; "
                      f"held-out seeds whisper {report['held_out']['whispering']:.0%} unfiltered, "
                      f"{report['held_out_accepted']['whispering']:.0%} of those it accepts ({report['acceptance']:.0%})"}
-    return {"filter": filt, "report": report}
+    return {"filter": filt, "suggested": suggested, "report": report}
 
 
-def write_filter(model: str, filt: Dict) -> None:
+def write_filter(model: str, filt: Dict, suggested: List[int] = ()) -> None:
     path = os.path.join(model, "config.json")
     with open(path) as f:
         cfg = json.load(f)
     if int(cfg.get("speaker", {}).get("dim", -1)) != len(filt["weights"]):
         raise SystemExit(f"{path}: speaker.dim {cfg.get('speaker', {}).get('dim')} but the seeds' vectors have {len(filt['weights'])} values")
     cfg["speaker"]["seed_filter"] = filt
+    if suggested:
+        cfg["speaker"]["suggested_seeds"] = list(suggested)
+    else:
+        cfg["speaker"].pop("suggested_seeds", None)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(cfg, f, indent=1, ensure_ascii=False)
@@ -170,7 +203,7 @@ def main(argv=None) -> None:
     json.dump(out["report"], sys.stdout, indent=1)
     print()
     if not a.dry_run:
-        write_filter(a.model, out["filter"])
+        write_filter(a.model, out["filter"], out["suggested"])
 
 
 if __name__ == "__main__":

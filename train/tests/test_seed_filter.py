@@ -31,7 +31,10 @@ class SeedFilterTest(unittest.TestCase):
     def test_fit_refuses_whisperers(self):
         with tempfile.TemporaryDirectory() as d:
             rows = sf.read_seeds([self.write(d, measured())])
-        out = sf.fit(rows, target=0.05, tries=8)
+        out = sf.fit(rows, target=0.05, tries=8, n_suggest=6)
+        self.assertEqual(len(out["suggested"]), 6)
+        by = {r["seed"]: r for r in rows}
+        self.assertTrue(all(by[s]["voiced"] >= sf.SUGGEST_VOICED for s in out["suggested"]))
         rep, w = out["report"], np.array(out["filter"]["weights"])
         self.assertGreater(rep["held_out"]["whispering"], 0.1)
         self.assertLessEqual(rep["held_out_accepted"]["whispering"], 0.05)
@@ -44,16 +47,28 @@ class SeedFilterTest(unittest.TestCase):
         voiced = np.array([r["voiced_share"] for r in fresh])
         self.assertLess((voiced[score >= 0] < sf.WHISPER_SHARE).mean(), (voiced < sf.WHISPER_SHARE).mean() / 2)
 
+    def test_suggest(self):
+        seeds = np.arange(1, 9)
+        f0 = np.array([100.0, 110.0, 150.0, 151.0, 200.0, 250.0, 260.0, 90.0])
+        voiced = np.array([0.6, 0.7, 0.6, 0.6, 0.1, 0.6, 0.6, 0.6])
+        passes = np.array([True, True, True, True, True, True, True, False])
+        got = sf.suggest(seeds, voiced, f0, passes, 4)
+        self.assertEqual(got[:2], [1, 7])  # the lowest and highest that pass (seed 8 is refused, 5 whispers)
+        self.assertIn(got[2], (3, 4))  # then the middle
+        self.assertNotIn(5, sf.suggest(seeds, voiced, f0, passes, 8))
+        self.assertEqual(sf.suggest(seeds, voiced * 0, f0, passes, 4), [])
+
     def test_write_keeps_config(self):
         with tempfile.TemporaryDirectory() as d:
             cfg = {"format": "x", "speaker": {"dim": 24, "token": "[spk_emb]"}, "model_id": "abc"}
             with open(os.path.join(d, "config.json"), "w") as f:
                 json.dump(cfg, f)
             filt = {"weights": [0.0] * 24, "bias": 0.1, "tries": 8, "about": "t"}
-            sf.write_filter(d, filt)
+            sf.write_filter(d, filt, [5, 9])
             with open(os.path.join(d, "config.json")) as f:
                 got = json.load(f)
             self.assertEqual(got["speaker"]["seed_filter"], filt)
+            self.assertEqual(got["speaker"]["suggested_seeds"], [5, 9])
             self.assertEqual({k: v for k, v in got.items() if k != "speaker"}, {"format": "x", "model_id": "abc"})
             with self.assertRaises(SystemExit):  # a filter for other vectors is refused, the file untouched
                 sf.write_filter(d, dict(filt, weights=[0.0] * 5))

@@ -9,6 +9,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,6 +255,10 @@ func (e *Engine) SampleRate() int { return e.mc.Audio.SampleRate }
 
 // SampleSpeaker implements tts.SpeakerSampler: ChatTTS's sample_random_speaker for a seed.
 func (e *Engine) SampleSpeaker(seed int64) ([]float32, error) { return e.stat.Sample(seed), nil }
+
+// SuggestedSeeds implements tts.SeedSuggester: the model's speaker.suggested_seeds (none for
+// most models).
+func (e *Engine) SuggestedSeeds() []int64 { return slices.Clone(e.mc.Speaker.SuggestedSeeds) }
 
 var _ tts.SpeakerSampler = (*Engine)(nil)
 

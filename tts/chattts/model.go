@@ -57,6 +57,9 @@ type ModelConfig struct {
 		// SeedFilter (optional) steers seed speakers away from a part of the speaker space
 		// the model renders badly (the demo voice whispers there).
 		SeedFilter *SeedFilter `json:"seed_filter,omitempty"`
+		// SuggestedSeeds (optional): seeds measured to be voiced, spread over the pitch range
+		// (tts.SeedSuggester).
+		SuggestedSeeds []int64 `json:"suggested_seeds,omitempty"`
 	} `json:"speaker"`
 	Audio struct {
 		SampleRate       int     `json:"sample_rate"`
@@ -266,6 +269,10 @@ func (c *ModelConfig) check(path string) error {
 	want(c.EOSCode >= 0 && c.EOSCode < g.NumAudioTokens, "eos_code %d outside 0..%d", c.EOSCode, g.NumAudioTokens-1)
 	want(c.EOSText >= 0 && c.EOSText < g.NumTextTokens, "eos_text %d outside 0..%d", c.EOSText, g.NumTextTokens-1)
 	want(c.Speaker.Dim == g.Hidden, "speaker.dim %d ≠ gpt.hidden %d", c.Speaker.Dim, g.Hidden)
+	want(len(c.Speaker.SuggestedSeeds) <= MaxSuggestedSeeds, "speaker.suggested_seeds holds %d seeds (at most %d)", len(c.Speaker.SuggestedSeeds), MaxSuggestedSeeds)
+	for _, s := range c.Speaker.SuggestedSeeds {
+		want(s != 0, "speaker.suggested_seeds holds seed 0 (no seed)")
+	}
 	if f := c.Speaker.SeedFilter; f != nil {
 		if err := f.check(c.Speaker.Dim); err != nil {
 			want(false, "speaker.seed_filter: %v", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,6 +111,16 @@ func TestBadExports(t *testing.T) {
 	dim := 16 // the tiny model's hidden size
 	expect("seed filter size", open(tinyCopy(t, filter(dim+1, 4))), ConfigFile, "seed_filter", "17 weights")
 	expect("seed filter tries", open(tinyCopy(t, filter(dim, 0))), ConfigFile, "seed_filter", "tries 0")
+	expect("suggested seed 0", open(tinyCopy(t, func(m map[string]any) { m["speaker"].(map[string]any)["suggested_seeds"] = []int{4, 0} })),
+		ConfigFile, "suggested_seeds", "seed 0")
+	if e, err := New(tinyCopy(t, func(m map[string]any) { m["speaker"].(map[string]any)["suggested_seeds"] = []int{40, 2} }), Config{GPU: gpu.Options{Provider: "cpu"}}); err != nil {
+		t.Fatalf("suggested seeds: %v", err)
+	} else {
+		if got := e.SuggestedSeeds(); !slices.Equal(got, []int64{40, 2}) {
+			t.Errorf("suggested seeds %v", got)
+		}
+		e.Close()
+	}
 	if e, err := New(tinyCopy(t, filter(dim, 4)), Config{GPU: gpu.Options{Provider: "cpu"}}); err != nil {
 		t.Fatalf("a good seed filter: %v", err)
 	} else {

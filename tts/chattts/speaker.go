@@ -32,6 +32,9 @@ type SeedFilter struct {
 	About string `json:"about,omitempty"`
 }
 
+// MaxSuggestedSeeds bounds a model's speaker.suggested_seeds.
+const MaxSuggestedSeeds = 256
+
 // MaxFilterTries bounds SeedFilter.Tries: each try is a draw of the speaker vector.
 const MaxFilterTries = 64
 
