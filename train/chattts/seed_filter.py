@@ -117,22 +117,30 @@ SUGGEST_VOICED = 0.5  # a suggested seed is voiced at least this much (speech: a
 
 def suggest(seeds: np.ndarray, voiced: np.ndarray, f0: np.ndarray, passes: np.ndarray, n: int) -> List[int]:
     """n seeds to suggest: clearly voiced ones the filter passes at their first draw (so the
-    filter leaves their speaker as measured), ordered so that every prefix spans the pitch
-    range: the lowest, the highest, then each time the one farthest (in log F0) from those
-    already taken."""
+    filter leaves their speaker as measured). Their pitch range (log F0) is cut into n equal
+    bands and each band's most voiced seed taken (a low voice is often a breathy one: the most
+    voiced of the low ones is the one to offer), ordered so that every prefix spans the range:
+    the lowest band, the highest, then each time the band farthest from those taken."""
     ok = np.flatnonzero(passes & (voiced >= SUGGEST_VOICED) & (f0 > 0))
-    if len(ok) == 0:
+    if len(ok) == 0 or n <= 0:
         return []
     logf = np.log(f0[ok])
-    order = [int(np.argmin(logf))]
-    if len(ok) > 1:
-        order.append(int(np.argmax(logf)))
-    dist = np.min(np.abs(logf[:, None] - logf[order][None, :]), axis=1)
-    while len(order) < min(n, len(ok)):
+    edges = np.linspace(logf.min(), logf.max(), n + 1)
+    band = np.clip(np.searchsorted(edges, logf, side="right") - 1, 0, n - 1)
+    picks = []  # (band centre, index into ok)
+    for b in range(n):
+        members = np.flatnonzero(band == b)
+        if len(members):
+            best = members[np.argmax(voiced[ok[members]])]
+            picks.append((float(logf[members].mean()), int(best)))
+    centres = np.array([c for c, _ in picks])
+    order = [0] if len(picks) == 1 else [0, len(picks) - 1]
+    dist = np.min(np.abs(centres[:, None] - centres[order][None, :]), axis=1)
+    while len(order) < len(picks):
         i = int(np.argmax(dist))
         order.append(i)
-        dist = np.minimum(dist, np.abs(logf - logf[i]))
-    return [int(seeds[ok[i]]) for i in order]
+        dist = np.minimum(dist, np.abs(centres - centres[i]))
+    return [int(seeds[ok[picks[i][1]]]) for i in order]
 
 
 def fit(rows: List[Dict], target: float, tries: int, n_suggest: int = 20) -> Dict:

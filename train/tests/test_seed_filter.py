@@ -48,14 +48,17 @@ class SeedFilterTest(unittest.TestCase):
         self.assertLess((voiced[score >= 0] < sf.WHISPER_SHARE).mean(), (voiced < sf.WHISPER_SHARE).mean() / 2)
 
     def test_suggest(self):
-        seeds = np.arange(1, 9)
-        f0 = np.array([100.0, 110.0, 150.0, 151.0, 200.0, 250.0, 260.0, 90.0])
-        voiced = np.array([0.6, 0.7, 0.6, 0.6, 0.1, 0.6, 0.6, 0.6])
-        passes = np.array([True, True, True, True, True, True, True, False])
-        got = sf.suggest(seeds, voiced, f0, passes, 4)
-        self.assertEqual(got[:2], [1, 7])  # the lowest and highest that pass (seed 8 is refused, 5 whispers)
-        self.assertIn(got[2], (3, 4))  # then the middle
+        seeds = np.arange(1, 10)
+        f0 = np.array([100.0, 103.0, 150.0, 151.0, 200.0, 250.0, 260.0, 90.0, 155.0])
+        voiced = np.array([0.55, 0.7, 0.6, 0.65, 0.1, 0.6, 0.8, 0.6, 0.5])
+        passes = np.array([True, True, True, True, True, True, True, False, True])
+        got = sf.suggest(seeds, voiced, f0, passes, 3)
+        # three bands over 100-260 Hz: the low band's most voiced (2, not 1), the high band's
+        # (7, not 6), then the middle's (4: more voiced than 3 and 9); seed 8 is refused by
+        # the filter, 5 whispers
+        self.assertEqual(got, [2, 7, 4])
         self.assertNotIn(5, sf.suggest(seeds, voiced, f0, passes, 8))
+        self.assertNotIn(8, sf.suggest(seeds, voiced, f0, passes, 8))
         self.assertEqual(sf.suggest(seeds, voiced * 0, f0, passes, 4), [])
 
     def test_write_keeps_config(self):
