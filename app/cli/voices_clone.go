@@ -25,15 +25,17 @@ import (
 // cloneMaxRead is the longest CLIP read, in seconds; longer files are refused.
 const cloneMaxRead = 60
 
-const voicesCloneHelp = `usage: parley voices clone CLIP [--text "…"] [--name N] [--seeds K] [--keep-pitch] [--model DIR] [--force]
+var voicesCloneHelp = fmt.Sprintf(`usage: parley voices clone CLIP [--text "…"] [--name N] [--seeds K] [--keep-pitch] [--model DIR] [--force]
 
 Makes a ChatTTS voice from a recording of 3–10 s of one person speaking (WAV, or any format
 ffmpeg reads). The transcript comes from the speech recogniser unless --text gives it; the
 recording is encoded into the voice model's audio codes, which the voice keeps with the text
 (not the audio) and puts before every sentence it says. With a speaker encoder installed the
-seed speaker closest to the recording (of --seeds tried, in voice, pitch and voicing) becomes
+seed speaker closest to the recording (of --seeds tried, the model's suggested seeds first; in
+voice, pitch and voicing) becomes
 the voice's speaker too. The clone is then said once and, where its pitch is off the
-recording's, shifted by the difference (at most 4 semitones; --keep-pitch: not). For a closer voice from minutes of speech, see parley finetune.`
+recording's, shifted by the difference (at most %g semitones; --keep-pitch: not). For a closer
+voice from minutes of speech, see parley finetune.`, tune.ClonePitchMax)
 
 func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "voices clone", voicesCloneHelp)
