@@ -32,9 +32,8 @@ ffmpeg reads). The transcript comes from the speech recogniser unless --text giv
 recording is encoded into the voice model's audio codes, which the voice keeps with the text
 (not the audio) and puts before every sentence it says. With a speaker encoder installed the
 seed speaker closest to the recording (of --seeds tried, the model's suggested seeds first; in
-voice, pitch and voicing) becomes
-the voice's speaker too. The clone is then said once and, where its pitch is off the
-recording's, shifted by the difference (at most %g semitones; --keep-pitch: not). For a closer
+voice, pitch and voicing) becomes the voice's speaker too. The clone is then said once and,
+where its pitch is off the recording's, shifted by the difference (at most %g semitones; --keep-pitch: not). For a closer
 voice from minutes of speech, see parley finetune.`, tune.ClonePitchMax)
 
 func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
