@@ -46,7 +46,8 @@ The voice library lives in %s (one JSON file per voice).
                                          embeddings' cosine similarity)
   clone CLIP [--text T] [--name N]       a ChatTTS voice from 3–10 s of someone speaking: the
                                          clip's transcript and audio codes become its prompt
-  seeds [--from N --to M] [--json]       how ChatTTS seed speakers sound: pitch, voicing (whispers)
+  seeds [--from N --to M | --suggested]  how ChatTTS seed speakers sound: pitch, voicing (whispers);
+        [--json [--speaker]]             --suggested: the model's suggested seeds
 `
 
 func runVoices(ctx context.Context, env *cliEnv, args []string) error {

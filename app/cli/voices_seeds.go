@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 
 	"github.com/parley-voice/parley/app/tune"
@@ -22,6 +23,15 @@ whispers. Use it to find a seed to keep (parley voices create NAME --engine chat
 which clones try first), if it names any.
 --json prints one object per seed as it is measured; --speaker adds the seed's speaker vector.`
 
+// seedLine is one seed of `voices seeds --json`.
+type seedLine struct {
+	tune.SeedReport
+	Whispers bool `json:"whispers"`
+	// Filtered: the model's seed filter was in use (the speaker is the draw it kept)
+	Filtered bool      `json:"filtered"`
+	Speaker  []float32 `json:"speaker,omitempty"`
+}
+
 func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlags(env, "voices seeds", voicesSeedsHelp)
 	from := fs.Int64("from", 1, "first seed")
@@ -37,8 +47,14 @@ func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 	if fs.NArg() != 0 {
 		return usageError("voices seeds", "seeds takes no arguments")
 	}
-	if *from > *to || *to-*from >= seedsMax {
-		return usageError("voices seeds", "--from %d --to %d (want from ≤ to, at most %d seeds)", *from, *to, seedsMax)
+	ranged := false
+	fs.Visit(func(f *flag.Flag) { ranged = ranged || f.Name == "from" || f.Name == "to" })
+	if *suggested && ranged {
+		return usageError("voices seeds", "--suggested measures the model's seeds: give it without --from and --to")
+	}
+	// seeds are 1 or more (0 is no seed); the count is taken after from ≤ to, so it cannot overflow
+	if *from < 1 || *from > *to || uint64(*to-*from) >= seedsMax {
+		return usageError("voices seeds", "--from %d --to %d (want 1 ≤ from ≤ to, at most %d seeds)", *from, *to, seedsMax)
 	}
 	if *speaker && !*asJSON {
 		return usageError("voices seeds", "--speaker needs --json")
@@ -60,10 +76,12 @@ func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 			return fmt.Errorf("%s suggests no seeds: measure a range (--from, --to)", dir)
 		}
 	} else {
-		for seed := *from; seed <= *to; seed++ {
-			seeds = append(seeds, seed)
+		for n := range *to - *from + 1 {
+			seeds = append(seeds, *from+n)
 		}
 	}
+	// the fitter (train.chattts.seed_filter) must see unfiltered draws: say whether these are
+	filtered := eng.Model().Speaker.SeedFilter != nil
 	var texts []string
 	if *text != "" {
 		texts = []string{*text}
@@ -82,13 +100,13 @@ func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 			whispering++
 		}
 		if *asJSON {
-			out := map[string]any{"seed": r.Seed, "f0_hz": r.F0, "voiced_share": r.Voiced, "whispers": r.Whispers()}
+			line := seedLine{SeedReport: r, Whispers: r.Whispers(), Filtered: filtered}
 			if *speaker {
-				if out["speaker"], err = eng.SampleSpeaker(seed); err != nil {
+				if line.Speaker, err = eng.SampleSpeaker(seed); err != nil {
 					return err
 				}
 			}
-			if err := enc.Encode(out); err != nil {
+			if err := enc.Encode(line); err != nil {
 				return err
 			}
 			continue

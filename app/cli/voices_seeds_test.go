@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,11 +47,14 @@ func TestVoicesSeeds(t *testing.T) {
 			first = r.Speaker
 		}
 	}
-	// the same seed, measured again, is the same speaker
-	_, again, _ := runCLI(t, "voices", "seeds", "--from", "4", "--to", "4", "--model", tiny, "--json", "--speaker", "--text", "hello there")
-	var r struct{ Speaker []float32 }
-	if err := json.Unmarshal([]byte(again), &r); err != nil || len(r.Speaker) != len(first) || r.Speaker[0] != first[0] {
-		t.Fatalf("seed 4 again: %v %s", err, again)
+	// the same seed, measured again, is the same speaker, and says no filter was in use
+	code, again, errs := runCLI(t, "voices", "seeds", "--from", "4", "--to", "4", "--model", tiny, "--json", "--speaker", "--text", "hello there")
+	var r struct {
+		Speaker  []float32
+		Filtered *bool
+	}
+	if err := json.Unmarshal([]byte(again), &r); code != 0 || err != nil || !slices.Equal(r.Speaker, first) || r.Filtered == nil || *r.Filtered {
+		t.Fatalf("seed 4 again: exit %d %v %s %s", code, err, again, errs)
 	}
 
 	code, stdout, errs = runCLI(t, "voices", "seeds", "--to", "2", "--model", tiny, "--text", "hello there")
@@ -66,6 +70,9 @@ func TestVoicesSeeds(t *testing.T) {
 	for _, args := range [][]string{
 		{"--from", "5", "--to", "1"},
 		{"--from", "1", "--to", "200000"},
+		{"--from", "0", "--to", "3"},
+		{"--from", "-9223372036854775808", "--to", "9223372036854775807"},
+		{"--suggested", "--from", "2"},
 		{"--speaker"},
 		{"extra"},
 	} {

@@ -25,9 +25,10 @@ import (
 // less): the CLI refuses less without --force, the wizard warns.
 const MinVoiceMinutes = 3.0
 
-// CloneSeeds is how many seed speakers a zero-shot clone tries for the closest one: the demo
-// voice's one voiced low voice is seed 13, which 8 missed (a clone of a man then spoke at
-// 175 Hz, or whispered). Each costs one synthesis of the clip's words.
+// CloneSeeds is how many seed speakers a zero-shot clone tries for the closest one
+// (CandidateSeeds: the model's suggested seeds first). Before the demo voice suggested seeds,
+// its one voiced low voice among 1..20 was seed 13, which 8 missed (a clone of a man then spoke
+// at 175 Hz, or whispered). Each costs one synthesis of the clip's words.
 const CloneSeeds = 20
 
 // Clone limits.
@@ -79,8 +80,8 @@ type CloneOptions struct {
 	Langs    []string        // languages the voice model speaks ("en-us", "zh", …; nil = any)
 	Speech   clone.Segmenter // finds the speech (Silero VAD)
 	Ear      clone.Transcriber
-	// Seeds > 0 with Embedder and Voice: the seed speaker closest to the clip (of seeds 1..Seeds)
-	// becomes the voice's speaker vector.
+	// Seeds > 0 with Embedder and Voice: the seed speaker closest to the clip (of Seeds
+	// CandidateSeeds) becomes the voice's speaker vector.
 	Seeds    int
 	Embedder Embedder
 	Voice    tts.Engine
@@ -212,7 +213,7 @@ func Clone(ctx context.Context, pcm []float32, rate int, o CloneOptions) (CloneR
 
 // Pitch matching. The model's voice, even prompted with the recording and with the seed
 // speaker nearest in pitch, speaks within the pitch range of the speakers it learnt (the demo
-// voice's voiced seeds: 128-273 Hz): a clip below or above it is matched by shifting the clone
+// voice's suggested seeds: 113-269 Hz): a clip below or above it is matched by shifting the clone
 // by the difference, beyond clonePitchTolerance and at most ClonePitchMax semitones. On issue
 // 29's held-out speakers (94-121 Hz) it took the clones' pitch within 15 % of the clip's for 5
 // of 6 (1 unshifted) and their similarity above every seed's for 4 of 6 (1), at the same CER.

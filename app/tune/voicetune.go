@@ -156,8 +156,8 @@ type SeedSpeakers interface {
 	SampleSpeaker(seed int64) ([]float32, error)
 }
 
-// StartingSpeaker is the speaker vector a voice fine-tune starts from: of the seed speakers
-// 1..n, the one the speaker encoder finds closest to the person over the dataset's
+// StartingSpeaker is the speaker vector a voice fine-tune starts from: of n seed speakers
+// (CandidateSeeds), the one the speaker encoder finds closest to the person over the dataset's
 // startingClips training clips nearest 5 s (one clip's embedding is a noisy judge).
 func StartingSpeaker(ctx context.Context, d *clone.Dataset, eng SeedSpeakers, emb Embedder, n int, progress func(done, total int)) (seed int64, sim float64, spk []float32, err error) {
 	train, _, err := SplitClips(d, 0.2)

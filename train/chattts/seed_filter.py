@@ -23,39 +23,66 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import Dict, List
 
 import numpy as np
 
-from .evaluate import WHISPER_SHARE
-
+# A seed voiced less than this whispers: train.chattts.evaluate's WHISPER_SHARE and Go's
+# tune.WhisperVoiced (kept here so this numpy-only tool does not load the training stack).
+WHISPER_SHARE = 0.15
 VOICED_LABEL = 0.3  # a seed voiced at least this much is the fit's positive class (cf. tune's cloneMinVoiced)
+MAX_TRIES = 64  # tts/chattts MaxFilterTries
+
+
+def _seed_row(r: Dict, speaker: bool) -> Dict:
+    seed = r["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 1:
+        raise ValueError(f"seed {seed!r} (want a whole number from 1)")
+    voiced, f0 = float(r["voiced_share"]), float(r["f0_hz"])
+    if not 0 <= voiced <= 1:
+        raise ValueError(f"voiced_share {voiced} (want 0..1)")
+    if not (math.isfinite(f0) and f0 >= 0):
+        raise ValueError(f"f0_hz {f0}")
+    row = {"seed": seed, "voiced": voiced, "f0": f0}
+    if speaker:
+        if r.get("filtered"):
+            raise ValueError("measured with the model's seed filter in use: its speakers are the draws the filter "
+                             "kept; measure a copy of the model without speaker.seed_filter")
+        v = np.asarray(r["speaker"], dtype=np.float64)
+        if v.ndim != 1 or len(v) == 0 or not np.isfinite(v).all():
+            raise ValueError("speaker is not a vector of finite numbers")
+        row["speaker"] = v
+    return row
 
 
 def read_seeds(paths: List[str], speaker: bool = True) -> List[Dict]:
-    rows = []
+    """`parley voices seeds --json` lines (with --speaker when speaker), each checked; a seed
+    measured twice is refused (the same file given twice, say)."""
+    rows, where = [], {}
     for p in paths:
         with open(p) as f:
             for i, line in enumerate(f, 1):
                 if not line.strip():
                     continue
                 try:
-                    r = json.loads(line)
-                    row = {"seed": int(r["seed"]), "voiced": float(r["voiced_share"]), "f0": float(r["f0_hz"])}
-                    if speaker:
-                        row["speaker"] = np.asarray(r["speaker"], dtype=np.float64)
-                    rows.append(row)
+                    row = _seed_row(json.loads(line), speaker)
                 except (ValueError, KeyError, TypeError) as e:
-                    raise SystemExit(f"{p}:{i}: not a `parley voices seeds --json --speaker` line: {e}")
+                    what = "--json --speaker" if speaker else "--json"
+                    raise SystemExit(f"{p}:{i}: not a `parley voices seeds {what}` line: {e}")
+                if row["seed"] in where:
+                    raise SystemExit(f"{p}:{i}: seed {row['seed']} again (first at {where[row['seed']]})")
+                where[row["seed"]] = f"{p}:{i}"
+                rows.append(row)
     if not rows:
-        raise SystemExit("no seeds read")
+        raise SystemExit(f"no seeds in {', '.join(paths)}")
     if not speaker:
         return rows
-    dims = {r["speaker"].shape for r in rows}
-    if len(dims) != 1 or len(next(iter(dims))) != 1:
-        raise SystemExit(f"speaker vectors of several shapes: {sorted(dims)}")
+    dims = {len(r["speaker"]) for r in rows}
+    if len(dims) != 1:
+        raise SystemExit(f"{', '.join(paths)}: speaker vectors of several sizes: {sorted(dims)}")
     return rows
 
 
@@ -78,12 +105,19 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 30
 
 def choose_threshold(score: np.ndarray, voiced: np.ndarray, target: float) -> float:
     """The lowest threshold (most seeds accepted) at which the accepted seeds whisper at most
-    target of the time."""
+    target of the time; refused where only a handful of seeds would pass (such a filter would
+    move nearly every seed and run out of tries)."""
+    best = 1.0
     for t in np.sort(score):
         keep = score >= t
-        if keep.sum() >= 10 and (voiced[keep] < WHISPER_SHARE).mean() <= target:
+        if keep.sum() < max(10, len(score) // 10):
+            break
+        rate = float((voiced[keep] < WHISPER_SHARE).mean())
+        if rate <= target:
             return float(t)
-    return float(np.sort(score)[-10])
+        best = min(best, rate)
+    raise SystemExit(f"no threshold keeps the whispering seeds to {target:.0%} while accepting a tenth of them "
+                     f"(the best: {best:.0%}); raise --target")
 
 
 def summary(voiced: np.ndarray, f0: np.ndarray) -> Dict:
@@ -159,13 +193,17 @@ def fit(rows: List[Dict], target: float, tries: int, n_suggest: int = 20) -> Dic
               "acceptance": round(float(keep.sum() / held.sum()), 3),
               "all_tries_refused": round(float((1 - keep.sum() / held.sum()) ** tries), 5)}
     seeds = np.array([r["seed"] for r in rows])
-    suggested = suggest(seeds, voiced, f0, score >= t, n_suggest)
+    # a suggested seed must keep its speaker in the engine, which scores in float32 (weights as
+    # written): a small margin keeps a seed at the threshold out
+    w32, bias32 = w.astype(np.float32), np.float32(b - t)
+    passes = x.astype(np.float32) @ w32 + bias32 >= 1e-3
+    suggested = suggest(seeds, voiced, f0, passes, n_suggest)
     by_seed = {r["seed"]: r for r in rows}
     report["suggested"] = [{"seed": s, "f0_hz": round(by_seed[s]["f0"], 1), "voiced_share": round(by_seed[s]["voiced"], 3)} for s in suggested]
     filt = {"weights": [float(np.float32(v)) for v in w], "bias": float(b - t), "tries": tries,
             "about": f"logistic score of a voiced (≥ {VOICED_LABEL}) seed speaker, fitted on {int((~held).sum())} measured seeds; "
-                     f"held-out seeds whisper {report['held_out']['whispering']:.0%} unfiltered, "
-                     f"{report['held_out_accepted']['whispering']:.0%} of those it accepts ({report['acceptance']:.0%})"}
+                     f"its threshold chosen on {int(held.sum())} others (of which {report['held_out']['whispering']:.0%} whisper) "
+                     f"so that at most {target:.0%} of those it accepts whisper (it accepts {report['acceptance']:.0%})"}
     return {"filter": filt, "suggested": suggested, "report": report}
 
 
@@ -205,8 +243,8 @@ def main(argv=None) -> None:
         return
     if not a.model and not a.dry_run:
         ap.error("--model is needed to write the filter (or --dry-run it)")
-    if not 0 < a.target < 1 or not 1 <= a.tries <= 64:
-        ap.error("--target in (0, 1), --tries in 1..64")
+    if not 0 < a.target < 1 or not 1 <= a.tries <= MAX_TRIES:
+        ap.error(f"--target in (0, 1), --tries in 1..{MAX_TRIES}")
     out = fit(read_seeds(a.seeds), a.target, a.tries)
     json.dump(out["report"], sys.stdout, indent=1)
     print()

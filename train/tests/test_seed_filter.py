@@ -78,6 +78,11 @@ class SeedFilterTest(unittest.TestCase):
             with open(os.path.join(d, "config.json")) as f:
                 self.assertEqual(json.load(f), got)
 
+    def test_whisper_share_is_evaluates(self):
+        from train.chattts.evaluate import WHISPER_SHARE
+
+        self.assertEqual(sf.WHISPER_SHARE, WHISPER_SHARE)
+
     def test_compare(self):
         plain = [{"seed": 1, "voiced": 0.05, "f0": 94.0}, {"seed": 2, "voiced": 0.7, "f0": 180.0}, {"seed": 3, "voiced": 0.6, "f0": 120.0}]
         filtered = [{"seed": 1, "voiced": 0.65, "f0": 150.0}, plain[1], plain[2], {"seed": 9, "voiced": 0.0, "f0": 0.0}]
@@ -91,13 +96,36 @@ class SeedFilterTest(unittest.TestCase):
             sf.compare(plain, [{"seed": 7, "voiced": 0.5, "f0": 100.0}])
 
     def test_bad_input(self):
+        good = {"seed": 1, "f0_hz": 100.0, "voiced_share": 0.5, "speaker": [0.1, 0.2]}
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, "bad.jsonl")
+            for bad, why in (({"seed": 1, "f0_hz": 100}, "voiced_share"), (dict(good, seed=True), "seed"),
+                             (dict(good, seed=0), "seed"), (dict(good, seed=1.5), "seed"),
+                             (dict(good, voiced_share=1.5), "voiced_share"), (dict(good, f0_hz=float("nan")), "f0_hz"),
+                             (dict(good, speaker=[0.1, float("inf")]), "finite"), (dict(good, filtered=True), "seed filter")):
+                with open(p, "w") as f:
+                    f.write(json.dumps(bad) + "\n")
+                with self.assertRaises(SystemExit, msg=bad) as e:
+                    sf.read_seeds([p])
+                self.assertIn("bad.jsonl:1", str(e.exception))
+                self.assertIn(why, str(e.exception))
             with open(p, "w") as f:
-                f.write('{"seed": 1, "f0_hz": 100}\n')
+                f.write(json.dumps(good) + "\n")
+            self.assertEqual(len(sf.read_seeds([p])), 1)
+            with self.assertRaises(SystemExit) as e:  # the same file twice
+                sf.read_seeds([p, p])
+            self.assertIn("seed 1 again", str(e.exception))
+            # a filtered measurement is fine to compare, not to fit on
+            with open(p, "w") as f:
+                f.write(json.dumps(dict(good, filtered=True)) + "\n")
+            self.assertEqual(len(sf.read_seeds([p], speaker=False)), 1)
+            empty = os.path.join(d, "empty.jsonl")
+            open(empty, "w").close()
             with self.assertRaises(SystemExit) as e:
-                sf.read_seeds([p])
-            self.assertIn("bad.jsonl:1", str(e.exception))
+                sf.read_seeds([empty])
+            self.assertIn("empty.jsonl", str(e.exception))
+            with self.assertRaises(SystemExit):  # a target no threshold reaches
+                sf.choose_threshold(np.arange(100.0), np.zeros(100), 0.1)
             with self.assertRaises(SystemExit):  # too few to fit and check
                 sf.fit(sf.read_seeds([self.write(d, measured(n=30))]), 0.1, 8)
 

@@ -253,7 +253,8 @@ func (e *Engine) Tokenizer() *Tokenizer { return e.tok }
 // SampleRate is the output rate.
 func (e *Engine) SampleRate() int { return e.mc.Audio.SampleRate }
 
-// SampleSpeaker implements tts.SpeakerSampler: ChatTTS's sample_random_speaker for a seed.
+// SampleSpeaker implements tts.SpeakerSampler: ChatTTS's sample_random_speaker for a seed
+// (SpkStat.Sample: with the model's seed filter, the draw it keeps).
 func (e *Engine) SampleSpeaker(seed int64) ([]float32, error) { return e.stat.Sample(seed), nil }
 
 // SuggestedSeeds implements tts.SeedSuggester: the model's speaker.suggested_seeds (none for

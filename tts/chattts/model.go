@@ -275,7 +275,7 @@ func (c *ModelConfig) check(path string) error {
 	}
 	if f := c.Speaker.SeedFilter; f != nil {
 		if err := f.check(c.Speaker.Dim); err != nil {
-			want(false, "speaker.seed_filter: %v", err)
+			bad = append(bad, "speaker.seed_filter: "+err.Error())
 		}
 	}
 	a := c.Audio

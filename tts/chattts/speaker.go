@@ -56,8 +56,12 @@ func (f *SeedFilter) check(dim int) error {
 	return nil
 }
 
-// Score is the filter's score of a speaker vector (≥ 0 passes).
+// Score is the filter's score of a speaker vector (≥ 0 passes); a vector of another size than
+// the weights scores −Inf.
 func (f *SeedFilter) Score(v []float32) float64 {
+	if len(v) != len(f.Weights) {
+		return math.Inf(-1)
+	}
 	n := Normalize(v)
 	s := f.Bias
 	for i, w := range f.Weights {
