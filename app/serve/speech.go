@@ -63,16 +63,35 @@ func defaultSpeechFormat() string {
 }
 
 // OpenAIVoices maps OpenAI's voice names to a Kokoro preset and a seed (used by engines
-// without that preset, e.g. espeak-ng, whose seeds pick variant, pitch, range and rate).
+// without that preset, e.g. espeak-ng, whose seeds pick variant, pitch, range and rate), and
+// where each voice sits between the deepest (0) and the highest (1): an engine that suggests
+// seeds from its lowest voice to its highest (the demo ChatTTS voice) speaks the name with the
+// suggested seed at that place (openAISeed), so onyx is deep and shimmer high, and none whispers.
 var OpenAIVoices = map[string]struct {
-	Kokoro string
-	Seed   int64
+	Kokoro   string
+	Seed     int64
+	Register float64
 }{
-	"alloy": {"af_alloy", 101}, "ash": {"am_adam", 102}, "ballad": {"bm_george", 103},
-	"coral": {"af_heart", 104}, "echo": {"am_echo", 105}, "fable": {"bm_fable", 106},
-	"onyx": {"am_onyx", 107}, "nova": {"af_nova", 108}, "sage": {"af_sarah", 109},
-	"shimmer": {"af_bella", 110}, "verse": {"am_michael", 111}, "marin": {"af_kore", 112},
-	"cedar": {"am_liam", 113},
+	"alloy": {"af_alloy", 101, 0.55}, "ash": {"am_adam", 102, 0.15}, "ballad": {"bm_george", 103, 0.3},
+	"coral": {"af_heart", 104, 0.75}, "echo": {"am_echo", 105, 0.2}, "fable": {"bm_fable", 106, 0.45},
+	"onyx": {"am_onyx", 107, 0}, "nova": {"af_nova", 108, 0.9}, "sage": {"af_sarah", 109, 0.7},
+	"shimmer": {"af_bella", 110, 1}, "verse": {"am_michael", 111, 0.35}, "marin": {"af_kore", 112, 0.8},
+	"cedar": {"am_liam", 113, 0.25},
+}
+
+// openAISeed is the seed OpenAI's voice name speaks with on an engine of seeds: the engine's
+// suggested seed at the voice's register where it suggests some, else the name's own seed.
+func openAISeed(eng tts.Engine, name string) (int64, bool) {
+	ov, ok := OpenAIVoices[strings.ToLower(name)]
+	if !ok {
+		return 0, false
+	}
+	if sg, ok := eng.(tts.SeedSuggester); ok {
+		if seeds := sg.SuggestedSeeds(); len(seeds) > 0 {
+			return seeds[int(math.Round(ov.Register*float64(len(seeds)-1)))], true
+		}
+	}
+	return ov.Seed, true
 }
 
 // speechRequest is OpenAI's /v1/audio/speech body plus Parley's sampling extras.
@@ -257,7 +276,8 @@ func (s *Server) applyVoice(req tts.Request, name string, ex engines.Explicit) (
 		if slices.Contains(s.eng.TTS.Capabilities().Voices, ov.Kokoro) {
 			req.Voice = ov.Kokoro
 		} else if !req.HasSeed {
-			req.Seed, req.HasSeed = ov.Seed, true
+			req.Seed, _ = openAISeed(s.eng.TTS, name)
+			req.HasSeed = true
 		}
 		return req, nil
 	}

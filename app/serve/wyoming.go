@@ -212,9 +212,7 @@ func (t wyTTS) Synthesize(ctx context.Context, text string, v wyoming.Voice, emi
 	s := t.s
 	req := tts.Request{Text: text, Language: v.Language}
 	if v.Speaker != "" {
-		if ov, ok := OpenAIVoices[strings.ToLower(v.Speaker)]; ok {
-			req.Seed, req.HasSeed = ov.Seed, true
-		}
+		req.Seed, req.HasSeed = openAISeed(s.eng.TTS, v.Speaker)
 	}
 	name := v.Name
 	if name == "default" || name == s.eng.TTSEngine {

@@ -283,14 +283,22 @@ const (
 )
 
 // CandidateSeeds are the n seeds ClosestSeed tries: the engine's suggested seeds first (a
-// tts.SeedSuggester: voiced ones spread over its pitch range), then 1, 2, … for the rest.
+// tts.SeedSuggester: voiced ones from its lowest voice to its highest), spread so that any
+// first few span the range (the lowest, the highest, then each time the one farthest from
+// those taken), then 1, 2, … for the rest.
 func CandidateSeeds(eng tts.Engine, n int) []int64 {
 	var seeds []int64
 	seen := map[int64]bool{}
 	if s, ok := eng.(tts.SeedSuggester); ok {
+		var suggested []int64
 		for _, seed := range s.SuggestedSeeds() {
-			if len(seeds) < n && !seen[seed] {
-				seeds, seen[seed] = append(seeds, seed), true
+			if !seen[seed] {
+				suggested, seen[seed] = append(suggested, seed), true
+			}
+		}
+		for _, i := range spread(len(suggested)) {
+			if len(seeds) < n {
+				seeds = append(seeds, suggested[i])
 			}
 		}
 	}
@@ -300,6 +308,36 @@ func CandidateSeeds(eng tts.Engine, n int) []int64 {
 		}
 	}
 	return seeds
+}
+
+// spread orders 0..n-1 so that every prefix covers the range: 0, n-1, then each time the index
+// farthest from those taken (the lower on a tie).
+func spread(n int) []int {
+	if n <= 0 {
+		return nil
+	}
+	order, taken := []int{0}, make([]bool, n)
+	taken[0] = true
+	if n > 1 {
+		order, taken[n-1] = append(order, n-1), true
+	}
+	for len(order) < n {
+		best, bestDist := -1, -1
+		for i := range n {
+			if taken[i] {
+				continue
+			}
+			d := n
+			for _, j := range order {
+				d = min(d, max(i-j, j-i))
+			}
+			if d > bestDist {
+				best, bestDist = i, d
+			}
+		}
+		order, taken[best] = append(order, best), true
+	}
+	return order
 }
 
 // ClosestSeed speaks each utterance's text with n seed speakers (CandidateSeeds) and returns the seed

@@ -53,8 +53,9 @@ type suggestingVoice struct {
 
 func (v suggestingVoice) SuggestedSeeds() []int64 { return v.seeds }
 
-// TestCandidateSeeds: suggested seeds first (duplicates once), then 1, 2, … for the rest; at
-// most n; an engine without suggestions tries 1..n.
+// TestCandidateSeeds: suggested seeds first (duplicates once; low to high as the model lists
+// them, tried lowest, highest, then the middles), then 1, 2, … for the rest; at most n; an
+// engine without suggestions tries 1..n.
 func TestCandidateSeeds(t *testing.T) {
 	for _, c := range []struct {
 		eng  tts.Engine
@@ -62,8 +63,9 @@ func TestCandidateSeeds(t *testing.T) {
 		want []int64
 	}{
 		{fakeVoice{}, 4, []int64{1, 2, 3, 4}},
-		{suggestingVoice{seeds: []int64{40, 2, 40, 77}}, 5, []int64{40, 2, 77, 1, 3}},
-		{suggestingVoice{seeds: []int64{40, 2, 77}}, 2, []int64{40, 2}},
+		{suggestingVoice{seeds: []int64{40, 2, 40, 77}}, 5, []int64{40, 77, 2, 1, 3}},
+		{suggestingVoice{seeds: []int64{40, 2, 77}}, 2, []int64{40, 77}},
+		{suggestingVoice{seeds: []int64{11, 12, 13, 14, 15, 16, 17, 18, 19}}, 9, []int64{11, 19, 15, 13, 17, 12, 14, 16, 18}},
 		{suggestingVoice{}, 2, []int64{1, 2}},
 		{fakeVoice{}, 0, nil},
 	} {

@@ -16,8 +16,8 @@ The measurements come from the engine itself, on the bundle without a filter:
 Every fourth seed is held out of the fit; the score's threshold is the highest acceptance
 whose held-out accepted seeds whisper at most --target of the time. config.json's
 speaker.seed_filter is written, and speaker.suggested_seeds: 20 clearly voiced seeds the filter
-leaves as they are, spread over the pitch range, which clones and fine-tunes try first (the
-rest of the file unchanged).
+leaves as they are, over the pitch range from the lowest voice to the highest, which clones and
+fine-tunes try first and the server gives OpenAI's voice names (the rest of the file unchanged).
 """
 from __future__ import annotations
 
@@ -153,8 +153,8 @@ def suggest(seeds: np.ndarray, voiced: np.ndarray, f0: np.ndarray, passes: np.nd
     """n seeds to suggest: clearly voiced ones the filter passes at their first draw (so the
     filter leaves their speaker as measured). Their pitch range (log F0) is cut into n equal
     bands and each band's most voiced seed taken (a low voice is often a breathy one: the most
-    voiced of the low ones is the one to offer), ordered so that every prefix spans the range:
-    the lowest band, the highest, then each time the band farthest from those taken."""
+    voiced of the low ones is the one to offer), from the lowest band to the highest (the
+    engine spreads them when it searches: tune.CandidateSeeds)."""
     ok = np.flatnonzero(passes & (voiced >= SUGGEST_VOICED) & (f0 > 0))
     if len(ok) == 0 or n <= 0:
         return []
@@ -167,14 +167,7 @@ def suggest(seeds: np.ndarray, voiced: np.ndarray, f0: np.ndarray, passes: np.nd
         if len(members):
             best = members[np.argmax(voiced[ok[members]])]
             picks.append((float(logf[members].mean()), int(best)))
-    centres = np.array([c for c, _ in picks])
-    order = [0] if len(picks) == 1 else [0, len(picks) - 1]
-    dist = np.min(np.abs(centres[:, None] - centres[order][None, :]), axis=1)
-    while len(order) < len(picks):
-        i = int(np.argmax(dist))
-        order.append(i)
-        dist = np.minimum(dist, np.abs(centres - centres[i]))
-    return [int(seeds[ok[picks[i][1]]]) for i in order]
+    return [int(seeds[ok[i]]) for _, i in picks]
 
 
 def fit(rows: List[Dict], target: float, tries: int, n_suggest: int = 20) -> Dict:

@@ -53,10 +53,10 @@ class SeedFilterTest(unittest.TestCase):
         voiced = np.array([0.55, 0.7, 0.6, 0.65, 0.1, 0.6, 0.8, 0.6, 0.5])
         passes = np.array([True, True, True, True, True, True, True, False, True])
         got = sf.suggest(seeds, voiced, f0, passes, 3)
-        # three bands over 100-260 Hz: the low band's most voiced (2, not 1), the high band's
-        # (7, not 6), then the middle's (4: more voiced than 3 and 9); seed 8 is refused by
-        # the filter, 5 whispers
-        self.assertEqual(got, [2, 7, 4])
+        # three bands over 100-260 Hz, low to high: the low band's most voiced (2, not 1), the
+        # middle's (4: more voiced than 3 and 9), the high band's (7, not 6); seed 8 is refused
+        # by the filter, 5 whispers
+        self.assertEqual(got, [2, 4, 7])
         self.assertNotIn(5, sf.suggest(seeds, voiced, f0, passes, 8))
         self.assertNotIn(8, sf.suggest(seeds, voiced, f0, passes, 8))
         self.assertEqual(sf.suggest(seeds, voiced * 0, f0, passes, 4), [])
