@@ -232,9 +232,9 @@ type SpeakerSampler interface {
 }
 
 // SeedSuggester is implemented by engines whose model names seeds worth trying first: seed
-// speakers measured to sound like a voice (not a whisper), spread over the model's pitch range
-// so that any first few of them span it. Clones and fine-tunes search them for the closest
-// speaker before other seeds.
+// speakers measured to sound like a voice (not a whisper), from its lowest voice to its highest.
+// Clones and fine-tunes search them for the closest speaker before other seeds; the server
+// gives them to OpenAI's voice names, deep to high.
 type SeedSuggester interface {
 	SuggestedSeeds() []int64
 }

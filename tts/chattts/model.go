@@ -57,8 +57,8 @@ type ModelConfig struct {
 		// SeedFilter (optional) steers seed speakers away from a part of the speaker space
 		// the model renders badly (the demo voice whispers there).
 		SeedFilter *SeedFilter `json:"seed_filter,omitempty"`
-		// SuggestedSeeds (optional): seeds measured to be voiced, spread over the pitch range
-		// (tts.SeedSuggester).
+		// SuggestedSeeds (optional): seeds measured to be voiced, from the lowest voice to the
+		// highest (tts.SeedSuggester).
 		SuggestedSeeds []int64 `json:"suggested_seeds,omitempty"`
 	} `json:"speaker"`
 	Audio struct {
