@@ -19,8 +19,8 @@ const voicesSeedsHelp = `usage: parley voices seeds [--from N --to M | --suggest
 Has each ChatTTS seed speaker from N to M say a sentence or two and reports its pitch (median
 F0 over its voiced frames) and how much of its speech is voiced: a voice under 15 % voiced
 whispers. Use it to find a seed to keep (parley voices create NAME --engine chattts --seed S).
---suggested measures the seeds the model suggests instead (voiced ones over its pitch range,
-which clones try first), if it names any.
+--suggested measures the seeds the model suggests instead (voiced ones, its lowest voice first,
+which clones try first and the server gives OpenAI's voice names), if it names any.
 --json prints one object per seed as it is measured; --speaker adds the seed's speaker vector.`
 
 // seedLine is one seed of `voices seeds --json`.

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,8 +66,9 @@ func defaultSpeechFormat() string {
 // OpenAIVoices maps OpenAI's voice names to a Kokoro preset and a seed (used by engines
 // without that preset, e.g. espeak-ng, whose seeds pick variant, pitch, range and rate), and
 // where each voice sits between the deepest (0) and the highest (1): an engine that suggests
-// seeds from its lowest voice to its highest (the demo ChatTTS voice) speaks the name with the
-// suggested seed at that place (openAISeed), so onyx is deep and shimmer high, and none whispers.
+// seeds from its lowest voice to its highest (the demo ChatTTS voice, on which fixed seeds such
+// as alloy's 101 whisper) speaks the names with its suggested seeds in that order (openAISeed),
+// so onyx is deep and shimmer high.
 var OpenAIVoices = map[string]struct {
 	Kokoro   string
 	Seed     int64
@@ -79,19 +81,41 @@ var OpenAIVoices = map[string]struct {
 	"cedar": {"am_liam", 113, 0.25},
 }
 
-// openAISeed is the seed OpenAI's voice name speaks with on an engine of seeds: the engine's
-// suggested seed at the voice's register where it suggests some, else the name's own seed.
+// openAIRanks orders OpenAI's voice names from the deepest register to the highest.
+var openAIRanks = func() map[string]int {
+	names := sortedKeys(OpenAIVoices)
+	sort.SliceStable(names, func(i, j int) bool { return OpenAIVoices[names[i]].Register < OpenAIVoices[names[j]].Register })
+	ranks := map[string]int{}
+	for i, n := range names {
+		ranks[n] = i
+	}
+	return ranks
+}()
+
+// openAISeed is the seed OpenAI's voice name speaks with on an engine that draws speakers from
+// seeds: where the engine suggests seeds, the names in register order spread over them (13
+// names on fewer seeds share some), else the name's own seed.
 func openAISeed(eng tts.Engine, name string) (int64, bool) {
-	ov, ok := OpenAIVoices[strings.ToLower(name)]
+	name = strings.ToLower(name)
+	ov, ok := OpenAIVoices[name]
 	if !ok {
 		return 0, false
 	}
-	if sg, ok := eng.(tts.SeedSuggester); ok {
-		if seeds := sg.SuggestedSeeds(); len(seeds) > 0 {
-			return seeds[int(math.Round(ov.Register*float64(len(seeds)-1)))], true
+	sg, ok := eng.(tts.SeedSuggester)
+	if !ok {
+		return ov.Seed, true
+	}
+	var seeds []int64
+	for _, s := range sg.SuggestedSeeds() {
+		if !slices.Contains(seeds, s) {
+			seeds = append(seeds, s)
 		}
 	}
-	return ov.Seed, true
+	if len(seeds) == 0 {
+		return ov.Seed, true
+	}
+	pos := float64(openAIRanks[name]) / float64(max(1, len(OpenAIVoices)-1))
+	return seeds[int(math.Round(pos*float64(len(seeds)-1)))], true
 }
 
 // speechRequest is OpenAI's /v1/audio/speech body plus Parley's sampling extras.
@@ -276,8 +300,7 @@ func (s *Server) applyVoice(req tts.Request, name string, ex engines.Explicit) (
 		if slices.Contains(s.eng.TTS.Capabilities().Voices, ov.Kokoro) {
 			req.Voice = ov.Kokoro
 		} else if !req.HasSeed {
-			req.Seed, _ = openAISeed(s.eng.TTS, name)
-			req.HasSeed = true
+			req.Seed, req.HasSeed = openAISeed(s.eng.TTS, name)
 		}
 		return req, nil
 	}

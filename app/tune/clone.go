@@ -296,10 +296,8 @@ func CandidateSeeds(eng tts.Engine, n int) []int64 {
 				suggested, seen[seed] = append(suggested, seed), true
 			}
 		}
-		for _, i := range spread(len(suggested)) {
-			if len(seeds) < n {
-				seeds = append(seeds, suggested[i])
-			}
+		for _, i := range spread(len(suggested), n) {
+			seeds = append(seeds, suggested[i])
 		}
 	}
 	for seed := int64(1); len(seeds) < n; seed++ {
@@ -311,31 +309,34 @@ func CandidateSeeds(eng tts.Engine, n int) []int64 {
 }
 
 // spread orders 0..n-1 so that every prefix covers the range: 0, n-1, then each time the index
-// farthest from those taken (the lower on a tie).
-func spread(n int) []int {
-	if n <= 0 {
+// farthest from those taken (the lower on a tie); only the first k are made.
+func spread(n, k int) []int {
+	k = min(n, k)
+	if k <= 0 {
 		return nil
 	}
-	order, taken := []int{0}, make([]bool, n)
-	taken[0] = true
-	if n > 1 {
-		order, taken[n-1] = append(order, n-1), true
+	order := []int{0}
+	dist := make([]int, n) // to the nearest index taken
+	for i := range dist {
+		dist[i] = i
 	}
-	for len(order) < n {
-		best, bestDist := -1, -1
-		for i := range n {
-			if taken[i] {
-				continue
-			}
-			d := n
-			for _, j := range order {
-				d = min(d, max(i-j, j-i))
-			}
-			if d > bestDist {
-				best, bestDist = i, d
+	if k > 1 && n > 1 {
+		order = append(order, n-1)
+		for i := range dist {
+			dist[i] = min(dist[i], n-1-i)
+		}
+	}
+	for len(order) < k {
+		best := 0
+		for i := range dist {
+			if dist[i] > dist[best] {
+				best = i
 			}
 		}
-		order, taken[best] = append(order, best), true
+		order = append(order, best)
+		for i := range dist {
+			dist[i] = min(dist[i], max(i-best, best-i))
+		}
 	}
 	return order
 }

@@ -55,7 +55,8 @@ func (v suggestingVoice) SuggestedSeeds() []int64 { return v.seeds }
 
 // TestCandidateSeeds: suggested seeds first (duplicates once; low to high as the model lists
 // them, tried lowest, highest, then the middles), then 1, 2, … for the rest; at most n; an
-// engine without suggestions tries 1..n.
+// engine without suggestions tries 1..n. (The first cases' lists are not in pitch order: the
+// spreading goes by list position, whatever the seeds' numbers.)
 func TestCandidateSeeds(t *testing.T) {
 	for _, c := range []struct {
 		eng  tts.Engine
@@ -68,6 +69,8 @@ func TestCandidateSeeds(t *testing.T) {
 		{suggestingVoice{seeds: []int64{11, 12, 13, 14, 15, 16, 17, 18, 19}}, 9, []int64{11, 19, 15, 13, 17, 12, 14, 16, 18}},
 		{suggestingVoice{}, 2, []int64{1, 2}},
 		{fakeVoice{}, 0, nil},
+		{suggestingVoice{seeds: []int64{11, 12, 13, 14, 15, 16, 17, 18, 19}}, 3, []int64{11, 19, 15}},
+		{suggestingVoice{seeds: []int64{11}}, 3, []int64{11, 1, 2}},
 	} {
 		if got := CandidateSeeds(c.eng, c.n); !slices.Equal(got, c.want) {
 			t.Errorf("%T %v n=%d: %v, want %v", c.eng, c.eng, c.n, got, c.want)

@@ -150,7 +150,7 @@ SUGGEST_VOICED = 0.5  # a suggested seed is voiced at least this much (speech: a
 
 
 def suggest(seeds: np.ndarray, voiced: np.ndarray, f0: np.ndarray, passes: np.ndarray, n: int) -> List[int]:
-    """n seeds to suggest: clearly voiced ones the filter passes at their first draw (so the
+    """At most n seeds to suggest (a band with no seed gives none): clearly voiced ones the filter passes at their first draw (so the
     filter leaves their speaker as measured). Their pitch range (log F0) is cut into n equal
     bands and each band's most voiced seed taken (a low voice is often a breathy one: the most
     voiced of the low ones is the one to offer), from the lowest band to the highest (the
@@ -161,13 +161,12 @@ def suggest(seeds: np.ndarray, voiced: np.ndarray, f0: np.ndarray, passes: np.nd
     logf = np.log(f0[ok])
     edges = np.linspace(logf.min(), logf.max(), n + 1)
     band = np.clip(np.searchsorted(edges, logf, side="right") - 1, 0, n - 1)
-    picks = []  # (band centre, index into ok)
+    picks = []  # index into ok, lowest band first
     for b in range(n):
         members = np.flatnonzero(band == b)
         if len(members):
-            best = members[np.argmax(voiced[ok[members]])]
-            picks.append((float(logf[members].mean()), int(best)))
-    return [int(seeds[ok[i]]) for _, i in picks]
+            picks.append(int(members[np.argmax(voiced[ok[members]])]))
+    return [int(seeds[ok[i]]) for i in picks]
 
 
 def fit(rows: List[Dict], target: float, tries: int, n_suggest: int = 20) -> Dict:

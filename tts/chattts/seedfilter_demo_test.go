@@ -2,6 +2,7 @@ package chattts
 
 import (
 	"context"
+	"math"
 	"os"
 	"slices"
 	"testing"
@@ -75,5 +76,20 @@ func TestDemoSeedFilter(t *testing.T) {
 	t.Logf("suggested seeds: %.0f–%.0f Hz", lo, hi)
 	if lo <= 0 || hi < 2*lo {
 		t.Errorf("suggested seeds span %.0f–%.0f Hz (want over an octave)", lo, hi)
+	}
+	// listed from the lowest voice to the highest (the server gives onyx the first): the first
+	// in the lowest fifth of the range, the last in the highest, and mostly rising between
+	third := math.Pow(hi/lo, 0.2)
+	if f0s[0] > lo*third || f0s[len(f0s)-1] < hi/third {
+		t.Errorf("suggested seeds are not lowest voice first: %.0f Hz … %.0f Hz (range %.0f–%.0f)", f0s[0], f0s[len(f0s)-1], lo, hi)
+	}
+	rises := 0
+	for i := 1; i < len(f0s); i++ {
+		if f0s[i] > f0s[i-1] {
+			rises++
+		}
+	}
+	if rises < (len(f0s)-1)*3/4 {
+		t.Errorf("suggested seeds' pitch rises %d times of %d: %.0f", rises, len(f0s)-1, f0s)
 	}
 }
