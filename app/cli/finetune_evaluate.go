@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,11 +70,9 @@ directory: the model a fine-tune with --gpt installed).`)
 	if err != nil {
 		return err
 	}
-	dir := *model
-	if dir == "" {
-		if dir, _ = engines.FindChatTTS("", true); dir == "" {
-			return errors.New("evaluating voices needs a ChatTTS voice model (an export of ChatTTS, or the demo voice)")
-		}
+	dir, err := chatttsDir(*model, "evaluating voices")
+	if err != nil {
+		return err
 	}
 	// the comparison the wizard's evaluate step runs (tune.CompareVoices), with the command's
 	// voices: several random seeds, a clone that must be made, library voices

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -65,11 +64,9 @@ func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	if _, err := lib.Get(*name); err == nil && !*force {
 		return fmt.Errorf("voice %q exists (--force replaces it, --name picks another)", *name)
 	}
-	dir := *model
-	if dir == "" {
-		if dir, _ = engines.FindChatTTS("", true); dir == "" {
-			return errors.New("cloning needs a ChatTTS voice model: `parley models import DIR` an export of ChatTTS (train/chattts), or install the demo voice")
-		}
+	dir, err := chatttsDir(*model, "cloning")
+	if err != nil {
+		return err
 	}
 	fac := env.factory()
 	pcm, rate, err := readClip(ctx, env, clip)
@@ -134,6 +131,18 @@ func voicesClone(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.Stdout, "try it: parley say --engine chattts --voice %s \"Hello there.\"\n", v.Name)
 	return nil
+}
+
+// chatttsDir is the ChatTTS export a command uses: model if given, else the installed one,
+// else the demo voice; what names the command's work in the error when there is none.
+func chatttsDir(model, what string) (string, error) {
+	if model != "" {
+		return model, nil
+	}
+	if dir, _ := engines.FindChatTTS("", true); dir != "" {
+		return dir, nil
+	}
+	return "", fmt.Errorf("%s needs a ChatTTS voice model: `parley models import DIR` an export of ChatTTS (train/chattts), or install the demo voice", what)
 }
 
 // readClip reads a clip as mono samples at its own rate, refusing long files.

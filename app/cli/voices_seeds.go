@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/parley-voice/parley/app/tune"
-	"github.com/parley-voice/parley/tts/engines"
 )
 
 // seedsMax bounds one `voices seeds` run (each seed is two sentences of synthesis).
@@ -59,11 +57,9 @@ func voicesSeeds(ctx context.Context, env *cliEnv, args []string) error {
 	if *speaker && !*asJSON {
 		return usageError("voices seeds", "--speaker needs --json")
 	}
-	dir := *model
-	if dir == "" {
-		if dir, _ = engines.FindChatTTS("", true); dir == "" {
-			return errors.New("seed speakers need a ChatTTS voice model: `parley models import DIR` an export of ChatTTS (train/chattts), or install the demo voice")
-		}
+	dir, err := chatttsDir(*model, "measuring seed speakers")
+	if err != nil {
+		return err
 	}
 	eng, err := env.factory().ChatTTS(dir)
 	if err != nil {
