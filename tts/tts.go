@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/parley-voice/parley/tts/control"
@@ -237,6 +238,22 @@ type SpeakerSampler interface {
 // gives them to OpenAI's voice names, deep to high.
 type SeedSuggester interface {
 	SuggestedSeeds() []int64
+}
+
+// SuggestedSeeds is what eng suggests (a SeedSuggester), each seed once, in its order; nil
+// where it suggests none.
+func SuggestedSeeds(eng Engine) []int64 {
+	sg, ok := eng.(SeedSuggester)
+	if !ok {
+		return nil
+	}
+	var seeds []int64
+	for _, s := range sg.SuggestedSeeds() {
+		if !slices.Contains(seeds, s) {
+			seeds = append(seeds, s)
+		}
+	}
+	return seeds
 }
 
 // Warnings collects what a request asked for that the engine could not do, plus control

@@ -101,16 +101,7 @@ func openAISeed(eng tts.Engine, name string) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	sg, ok := eng.(tts.SeedSuggester)
-	if !ok {
-		return ov.Seed, true
-	}
-	var seeds []int64
-	for _, s := range sg.SuggestedSeeds() {
-		if !slices.Contains(seeds, s) {
-			seeds = append(seeds, s)
-		}
-	}
+	seeds := tts.SuggestedSeeds(eng)
 	if len(seeds) == 0 {
 		return ov.Seed, true
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -288,20 +289,12 @@ const (
 // those taken), then 1, 2, … for the rest.
 func CandidateSeeds(eng tts.Engine, n int) []int64 {
 	var seeds []int64
-	seen := map[int64]bool{}
-	if s, ok := eng.(tts.SeedSuggester); ok {
-		var suggested []int64
-		for _, seed := range s.SuggestedSeeds() {
-			if !seen[seed] {
-				suggested, seen[seed] = append(suggested, seed), true
-			}
-		}
-		for _, i := range spread(len(suggested), n) {
-			seeds = append(seeds, suggested[i])
-		}
+	suggested := tts.SuggestedSeeds(eng)
+	for _, i := range spread(len(suggested), n) {
+		seeds = append(seeds, suggested[i])
 	}
 	for seed := int64(1); len(seeds) < n; seed++ {
-		if !seen[seed] {
+		if !slices.Contains(suggested, seed) {
 			seeds = append(seeds, seed)
 		}
 	}
