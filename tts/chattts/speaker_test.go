@@ -78,14 +78,9 @@ func TestSeedFilter(t *testing.T) {
 			t.Fatalf("seed %d: two samples differ", seed)
 		}
 		// the replacement is the first of the seed's own later draws that passes
-		r := NewRNG(uint64(seed))
 		var passing []float32
-		for try := 0; try < 16 && passing == nil; try++ {
-			v := make([]float32, 64)
-			for i := range v {
-				v[i] = voices.RoundHalf(float32(r.Normal())*plain.Std[i] + plain.Mean[i])
-			}
-			if filtered.Filter.Score(v) >= 0 {
+		for _, v := range seedDraws(plain, seed, 16) {
+			if passing == nil && filtered.Filter.Score(v) >= 0 {
 				passing = v
 			}
 		}
@@ -99,13 +94,8 @@ func TestSeedFilter(t *testing.T) {
 	// nothing passes: the best of the tries
 	filtered.Filter = &SeedFilter{Weights: w, Bias: -10, Tries: 5}
 	got := filtered.Sample(9)
-	r := NewRNG(9)
 	bestScore := math.Inf(-1)
-	for try := 0; try < 5; try++ {
-		v := make([]float32, 64)
-		for i := range v {
-			v[i] = voices.RoundHalf(float32(r.Normal())*plain.Std[i] + plain.Mean[i])
-		}
+	for _, v := range seedDraws(plain, 9, 5) {
 		bestScore = math.Max(bestScore, filtered.Filter.Score(v))
 	}
 	if s := filtered.Filter.Score(got); s != bestScore {
@@ -114,6 +104,20 @@ func TestSeedFilter(t *testing.T) {
 	if s := filtered.Filter.Score(make([]float32, 3)); !math.IsInf(s, -1) {
 		t.Fatalf("a vector of the wrong size scores %g", s)
 	}
+}
+
+// seedDraws are a seed's first n speaker draws from s, unfiltered (what SpkStat.Sample draws
+// one after another), written out here so the test does not lean on Sample's own loop.
+func seedDraws(s SpkStat, seed int64, n int) [][]float32 {
+	r := NewRNG(uint64(seed))
+	out := make([][]float32, n)
+	for k := range out {
+		out[k] = make([]float32, s.Dim())
+		for i := range out[k] {
+			out[k][i] = voices.RoundHalf(float32(r.Normal())*s.Std[i] + s.Mean[i])
+		}
+	}
+	return out
 }
 
 // TestSpeakerStringRoundTrip: a seed's vector written as a ChatTTS speaker string and read
