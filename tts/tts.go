@@ -211,6 +211,9 @@ type Capabilities struct {
 	Voices     []string            `json:"voices,omitempty"`
 	Controls   map[Control]Support `json:"controls"`
 	Notes      map[Control]string  `json:"notes,omitempty"` // how an emulation works
+	// SuggestedSeeds are seeds the engine suggests trying first (SeedSuggester): voiced, and
+	// spanning its voices from the lowest to the highest.
+	SuggestedSeeds []int64 `json:"suggested_seeds,omitempty"`
 }
 
 // Support returns how c is honoured (Ignored when absent).

@@ -304,6 +304,36 @@ func TestSeedDiceAndLock(t *testing.T) {
 	}
 }
 
+// The dice goes through the engine's suggested seeds first (each once, in a random order),
+// then rolls any seed; another engine's report starts its own suggestions.
+func TestSeedDiceRollsSuggestedSeedsFirst(t *testing.T) {
+	u, _ := newTestUI(t, Services{})
+	p := u.voice
+	draws := []int64{4, 4, 7, 1234, 5678}
+	p.rnd = func() int64 { s := draws[0]; draws = draws[1:]; return s }
+	p.setCaps(tts.Capabilities{Engine: "chattts", SuggestedSeeds: []int64{113, 150, 269}})
+	var got []int64
+	for range 4 {
+		test.Tap(p.dice)
+		got = append(got, p.Request().Seed)
+	}
+	// 4 % 3 = 1 → 150; 4 % 2 = 0 → 113; 7 % 1 → 269; then rnd's own value
+	if want := []int64{150, 113, 269, 1234}; !slices.Equal(got, want) {
+		t.Fatalf("rolls %v, want %v", got, want)
+	}
+	p.setCaps(tts.Capabilities{Engine: "chattts", SuggestedSeeds: []int64{113, 150, 269}})
+	test.Tap(p.dice) // the same engine's report again does not start over
+	if s := p.Request().Seed; s != 5678 {
+		t.Errorf("roll after the same report: %d, want 5678", s)
+	}
+	p.setCaps(tts.Capabilities{Engine: "kokoro", SuggestedSeeds: []int64{9}})
+	draws = []int64{3}
+	test.Tap(p.dice)
+	if s := p.Request().Seed; s != 9 {
+		t.Errorf("another engine's suggestion: %d, want 9", s)
+	}
+}
+
 func TestSlidersChangeTheRequest(t *testing.T) {
 	u, _ := newTestUI(t, Services{})
 	p := u.voice

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,13 +61,15 @@ type voicePanel struct {
 	choices map[string]voiceChoice // picker label → what it picks
 	engine  string
 	rnd     func() int64
-	cancel  context.CancelFunc
-	last    *audio.Buffer     // the last preview, for Replay and Save WAV…
-	OnPlay  func(tts.Request) // tests
-	tokens  map[string]*widget.Button
-	hints   map[tts.Control][]*hint
-	capsFor string
-	dlg     dialog.Dialog // the open save dialog
+	// suggested are the engine's suggested seeds the dice has not rolled yet (tts.Capabilities)
+	suggested []int64
+	cancel    context.CancelFunc
+	last      *audio.Buffer     // the last preview, for Replay and Save WAV…
+	OnPlay    func(tts.Request) // tests
+	tokens    map[string]*widget.Button
+	hints     map[tts.Control][]*hint
+	capsFor   string
+	dlg       dialog.Dialog // the open save dialog
 }
 
 // voiceChoice is one entry of the voice picker.
@@ -331,8 +334,17 @@ func (p *voicePanel) pick(label string) {
 }
 
 // roll draws a new seed unless the seed is locked.
+// roll draws a seed: the engine's suggested seeds first, in a random order (each sounds like a
+// voice; a random seed may whisper), then any seed.
 func (p *voicePanel) roll() {
 	if p.lock.Checked {
+		return
+	}
+	if n := len(p.suggested); n > 0 {
+		i := int(p.rnd() % int64(n))
+		s := p.suggested[i]
+		p.suggested = slices.Delete(p.suggested, i, i+1)
+		p.seed.SetText(strconv.FormatInt(s, 10))
 		return
 	}
 	p.seed.SetText(strconv.FormatInt(p.rnd(), 10))
@@ -663,6 +675,9 @@ func ignoredWhy(engine string, ctl tts.Control) string {
 // setCaps shows native / emulated / ignored per control, and disables the controls the
 // engine ignores, with the reason on hover.
 func (p *voicePanel) setCaps(c tts.Capabilities) {
+	if c.Engine != p.capsFor {
+		p.suggested = slices.Clone(c.SuggestedSeeds)
+	}
 	p.capsFor = c.Engine
 	if c.Engine != "" {
 		p.capsTitle.SetText("What " + c.Engine + " does")

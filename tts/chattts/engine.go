@@ -279,12 +279,13 @@ func (e *Engine) Capabilities() tts.Capabilities {
 		lvl = tts.Ignored
 	}
 	c := tts.Capabilities{
-		Engine:     "chattts",
-		Model:      filepath.Base(filepath.Clean(e.dir)),
-		Precision:  e.precision,
-		SampleRate: e.mc.Audio.SampleRate,
-		Languages:  []string{"zh", "en"},
-		Voices:     []string{"default", "none"}, // also seed:N and ChatTTS speaker strings
+		Engine:         "chattts",
+		Model:          filepath.Base(filepath.Clean(e.dir)),
+		Precision:      e.precision,
+		SampleRate:     e.mc.Audio.SampleRate,
+		Languages:      []string{"zh", "en"},
+		Voices:         []string{"default", "none"}, // also seed:N and ChatTTS speaker strings
+		SuggestedSeeds: tts.SuggestedSeeds(e),
 		Controls: map[tts.Control]tts.Support{
 			tts.CtlSeed: tts.Native, tts.CtlTemperature: tts.Native, tts.CtlTopP: tts.Native, tts.CtlTopK: tts.Native,
 			tts.CtlSpeed: tts.Native, tts.CtlEmbedding: tts.Native, tts.CtlMix: tts.Native, tts.CtlPause: tts.Native,

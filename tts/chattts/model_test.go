@@ -119,6 +119,9 @@ func TestBadExports(t *testing.T) {
 		if got := e.SuggestedSeeds(); !slices.Equal(got, []int64{40, 2}) {
 			t.Errorf("suggested seeds %v", got)
 		}
+		if got := e.Capabilities().SuggestedSeeds; !slices.Equal(got, []int64{40, 2}) {
+			t.Errorf("the capability report suggests %v, want [40 2]", got)
+		}
 		e.Close()
 	}
 	if e, err := New(tinyCopy(t, filter(dim, 4)), Config{GPU: gpu.Options{Provider: "cpu"}}); err != nil {
