@@ -22,7 +22,7 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 # (a fresh Debian root for the package test, the desktop entry's validator), Debian's
 # PyTorch for train/, and what train/'s human-derived corpus is made from and judged by: voices
 # built from real people's recordings (flite's CMU ARCTIC voices, festival's diphone and HTS
-# voices), WordNet's example sentences, and a recogniser trained on real speech (pocketsphinx).
+# voices; its Czech and Finnish ones say English phones for train.corpus.accent), WordNet's example sentences, and a recogniser trained on real speech (pocketsphinx).
 packages=(
   build-essential pkg-config git ca-certificates
   libespeak-ng-dev espeak-ng sox libsox-fmt-all ffmpeg
@@ -33,6 +33,7 @@ packages=(
   python3-torch python3-torchaudio python3-onnx python3-numpy python3-scipy
   python3-sentencepiece python3-soundfile
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts wordnet-base
+  festvox-czech-dita festvox-czech-machac festvox-czech-ph festvox-suopuhe-lj festvox-suopuhe-mv
   pocketsphinx-en-us python3-pocketsphinx
 )
 

@@ -57,6 +57,8 @@ class Voice:
     sex: str         # "m" or "f", the recorded person's
     f0: float        # the voice's own typical mean F0 in Hz (for warping and knobs)
     can_pitch: bool = True  # the engine sets its F0 (else pitch moves only with a resample)
+    lang: str = "en"        # the voice's own language; not "en": it says English phones (train.corpus.accent)
+    voice_dir: str = ""     # festival: its directory under /usr/share/festival/voices
 
 
 def _flite(name: str, person: str, sex: str, f0: float) -> Voice:
@@ -95,7 +97,10 @@ def voice(vid: str) -> Voice:
         return VOICES[vid]
     if vid.startswith("espeak-ng:"):
         return espeak_voice(vid.split(":", 1)[1])
-    raise ValueError(f"unknown voice {vid!r} (known: {', '.join(VOICES)}, espeak-ng:NAME)")
+    from .accent import ACCENTED
+    if vid in ACCENTED:
+        return ACCENTED[vid]
+    raise ValueError(f"unknown voice {vid!r} (known: {', '.join(VOICES)}, {', '.join(ACCENTED)}, espeak-ng:NAME)")
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,7 @@ def check(v: Voice) -> None:
             raise VoiceMissing(f"voice {v.id}: flite has no voice {v.name!r} (its voices: {r.stdout.split(':', 1)[-1].strip()}; "
                                f"apt-get install {v.package})")
     elif v.engine == "festival":
-        d = _FESTIVAL_VOICE_DIRS.get(v.name)
+        d = _FESTIVAL_VOICE_DIRS.get(v.name) or v.voice_dir or None
         roots = ["/usr/share/festival/voices"]
         if d is None or not any(os.path.isdir(os.path.join(r, d)) for r in roots):
             raise VoiceMissing(f"voice {v.id}: festival voice {v.name} is not installed ({pkg_line})")
@@ -243,6 +248,9 @@ def synthesize_many(texts: Sequence[str], v: Voice, knobs: Sequence[Knobs], tmpd
     if len(knobs) != len(texts):
         raise ValueError("one Knobs per text")
     check(v)
+    if v.lang != "en":
+        from .accent import synthesize_accented
+        return synthesize_accented(texts, v, knobs, tmpdir, timeout)
     if v.engine != "festival":
         out: List[Optional[np.ndarray]] = []
         for t, k in zip(texts, knobs):

@@ -1,0 +1,260 @@
+"""English spoken by festival's other-language voices: more real people, with accents.
+
+Debian's main archive has only four English voices made from real people (kal, ked, slt, awb,
+plus rms held out), all adults and one of them a woman.  It has more people in other languages'
+festival voices: Czech (dita, a woman; krb, a boy; machac and ph, men), Italian (lp, a woman;
+pc, a man) and Finnish (lj, a woman; mv, a man), diphone databases cut from their recordings.
+Those voices cannot read English text, but they can say English phones: festival's English
+front end (kal_diphone's: lexicon, letter-to-sound, phrasing, durations, intonation) turns the
+text into phones with durations and F0 targets, each phone is mapped to the nearest phone of
+the voice's language (``MAPS``), and the voice's diphones are joined on that plan (festival's
+``Segments`` utterance).  The result is English as a Czech, Italian or Finnish speaker with a
+strong accent says it, in that speaker's own voice source: what a recogniser for real people
+needs more of (women, a child, accents), with the transcript still exact.
+
+    voice = ACCENTED["festival:czech_dita"]
+    x = synthesize_accented(["hello there"], voice, [Knobs(f0=220)])[0]
+
+Phones a language lacks (English th, schwa, w in Czech; h in Italian) take the nearest one; a
+diphthong becomes two phones.  ``python3 -m train.corpus.accent --voice ID --text T --out W``
+writes one file for listening.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import voices as V
+
+# radio phones (kal_diphone's US English set) -> the voice language's phones.  A tuple is said
+# as a sequence; its duration is split with the first phone taking the larger part.
+MAPS: Dict[str, Dict[str, Tuple[str, ...]]] = {
+    "cs": {
+        "aa": ("a:",), "ae": ("e",), "ah": ("a",), "ao": ("o:",), "aw": ("a", "u"), "ay": ("a", "j"),
+        "ax": ("e",), "eh": ("e",), "er": ("e", "r"), "ey": ("e", "j"), "ih": ("i",), "iy": ("i:",),
+        "ow": ("o", "u"), "oy": ("o", "j"), "uh": ("u",), "uw": ("u:",),
+        "b": ("b",), "ch": ("c~",), "d": ("d",), "dh": ("d",), "f": ("f",), "g": ("g",), "hh": ("h",),
+        "jh": ("dz~",), "k": ("k",), "l": ("l",), "m": ("m",), "n": ("n",), "ng": ("n*",), "p": ("p",),
+        "r": ("r",), "s": ("s",), "sh": ("s~",), "t": ("t",), "th": ("t",), "v": ("v",), "w": ("v",),
+        "y": ("j",), "z": ("z",), "zh": ("z~",), "pau": ("#",),
+    },
+    "it": {
+        "aa": ("a",), "ae": ("E",), "ah": ("a",), "ao": ("O",), "aw": ("a", "w"), "ay": ("a", "j"),
+        "ax": ("e",), "eh": ("E",), "er": ("e", "r"), "ey": ("e", "j"), "ih": ("i",), "iy": ("i",),
+        "ow": ("o", "w"), "oy": ("O", "j"), "uh": ("u",), "uw": ("u",),
+        "b": ("b",), "ch": ("tS",), "d": ("d",), "dh": ("d",), "f": ("f",), "g": ("g",), "hh": (),
+        "jh": ("dZ",), "k": ("k",), "l": ("l",), "m": ("m",), "n": ("n",), "ng": ("n",), "p": ("p",),
+        "r": ("r",), "s": ("s",), "sh": ("S",), "t": ("t",), "th": ("t",), "v": ("v",), "w": ("w",),
+        "y": ("j",), "z": ("z",), "zh": ("Z",), "pau": ("#",),
+    },
+    "fi": {
+        "aa": ("a",), "ae": ("&",), "ah": ("a",), "ao": ("o",), "aw": ("a", "u"), "ay": ("a", "i"),
+        "ax": ("e",), "eh": ("e",), "er": ("e", "r"), "ey": ("e", "i"), "ih": ("i",), "iy": ("i:",),
+        "ow": ("o", "u"), "oy": ("o", "i"), "uh": ("u",), "uw": ("u:",),
+        "b": ("b",), "ch": ("t", "S"), "d": ("d",), "dh": ("d",), "f": ("f",), "g": ("g",), "hh": ("h",),
+        "jh": ("d", "S"), "k": ("k",), "l": ("l",), "m": ("m",), "n": ("n",), "ng": ("N",), "p": ("p",),
+        "r": ("r",), "s": ("s",), "sh": ("S",), "t": ("t",), "th": ("t",), "v": ("v",), "w": ("v",),
+        "y": ("j",), "z": ("s",), "zh": ("S",), "pau": ("#",),
+    },
+}
+
+
+def _accented(name: str, person: str, package: str, sex: str, f0: float, lang: str, voice_dir: str) -> V.Voice:
+    return V.Voice(f"festival:{name}", "festival", name, person, package, sex, f0, True, lang, voice_dir)
+
+
+ACCENTED: Dict[str, V.Voice] = {v.id: v for v in [
+    _accented("czech_dita", "dita", "festvox-czech-dita", "f", 200, "cs", "czech/czech_dita"),
+    _accented("czech_krb", "krb", "festvox-czech-krb", "m", 240, "cs", "czech/czech_krb"),
+    _accented("czech_machac", "machac", "festvox-czech-machac", "m", 110, "cs", "czech/czech_machac"),
+    _accented("czech_ph", "ph", "festvox-czech-ph", "m", 110, "cs", "czech/czech_ph"),
+    _accented("lp_diphone", "lp", "festvox-italp16k", "f", 200, "it", "italian/lp_diphone"),
+    _accented("pc_diphone", "pc", "festvox-itapc16k", "m", 110, "it", "italian/pc_diphone"),
+    _accented("suo_fi_lj_diphone", "lj", "festvox-suopuhe-lj", "f", 190, "fi", "finnish/suo_fi_lj_diphone"),
+    _accented("hy_fi_mv_diphone", "mv", "festvox-suopuhe-mv", "m", 105, "fi", "finnish/hy_fi_mv_diphone"),
+]}
+
+# The English front end's own typical F0 (kal_diphone), which the targets are moved from.
+FRONT_F0 = 105.0
+
+_ANALYSE = """(voice_kal_diphone)
+(define (parley_dump utt path)
+  (let ((fd (fopen path "w")))
+    (mapcar (lambda (s)
+       (format fd "%s %f" (item.name s) (item.feat s "end"))
+       (mapcar (lambda (tg) (format fd " %f:%f" (item.feat tg "pos") (item.feat tg "f0")))
+               (if (item.relation s 'Target) (item.daughters (item.relation s 'Target)) nil))
+       (format fd "\\n"))
+     (utt.relation.items utt 'Segment))
+    (format fd "==\\n")
+    (fclose fd)))
+"""
+
+
+def _parse_segments(text: str) -> Optional[List[Tuple[str, float, List[Tuple[float, float]]]]]:
+    """One dump (phone, end time, pos:f0 targets per line, "==" last) -> segments, or None if
+    it is incomplete or unreadable."""
+    lines = text.splitlines()
+    if not lines or lines[-1] != "==":
+        return None
+    segs, prev_end = [], 0.0
+    for line in lines[:-1]:
+        parts = line.split()
+        try:
+            end = float(parts[1])
+            targets = [tuple(float(x) for x in p.split(":")) for p in parts[2:]]
+        except (ValueError, IndexError):
+            return None
+        if any(len(t) != 2 for t in targets):
+            return None
+        segs.append((parts[0], max(0.0, end - prev_end), [(pos - prev_end, f0) for pos, f0 in targets]))
+        prev_end = end
+    return segs or None
+
+
+def analyse(texts: Sequence[str], stretches: Sequence[float], tmpdir: Optional[str] = None,
+            timeout: float = 600) -> List[Optional[List[Tuple[str, float, List[Tuple[float, float]]]]]]:
+    """English phones for each text: [(phone, duration s, [(time in phone s, f0 Hz)])], or None
+    where festival's front end failed on that text (or it is empty)."""
+    out: List[Optional[list]] = [None] * len(texts)
+    pending = [(i, t) for i, t in enumerate(texts) if t.strip()]
+    with tempfile.TemporaryDirectory(dir=tmpdir) as d:
+        paths = [os.path.join(d, f"{i:05d}.seg") for i in range(len(texts))]
+        # as in voices.synthesize_many: festival can die on a text; the texts after it run again
+        while pending:
+            lines = [_ANALYSE]
+            for i, t in pending:
+                lines.append(f"(Parameter.set 'Duration_Stretch {stretches[i]:.4f})")
+                lines.append(f"(unwind-protect (parley_dump (utt.synth (Utterance Text {V._scheme_string(t)})) "
+                             f"{V._scheme_string(paths[i])}) nil)")
+            script = os.path.join(d, "analyse.scm")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+            try:
+                r = subprocess.run(["festival", "-b", script], capture_output=True, timeout=timeout, cwd=d)
+            except subprocess.TimeoutExpired:
+                raise V.SynthError(f"festival's English front end took over {timeout:.0f} s for {len(pending)} texts") from None
+            left = []
+            for i, t in pending:
+                if os.path.exists(paths[i]):
+                    with open(paths[i], encoding="utf-8", errors="replace") as f:
+                        out[i] = _parse_segments(f.read())
+                else:
+                    left.append((i, t))
+            if r.returncode == 0 or not left:
+                break
+            pending = left[1:]
+    return out
+
+
+def plan(segs, lang: str, f0: float, f0_range: float) -> List[Tuple[str, float, List[Tuple[float, float]]]]:
+    """Map English segments to the voice's phones, moving the F0 targets to mean f0."""
+    table = MAPS[lang]
+    scale = f0 / FRONT_F0
+    out: list = []
+    carry, carried = 0.0, []  # a phone the language drops gives its time and targets to the next
+    for name, dur, targets in segs:
+        phones = table.get(name)
+        if phones is None:
+            raise V.SynthError(f"no {lang} phone for English phone {name!r}")
+        tg = carried + [(carry + t, max(40.0, f0 + (hz - FRONT_F0) * scale * f0_range)) for t, hz in targets]
+        if not phones:
+            carry, carried = carry + dur, tg
+            continue
+        dur += carry
+        carry, carried = 0.0, []
+        if len(phones) == 1:
+            out.append((phones[0], dur, tg))
+            continue
+        first = dur * 0.6
+        parts = [(phones[0], first), (phones[1], dur - first)]
+        start = 0.0
+        for ph, d in parts:
+            out.append((ph, d, [(t - start, hz) for t, hz in tg if start <= t < start + d or (t >= start + d and ph == phones[-1])]))
+            start += d
+    return out
+
+
+def segments_scheme(segs) -> str:
+    items = []
+    for ph, dur, tg in segs:
+        t = " ".join(f"({max(0.0, min(x, dur)):.4f} {hz:.1f})" for x, hz in tg)
+        items.append(f"({ph} {dur:.4f} {t})" if t else f"({ph} {dur:.4f})")
+    return "(Utterance Segments (" + " ".join(items) + "))"
+
+
+def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knobs], tmpdir: Optional[str] = None,
+                        timeout: float = 600) -> List[Optional[np.ndarray]]:
+    """Many texts in one accented voice (two festival runs); None where a text was refused."""
+    if v.lang not in MAPS:
+        raise ValueError(f"voice {v.id}: no phone map for language {v.lang!r}")
+    if len(knobs) != len(texts):
+        raise ValueError("one Knobs per text")
+    V.check(v)
+    V.check(V.VOICES["festival:kal_diphone"])  # the English front end
+    texts = [" ".join(t.split()) for t in texts]
+    segs = analyse(texts, [k.stretch for k in knobs], tmpdir, timeout)
+    out: List[Optional[np.ndarray]] = [None] * len(texts)
+    pending = []
+    for i, (s, k) in enumerate(zip(segs, knobs)):
+        if s is None or not texts[i]:
+            continue
+        try:
+            pending.append((i, segments_scheme(plan(s, v.lang, k.f0 if k.f0 is not None else v.f0, k.f0_range))))
+        except V.SynthError:
+            pass
+    with tempfile.TemporaryDirectory(dir=tmpdir) as d:
+        paths = [os.path.join(d, f"{i:05d}.wav") for i in range(len(texts))]
+        while pending:
+            lines = [f"(voice_{v.name})"]
+            for i, utt in pending:
+                lines.append(f"(unwind-protect (utt.save.wave (utt.synth {utt}) {V._scheme_string(paths[i])} 'riff) nil)")
+            script = os.path.join(d, "say.scm")
+            with open(script, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+            try:
+                r = subprocess.run(["festival", "-b", script], capture_output=True, timeout=timeout, cwd=d)
+            except subprocess.TimeoutExpired:
+                raise V.SynthError(f"festival {v.name} took over {timeout:.0f} s for {len(pending)} texts") from None
+            left = []
+            for i, u in pending:
+                if os.path.exists(paths[i]):
+                    try:
+                        out[i] = V._read_16k(paths[i])
+                    except V.SynthError:
+                        pass
+                else:
+                    left.append((i, u))
+            if r.returncode == 0 or not left:
+                break
+            pending = left[1:]
+    return out
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m train.corpus.accent", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--voice", required=True, choices=sorted(ACCENTED))
+    ap.add_argument("--text", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--f0", type=float, default=None)
+    a = ap.parse_args(argv)
+    import soundfile as sf
+    v = ACCENTED[a.voice]
+    V.check(v)
+    x = synthesize_accented([a.text], v, [V.Knobs(f0=a.f0)])[0]
+    if x is None:
+        print(f"error: {v.id} could not say {a.text!r}", file=sys.stderr)
+        return 1
+    sf.write(a.out, x, V.SR)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

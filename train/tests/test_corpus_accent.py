@@ -1,0 +1,118 @@
+"""English from festival's Czech and Finnish voices (train.corpus.accent) and the builder's
+accented voice set."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tempfile
+import unittest
+from unittest import mock
+
+import numpy as np
+
+from train.corpus import accent as AC
+from train.corpus import build as B
+from train.corpus import text as T
+from train.corpus import voices as V
+from train.tests.test_corpus_human import f0_median, small_pool
+
+FEST = "/usr/share/festival/voices"
+HAVE_FRONT = shutil.which("festival") is not None and os.path.isdir(f"{FEST}/english/kal_diphone")
+INSTALLED = [v for v in AC.ACCENTED.values() if HAVE_FRONT and os.path.isdir(os.path.join(FEST, v.voice_dir))]
+# Every phone of festival's radio set (kal_diphone's front end) but the silence.
+RADIO = ("aa ae ah ao aw ax ay b ch d dh eh er ey f g hh ih iy jh k l m n ng ow oy p r s sh t th uh uw "
+         "v w y z zh").split()
+
+
+class PlanTest(unittest.TestCase):
+    def test_every_english_phone_has_a_place(self):
+        for lang, table in AC.MAPS.items():
+            self.assertEqual(set(RADIO) | {"pau"}, set(table), lang)
+        for v in AC.ACCENTED.values():
+            self.assertIn(v.lang, AC.MAPS, v.id)
+            self.assertIs(V.voice(v.id), v)
+
+    def test_durations_and_pitch_move(self):
+        segs = [("pau", 0.2, []), ("hh", 0.06, [(0.0, 105.0)]), ("ay", 0.2, [(0.05, 125.0), (0.15, 95.0)]),
+                ("pau", 0.3, [])]
+        it = AC.plan(segs, "it", f0=210, f0_range=1.0)
+        # Italian has no h: its time goes to the next phone; the diphthong is two phones
+        self.assertEqual([p for p, _, _ in it], ["#", "a", "j", "#"])
+        self.assertAlmostEqual(sum(d for _, d, _ in it), 0.76, places=6)
+        self.assertAlmostEqual(it[1][1] + it[2][1], 0.26, places=6)
+        hz = [h for _, _, tg in it for _, h in tg]
+        self.assertEqual(len(hz), 3)  # h's target goes with its time
+        self.assertAlmostEqual(hz[0], 210, delta=1e-6)  # the front end's mean moves to f0
+        self.assertAlmostEqual(hz[1] - hz[2], (125 - 95) * 2, delta=1e-6)  # excursions scale with it
+        flat = AC.plan(segs, "cs", f0=210, f0_range=0.5)
+        fhz = [h for _, _, tg in flat for _, h in tg]
+        self.assertAlmostEqual(fhz[1] - fhz[2], (125 - 95) * 2 * 0.5, delta=1e-6)
+        with self.assertRaisesRegex(V.SynthError, "no cs phone"):
+            AC.plan([("qq", 0.1, [])], "cs", 200, 1.0)
+
+    def test_scheme_keeps_targets_inside_their_phone(self):
+        s = AC.segments_scheme([("a", 0.1, [(-0.01, 200.0), (0.3, 180.0)]), ("#", 0.2, [])])
+        self.assertEqual(s, "(Utterance Segments ((a 0.1000 (0.0000 200.0) (0.1000 180.0)) (# 0.2000)))")
+
+    def test_unknown_language(self):
+        v = V.Voice("festival:x", "festival", "x", "x", "festvox-x", "m", 100, True, "xx", "x/x")
+        with self.assertRaisesRegex(ValueError, "no phone map"):
+            AC.synthesize_accented(["hi"], v, [V.Knobs()])
+
+
+@unittest.skipUnless(INSTALLED, "festival's Czech/Finnish voices not installed")
+class SpeakTest(unittest.TestCase):
+    def test_each_voice_speaks_english_at_its_pitch(self):
+        text = "hello there, how are you today? set a timer for ten minutes"
+        for v in INSTALLED:
+            with self.subTest(v.id):
+                lo, hi, slow = V.synthesize_many([text, text, text], v,
+                                                 [V.Knobs(f0=130), V.Knobs(f0=240), V.Knobs(f0=130, stretch=1.5)])
+                for x in (lo, hi, slow):
+                    self.assertIsNotNone(x)
+                    self.assertEqual(x.dtype, np.float32)
+                self.assertGreater(len(lo), V.SR)
+                self.assertAlmostEqual(f0_median(lo) / 130, 1, delta=0.2)
+                self.assertAlmostEqual(f0_median(hi) / 240, 1, delta=0.2)
+                self.assertGreater(len(slow) / len(lo), 1.3)
+
+    def test_a_refused_text_is_none_the_rest_speak(self):
+        v = INSTALLED[0]
+        outs = V.synthesize_many(["good morning", "   ", 'say "quoted" \\ words', "good night"], v, [V.Knobs()] * 4)
+        self.assertIsNotNone(outs[0])
+        self.assertIsNone(outs[1])
+        self.assertIsNotNone(outs[2])
+        self.assertIsNotNone(outs[3])
+
+
+@unittest.skipUnless(len(INSTALLED) >= 2 and all(v in INSTALLED for v in map(V.voice, B.ACCENTED_WEIGHTS))
+                     and shutil.which("flite") and shutil.which("espeak-ng"), "accented voices needed")
+class AccentedBuildTest(unittest.TestCase):
+    def test_voice_set(self):
+        out = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, out)
+        with mock.patch.object(T, "load_pool", lambda *a, **k: small_pool()):
+            a = B.parser().parse_args(["--out", out, "--voice-set", "accented", "--holdout-person", "mv",
+                                       "--train", "10", "--val", "2", "--test", "4", "--speakers", "4",
+                                       "--heldout-speakers", "2", "--heldout-person-variants", "1",
+                                       "--shard-size", "5", "--jobs", "1", "--seed", "3"])
+            recipe = B.build(a, log=io.StringIO())
+            self.assertEqual(recipe["counts"]["train"], 10 - recipe["refused"]["train"])
+            rows = {s: [json.loads(l) for l in open(os.path.join(out, f"{s}.jsonl"))] for s in B.SPLITS}
+            accented = set(B.ACCENTED_WEIGHTS)
+            self.assertTrue(rows["train"])
+            for r in rows["train"] + rows["val"] + rows["test-speakers"]:
+                self.assertIn(r["voice"], accented)
+                self.assertNotEqual(r["person"], "mv")
+            self.assertTrue(rows["test-voice"])
+            self.assertTrue(all(r["person"] == "mv" for r in rows["test-voice"]))
+            self.assertEqual(rows["test-espeak"], [])
+            a.holdout_person = "rms"  # not in this set: named, before any work
+            with self.assertRaisesRegex(B.CorpusError, "no voice of that person in the accented set"):
+                B.build(a, log=io.StringIO())
+
+
+if __name__ == "__main__":
+    unittest.main()
