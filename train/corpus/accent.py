@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,29 +41,34 @@ MAPS: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "ax": ("e",), "eh": ("e",), "er": ("e", "r"), "ey": ("e", "j"), "ih": ("i",), "iy": ("i:",),
         "ow": ("o", "u"), "oy": ("o", "j"), "uh": ("u",), "uw": ("u:",),
         "b": ("b",), "ch": ("c~",), "d": ("d",), "dh": ("d",), "f": ("f",), "g": ("g",), "hh": ("h",),
-        "jh": ("dz~",), "k": ("k",), "l": ("l",), "m": ("m",), "n": ("n",), "ng": ("n*",), "p": ("p",),
+        "jh": ("dz~",), "k": ("k",), "l": ("l",), "m": ("m",), "n": ("n",), "ng": ("n",), "p": ("p",),
         "r": ("r",), "s": ("s",), "sh": ("s~",), "t": ("t",), "th": ("t",), "v": ("v",), "w": ("v",),
         "y": ("j",), "z": ("z",), "zh": ("z~",), "pau": ("#",),
     },
-    "it": {
-        "aa": ("a",), "ae": ("E",), "ah": ("a",), "ao": ("O",), "aw": ("a", "w"), "ay": ("a", "j"),
-        "ax": ("e",), "eh": ("E",), "er": ("e", "r"), "ey": ("e", "j"), "ih": ("i",), "iy": ("i",),
-        "ow": ("o", "w"), "oy": ("O", "j"), "uh": ("u",), "uw": ("u",),
-        "b": ("b",), "ch": ("tS",), "d": ("d",), "dh": ("d",), "f": ("f",), "g": ("g",), "hh": (),
-        "jh": ("dZ",), "k": ("k",), "l": ("l",), "m": ("m",), "n": ("n",), "ng": ("n",), "p": ("p",),
-        "r": ("r",), "s": ("s",), "sh": ("S",), "t": ("t",), "th": ("t",), "v": ("v",), "w": ("w",),
-        "y": ("j",), "z": ("z",), "zh": ("Z",), "pau": ("#",),
-    },
-    "fi": {
-        "aa": ("a",), "ae": ("&",), "ah": ("a",), "ao": ("o",), "aw": ("a", "u"), "ay": ("a", "i"),
+    "fi": {  # what both Finnish voices have diphones for (lj lacks S, N and w beside vowels)
+        "aa": ("a",), "ae": ("@",), "ah": ("a",), "ao": ("o",), "aw": ("a", "u"), "ay": ("a", "i"),
         "ax": ("e",), "eh": ("e",), "er": ("e", "r"), "ey": ("e", "i"), "ih": ("i",), "iy": ("i:",),
         "ow": ("o", "u"), "oy": ("o", "i"), "uh": ("u",), "uw": ("u:",),
-        "b": ("b",), "ch": ("t", "S"), "d": ("d",), "dh": ("d",), "f": ("f",), "g": ("g",), "hh": ("h",),
-        "jh": ("d", "S"), "k": ("k",), "l": ("l",), "m": ("m",), "n": ("n",), "ng": ("N",), "p": ("p",),
-        "r": ("r",), "s": ("s",), "sh": ("S",), "t": ("t",), "th": ("t",), "v": ("v",), "w": ("v",),
-        "y": ("j",), "z": ("s",), "zh": ("S",), "pau": ("#",),
+        "b": ("b",), "ch": ("t", "s"), "d": ("d",), "dh": ("d",), "f": ("f",), "g": ("g",), "hh": ("h",),
+        "jh": ("d", "s"), "k": ("k",), "l": ("l",), "m": ("m",), "n": ("n",), "ng": ("n",), "p": ("p",),
+        "r": ("r",), "s": ("s",), "sh": ("s",), "t": ("t",), "th": ("t",), "v": ("v",), "w": ("v",),
+        "y": ("j",), "z": ("s",), "zh": ("s",), "pau": ("#",),
     },
 }
+
+
+# Phones a voice has beyond its language's map (mv recorded the loan-word phones).
+OVERRIDES: Dict[str, Dict[str, Tuple[str, ...]]] = {
+    "hy_fi_mv_diphone": {"ch": ("t", "S"), "jh": ("d", "S"), "ng": ("N",), "sh": ("S",), "th": ("T",), "w": ("w",),
+                         "zh": ("S",)},
+}
+
+
+def phone_map(v: V.Voice) -> Dict[str, Tuple[str, ...]]:
+    """radio phone -> the phones v says for it."""
+    if v.lang not in MAPS:
+        raise ValueError(f"voice {v.id}: no phone map for language {v.lang!r}")
+    return {**MAPS[v.lang], **OVERRIDES.get(v.name, {})}
 
 
 def _accented(name: str, person: str, package: str, sex: str, f0: float, lang: str, voice_dir: str) -> V.Voice:
@@ -71,11 +77,8 @@ def _accented(name: str, person: str, package: str, sex: str, f0: float, lang: s
 
 ACCENTED: Dict[str, V.Voice] = {v.id: v for v in [
     _accented("czech_dita", "dita", "festvox-czech-dita", "f", 200, "cs", "czech/czech_dita"),
-    _accented("czech_krb", "krb", "festvox-czech-krb", "m", 240, "cs", "czech/czech_krb"),
     _accented("czech_machac", "machac", "festvox-czech-machac", "m", 110, "cs", "czech/czech_machac"),
     _accented("czech_ph", "ph", "festvox-czech-ph", "m", 110, "cs", "czech/czech_ph"),
-    _accented("lp_diphone", "lp", "festvox-italp16k", "f", 200, "it", "italian/lp_diphone"),
-    _accented("pc_diphone", "pc", "festvox-itapc16k", "m", 110, "it", "italian/pc_diphone"),
     _accented("suo_fi_lj_diphone", "lj", "festvox-suopuhe-lj", "f", 190, "fi", "finnish/suo_fi_lj_diphone"),
     _accented("hy_fi_mv_diphone", "mv", "festvox-suopuhe-mv", "m", 105, "fi", "finnish/hy_fi_mv_diphone"),
 ]}
@@ -84,6 +87,11 @@ ACCENTED: Dict[str, V.Voice] = {v.id: v for v in [
 FRONT_F0 = 105.0
 
 _ANALYSE = """(voice_kal_diphone)
+(define (parley_front utt)
+  ;; festival's Text utterance type without Wave_Synth: phones, durations and targets only
+  (Initialize utt) (Text utt) (Token_POS utt) (Token utt) (POS utt) (Phrasify utt) (Word utt)
+  (Pauses utt) (Intonation utt) (PostLex utt) (Duration utt) (Int_Targets utt)
+  utt)
 (define (parley_dump utt path)
   (let ((fd (fopen path "w")))
     (mapcar (lambda (s)
@@ -131,7 +139,7 @@ def analyse(texts: Sequence[str], stretches: Sequence[float], tmpdir: Optional[s
             lines = [_ANALYSE]
             for i, t in pending:
                 lines.append(f"(Parameter.set 'Duration_Stretch {stretches[i]:.4f})")
-                lines.append(f"(unwind-protect (parley_dump (utt.synth (Utterance Text {V._scheme_string(t)})) "
+                lines.append(f"(unwind-protect (parley_dump (parley_front (Utterance Text {V._scheme_string(t)})) "
                              f"{V._scheme_string(paths[i])}) nil)")
             script = os.path.join(d, "analyse.scm")
             with open(script, "w", encoding="utf-8") as f:
@@ -153,31 +161,36 @@ def analyse(texts: Sequence[str], stretches: Sequence[float], tmpdir: Optional[s
     return out
 
 
-def plan(segs, lang: str, f0: float, f0_range: float) -> List[Tuple[str, float, List[Tuple[float, float]]]]:
-    """Map English segments to the voice's phones, moving the F0 targets to mean f0."""
-    table = MAPS[lang]
+def plan(segs, table: Dict[str, Tuple[str, ...]], f0: float, f0_range: float,
+         lang: str = "") -> List[Tuple[str, float, List[Tuple[float, float]]]]:
+    """Map English segments to a voice's phones (``phone_map``), moving the F0 targets to
+    mean f0.  A phone said as several shares its time equally, the first taking the remainder."""
     scale = f0 / FRONT_F0
     out: list = []
     carry, carried = 0.0, []  # a phone the language drops gives its time and targets to the next
     for name, dur, targets in segs:
         phones = table.get(name)
         if phones is None:
-            raise V.SynthError(f"no {lang} phone for English phone {name!r}")
+            raise V.SynthError(f"no {lang or 'voice'} phone for English phone {name!r}")
         tg = carried + [(carry + t, max(40.0, f0 + (hz - FRONT_F0) * scale * f0_range)) for t, hz in targets]
         if not phones:
             carry, carried = carry + dur, tg
             continue
         dur += carry
         carry, carried = 0.0, []
-        if len(phones) == 1:
-            out.append((phones[0], dur, tg))
-            continue
-        first = dur * 0.6
-        parts = [(phones[0], first), (phones[1], dur - first)]
+        n = len(phones)
+        # the first of several phones is a little longer (a diphthong's onset): 0.6 of two
+        parts = [dur * 0.6, dur * 0.4] if n == 2 else [dur / n] * n
         start = 0.0
-        for ph, d in parts:
-            out.append((ph, d, [(t - start, hz) for t, hz in tg if start <= t < start + d or (t >= start + d and ph == phones[-1])]))
+        for k, (ph, d) in enumerate(zip(phones, parts)):
+            last = k == n - 1
+            mine = [(max(0.0, t - start), hz) for t, hz in tg
+                    if (k == 0 or t >= start) and (last or t < start + d)]
+            out.append((ph, d, mine))
             start += d
+    if out and (carry or carried):  # a dropped phone at the end: the last phone takes it
+        ph, d, tg = out[-1]
+        out[-1] = (ph, d + carry, tg + [(d + t, hz) for t, hz in carried])
     return out
 
 
@@ -192,8 +205,7 @@ def segments_scheme(segs) -> str:
 def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knobs], tmpdir: Optional[str] = None,
                         timeout: float = 600) -> List[Optional[np.ndarray]]:
     """Many texts in one accented voice (two festival runs); None where a text was refused."""
-    if v.lang not in MAPS:
-        raise ValueError(f"voice {v.id}: no phone map for language {v.lang!r}")
+    table = phone_map(v)
     if len(knobs) != len(texts):
         raise ValueError("one Knobs per text")
     V.check(v)
@@ -206,7 +218,7 @@ def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knob
         if s is None or not texts[i]:
             continue
         try:
-            pending.append((i, segments_scheme(plan(s, v.lang, k.f0 if k.f0 is not None else v.f0, k.f0_range))))
+            pending.append((i, segments_scheme(plan(s, table, k.f0 if k.f0 is not None else v.f0, k.f0_range, v.lang))))
         except V.SynthError:
             pass
     with tempfile.TemporaryDirectory(dir=tmpdir) as d:
@@ -235,6 +247,25 @@ def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knob
                 break
             pending = left[1:]
     return out
+
+
+def missing_diphones(v: V.Voice, contexts: Sequence[str] = ("#", "a", "i", "t")) -> List[str]:
+    """The diphones v lacks among its mapped phones beside each context phone (festival says
+    "using default diphone #-# for X-Y" and plays silence there): empty for a usable map."""
+    V.check(v)
+    phones = sorted({p for ps in phone_map(v).values() for p in ps} - {"#"})
+    lines = [f"(voice_{v.name})"]
+    for x in phones:
+        for c in contexts:
+            # (UniSyn dies on an utterance without F0 targets)
+            lines.append(f"(unwind-protect (utt.synth (Utterance Segments ((# 0.1) ({c} 0.1 (0 {v.f0:.0f})) "
+                         f"({x} 0.1 (0 {v.f0:.0f})) ({c} 0.1 (0 {v.f0:.0f})) (# 0.1)))) nil)")
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "scan.scm")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        r = subprocess.run(["festival", "-b", script], capture_output=True, text=True, timeout=300, cwd=d)
+    return sorted(set(re.findall(r"default diphone \S+ for (\S+)", r.stdout + r.stderr)))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
