@@ -22,7 +22,8 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 # (a fresh Debian root for the package test, the desktop entry's validator), Debian's
 # PyTorch for train/, and what train/'s human-derived corpus is made from and judged by: voices
 # built from real people's recordings (flite's CMU ARCTIC voices, festival's diphone and HTS
-# voices; its Czech and Finnish ones say English phones for train.corpus.accent), WordNet's example sentences, and a recogniser trained on real speech (pocketsphinx).
+# voices; its Czech and Finnish ones say English phones for train.corpus.accent), WordNet's
+# example sentences, and a recogniser trained on real speech (pocketsphinx).
 packages=(
   build-essential pkg-config git ca-certificates
   libespeak-ng-dev espeak-ng sox libsox-fmt-all ffmpeg

@@ -332,6 +332,13 @@ func TestSeedDiceRollsSuggestedSeedsFirst(t *testing.T) {
 	if s := p.Request().Seed; s != 9 {
 		t.Errorf("another engine's suggestion: %d, want 9", s)
 	}
+	// another model of the same engine brings its own; the seed in the field is not rolled again
+	p.setCaps(tts.Capabilities{Engine: "kokoro", Model: "other", SuggestedSeeds: []int64{9, 12}})
+	draws = []int64{0}
+	test.Tap(p.dice)
+	if s := p.Request().Seed; s != 12 {
+		t.Errorf("roll with the current seed among the suggestions: %d, want 12", s)
+	}
 }
 
 func TestSlidersChangeTheRequest(t *testing.T) {

@@ -69,6 +69,7 @@ type voicePanel struct {
 	tokens    map[string]*widget.Button
 	hints     map[tts.Control][]*hint
 	capsFor   string
+	capsModel string        // the model capsFor reported, whose suggested seeds the dice rolls
 	dlg       dialog.Dialog // the open save dialog
 }
 
@@ -333,12 +334,14 @@ func (p *voicePanel) pick(label string) {
 	}
 }
 
-// roll draws a new seed unless the seed is locked.
-// roll draws a seed: the engine's suggested seeds first, in a random order (each sounds like a
-// voice; a random seed may whisper), then any seed.
+// roll draws a seed unless it is locked: the engine's suggested seeds first, in a random order
+// (each sounds like a voice; a random seed may whisper), then any seed.
 func (p *voicePanel) roll() {
 	if p.lock.Checked {
 		return
+	}
+	if cur, err := strconv.ParseInt(p.seed.Text, 10, 64); err == nil {
+		p.suggested = slices.DeleteFunc(p.suggested, func(s int64) bool { return s == cur }) // a roll changes the seed
 	}
 	if n := len(p.suggested); n > 0 {
 		i := int(p.rnd() % int64(n))
@@ -675,10 +678,10 @@ func ignoredWhy(engine string, ctl tts.Control) string {
 // setCaps shows native / emulated / ignored per control, and disables the controls the
 // engine ignores, with the reason on hover.
 func (p *voicePanel) setCaps(c tts.Capabilities) {
-	if c.Engine != p.capsFor {
+	if c.Engine != p.capsFor || c.Model != p.capsModel {
 		p.suggested = slices.Clone(c.SuggestedSeeds)
 	}
-	p.capsFor = c.Engine
+	p.capsFor, p.capsModel = c.Engine, c.Model
 	if c.Engine != "" {
 		p.capsTitle.SetText("What " + c.Engine + " does")
 	}

@@ -92,7 +92,7 @@ def espeak_voice(name: str) -> Voice:
 
 
 def voice(vid: str) -> Voice:
-    """A voice by id: one of VOICES, or espeak-ng:NAME."""
+    """A voice by id: one of VOICES, one of train.corpus.accent's ACCENTED, or espeak-ng:NAME."""
     if vid in VOICES:
         return VOICES[vid]
     if vid.startswith("espeak-ng:"):
