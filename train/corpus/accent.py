@@ -134,30 +134,23 @@ def analyse(texts: Sequence[str], stretches: Sequence[float], tmpdir: Optional[s
     pending = [(i, t) for i, t in enumerate(texts) if t.strip()]
     with tempfile.TemporaryDirectory(dir=tmpdir) as d:
         paths = [os.path.join(d, f"{i:05d}.seg") for i in range(len(texts))]
-        # as in voices.synthesize_many: festival can die on a text; the texts after it run again
-        while pending:
+
+        def script(items) -> str:
             lines = [_ANALYSE]
-            for i, t in pending:
+            for i, t in items:
                 lines.append(f"(Parameter.set 'Duration_Stretch {stretches[i]:.4f})")
                 lines.append(f"(unwind-protect (parley_dump (parley_front (Utterance Text {V._scheme_string(t)})) "
                              f"{V._scheme_string(paths[i])}) nil)")
-            script = os.path.join(d, "analyse.scm")
-            with open(script, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
-            try:
-                r = subprocess.run(["festival", "-b", script], capture_output=True, timeout=timeout, cwd=d)
-            except subprocess.TimeoutExpired:
-                raise V.SynthError(f"festival's English front end took over {timeout:.0f} s for {len(pending)} texts") from None
-            left = []
-            for i, t in pending:
-                if os.path.exists(paths[i]):
-                    with open(paths[i], encoding="utf-8", errors="replace") as f:
-                        out[i] = _parse_segments(f.read())
-                else:
-                    left.append((i, t))
-            if r.returncode == 0 or not left:
-                break
-            pending = left[1:]
+            return "\n".join(lines) + "\n"
+
+        def done(i: int) -> bool:
+            if not os.path.exists(paths[i]):
+                return False
+            with open(paths[i], encoding="utf-8", errors="replace") as f:
+                out[i] = _parse_segments(f.read())
+            return True
+
+        V.run_festival(pending, script, done, "festival's English front end", timeout, d)
     return out
 
 
@@ -223,29 +216,23 @@ def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knob
             pass
     with tempfile.TemporaryDirectory(dir=tmpdir) as d:
         paths = [os.path.join(d, f"{i:05d}.wav") for i in range(len(texts))]
-        while pending:
+
+        def script(items) -> str:
             lines = [f"(voice_{v.name})"]
-            for i, utt in pending:
+            for i, utt in items:
                 lines.append(f"(unwind-protect (utt.save.wave (utt.synth {utt}) {V._scheme_string(paths[i])} 'riff) nil)")
-            script = os.path.join(d, "say.scm")
-            with open(script, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines) + "\n")
+            return "\n".join(lines) + "\n"
+
+        def done(i: int) -> bool:
+            if not os.path.exists(paths[i]):
+                return False
             try:
-                r = subprocess.run(["festival", "-b", script], capture_output=True, timeout=timeout, cwd=d)
-            except subprocess.TimeoutExpired:
-                raise V.SynthError(f"festival {v.name} took over {timeout:.0f} s for {len(pending)} texts") from None
-            left = []
-            for i, u in pending:
-                if os.path.exists(paths[i]):
-                    try:
-                        out[i] = V._read_16k(paths[i])
-                    except V.SynthError:
-                        pass
-                else:
-                    left.append((i, u))
-            if r.returncode == 0 or not left:
-                break
-            pending = left[1:]
+                out[i] = V._read_16k(paths[i])
+            except V.SynthError:
+                pass
+            return True
+
+        V.run_festival(pending, script, done, f"festival {v.name}", timeout, d)
     return out
 
 

@@ -270,27 +270,37 @@ def synthesize_many(texts: Sequence[str], v: Voice, knobs: Sequence[Knobs], tmpd
             pass
     with tempfile.TemporaryDirectory(dir=tmpdir) as d:
         paths = [os.path.join(d, f"{i:05d}.wav") for i in range(len(texts))]
-        # festival crashes outright on some texts (a segfault, not a Scheme error): the texts
-        # after the one that crashed it are run again without it
-        while pending:
-            script = os.path.join(d, "run.scm")
-            with open(script, "w", encoding="utf-8") as f:
-                f.write(_festival_script(v, [t for _, t in pending], [knobs[i] for i, _ in pending],
-                                         [paths[i] for i, _ in pending]))
+
+        def script(items) -> str:
+            return _festival_script(v, [t for _, t in items], [knobs[i] for i, _ in items], [paths[i] for i, _ in items])
+
+        def done(i: int) -> bool:
+            if not os.path.exists(paths[i]):
+                return False
             try:
-                r = subprocess.run(["festival", "-b", script], capture_output=True, timeout=timeout, cwd=d)
-            except subprocess.TimeoutExpired:
-                raise SynthError(f"festival {v.name} took over {timeout:.0f} s for {len(pending)} texts") from None
-            left = []
-            for i, t in pending:
-                if os.path.exists(paths[i]):
-                    try:
-                        out[i] = _read_16k(paths[i])
-                    except SynthError:
-                        pass
-                else:
-                    left.append((i, t))
-            if r.returncode == 0 or not left:
-                break
-            pending = left[1:]  # the first text without output is the one festival died on
+                out[i] = _read_16k(paths[i])
+            except SynthError:
+                pass
+            return True
+
+        run_festival(pending, script, done, f"festival {v.name}", timeout, d)
         return out
+
+
+def run_festival(pending: List[tuple], script, done, who: str, timeout: float, cwd: str) -> None:
+    """``festival -b`` over pending [(index, item)]: script(items) is the Scheme for them, and
+    done(index) reads an item's output and says whether festival wrote one.  Festival crashes
+    outright on some items (a segfault, not a Scheme error): the items after the first without
+    output run again without it, until all are tried."""
+    while pending:
+        path = os.path.join(cwd, "run.scm")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(script(pending))
+        try:
+            r = subprocess.run(["festival", "-b", path], capture_output=True, timeout=timeout, cwd=cwd)
+        except subprocess.TimeoutExpired:
+            raise SynthError(f"{who} took over {timeout:.0f} s for {len(pending)} texts") from None
+        left = [(i, x) for i, x in pending if not done(i)]
+        if r.returncode == 0 or not left:
+            return
+        pending = left[1:]  # the first item without output is the one festival died on
