@@ -62,7 +62,7 @@ TEST_SNRS = (0, 5, 10, 20, 30)
 VOICE_WEIGHTS = {"flite:kal16": 1.0, "flite:awb": 1.0, "flite:rms": 1.0, "flite:slt": 1.2,
                  "festival:kal_diphone": 0.7, "festival:ked_diphone": 1.0, "festival:cmu_us_slt_arctic_hts": 0.9}
 ESPEAK_WEIGHT = 1.2  # all espeak-ng variants together
-# --voice-set accented: festival's Czech, Finnish and Italian voices saying English phones
+# --voice-set accented: festival's Czech and Finnish voices saying English phones
 # (train.corpus.accent); a supplement beside the human set, without espeak-ng.
 ACCENTED_WEIGHTS = {"festival:czech_dita": 1.0, "festival:czech_machac": 1.0, "festival:czech_ph": 1.0,
                     "festival:suo_fi_lj_diphone": 1.0, "festival:hy_fi_mv_diphone": 1.0}
@@ -113,10 +113,11 @@ def draw_speakers(n: int, voices: Sequence[Tuple[str, float]], rng: np.random.Ge
 def plan(args) -> Tuple[Dict[str, List[dict]], Dict[str, A.Speaker], T.TextPool]:
     pool = T.load_pool(args.text_cache, log=sys.stderr)
     rng = np.random.default_rng(args.seed)
+    weights, espeak_weight = voice_weights(args.voice_set)
     tv = train_voices(args.holdout_person, args.voice_set)
     train_spk = draw_speakers(args.speakers, tv, rng, "spk")
     held_spk = draw_speakers(args.heldout_speakers, [(v, w) for v, w in tv if not v.startswith("espeak-ng:")], rng, "hspk")
-    catalogue = [V.voice(vid) for vid in voice_weights(args.voice_set)[0]]
+    catalogue = [V.voice(vid) for vid in weights]
     held_voices = [v.id for v in catalogue if v.person == args.holdout_person]
     if not held_voices:
         raise CorpusError(f"--holdout-person {args.holdout_person!r}: no voice of that person in the {args.voice_set} set "
@@ -126,7 +127,7 @@ def plan(args) -> Tuple[Dict[str, List[dict]], Dict[str, A.Speaker], T.TextPool]
     person_spk += [A.draw_speaker(f"{args.holdout_person}-{i:02d}", V.voice(held_voices[i % len(held_voices)]), rng)
                    for i in range(args.heldout_person_variants)]
     espeak_test = [A.draw_speaker(f"espeak-test{i:02d}", V.espeak_voice(f"{ACCENTS[i % len(ACCENTS)]}+{v}"), rng, plain=True)
-                   for i, v in enumerate(TEST_VARIANTS * 2)] if voice_weights(args.voice_set)[1] > 0 else []
+                   for i, v in enumerate(TEST_VARIANTS * 2)] if espeak_weight > 0 else []
     speakers = {s.id: s for s in train_spk + held_spk + person_spk + espeak_test}
 
     trng = random.Random(args.seed)
@@ -262,12 +263,10 @@ def shard_ok(shard_dir: str, want_plan: str, verify: bool = True) -> Tuple[bool,
 
 def build(args, log=sys.stderr) -> dict:
     t0 = time.time()
-    for vid in sorted({vid for vid, _ in train_voices(args.holdout_person, args.voice_set)}
-                      | set(voice_weights(args.voice_set)[0])):
-        if vid.startswith("espeak-ng:"):
-            continue
+    weights, espeak_weight = voice_weights(args.voice_set)
+    for vid in sorted(weights):  # every voice, the held-out person's too
         V.check(V.voice(vid))  # names the missing package before any work starts
-    if voice_weights(args.voice_set)[1] > 0:
+    if espeak_weight > 0:
         V.check(V.espeak_voice("en-us"))
     splits, speakers, pool = plan(args)
     spk_dicts = {k: s.to_dict() for k, s in speakers.items()}

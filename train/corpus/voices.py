@@ -261,18 +261,26 @@ def synthesize_many(texts: Sequence[str], v: Voice, knobs: Sequence[Knobs], tmpd
             except SynthError:
                 out.append(None)
         return out
-    out = [None] * len(texts)
     pending = []
     for i, t in enumerate(texts):
         try:
             pending.append((i, _clean_text(t)))
         except SynthError:
             pass
-    with tempfile.TemporaryDirectory(dir=tmpdir) as d:
-        paths = [os.path.join(d, f"{i:05d}.wav") for i in range(len(texts))]
+    return festival_wavs(len(texts), pending,
+                         lambda items, paths: _festival_script(v, [t for _, t in items], [knobs[i] for i, _ in items],
+                                                               [paths[i] for i, _ in items]),
+                         f"festival {v.name}", timeout, tmpdir)
 
-        def script(items) -> str:
-            return _festival_script(v, [t for _, t in items], [knobs[i] for i, _ in items], [paths[i] for i, _ in items])
+
+def festival_wavs(n: int, pending: List[tuple], script, who: str, timeout: float,
+                  tmpdir: Optional[str] = None) -> List[Optional[np.ndarray]]:
+    """Audio for items 0..n-1 from festival: pending [(index, item)] to say, script(items, paths)
+    the Scheme that writes item i's WAV to paths[i].  16 kHz audio per index, None where festival
+    wrote nothing readable (run_festival: a crash costs only its own item)."""
+    out: List[Optional[np.ndarray]] = [None] * n
+    with tempfile.TemporaryDirectory(dir=tmpdir) as d:
+        paths = [os.path.join(d, f"{i:05d}.wav") for i in range(n)]
 
         def done(i: int) -> bool:
             if not os.path.exists(paths[i]):
@@ -283,8 +291,8 @@ def synthesize_many(texts: Sequence[str], v: Voice, knobs: Sequence[Knobs], tmpd
                 pass
             return True
 
-        run_festival(pending, script, done, f"festival {v.name}", timeout, d)
-        return out
+        run_festival(pending, lambda items: script(items, paths), done, who, timeout, d)
+    return out
 
 
 def run_festival(pending: List[tuple], script, done, who: str, timeout: float, cwd: str) -> None:
