@@ -4,7 +4,8 @@ Debian's main archive has only four English voices made from real people (kal, k
 plus rms held out), all adults and one of them a woman.  It has more people in other languages'
 festival voices: Czech (dita, a woman; machac and ph, men) and Finnish (lj, a woman; mv, a man),
 diphone databases cut from their recordings.  (Its Italian voices and the Czech boy krb are
-left out: PocketSphinx heard them at 97 % WER.)
+left out: PocketSphinx heard them at 97 % WER; so is the Hindi man of festvox-hi-nsk, tried
+with a map to his own phones, retroflex t and d and all: 112 %.)
 Those voices cannot read English text, but they can say English phones: festival's English
 front end (kal_diphone's: lexicon, letter-to-sound, phrasing, durations, intonation) turns the
 text into phones with durations and F0 targets, each phone is mapped to the nearest phone of
@@ -17,8 +18,11 @@ more of (women, accents), with the transcript still exact.
     x = synthesize_accented(["hello there"], voice, [Knobs(f0=220)])[0]
 
 Phones a language lacks (English th, schwa, w in Czech) take the nearest one the voice
-recorded (``missing_diphones`` finds the gaps); a diphthong becomes two phones.  ``python3 -m train.corpus.accent --voice ID --text T --out W``
-writes one file for listening.
+recorded (``missing_diphones`` finds the gaps); a diphthong becomes two phones.  Pairs of
+phones the voice never recorded side by side play as silence unless ``Knobs.repair`` has
+``repair()`` say them as the speaker's language would (Czech voicing assimilation, bridges).
+``python3 -m train.corpus.accent --voice ID --text T --out W [--repair]`` writes one file for
+listening.
 """
 from __future__ import annotations
 
@@ -70,6 +74,60 @@ def phone_map(v: V.Voice) -> Dict[str, Tuple[str, ...]]:
     if v.lang not in MAPS:
         raise ValueError(f"voice {v.id}: no phone map for language {v.lang!r}")
     return {**MAPS[v.lang], **OVERRIDES.get(v.name, {})}
+
+
+# A diphone a voice never recorded plays as silence (festival's default #-#): Czech has no
+# voiced obstruent before a voiceless one or a pause, no vowel hiatus; lj no final consonants
+# and no doubled ones.  A speaker of the language says such a pair in their own way, and so
+# does repair(): Czech voicing assimilation (the first of two obstruents takes the second's
+# voicing; a final one is voiceless; the partners are Czech's own, festival's czech.scm), a
+# doubled consonant said once and long, and else a short bridge the voice has both diphones
+# for: a j after a front vowel (Czech), an i after a final consonant (Finnish loan words:
+# "bussi"), or a break, as a glottal stop.
+VOICING: Dict[str, Dict[str, str]] = {
+    "cs": {a: b for x, y in [("b", "p"), ("d", "t"), ("d~", "t~"), ("g", "k"), ("z", "s"), ("z~", "s~"),
+                             ("v", "f"), ("h", "ch"), ("dz", "c"), ("dz~", "c~")] for a, b in [(x, y), (y, x)]},
+}
+BRIDGES: Dict[str, List[Tuple[str, str]]] = {  # (after what, bridge) in order of preference
+    "cs": [("front", "j"), ("any", "#")],
+    "fi": [("final", "i"), ("any", "#")],
+}
+BRIDGE_S = {"#": 0.03, "j": 0.04, "i": 0.05}  # how long a bridge is (taken from the phone before)
+FRONT = ("i", "i:", "e", "e:")
+
+
+def _bridge_fits(where: str, left: str, right: str) -> bool:
+    if where == "front":
+        return left in FRONT
+    if where == "final":
+        return right == "#" and left[0] not in "aeiou@"
+    return True
+
+
+def repair(segs, have, lang: str):
+    """Plan segments (plan()) with each pair the voice lacks (``have``: its recorded diphones as
+    (left, right) pairs) said as a speaker of lang would; pairs nothing here mends stay."""
+    out: list = []
+    for ph, dur, tg in segs:
+        if out and (out[-1][0], ph) not in have:
+            prev, pdur, ptg = out[-1]
+            before = out[-2][0] if len(out) > 1 else None
+            alt = VOICING.get(lang, {}).get(prev)
+            if prev == ph:  # one long consonant
+                out[-1] = (prev, pdur + dur, ptg + [(pdur + t, hz) for t, hz in tg])
+                continue
+            if alt and (alt, ph) in have and (before is None or (before, alt) in have):
+                out[-1] = (alt, pdur, ptg)
+            else:
+                for where, b in BRIDGES.get(lang, []):
+                    if _bridge_fits(where, prev, ph) and (prev, b) in have and (b, ph) in have:
+                        bd = min(BRIDGE_S.get(b, 0.03), pdur / 2)
+                        cut = pdur - bd
+                        out[-1] = (prev, cut, [(t, hz) for t, hz in ptg if t < cut])
+                        out.append((b, bd, [(t - cut, hz) for t, hz in ptg if t >= cut]))
+                        break
+        out.append((ph, dur, tg))
+    return out
 
 
 def _accented(name: str, person: str, package: str, sex: str, f0: float, lang: str, voice_dir: str) -> V.Voice:
@@ -211,7 +269,10 @@ def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knob
         if s is None:
             continue
         try:
-            pending.append((i, segments_scheme(plan(s, table, k.f0 if k.f0 is not None else v.f0, k.f0_range, v.lang))))
+            segs_v = plan(s, table, k.f0 if k.f0 is not None else v.f0, k.f0_range, v.lang)
+            if k.repair:
+                segs_v = repair(segs_v, recorded_diphones(v), v.lang)
+            pending.append((i, segments_scheme(segs_v)))
         except V.SynthError:
             pass
     def script(items, paths) -> str:
@@ -223,23 +284,50 @@ def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knob
     return V.festival_wavs(len(texts), pending, script, f"festival {v.name}", timeout, tmpdir)
 
 
-def missing_diphones(v: V.Voice, contexts: Sequence[str] = ("#", "a", "i", "t")) -> List[str]:
-    """The diphones v lacks among its mapped phones beside each context phone (festival says
-    "using default diphone #-# for X-Y" and plays silence there): empty for a usable map."""
+def _missing(v: V.Voice, seqs: Sequence[Sequence[str]]) -> set:
+    """The diphones ("X-Y") festival reports v lacks in these phone sequences (it says
+    "using default diphone #-# for X-Y" and plays silence there)."""
     V.check(v)
-    phones = sorted({p for ps in phone_map(v).values() for p in ps} - {"#"})
     lines = [f"(voice_{v.name})"]
-    for x in phones:
-        for c in contexts:
-            # (UniSyn dies on an utterance without F0 targets)
-            lines.append(f"(unwind-protect (utt.synth (Utterance Segments ((# 0.1) ({c} 0.1 (0 {v.f0:.0f})) "
-                         f"({x} 0.1 (0 {v.f0:.0f})) ({c} 0.1 (0 {v.f0:.0f})) (# 0.1)))) nil)")
+    for seq in seqs:
+        # (UniSyn dies on an utterance without F0 targets)
+        lines.append("(unwind-protect (utt.synth (Utterance Segments (" +
+                     " ".join(f"({p} 0.08 (0 {v.f0:.0f}))" for p in seq) + "))) nil)")
     with tempfile.TemporaryDirectory() as d:
         script = os.path.join(d, "scan.scm")
         with open(script, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
         r = subprocess.run(["festival", "-b", script], capture_output=True, text=True, timeout=300, cwd=d)
-    return sorted(set(re.findall(r"default diphone \S+ for (\S+)", r.stdout + r.stderr)))
+    return set(re.findall(r"default diphone \S+ for (\S+)", r.stdout + r.stderr))
+
+
+def _phones(v: V.Voice) -> List[str]:
+    """Every phone v may say: its map's, their voicing partners and the bridges."""
+    ps = {p for ps in phone_map(v).values() for p in ps}
+    ps |= {VOICING.get(v.lang, {}).get(p) for p in ps} - {None}
+    ps |= {b for _, b in BRIDGES.get(v.lang, [])}
+    return sorted(ps | {"#"})
+
+
+def missing_diphones(v: V.Voice, contexts: Sequence[str] = ("#", "a", "i", "t")) -> List[str]:
+    """The diphones v lacks among its mapped phones beside each context phone: empty for a
+    usable map."""
+    phones = sorted({p for ps in phone_map(v).values() for p in ps} - {"#"})
+    return sorted(_missing(v, [("#", c, x, c, "#") for x in phones for c in contexts]))
+
+
+_RECORDED: Dict[str, frozenset] = {}
+
+
+def recorded_diphones(v: V.Voice) -> frozenset:
+    """Every (left, right) pair of v's phones (``_phones``) it has a diphone for; one festival
+    run per voice and process."""
+    if v.name not in _RECORDED:
+        ps = _phones(v)
+        # "# x a x b x c ... #": every pair with x on either side
+        lack = _missing(v, [["#"] + [q for p in ps for q in (x, p)] + [x, "#"] for x in ps])
+        _RECORDED[v.name] = frozenset((x, y) for x in ps for y in ps if f"{x}-{y}" not in lack)
+    return _RECORDED[v.name]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -249,10 +337,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--text", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--f0", type=float, default=None)
+    ap.add_argument("--repair", action="store_true", help="say the diphones the voice lacks as its speakers would")
     a = ap.parse_args(argv)
     import soundfile as sf
     v = ACCENTED[a.voice]
-    x = synthesize_accented([a.text], v, [V.Knobs(f0=a.f0)])[0]
+    x = synthesize_accented([a.text], v, [V.Knobs(f0=a.f0, repair=a.repair)])[0]
     if x is None:
         print(f"error: {v.id} could not say {a.text!r}", file=sys.stderr)
         return 1

@@ -34,6 +34,7 @@ the rest.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import multiprocessing as mp
@@ -149,6 +150,10 @@ def plan(args) -> Tuple[Dict[str, List[dict]], Dict[str, A.Speaker], T.TextPool]
     splits["test-speakers"] = items("test-speakers", args.test, held_spk, "test", "clean")
     splits["test-noise"] = items("test-noise", args.test, held_spk + person_spk, "test", "noise", TEST_SNRS)
     splits["test-espeak"] = items("test-espeak", args.test // 2, espeak_test, "test", "clean") if espeak_test else []
+    if getattr(args, "accent_repair", False):  # in the items, so their shards' plan hashes say so
+        for its in splits.values():
+            for it in its:
+                it["repair"] = True
     return splits, speakers, pool
 
 
@@ -184,6 +189,8 @@ def render_shard(job: Tuple[str, List[dict], Dict[str, dict]]) -> dict:
             for it in its:
                 sp = speakers[it["speaker"]]
                 k, w = A.utterance_knobs(sp, v, np.random.default_rng(it["seed"]))
+                if it.get("repair"):
+                    k = dataclasses.replace(k, repair=True)
                 ks.append(k)
                 warps.append(w)
             texts = [T.synth_text(it["text"]) for it in its]
@@ -357,6 +364,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--voice-set", default="human", choices=VOICE_SETS,
                     help="human: the English voices and espeak-ng (the corpus); accented: festival's Czech and "
                          "Finnish voices saying English (train.corpus.accent), a supplement")
+    ap.add_argument("--accent-repair", action="store_true",
+                    help="accented set: say the diphones a voice lacks as its speakers would (voicing "
+                         "assimilation, one long doubled consonant, a short bridge) instead of festival's silence")
     ap.add_argument("--shard-size", type=int, default=250)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--train-shards", type=int, default=None,
@@ -377,6 +387,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if v is not None and v < lo:
             print(f"error: --{k.replace('_', '-')} must be positive", file=sys.stderr)
             return 2
+    if a.accent_repair and a.voice_set != "accented":
+        print("error: --accent-repair is for --voice-set accented", file=sys.stderr)
+        return 2
     try:
         build(a)
     except (CorpusError, V.VoiceMissing, T.TextSourceMissing) as e:

@@ -108,10 +108,15 @@ class Knobs:
     f0: Optional[float] = None
     f0_range: float = 1.0
     stretch: float = 1.0
+    # accented voices: the diphones they lack said as their speakers would (train.corpus.accent.repair)
+    repair: bool = False
 
     def to_dict(self) -> dict:
-        return {"f0": None if self.f0 is None else round(float(self.f0), 2),
-                "f0_range": round(float(self.f0_range), 3), "stretch": round(float(self.stretch), 3)}
+        d = {"f0": None if self.f0 is None else round(float(self.f0), 2),
+             "f0_range": round(float(self.f0_range), 3), "stretch": round(float(self.stretch), 3)}
+        if self.repair:
+            d["repair"] = True
+        return d
 
 
 _FESTIVAL_VOICE_DIRS = {

@@ -68,6 +68,44 @@ class PlanTest(unittest.TestCase):
         s = AC.segments_scheme([("a", 0.1, [(-0.01, 200.0), (0.3, 180.0)]), ("#", 0.2, [])])
         self.assertEqual(s, "(Utterance Segments ((a 0.1000 (0.0000 200.0) (0.1000 180.0)) (# 0.2000)))")
 
+    def test_repair_says_missing_pairs_as_speakers_would(self):
+        def have_all_but(phones, *lacking):
+            return frozenset((x, y) for x in phones for y in phones) - set(lacking)
+
+        cs = have_all_but(["#", "a", "i", "j", "d", "t", "z", "s", "k"], ("d", "t"), ("z", "#"), ("i", "a"), ("a", "i"),
+                          ("a", "k"), ("k", "k"))
+        seg = lambda *ps: [(p, 0.1, [(0.08, 200.0)]) for p in ps]  # noqa: E731
+
+        def names(r):
+            return [p for p, _, _ in r]
+
+        # Czech: the first obstruent takes the second's voicing; a final one is voiceless
+        self.assertEqual(names(AC.repair(seg("a", "d", "t", "a"), cs, "cs")), ["a", "t", "t", "a"])
+        self.assertEqual(names(AC.repair(seg("a", "z", "#"), cs, "cs")), ["a", "s", "#"])
+        # hiatus: a j after a front vowel, a short break after another; the bridge's time and
+        # the targets past it come from the phone before, so the whole keeps its length
+        ij = AC.repair(seg("i", "a"), cs, "cs")
+        self.assertEqual(names(ij), ["i", "j", "a"])
+        self.assertAlmostEqual(ij[0][1], 0.1 - AC.BRIDGE_S["j"], places=6)
+        self.assertEqual(ij[0][2], [])
+        self.assertAlmostEqual(ij[1][2][0][0], 0.08 - ij[0][1], places=6)
+        ai = AC.repair(seg("a", "i"), cs, "cs")
+        self.assertEqual(names(ai), ["a", "#", "i"])
+        for r in (ij, ai):
+            self.assertAlmostEqual(sum(d for _, d, _ in r), 0.2, places=6)
+        # a doubled consonant the voice never recorded is one long one, its targets kept in place
+        kk = AC.repair(seg("a", "k", "k"), cs | {("a", "k")}, "cs")
+        self.assertEqual(names(kk), ["a", "k"])
+        self.assertAlmostEqual(kk[1][1], 0.2, places=6)
+        self.assertEqual([t for t, _ in kk[1][2]], [0.08, 0.18])
+        # Finnish: a vowel after a final consonant (where both diphones exist), else a break
+        fi = have_all_but(["#", "a", "i", "l", "m"], ("l", "#"), ("m", "#"), ("i", "#"))
+        self.assertEqual(names(AC.repair(seg("a", "l", "#"), fi | {("i", "#")}, "fi")), ["a", "l", "i", "#"])
+        self.assertEqual(names(AC.repair(seg("a", "m", "#"), fi, "fi")), ["a", "m", "#"])  # nothing fits: kept
+        # pairs the voice has are never touched
+        plain = seg("a", "d", "a", "#")
+        self.assertEqual(AC.repair(plain, cs, "cs"), plain)
+
     def test_unknown_language(self):
         v = V.Voice("festival:x", "festival", "x", "x", "festvox-x", "m", 100, True, "xx", "x/x")
         with self.assertRaisesRegex(ValueError, "no phone map"):
@@ -104,6 +142,30 @@ class SpeakTest(unittest.TestCase):
                 pairs = [m.split("-") for m in AC.missing_diphones(v, contexts=("a", "t"))]
                 cv = [f"{x}-{y}" for x, y in pairs if vowel(x) != vowel(y)]  # consonant beside vowel
                 self.assertEqual(cv, [], f"{v.id} lacks {cv}")
+
+    def test_repair_mends_what_the_voice_lacks(self):
+        # the inventory (one scan of every pair) agrees with festival's own report, and the
+        # repaired plan of real English has fewer pairs the voice would play as silence
+        texts = ["a good time for the big game", "the idea is old and his bag is full", "think of the ring"]
+        segs = AC.analyse(texts, [1.0] * len(texts))
+        for v in INSTALLED:
+            with self.subTest(v.id):
+                have = AC.recorded_diphones(v)
+                for m in AC.missing_diphones(v, contexts=("a", "t")):
+                    self.assertNotIn(tuple(m.split("-")), have)
+                before = after = 0
+                for s in segs:
+                    p = AC.plan(s, AC.phone_map(v), v.f0, 1.0, v.lang)
+                    r = AC.repair(p, have, v.lang)
+                    before += sum((a[0], b[0]) not in have for a, b in zip(p, p[1:]))
+                    after += sum((a[0], b[0]) not in have for a, b in zip(r, r[1:]))
+                    self.assertAlmostEqual(sum(d for _, d, _ in r), sum(d for _, d, _ in p), places=6)
+                self.assertLessEqual(after, before)
+                if before:
+                    self.assertLess(after, before)
+                x, y = V.synthesize_many([texts[0]] * 2, v, [V.Knobs(), V.Knobs(repair=True)])
+                self.assertIsNotNone(y)
+                self.assertAlmostEqual(len(y) / len(x), 1, delta=0.02)
 
     def test_a_refused_text_is_none_the_rest_speak(self):
         v = INSTALLED[0]
@@ -160,6 +222,17 @@ class AccentedBuildTest(unittest.TestCase):
             self.assertTrue(rows["test-voice"])
             self.assertTrue(all(r["person"] == "mv" for r in rows["test-voice"]))
             self.assertEqual(rows["test-espeak"], [])
+            # --accent-repair: in every item (so in the shards' plan hashes) and each row's knobs
+            plan_plain, spk, _ = B.plan(a)
+            a.accent_repair = True
+            plan_rep, _, _ = B.plan(a)
+            spk = {k: sp.to_dict() for k, sp in spk.items()}
+            self.assertTrue(all(it.get("repair") for its in plan_rep.values() for it in its))
+            self.assertFalse(any("repair" in it for its in plan_plain.values() for it in its))
+            self.assertNotEqual(B.plan_hash(plan_rep["train"][:5], spk), B.plan_hash(plan_plain["train"][:5], spk))
+            a.accent_repair = False
+            self.assertTrue(all("repair" not in r["knobs"] for r in rows["train"]))
+            self.assertEqual(B.main(["--out", out, "--accent-repair", "--train", "1"]), 2)  # the human set
             a.holdout_person = "rms"  # not in this set: named, before any work
             with self.assertRaisesRegex(B.CorpusError, "no voice of that person in the accented set"):
                 B.build(a, log=io.StringIO())
