@@ -309,6 +309,15 @@ type piece struct {
 	x      []float32
 }
 
+// trimmed drops the quiet beyond keepQuiet at either end (soundSpan); timestamps stay
+// those of the whole input.
+func (p piece) trimmed() piece {
+	a, b := soundSpan(p.x)
+	p.offset += a
+	p.x = p.x[a:b]
+	return p
+}
+
 func checkSamples(x []float32) error {
 	for i, v := range x {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
@@ -349,7 +358,7 @@ func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o 
 				}
 				c.advance(n)
 			}
-			pieces = append(pieces, piece{input: i, offset: off, x: x[off : off+n]})
+			pieces = append(pieces, piece{input: i, offset: off, x: x[off : off+n]}.trimmed())
 			off += n
 		}
 		if c != nil {
@@ -527,7 +536,7 @@ func (r *Recognizer) TranscribeStream(ctx context.Context, src Source, o Options
 	consumed := 0 // samples consumed into pieces
 	eof := false
 	emit := func(x []float32) error {
-		p := piece{offset: consumed, x: x}
+		p := piece{offset: consumed, x: x}.trimmed()
 		consumed += len(x)
 		if NumFrames(len(x)) == 0 || isSilent(x) {
 			return nil

@@ -1,0 +1,123 @@
+package asr
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/edit"
+	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/gpu/gputest"
+)
+
+// burst is lead seconds of noise at floor RMS, then 1 s of a 200 Hz tone at 0.1 RMS with
+// the same noise under it, then tail seconds of the noise.
+func burst(lead, tail, floor float64, seed uint64) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	n := int((lead + 1 + tail) * SampleRate)
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * floor)
+		if t := float64(i)/SampleRate - lead; t >= 0 && t < 1 {
+			x[i] += float32(0.1 * math.Sqrt2 * math.Sin(2*math.Pi*200*t))
+		}
+	}
+	return x
+}
+
+func TestSoundSpan(t *testing.T) {
+	keep := float64(keepQuiet) / SampleRate
+	for _, c := range []struct {
+		name              string
+		x                 []float32
+		wantStart, wantTo float64 // seconds, within a frame
+	}{
+		{"3 s of digital silence each side", burst(3, 3, 0, 1), 3 - keep, 4 + keep},
+		{"room tone at -60 dBFS", burst(3, 2, 1e-3, 2), 3 - keep, 4 + keep},
+		{"only the long end", burst(0.2, 4, 1e-3, 3), 0, 1.2 + keep},
+		{"short margins stay", burst(0.5, 0.5, 1e-3, 4), 0, 2},
+		{"steady noise: nothing to tell apart", burst(2, 2, 0.08, 5), 0, 5},
+	} {
+		s, e := soundSpan(c.x)
+		if math.Abs(float64(s)/SampleRate-c.wantStart) > 0.011 || math.Abs(float64(e)/SampleRate-c.wantTo) > 0.011 {
+			t.Errorf("%s: kept [%.3f, %.3f) s, want [%.3f, %.3f)", c.name, float64(s)/SampleRate, float64(e)/SampleRate, c.wantStart, c.wantTo)
+		}
+	}
+	// a click in the silence is not where the sound starts
+	x := burst(3, 0.5, 0, 6)
+	for i := SampleRate; i < SampleRate+80; i++ {
+		x[i] = 0.9
+	}
+	if s, _ := soundSpan(x); math.Abs(float64(s)/SampleRate-(3-keep)) > 0.011 {
+		t.Errorf("a click at 1 s: kept from %.3f s, want %.3f", float64(s)/SampleRate, 3-keep)
+	}
+	// all silence, all tone, too short: whole
+	for _, y := range [][]float32{make([]float32, 5*SampleRate), burst(0, 0, 0, 7), burst(0.1, 0.1, 0, 8)[:1000], nil} {
+		if s, e := soundSpan(y); s != 0 || e != len(y) {
+			t.Errorf("%d samples: kept [%d, %d), want all", len(y), s, e)
+		}
+	}
+}
+
+// TestLongQuietAround: the demo model hears words in seconds of silence before speech and
+// garbles the speech beside them ("set the volume to five" became "seven", "how far away is
+// the moon" "the fw howay is theays the moonoon"); with the quiet trimmed, held-out
+// utterances with 3 s of silence on each side decode about as well as alone (the model is
+// at near ties where 20 ms more lead can change a letter), and their timestamps are still
+// those of the padded input.
+func TestLongQuietAround(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
+		t.Skipf("demo model not in this checkout: %v", err)
+	}
+	gputest.RequireORT(t)
+	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, err := os.ReadFile(filepath.Join(speechDir, "demo_expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items struct{ Items []demoItem }
+	if err := json.Unmarshal(b, &items); err != nil {
+		t.Fatal(err)
+	}
+	golden := map[string]string{}
+	for _, it := range items.Items {
+		golden[it.File] = it.Ref
+	}
+	var errAlone, errPadded, chars int
+	for _, name := range []string{"test-000001.wav", "test-000004.wav", "test-000010.wav"} {
+		buf, err := audio.ReadWAVFile(filepath.Join(speechDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pad := make([]float32, 3*SampleRate)
+		padded := append(append(append([]float32(nil), pad...), buf.Data...), pad...)
+		alone, err := r.TranscribeWith(context.Background(), buf.Data, Options{Language: "en"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.TranscribeWith(context.Background(), padded, Options{Language: "en"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := []rune(golden[name])
+		errAlone += edit.Distance(ref, []rune(alone.Text))
+		errPadded += edit.Distance(ref, []rune(got.Text))
+		chars += len(ref)
+		t.Logf("%s: alone %q, with 3 s of silence around %q", name, alone.Text, got.Text)
+		if len(got.Timestamps) == 0 || got.Timestamps[0] < 3-float64(keepQuiet)/SampleRate {
+			t.Errorf("%s: first token at %v s, want after the 3 s of silence less what is kept", name, got.Timestamps)
+		}
+	}
+	if errPadded > errAlone+chars/20 {
+		t.Errorf("%d character errors with silence around, %d alone (of %d)", errPadded, errAlone, chars)
+	}
+}
