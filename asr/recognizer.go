@@ -538,7 +538,7 @@ func (r *Recognizer) TranscribeStream(ctx context.Context, src Source, o Options
 	emit := func(x []float32) error {
 		p := piece{offset: consumed, x: x}.trimmed()
 		consumed += len(x)
-		if NumFrames(len(x)) == 0 || isSilent(x) {
+		if NumFrames(len(p.x)) == 0 || isSilent(p.x) { // as TranscribeBatch judges its pieces
 			return nil
 		}
 		out, tm, err := r.run(ctx, []piece{p}, lang, norm, o.SuppressEmoUnknown)

@@ -55,6 +55,8 @@ func (t *Timings) add(o Timings) {
 
 // Segment is one model call's share of a Result.
 type Segment struct {
+	// Start and End bound the audio the model heard: a piece less the quiet trimmed from
+	// its ends (soundSpan), in seconds from the start of the input.
 	Start      float64   `json:"start"`
 	End        float64   `json:"end"`
 	Text       string    `json:"text"`

@@ -37,12 +37,7 @@ func findCut(x []float32, maxLen int) int {
 	if nf < 3 {
 		return maxLen
 	}
-	e := make([]float64, nf)
-	for k := range e {
-		e[k] = meanSquare(x[k*energyFrame : (k+1)*energyFrame])
-	}
-	sorted := append([]float64(nil), e...)
-	sort.Float64s(sorted)
+	e, sorted := frameEnergies(x, nf)
 	// Quiet = within 8 dB of the quietest 5 %, never under −60 dBFS, and always at least
 	// 10 dB under the median so that steady noise is not taken for a pause.
 	thr := math.Max(sorted[len(sorted)/20]*6.3, silenceFloor)
@@ -123,39 +118,38 @@ func isSilent(x []float32) bool {
 // quiet before its first and after its last sound, found from 10 ms frame energies: a
 // frame is sound when it is 10 dB over the piece's quietest 5 % of frames (and over
 // −60 dBFS), and sound starts where 3 of 5 frames are. A piece without 15 dB between its
-// quiet and its loud frames (steady noise, or sound throughout) is left whole.
+// quiet and its loud frames (steady noise) is left whole. The segments' Start and End are
+// then those of what was kept.
 const (
 	keepQuiet      = SampleRate // 1 s: more than the corpus has around an utterance
 	soundOverFloor = 10.0       // 10 dB
-	minDynamic     = 31.6       // 15 dB between the quietest 5 % and the loudest 10 % of frames
+	minDynamic     = 31.6       // 15 dB between the quietest 5 % of frames and the loud ones
+	soundRun       = 3          // loud frames …
+	soundWindow    = 5          // … among this many consecutive ones: sound, not a click
 )
 
 // soundSpan returns the part of x to keep: [start, end) with at most keepQuiet of quiet on
 // either side of its sound.
 func soundSpan(x []float32) (start, end int) {
-	nf := len(x) / energyFrame
-	if len(x) <= 2*keepQuiet || nf < 10 {
+	if len(x) <= 2*keepQuiet {
 		return 0, len(x)
 	}
-	e := make([]float64, nf)
-	for k := range e {
-		e[k] = meanSquare(x[k*energyFrame : (k+1)*energyFrame])
-	}
-	sorted := append([]float64(nil), e...)
-	sort.Float64s(sorted)
+	nf := len(x) / energyFrame
+	e, sorted := frameEnergies(x, nf)
 	floor := math.Max(sorted[nf/20], silenceFloor/10)
-	if sorted[nf*9/10] < floor*minDynamic {
+	// the loudest soundRun-th frame: a piece with one short word in it still has that many
+	if sorted[nf-soundRun] < floor*minDynamic {
 		return 0, len(x)
 	}
 	thr := math.Max(floor*soundOverFloor, silenceFloor)
-	sound := func(k int) bool { // 3 of the 5 frames from k are over thr
+	sound := func(k int) bool { // soundRun of the soundWindow frames from k are over thr
 		n := 0
-		for j := k; j < min(k+5, nf); j++ {
+		for j := k; j < min(k+soundWindow, nf); j++ {
 			if e[j] >= thr {
 				n++
 			}
 		}
-		return n >= 3
+		return n >= soundRun
 	}
 	first, last := -1, -1
 	for k := 0; k < nf; k++ {
@@ -168,7 +162,7 @@ func soundSpan(x []float32) (start, end int) {
 		}
 	}
 	for k := nf - 1; k >= 0; k-- {
-		if sound(max(0, k-4)) && e[k] >= thr {
+		if sound(max(0, k-soundWindow+1)) && e[k] >= thr {
 			last = k
 			break
 		}
@@ -177,6 +171,17 @@ func soundSpan(x []float32) (start, end int) {
 		return 0, len(x)
 	}
 	return max(0, first*energyFrame-keepQuiet), min(len(x), (last+1)*energyFrame+keepQuiet)
+}
+
+// frameEnergies returns the mean square of each of x's first nf frames, and the same sorted.
+func frameEnergies(x []float32, nf int) (e, sorted []float64) {
+	e = make([]float64, nf)
+	for k := range e {
+		e[k] = meanSquare(x[k*energyFrame : (k+1)*energyFrame])
+	}
+	sorted = append([]float64(nil), e...)
+	sort.Float64s(sorted)
+	return e, sorted
 }
 
 // VAD pause detection.
