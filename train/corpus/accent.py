@@ -81,9 +81,9 @@ def phone_map(v: V.Voice) -> Dict[str, Tuple[str, ...]]:
 # and no doubled ones.  A speaker of the language says such a pair in their own way, and so
 # does repair(): Czech voicing assimilation (the first of two obstruents takes the second's
 # voicing; a final one is voiceless; the partners are Czech's own, festival's czech.scm), a
-# doubled consonant said once and long, and else a short bridge the voice has both diphones
-# for: a j after a front vowel (Czech), an i after a final consonant (Finnish loan words:
-# "bussi"), or a break, as a glottal stop.
+# doubled phone said once and long, and else a short bridge the voice has both diphones for:
+# a j after a front vowel (Czech), an i after a final consonant (Finnish loan words: "bussi"),
+# or a 30 ms pause (where a speaker would break the two apart, as with a glottal stop).
 VOICING: Dict[str, Dict[str, str]] = {
     "cs": {a: b for x, y in [("b", "p"), ("d", "t"), ("d~", "t~"), ("g", "k"), ("z", "s"), ("z~", "s~"),
                              ("v", "f"), ("h", "ch"), ("dz", "c"), ("dz~", "c~")] for a, b in [(x, y), (y, x)]},
@@ -104,17 +104,23 @@ def _bridge_fits(where: str, left: str, right: str) -> bool:
     return True
 
 
-def repair(segs, have, lang: str):
+Segment = Tuple[str, float, List[Tuple[float, float]]]
+
+
+def repair(segs: Sequence[Segment], have: frozenset, lang: str) -> List[Segment]:
     """Plan segments (plan()) with each pair the voice lacks (``have``: its recorded diphones as
-    (left, right) pairs) said as a speaker of lang would; pairs nothing here mends stay."""
-    out: list = []
+    (left, right) pairs) said as a speaker of lang would; pairs nothing here mends stay.  (One
+    pass from the left: a cluster whose voicing needs two changes, as in "dogs", keeps a gap.)"""
+    out: List[Segment] = []
     for ph, dur, tg in segs:
         if out and (out[-1][0], ph) not in have:
             prev, pdur, ptg = out[-1]
             before = out[-2][0] if len(out) > 1 else None
             alt = VOICING.get(lang, {}).get(prev)
-            if prev == ph:  # one long consonant
-                out[-1] = (prev, pdur + dur, ptg + [(pdur + t, hz) for t, hz in tg])
+            if alt == ph and (alt, ph) not in have:  # "good time" in a voice without t-t: one long t
+                prev = alt
+            if prev == ph:  # one long phone
+                out[-1] = (ph, pdur + dur, ptg + [(pdur + t, hz) for t, hz in tg])
                 continue
             if alt and (alt, ph) in have and (before is None or (before, alt) in have):
                 out[-1] = (alt, pdur, ptg)
@@ -264,6 +270,7 @@ def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knob
     V.check(V.VOICES["festival:kal_diphone"])  # the English front end
     texts = [" ".join(t.split()) for t in texts]
     segs = analyse(texts, [k.stretch for k in knobs], tmpdir, timeout)
+    have = recorded_diphones(v) if any(k.repair for k in knobs) else frozenset()
     pending = []
     for i, (s, k) in enumerate(zip(segs, knobs)):
         if s is None:
@@ -271,7 +278,7 @@ def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knob
         try:
             segs_v = plan(s, table, k.f0 if k.f0 is not None else v.f0, k.f0_range, v.lang)
             if k.repair:
-                segs_v = repair(segs_v, recorded_diphones(v), v.lang)
+                segs_v = repair(segs_v, have, v.lang)
             pending.append((i, segments_scheme(segs_v)))
         except V.SynthError:
             pass
@@ -289,21 +296,30 @@ def _missing(v: V.Voice, seqs: Sequence[Sequence[str]]) -> set:
     "using default diphone #-# for X-Y" and plays silence there)."""
     V.check(v)
     lines = [f"(voice_{v.name})"]
-    for seq in seqs:
+    for i, seq in enumerate(seqs):
         # (UniSyn dies on an utterance without F0 targets)
         lines.append("(unwind-protect (utt.synth (Utterance Segments (" +
                      " ".join(f"({p} 0.08 (0 {v.f0:.0f}))" for p in seq) + "))) nil)")
+        lines.append(f'(format t "parley-scan {i}\\n")')
     with tempfile.TemporaryDirectory() as d:
         script = os.path.join(d, "scan.scm")
         with open(script, "w", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
-        r = subprocess.run(["festival", "-b", script], capture_output=True, text=True, timeout=300, cwd=d)
+        try:
+            r = subprocess.run(["festival", "-b", script], capture_output=True, text=True, timeout=300, cwd=d)
+        except subprocess.TimeoutExpired:
+            raise V.SynthError(f"festival {v.name}: the diphone scan took over 300 s") from None
+    # festival exits with a crash after these voices even when all went well: count the marks
+    done = len(set(re.findall(r"parley-scan (\d+)", r.stdout)))
+    if done != len(seqs):
+        raise V.SynthError(f"festival {v.name}: the diphone scan stopped after {done} of {len(seqs)} "
+                           f"utterances (exit {r.returncode}): {r.stderr.strip()[-200:]}")
     return set(re.findall(r"default diphone \S+ for (\S+)", r.stdout + r.stderr))
 
 
 def _phones(v: V.Voice) -> List[str]:
     """Every phone v may say: its map's, their voicing partners and the bridges."""
-    ps = {p for ps in phone_map(v).values() for p in ps}
+    ps = {p for said in phone_map(v).values() for p in said}
     ps |= {VOICING.get(v.lang, {}).get(p) for p in ps} - {None}
     ps |= {b for _, b in BRIDGES.get(v.lang, [])}
     return sorted(ps | {"#"})
@@ -316,18 +332,19 @@ def missing_diphones(v: V.Voice, contexts: Sequence[str] = ("#", "a", "i", "t"))
     return sorted(_missing(v, [("#", c, x, c, "#") for x in phones for c in contexts]))
 
 
-_RECORDED: Dict[str, frozenset] = {}
+_RECORDED: Dict[Tuple[str, Tuple[str, ...]], frozenset] = {}
 
 
 def recorded_diphones(v: V.Voice) -> frozenset:
     """Every (left, right) pair of v's phones (``_phones``) it has a diphone for; one festival
-    run per voice and process."""
-    if v.name not in _RECORDED:
-        ps = _phones(v)
+    run per voice and phone set in a process (a failed scan raises SynthError, not kept)."""
+    ps = tuple(_phones(v))
+    key = (v.name, ps)
+    if key not in _RECORDED:
         # "# x a x b x c ... #": every pair with x on either side
         lack = _missing(v, [["#"] + [q for p in ps for q in (x, p)] + [x, "#"] for x in ps])
-        _RECORDED[v.name] = frozenset((x, y) for x in ps for y in ps if f"{x}-{y}" not in lack)
-    return _RECORDED[v.name]
+        _RECORDED[key] = frozenset((x, y) for x in ps for y in ps if f"{x}-{y}" not in lack)
+    return _RECORDED[key]
 
 
 def main(argv: Optional[List[str]] = None) -> int:

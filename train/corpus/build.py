@@ -150,7 +150,9 @@ def plan(args) -> Tuple[Dict[str, List[dict]], Dict[str, A.Speaker], T.TextPool]
     splits["test-speakers"] = items("test-speakers", args.test, held_spk, "test", "clean")
     splits["test-noise"] = items("test-noise", args.test, held_spk + person_spk, "test", "noise", TEST_SNRS)
     splits["test-espeak"] = items("test-espeak", args.test // 2, espeak_test, "test", "clean") if espeak_test else []
-    if getattr(args, "accent_repair", False):  # in the items, so their shards' plan hashes say so
+    # in the items, so their shards' plan hashes say so (getattr: callers' own Namespaces
+    # from before the flag have no such field)
+    if getattr(args, "accent_repair", False):
         for its in splits.values():
             for it in its:
                 it["repair"] = True

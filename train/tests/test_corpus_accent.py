@@ -80,7 +80,16 @@ class PlanTest(unittest.TestCase):
             return [p for p, _, _ in r]
 
         # Czech: the first obstruent takes the second's voicing; a final one is voiceless
+        self.assertEqual(names(AC.repair(seg("a", "d", "k", "a"), cs, "cs")), ["a", "d", "k", "a"])  # d-k recorded
+        dk = cs - {("d", "k")}
+        self.assertEqual(names(AC.repair(seg("a", "d", "k", "a"), dk, "cs")), ["a", "t", "k", "a"])
+        # ... unless that breaks the pair before: then a break instead
+        self.assertEqual(names(AC.repair(seg("a", "d", "k", "a"), dk - {("a", "t")}, "cs")), ["a", "d", "#", "k", "a"])
+        # d before t: t t ("good time"), or one long t where the voice has no t-t
         self.assertEqual(names(AC.repair(seg("a", "d", "t", "a"), cs, "cs")), ["a", "t", "t", "a"])
+        dt = AC.repair(seg("a", "d", "t", "a"), cs - {("t", "t")}, "cs")
+        self.assertEqual(names(dt), ["a", "t", "a"])
+        self.assertAlmostEqual(dt[1][1], 0.2, places=6)
         self.assertEqual(names(AC.repair(seg("a", "z", "#"), cs, "cs")), ["a", "s", "#"])
         # hiatus: a j after a front vowel, a short break after another; the bridge's time and
         # the targets past it come from the phone before, so the whole keeps its length
@@ -102,9 +111,15 @@ class PlanTest(unittest.TestCase):
         fi = have_all_but(["#", "a", "i", "l", "m"], ("l", "#"), ("m", "#"), ("i", "#"))
         self.assertEqual(names(AC.repair(seg("a", "l", "#"), fi | {("i", "#")}, "fi")), ["a", "l", "i", "#"])
         self.assertEqual(names(AC.repair(seg("a", "m", "#"), fi, "fi")), ["a", "m", "#"])  # nothing fits: kept
-        # pairs the voice has are never touched
+        # a bridge takes at most half the phone before it
+        short = AC.repair([("i", 0.02, []), ("a", 0.1, [])], cs, "cs")
+        self.assertEqual(names(short), ["i", "j", "a"])
+        self.assertAlmostEqual(short[0][1], 0.01, places=6)
+        self.assertAlmostEqual(short[1][1], 0.01, places=6)
+        # pairs the voice has are never touched; nothing in, nothing out
         plain = seg("a", "d", "a", "#")
         self.assertEqual(AC.repair(plain, cs, "cs"), plain)
+        self.assertEqual(AC.repair([], cs, "cs"), [])
 
     def test_unknown_language(self):
         v = V.Voice("festival:x", "festival", "x", "x", "festvox-x", "m", 100, True, "xx", "x/x")
@@ -151,6 +166,10 @@ class SpeakTest(unittest.TestCase):
         for v in INSTALLED:
             with self.subTest(v.id):
                 have = AC.recorded_diphones(v)
+                ps = AC._phones(v)
+                self.assertIn(("a", "t"), have)
+                self.assertIn(("t", "a"), have)
+                self.assertTrue(len(ps) ** 2 * 0.5 < len(have) < len(ps) ** 2, f"{len(have)} of {len(ps) ** 2}")
                 for m in AC.missing_diphones(v, contexts=("a", "t")):
                     self.assertNotIn(tuple(m.split("-")), have)
                 before = after = 0
