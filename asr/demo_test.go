@@ -82,16 +82,13 @@ type demoItem struct {
 // checkpoint with torchaudio features) for both the "auto" and "en" language queries, except
 // where PyTorch itself was at a near tie (its recorded margin): then a differing decode is
 // logged. The error rates against the reference texts are reported.
-func TestDemoModel(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
-		t.Skipf("demo model not in this checkout (%s): %v", demoDir, err)
-	}
+// demoGolden reads testdata/speech/demo_expected.json.
+func demoGolden(t testing.TB) (golden struct {
+	Items []demoItem `json:"items"`
+}) {
 	b, err := os.ReadFile(filepath.Join(speechDir, "demo_expected.json"))
 	if err != nil {
 		t.Fatalf("golden decodes: %v", err)
-	}
-	var golden struct {
-		Items []demoItem `json:"items"`
 	}
 	if err := json.Unmarshal(b, &golden); err != nil {
 		t.Fatal(err)
@@ -99,6 +96,14 @@ func TestDemoModel(t *testing.T) {
 	if len(golden.Items) == 0 {
 		t.Fatal("demo_expected.json has no items")
 	}
+	return golden
+}
+
+func TestDemoModel(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
+		t.Skipf("demo model not in this checkout (%s): %v", demoDir, err)
+	}
+	golden := demoGolden(t)
 	gputest.RequireORT(t)
 	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: "none"}) // greedy: PyTorch's decode
 	if err != nil {
@@ -208,14 +213,7 @@ func TestDemoModelBeam(t *testing.T) {
 		t.Skipf("no %s beside the demo model: %v", LMFile, err)
 	}
 	gputest.RequireORT(t)
-	b, err := os.ReadFile(filepath.Join(speechDir, "demo_expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var golden struct{ Items []demoItem }
-	if err := json.Unmarshal(b, &golden); err != nil {
-		t.Fatal(err)
-	}
+	golden := demoGolden(t)
 	wer := map[string]float64{}
 	for _, lm := range []string{"none", ""} {
 		r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: lm})

@@ -2,7 +2,6 @@ package asr
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -92,16 +91,8 @@ func TestLongQuietAround(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	b, err := os.ReadFile(filepath.Join(speechDir, "demo_expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var items struct{ Items []demoItem }
-	if err := json.Unmarshal(b, &items); err != nil {
-		t.Fatal(err)
-	}
 	golden := map[string]string{}
-	for _, it := range items.Items {
+	for _, it := range demoGolden(t).Items {
 		golden[it.File] = it.Ref
 	}
 	var errAlone, errPadded, chars int
