@@ -394,7 +394,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     try:
         build(a)
-    except (CorpusError, V.VoiceMissing, T.TextSourceMissing) as e:
+    except (CorpusError, V.SynthError, T.TextSourceMissing) as e:  # (VoiceMissing is a SynthError)
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

@@ -252,6 +252,17 @@ class AccentedBuildTest(unittest.TestCase):
             a.accent_repair = False
             self.assertTrue(all("repair" not in r["knobs"] for r in rows["train"]))
             self.assertEqual(B.main(["--out", out, "--accent-repair", "--train", "1"]), 2)  # the human set
+            # a synthesiser that fails as a whole (a diphone scan festival stopped) is an error
+            # message and exit status 1, not a traceback
+            out2 = tempfile.mkdtemp()
+            self.addCleanup(shutil.rmtree, out2)
+            err = io.StringIO()
+            with mock.patch.object(V, "synthesize_many", side_effect=V.SynthError("festival x: the diphone scan stopped")), \
+                    mock.patch("sys.stderr", err):
+                self.assertEqual(B.main(["--out", out2, "--voice-set", "accented", "--holdout-person", "mv", "--train", "4",
+                                         "--val", "0", "--test", "0", "--speakers", "2", "--heldout-speakers", "1",
+                                         "--heldout-person-variants", "0", "--jobs", "1", "--accent-repair"]), 1)
+            self.assertIn("error: festival x: the diphone scan stopped", err.getvalue())
             a.holdout_person = "rms"  # not in this set: named, before any work
             with self.assertRaisesRegex(B.CorpusError, "no voice of that person in the accented set"):
                 B.build(a, log=io.StringIO())
