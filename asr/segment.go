@@ -91,9 +91,30 @@ func meanSquare(x []float32) float64 {
 }
 
 // isSilent reports whether a piece holds nothing worth sending to the model: digital
-// silence, a constant offset, or a hiss below −65 dBFS with no sample further than −50 dBFS
-// from the piece's mean (the frontend removes each frame's mean, so DC carries nothing).
+// silence, a constant offset, or a steady hiss below −65 dBFS with no sample further than
+// −50 dBFS from the piece's mean (the frontend removes each frame's mean, so DC carries
+// nothing). A piece that quiet with sound in it all the same (hasQuietSound) is sent: the
+// model hears speech far under the corpus's levels (a recording at −68 dBFS decodes as at
+// −20), and a user with a faint microphone should get words, not nothing.
 func isSilent(x []float32) bool {
+	return isQuiet(x) && !hasQuietSound(x)
+}
+
+// Sound in a quiet piece: its soundRun-th loudest 10 ms frame over −80 dBFS and 15 dB over
+// its quietest 5 % (a steady hiss, dither or a DC offset has no such span).
+const quietSoundFloor = 1e-8 // −80 dBFS mean square
+
+func hasQuietSound(x []float32) bool {
+	nf := len(x) / energyFrame
+	if nf < 2*soundWindow {
+		return false
+	}
+	_, sorted := frameEnergies(x, nf)
+	loud := sorted[nf-soundRun]
+	return loud > quietSoundFloor && loud >= sorted[nf/20]*minDynamic
+}
+
+func isQuiet(x []float32) bool {
 	if len(x) == 0 {
 		return true
 	}

@@ -137,3 +137,76 @@ func TestLongQuietAround(t *testing.T) {
 		t.Errorf("%d character errors with silence around, %d alone (of %d)", errPadded, errAlone, chars)
 	}
 }
+
+// TestQuietSpeechIsHeard: speech far under the corpus's levels (held-out utterances scaled
+// to about −70 dBFS) is sent to the model and decoded about as at full level, while a steady
+// hiss or dither at such levels is still silence (no model call).
+func TestQuietSpeechIsHeard(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	hiss := make([]float32, 3*SampleRate)
+	for i := range hiss {
+		hiss[i] = float32(rng.NormFloat64() * 3e-4) // −70 dBFS
+	}
+	dither := make([]float32, 3*SampleRate)
+	for i := range dither {
+		dither[i] = float32(rng.IntN(3)-1) / 32768
+	}
+	tone := burst(1, 1, 0, 9)
+	for i := range tone {
+		tone[i] *= 0.003 // −60 dBFS
+	}
+	for name, c := range map[string]struct {
+		x    []float32
+		want bool
+	}{"hiss": {hiss, false}, "dither": {dither, false}, "a quiet tone": {tone, true}} {
+		if !isQuiet(c.x) {
+			t.Errorf("%s: not quiet by level", name)
+		}
+		if got := hasQuietSound(c.x); got != c.want {
+			t.Errorf("%s: sound %v, want %v", name, got, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
+		t.Skipf("demo model not in this checkout: %v", err)
+	}
+	gputest.RequireORT(t)
+	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res, err := r.Transcribe(context.Background(), hiss)
+	if err != nil || res.Text != "" || res.Timings.Calls != 0 {
+		t.Errorf("hiss at -70 dBFS: %+v, %v; want silence without a model call", res, err)
+	}
+	var errLoud, errQuiet, chars int
+	for _, it := range demoGolden(t).Items {
+		buf, err := audio.ReadWAVFile(filepath.Join(speechDir, it.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		quiet := make([]float32, len(buf.Data))
+		for i, v := range buf.Data {
+			quiet[i] = v * 0.002
+		}
+		if !isQuiet(quiet) {
+			t.Fatalf("%s scaled: not under the silence levels, so this tests nothing", it.File)
+		}
+		loud, err := r.TranscribeWith(context.Background(), buf.Data, Options{Language: "en"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.TranscribeWith(context.Background(), quiet, Options{Language: "en"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := []rune(it.Ref)
+		errLoud += edit.Distance(ref, []rune(loud.Text))
+		errQuiet += edit.Distance(ref, []rune(got.Text))
+		chars += len(ref)
+		t.Logf("%s: %q at full level, %q at -70 dBFS", it.File, loud.Text, got.Text)
+	}
+	if errQuiet > errLoud+chars/10 {
+		t.Errorf("%d character errors at -70 dBFS, %d at full level (of %d)", errQuiet, errLoud, chars)
+	}
+}
