@@ -94,24 +94,67 @@ func meanSquare(x []float32) float64 {
 // silence, a constant offset, or a steady hiss below −65 dBFS with no sample further than
 // −50 dBFS from the piece's mean (the frontend removes each frame's mean, so DC carries
 // nothing). A piece that quiet with sound in it all the same (hasQuietSound) is sent: the
-// model hears speech far under the corpus's levels (a recording at −68 dBFS decodes as at
-// −20), and a user with a faint microphone should get words, not nothing.
+// model hears speech far under the corpus's levels (at −70 dBFS as at full level), and a
+// user with a faint microphone should get words, not nothing.
 func isSilent(x []float32) bool {
 	return isQuiet(x) && !hasQuietSound(x)
 }
 
-// Sound in a quiet piece: its soundRun-th loudest 10 ms frame over −80 dBFS and 15 dB over
-// its quietest 5 % (a steady hiss, dither or a DC offset has no such span).
-const quietSoundFloor = 1e-8 // −80 dBFS mean square
+// Sound in a quiet piece: soundRun of soundWindow consecutive 10 ms frames over −80 dBFS and
+// 15 dB over the quietest 5 % of the frames that are not digital silence, each frame's mean
+// removed as the frontend does. A steady hiss (also after digital silence, as from a noise
+// gate), dither, a DC offset or a step in it, and lone clicks have no such run; the model
+// heard words in each of them ("he", "the position").
+const (
+	quietSoundFloor = 1e-8  // −80 dBFS mean square
+	digitalSilence  = 1e-12 // a frame's variance at or under this is no signal at all
+)
 
 func hasQuietSound(x []float32) bool {
 	nf := len(x) / energyFrame
 	if nf < 2*soundWindow {
 		return false
 	}
-	_, sorted := frameEnergies(x, nf)
-	loud := sorted[nf-soundRun]
-	return loud > quietSoundFloor && loud >= sorted[nf/20]*minDynamic
+	e := make([]float64, nf)
+	var live []float64
+	for k := range e {
+		e[k] = variance(x[k*energyFrame : (k+1)*energyFrame])
+		if e[k] > digitalSilence {
+			live = append(live, e[k])
+		}
+	}
+	if len(live) < soundWindow {
+		return false
+	}
+	sort.Float64s(live)
+	thr := math.Max(live[len(live)/20]*minDynamic, quietSoundFloor)
+	for k := 0; k+soundWindow <= nf; k++ {
+		n := 0
+		for _, v := range e[k : k+soundWindow] {
+			if v >= thr {
+				n++
+			}
+		}
+		if n >= soundRun {
+			return true
+		}
+	}
+	return false
+}
+
+// variance is x's mean square about its own mean.
+func variance(x []float32) float64 {
+	var mean float64
+	for _, v := range x {
+		mean += float64(v)
+	}
+	mean /= float64(len(x))
+	var s float64
+	for _, v := range x {
+		d := float64(v) - mean
+		s += d * d
+	}
+	return s / float64(len(x))
 }
 
 func isQuiet(x []float32) bool {

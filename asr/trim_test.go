@@ -151,19 +151,41 @@ func TestQuietSpeechIsHeard(t *testing.T) {
 	for i := range dither {
 		dither[i] = float32(rng.IntN(3)-1) / 32768
 	}
-	tone := burst(1, 1, 0, 9)
-	for i := range tone {
-		tone[i] *= 0.003 // −60 dBFS
-	}
-	for name, c := range map[string]struct {
-		x    []float32
-		want bool
-	}{"hiss": {hiss, false}, "dither": {dither, false}, "a quiet tone": {tone, true}} {
-		if !isQuiet(c.x) {
-			t.Errorf("%s: not quiet by level", name)
+	quietTone := func(dc float32) []float32 { // −60 dBFS over a −90 dBFS floor, on an offset
+		x := burst(1, 1, 3e-5/0.003, 9)
+		for i := range x {
+			x[i] = x[i]*0.003 + dc
 		}
-		if got := hasQuietSound(c.x); got != c.want {
-			t.Errorf("%s: sound %v, want %v", name, got, c.want)
+		return x
+	}
+	zeros := make([]float32, 3*SampleRate)
+	dcStep := make([]float32, 3*SampleRate)
+	for i := len(dcStep) / 2; i < len(dcStep); i++ {
+		dcStep[i] = 1e-3
+	}
+	blips, clicks := make([]float32, 3*SampleRate), make([]float32, 3*SampleRate)
+	for i := SampleRate; i < SampleRate+3*energyFrame; i++ {
+		blips[i] = 4.0 / 32768 // a 4-LSB offset for 30 ms
+	}
+	for _, at := range []int{SampleRate / 2, SampleRate, 2 * SampleRate} {
+		for i := at; i < at+40; i++ {
+			clicks[i] = 2e-3
+		}
+	}
+	gated := append(make([]float32, 3*SampleRate/2), hiss[:3*SampleRate/2]...) // a noise gate opening
+	for name, c := range map[string]struct {
+		x      []float32
+		silent bool
+	}{
+		"zeros": {zeros, true}, "hiss": {hiss, true}, "dither": {dither, true}, "a DC step": {dcStep, true},
+		"a DC blip": {blips, true}, "lone clicks": {clicks, true}, "zeros then hiss": {gated, true},
+		"a quiet tone": {quietTone(0), false}, "a quiet tone on a DC offset": {quietTone(0.01), false},
+	} {
+		if !isQuiet(c.x) {
+			t.Errorf("%s: not quiet by level, so this tests nothing", name)
+		}
+		if got := isSilent(c.x); got != c.silent {
+			t.Errorf("%s: silent %v, want %v", name, got, c.silent)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
