@@ -29,6 +29,20 @@ func burst(lead, tail, floor float64, seed uint64) []float32 {
 	return x
 }
 
+// demoGreedy opens the demo model with greedy decoding on one CPU thread, or skips.
+func demoGreedy(t *testing.T) *Recognizer {
+	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
+		t.Skipf("demo model not in this checkout: %v", err)
+	}
+	gputest.RequireORT(t)
+	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
 // shortWord is 100 ms of the tone between lead and tail seconds of -60 dBFS noise.
 func shortWord(lead, tail float64, seed uint64) []float32 {
 	x := burst(lead, tail+0.9, 1e-3, seed)
@@ -82,15 +96,7 @@ func TestSoundSpan(t *testing.T) {
 // at near ties where 20 ms more lead can change a letter), streamed as whole, and their
 // segment is where the speech is in the padded input, give or take the second kept.
 func TestLongQuietAround(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
-		t.Skipf("demo model not in this checkout: %v", err)
-	}
-	gputest.RequireORT(t)
-	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: "none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := demoGreedy(t)
 	golden := map[string]string{}
 	for _, it := range demoGolden(t).Items {
 		golden[it.File] = it.Ref
@@ -188,15 +194,7 @@ func TestQuietSpeechIsHeard(t *testing.T) {
 			t.Errorf("%s: silent %v, want %v", name, got, c.silent)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(demoDir, "tokens.txt")); err != nil {
-		t.Skipf("demo model not in this checkout: %v", err)
-	}
-	gputest.RequireORT(t)
-	r, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: "none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := demoGreedy(t)
 	res, err := r.Transcribe(context.Background(), hiss)
 	if err != nil || res.Text != "" || res.Timings.Calls != 0 {
 		t.Errorf("hiss at -70 dBFS: %+v, %v; want silence without a model call", res, err)
