@@ -129,17 +129,23 @@ func hasQuietSound(x []float32) bool {
 	sort.Float64s(live)
 	thr := math.Max(live[len(live)/20]*minDynamic, quietSoundFloor)
 	for k := 0; k+soundWindow <= nf; k++ {
-		n := 0
-		for _, v := range e[k : k+soundWindow] {
-			if v >= thr {
-				n++
-			}
-		}
-		if n >= soundRun {
+		if loudRun(e, k, thr) {
 			return true
 		}
 	}
 	return false
+}
+
+// loudRun reports whether soundRun of the soundWindow frames from e[k] are at or over thr:
+// sound, not a click.
+func loudRun(e []float64, k int, thr float64) bool {
+	n := 0
+	for _, v := range e[k:min(k+soundWindow, len(e))] {
+		if v >= thr {
+			n++
+		}
+	}
+	return n >= soundRun
 }
 
 // variance is x's mean square about its own mean.
@@ -206,18 +212,9 @@ func soundSpan(x []float32) (start, end int) {
 		return 0, len(x)
 	}
 	thr := math.Max(floor*soundOverFloor, silenceFloor)
-	sound := func(k int) bool { // soundRun of the soundWindow frames from k are over thr
-		n := 0
-		for j := k; j < min(k+soundWindow, nf); j++ {
-			if e[j] >= thr {
-				n++
-			}
-		}
-		return n >= soundRun
-	}
 	first, last := -1, -1
 	for k := 0; k < nf; k++ {
-		if sound(k) {
+		if loudRun(e, k, thr) {
 			first = k
 			for e[first] < thr { // its first loud frame
 				first++
@@ -226,7 +223,7 @@ func soundSpan(x []float32) (start, end int) {
 		}
 	}
 	for k := nf - 1; k >= 0; k-- {
-		if sound(max(0, k-soundWindow+1)) && e[k] >= thr {
+		if loudRun(e, max(0, k-soundWindow+1), thr) && e[k] >= thr {
 			last = k
 			break
 		}

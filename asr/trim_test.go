@@ -43,6 +43,15 @@ func demoGreedy(t *testing.T) *Recognizer {
 	return r
 }
 
+// decodeErrors transcribes x in English and counts its character errors against ref.
+func decodeErrors(t *testing.T, r *Recognizer, x []float32, ref string) (*Result, int) {
+	res, err := r.TranscribeWith(context.Background(), x, Options{Language: "en"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, edit.Distance([]rune(ref), []rune(res.Text))
+}
+
 // shortWord is 100 ms of the tone between lead and tail seconds of -60 dBFS noise.
 func shortWord(lead, tail float64, seed uint64) []float32 {
 	x := burst(lead, tail+0.9, 1e-3, seed)
@@ -109,18 +118,9 @@ func TestLongQuietAround(t *testing.T) {
 		}
 		pad := make([]float32, 3*SampleRate)
 		padded := append(append(append([]float32(nil), pad...), buf.Data...), pad...)
-		alone, err := r.TranscribeWith(context.Background(), buf.Data, Options{Language: "en"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := r.TranscribeWith(context.Background(), padded, Options{Language: "en"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := []rune(golden[name])
-		errAlone += edit.Distance(ref, []rune(alone.Text))
-		errPadded += edit.Distance(ref, []rune(got.Text))
-		chars += len(ref)
+		alone, e1 := decodeErrors(t, r, buf.Data, golden[name])
+		got, e2 := decodeErrors(t, r, padded, golden[name])
+		errAlone, errPadded, chars = errAlone+e1, errPadded+e2, chars+len([]rune(golden[name]))
 		t.Logf("%s: alone %q, with 3 s of silence around %q", name, alone.Text, got.Text)
 		// (the demo model's CTC spikes may come anywhere in the kept second of quiet, so the
 		// word pieces' own times are not checked)
@@ -212,18 +212,9 @@ func TestQuietSpeechIsHeard(t *testing.T) {
 		if !isQuiet(quiet) {
 			t.Fatalf("%s scaled: not under the silence levels, so this tests nothing", it.File)
 		}
-		loud, err := r.TranscribeWith(context.Background(), buf.Data, Options{Language: "en"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := r.TranscribeWith(context.Background(), quiet, Options{Language: "en"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref := []rune(it.Ref)
-		errLoud += edit.Distance(ref, []rune(loud.Text))
-		errQuiet += edit.Distance(ref, []rune(got.Text))
-		chars += len(ref)
+		loud, e1 := decodeErrors(t, r, buf.Data, it.Ref)
+		got, e2 := decodeErrors(t, r, quiet, it.Ref)
+		errLoud, errQuiet, chars = errLoud+e1, errQuiet+e2, chars+len([]rune(it.Ref))
 		t.Logf("%s: %q at full level, %q at -70 dBFS", it.File, loud.Text, got.Text)
 	}
 	if errQuiet > errLoud+chars/10 {
