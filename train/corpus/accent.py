@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -291,32 +290,6 @@ def synthesize_accented(texts: Sequence[str], v: V.Voice, knobs: Sequence[V.Knob
     return V.festival_wavs(len(texts), pending, script, f"festival {v.name}", timeout, tmpdir)
 
 
-def _missing(v: V.Voice, seqs: Sequence[Sequence[str]]) -> set:
-    """The diphones ("X-Y") festival reports v lacks in these phone sequences (it says
-    "using default diphone #-# for X-Y" and plays silence there)."""
-    V.check(v)
-    lines = [f"(voice_{v.name})"]
-    for i, seq in enumerate(seqs):
-        # (UniSyn dies on an utterance without F0 targets)
-        lines.append("(unwind-protect (utt.synth (Utterance Segments (" +
-                     " ".join(f"({p} 0.08 (0 {v.f0:.0f}))" for p in seq) + "))) nil)")
-        lines.append(f'(format t "parley-scan {i}\\n")')
-    with tempfile.TemporaryDirectory() as d:
-        script = os.path.join(d, "scan.scm")
-        with open(script, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-        try:
-            r = subprocess.run(["festival", "-b", script], capture_output=True, text=True, timeout=300, cwd=d)
-        except subprocess.TimeoutExpired:
-            raise V.SynthError(f"festival {v.name}: the diphone scan took over 300 s") from None
-    # festival exits with a crash after these voices even when all went well: count the marks
-    done = len(set(re.findall(r"parley-scan (\d+)", r.stdout)))
-    if done != len(seqs):
-        raise V.SynthError(f"festival {v.name}: the diphone scan stopped after {done} of {len(seqs)} "
-                           f"utterances (exit {r.returncode}): {r.stderr.strip()[-200:]}")
-    return set(re.findall(r"default diphone \S+ for (\S+)", r.stdout + r.stderr))
-
-
 def _phones(v: V.Voice) -> List[str]:
     """Every phone v may say: its map's, their voicing partners and the bridges."""
     ps = {p for said in phone_map(v).values() for p in said}
@@ -326,24 +299,42 @@ def _phones(v: V.Voice) -> List[str]:
 
 
 def missing_diphones(v: V.Voice, contexts: Sequence[str] = ("#", "a", "i", "t")) -> List[str]:
-    """The diphones v lacks among its mapped phones beside each context phone: empty for a
-    usable map."""
-    phones = sorted({p for ps in phone_map(v).values() for p in ps} - {"#"})
-    return sorted(_missing(v, [("#", c, x, c, "#") for x in phones for c in contexts]))
+    """The diphones ("X-Y") v lacks among its mapped phones beside each context phone (one of
+    its phones; festival plays silence there): empty for a usable map."""
+    have = recorded_diphones(v)
+    phones = {p for ps in phone_map(v).values() for p in ps} - {"#"}
+    return sorted({f"{a}-{b}" for x in phones for c in contexts for a, b in ((c, x), (x, c)) if (a, b) not in have})
 
 
 _RECORDED: Dict[Tuple[str, Tuple[str, ...]], frozenset] = {}
 
 
 def recorded_diphones(v: V.Voice) -> frozenset:
-    """Every (left, right) pair of v's phones (``_phones``) it has a diphone for; one festival
-    run per voice and phone set in a process (a failed scan raises SynthError, not kept)."""
+    """Every (left, right) pair of v's phones (``_phones``) it has a diphone for, from what
+    festival reports missing ("using default diphone #-# for X-Y") while saying "# x a x b x c
+    ... x #" for each phone x; one festival run per voice and phone set in a process (a failed
+    scan raises SynthError and is not kept)."""
     ps = tuple(_phones(v))
     key = (v.name, ps)
-    if key not in _RECORDED:
-        # "# x a x b x c ... #": every pair with x on either side
-        lack = _missing(v, [["#"] + [q for p in ps for q in (x, p)] + [x, "#"] for x in ps])
-        _RECORDED[key] = frozenset((x, y) for x in ps for y in ps if f"{x}-{y}" not in lack)
+    if key in _RECORDED:
+        return _RECORDED[key]
+    V.check(v)
+    lines = [f"(voice_{v.name})"]
+    for i, x in enumerate(ps):
+        seq = ["#"] + [q for p in ps for q in (x, p)] + [x, "#"]
+        # (UniSyn dies on an utterance without F0 targets)
+        lines.append("(unwind-protect (utt.synth (Utterance Segments (" +
+                     " ".join(f"({p} 0.08 (0 {v.f0:.0f}))" for p in seq) + "))) nil)")
+        lines.append(f'(format t "parley-scan {i}\\n")')
+    with tempfile.TemporaryDirectory() as d:
+        r = V.festival_batch("\n".join(lines) + "\n", d, 300, f"{v.name}'s diphone scan")
+    # festival exits with a crash after these voices even when all went well: count the marks
+    done = len(set(re.findall(r"parley-scan (\d+)", r.stdout)))
+    if done != len(ps):
+        raise V.SynthError(f"festival {v.name}: the diphone scan stopped after {done} of {len(ps)} "
+                           f"utterances (exit {r.returncode}): {r.stderr.strip()[-200:]}")
+    lack = set(re.findall(r"default diphone \S+ for (\S+)", r.stdout + r.stderr))
+    _RECORDED[key] = frozenset((x, y) for x in ps for y in ps if f"{x}-{y}" not in lack)
     return _RECORDED[key]
 
 

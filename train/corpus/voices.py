@@ -306,14 +306,21 @@ def run_festival(pending: List[tuple], script, done, who: str, timeout: float, c
     outright on some items (a segfault, not a Scheme error): the items after the first without
     output run again without it, until all are tried."""
     while pending:
-        path = os.path.join(cwd, "run.scm")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(script(pending))
-        try:
-            r = subprocess.run(["festival", "-b", path], capture_output=True, timeout=timeout, cwd=cwd)
-        except subprocess.TimeoutExpired:
-            raise SynthError(f"{who} took over {timeout:.0f} s for {len(pending)} texts") from None
+        r = festival_batch(script(pending), cwd, timeout, f"{who} for {len(pending)} texts")
         left = [(i, x) for i, x in pending if not done(i)]
         if r.returncode == 0 or not left:
             return
         pending = left[1:]  # the first item without output is the one festival died on
+
+
+def festival_batch(script: str, cwd: str, timeout: float, who: str) -> subprocess.CompletedProcess:
+    """One ``festival -b`` over script (written to cwd/run.scm), its output as text; a run
+    over timeout seconds is a SynthError naming who."""
+    path = os.path.join(cwd, "run.scm")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(script)
+    try:
+        return subprocess.run(["festival", "-b", path], capture_output=True, text=True, errors="replace",
+                              timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        raise SynthError(f"festival took over {timeout:.0f} s: {who}") from None
