@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 )
 
 // SampleFormat is how one sample is stored as bytes (little-endian).
@@ -16,12 +17,14 @@ const (
 	S32                         // signed 32-bit
 	F32                         // IEEE float 32-bit
 	F64                         // IEEE float 64-bit
+	MuLaw                       // ITU-T G.711 µ-law, 8 bits (telephone recordings, WAV tag 7)
+	ALaw                        // ITU-T G.711 A-law, 8 bits (WAV tag 6)
 )
 
 // Size is the number of bytes one sample takes.
 func (s SampleFormat) Size() int {
 	switch s {
-	case U8:
+	case U8, MuLaw, ALaw:
 		return 1
 	case S16:
 		return 2
@@ -52,6 +55,10 @@ func (s SampleFormat) String() string {
 		return "f32le"
 	case F64:
 		return "f64le"
+	case MuLaw:
+		return "mulaw"
+	case ALaw:
+		return "alaw"
 	}
 	return fmt.Sprintf("SampleFormat(%d)", int(s))
 }
@@ -71,6 +78,10 @@ func ParseSampleFormat(name string) (SampleFormat, error) {
 		return F32, nil
 	case "f64le", "f64", "float64":
 		return F64, nil
+	case "mulaw", "ulaw", "u-law", "pcmu":
+		return MuLaw, nil
+	case "alaw", "a-law", "pcma":
+		return ALaw, nil
 	}
 	return 0, fmt.Errorf("%w: unknown sample format %q", ErrUnsupported, name)
 }
@@ -112,8 +123,74 @@ func DecodePCM(dst []float32, b []byte, s SampleFormat) int {
 		for i := 0; i < n; i++ {
 			dst[i] = sanitize(float32(math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))))
 		}
+	case MuLaw, ALaw:
+		t := g711[s].decode
+		for i := 0; i < n; i++ {
+			dst[i] = t[b[i]]
+		}
 	}
 	return n
+}
+
+// g711Table is one G.711 law: each code's value, and the codes sorted by value for encoding.
+type g711Table struct {
+	decode [256]float32
+	codes  [256]byte // codes in increasing order of value
+}
+
+var g711 = map[SampleFormat]*g711Table{MuLaw: newG711(muLawValue), ALaw: newG711(aLawValue)}
+
+func newG711(value func(byte) int) *g711Table {
+	t := &g711Table{}
+	for c := 0; c < 256; c++ {
+		t.decode[c] = float32(value(byte(c))) / 32768
+		t.codes[c] = byte(c)
+	}
+	sort.SliceStable(t.codes[:], func(i, j int) bool { return t.decode[t.codes[i]] < t.decode[t.codes[j]] })
+	return t
+}
+
+// muLawValue is G.711's µ-law expansion of a code to 16-bit linear (±32124).
+func muLawValue(c byte) int {
+	u := ^c
+	v := (int(u&0x0F)<<3 + 0x84) << ((u & 0x70) >> 4)
+	if u&0x80 != 0 {
+		return 0x84 - v
+	}
+	return v - 0x84
+}
+
+// aLawValue is G.711's A-law expansion of a code to 16-bit linear (±32256).
+func aLawValue(c byte) int {
+	a := c ^ 0x55
+	v := int(a&0x0F) << 4
+	switch seg := (a & 0x70) >> 4; seg {
+	case 0:
+		v += 8
+	case 1:
+		v += 0x108
+	default:
+		v = (v + 0x108) << (seg - 1)
+	}
+	if a&0x80 != 0 {
+		return v
+	}
+	return -v
+}
+
+// encode is the code whose value is nearest v (the higher of two at a tie); NaN is silence.
+func (t *g711Table) encode(v float32) byte {
+	if v != v {
+		v = 0
+	}
+	i := sort.Search(256, func(i int) bool { return t.decode[t.codes[i]] >= v })
+	switch {
+	case i == 256:
+		return t.codes[255]
+	case i > 0 && v-t.decode[t.codes[i-1]] < t.decode[t.codes[i]]-v:
+		return t.codes[i-1]
+	}
+	return t.codes[i]
 }
 
 // sanitize maps NaN to 0 and ±Inf to ±1 so that hostile float files cannot poison filters.
@@ -131,7 +208,7 @@ func sanitize(v float32) float32 {
 }
 
 // EncodePCM appends src encoded as s to dst. Integer formats clip to full scale and round to
-// nearest, so DecodePCM∘EncodePCM is exact for integer data.
+// nearest, so DecodePCM∘EncodePCM is exact for integer data; G.711 takes the nearest code.
 func EncodePCM(dst []byte, src []float32, s SampleFormat) []byte {
 	size := s.Size()
 	start := len(dst)
@@ -170,6 +247,11 @@ func EncodePCM(dst []byte, src []float32, s SampleFormat) []byte {
 	case F64:
 		for i, v := range src {
 			binary.LittleEndian.PutUint64(out[8*i:], math.Float64bits(float64(v)))
+		}
+	case MuLaw, ALaw:
+		t := g711[s]
+		for i, v := range src {
+			out[i] = t.encode(v)
 		}
 	default:
 		return dst[:start]

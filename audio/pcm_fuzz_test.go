@@ -16,7 +16,7 @@ func FuzzPCMReader(f *testing.F) {
 	f.Add([]byte{}, uint8(1), uint8(3), uint8(7))
 	f.Add(bytes.Repeat([]byte{0xff, 0x7f, 0x00, 0x80}, 300), uint8(1), uint8(2), uint8(5))
 	f.Fuzz(func(t *testing.T, data []byte, fmtSel, ch, readSize uint8) {
-		sfs := []SampleFormat{U8, S16, S24, S32, F32, F64}
+		sfs := []SampleFormat{U8, S16, S24, S32, F32, F64, MuLaw, ALaw}
 		sf := sfs[int(fmtSel)%len(sfs)]
 		channels := int(ch)%4 + 1
 		r, err := NewPCMReader(&chunkReader{data: data, n: int(readSize)%13 + 1}, Format{SampleRate: 16000, Channels: channels}, sf)

@@ -253,7 +253,13 @@ func (w *WAVReader) parseFmt(b []byte) error {
 			return fmt.Errorf("%w: %d-bit float PCM (want 32 or 64)", ErrUnsupported, bits)
 		}
 	case wavALaw, wavMuLaw:
-		return fmt.Errorf("%w: A-law/µ-law WAV (format tag %d); convert to PCM first", ErrUnsupported, tag)
+		if bits != 8 {
+			return fmt.Errorf("%w: %d-bit G.711 (A-law/µ-law) samples (want 8)", ErrUnsupported, bits)
+		}
+		sf = MuLaw
+		if tag == wavALaw {
+			sf = ALaw
+		}
 	default:
 		return fmt.Errorf("%w: WAV format tag 0x%04x (want PCM or IEEE float)", ErrUnsupported, tag)
 	}
@@ -411,8 +417,13 @@ func WAVHeader(f Format, sf SampleFormat, dataBytes int64) ([]byte, error) {
 	h = append(h, "WAVEfmt "...)
 	h = le.AppendUint32(h, uint32(fmtSize))
 	tag := uint16(wavPCM)
-	if sf.Float() {
+	switch {
+	case sf.Float():
 		tag = wavFloat
+	case sf == MuLaw:
+		tag = wavMuLaw
+	case sf == ALaw:
+		tag = wavALaw
 	}
 	sub := tag
 	if ext {

@@ -24,7 +24,7 @@ func testSignal(f Format, frames int) *Buffer {
 
 func TestWAVRoundTrip(t *testing.T) {
 	tol := map[SampleFormat]float64{U8: 1.0 / 128, S16: 1.0 / 32768, S24: 1.0 / 8388608, S32: 1e-7, F32: 0, F64: 0}
-	for _, sf := range []SampleFormat{U8, S16, S24, S32, F32, F64} {
+	for _, sf := range []SampleFormat{U8, S16, S24, S32, F32, F64, MuLaw, ALaw} {
 		for _, ch := range []int{1, 2, 6} {
 			t.Run(sf.String()+"/"+string(rune('0'+ch)), func(t *testing.T) {
 				in := testSignal(Format{SampleRate: 22050, Channels: ch}, 1001)
@@ -51,7 +51,11 @@ func TestWAVRoundTrip(t *testing.T) {
 					t.Fatalf("got %v × %d, want %v × %d", out.Format, len(out.Data), in.Format, len(in.Data))
 				}
 				for i := range in.Data {
-					if d := math.Abs(float64(out.Data[i] - in.Data[i])); d > tol[sf]*0.51+1e-9 {
+					tol := tol[sf] * 0.51
+					if sf == MuLaw || sf == ALaw { // a step is 1/16 of its segment: at most 1/32 of the value
+						tol = math.Abs(float64(in.Data[i]))/32 + 16.0/32768
+					}
+					if d := math.Abs(float64(out.Data[i] - in.Data[i])); d > tol+1e-9 {
 						t.Fatalf("sample %d: got %v want %v (diff %g)", i, out.Data[i], in.Data[i], d)
 					}
 				}
@@ -131,7 +135,10 @@ func TestWAVHeaders(t *testing.T) {
 		{"zero rate", wavBytes(fmtPCM(1, 1, 0, 2, 16), nil, s16, 8), ErrFormat, 0},
 		{"absurd rate", wavBytes(fmtPCM(1, 1, 4000000000, 2, 16), nil, s16, 8), ErrFormat, 0},
 		{"12-bit", wavBytes(fmtPCM(1, 1, 16000, 2, 12), nil, s16, 8), ErrUnsupported, 0},
-		{"mu-law", wavBytes(fmtPCM(7, 1, 8000, 1, 8), nil, s16, 8), ErrUnsupported, 0},
+		{"mu-law", wavBytes(fmtPCM(7, 1, 8000, 1, 8), nil, s16, 8), nil, 8},
+		{"a-law stereo", wavBytes(fmtPCM(6, 2, 8000, 2, 8), nil, s16, 8), nil, 8},
+		{"extensible mu-law", wavBytes(fmtExt(1, 8000, 8, 8, 7), nil, s16, 8), nil, 8},
+		{"16-bit mu-law", wavBytes(fmtPCM(7, 1, 8000, 2, 16), nil, s16, 8), ErrUnsupported, 0},
 		{"mp3 tag", wavBytes(fmtPCM(0x55, 1, 8000, 1, 8), nil, s16, 8), ErrUnsupported, 0},
 		{"short fmt", wavBytes([]byte{1, 0, 1, 0}, nil, s16, 8), ErrFormat, 0},
 		{"not riff", []byte("OggS\x00\x00\x00\x00WAVEfmt "), ErrFormat, 0},
@@ -299,4 +306,69 @@ func FuzzWAV(f *testing.F) {
 			t.Fatalf("rewrite: %v", err)
 		}
 	})
+}
+
+// G.711 as the standard defines it: the codes' values, silence, full scale, order, and the
+// nearest code on the way back.
+func TestG711(t *testing.T) {
+	known := []struct {
+		sf   SampleFormat
+		code byte
+		want int // 16-bit linear
+	}{
+		{MuLaw, 0xFF, 0}, {MuLaw, 0x7F, 0}, {MuLaw, 0x80, 32124}, {MuLaw, 0x00, -32124}, {MuLaw, 0xFE, 8}, {MuLaw, 0xEF, 132},
+		{ALaw, 0xD5, 8}, {ALaw, 0x55, -8}, {ALaw, 0xAA, 32256}, {ALaw, 0x2A, -32256}, {ALaw, 0xC5, 264},
+	}
+	for _, k := range known {
+		var got [1]float32
+		DecodePCM(got[:], []byte{k.code}, k.sf)
+		if got[0] != float32(k.want)/32768 {
+			t.Errorf("%v code %#02x: %v, want %d/32768", k.sf, k.code, got[0]*32768, k.want)
+		}
+	}
+	for _, sf := range []SampleFormat{MuLaw, ALaw} {
+		tb := g711[sf]
+		distinct := map[float32]bool{}
+		for c := 0; c < 256; c++ {
+			v := tb.decode[c]
+			distinct[v] = true
+			if -v != tb.decode[c^0x80] {
+				t.Errorf("%v: code %#02x is %v but its sign twin %v", sf, c, v, tb.decode[c^0x80])
+			}
+			// every value comes back to a code of the same value
+			if e := tb.encode(v); tb.decode[e] != v {
+				t.Errorf("%v: %v encodes to %#02x = %v", sf, v, e, tb.decode[e])
+			}
+		}
+		if want := map[SampleFormat]int{MuLaw: 255, ALaw: 256}[sf]; len(distinct) != want {
+			t.Errorf("%v: %d distinct values, want %d", sf, len(distinct), want) // µ-law has +0 and -0
+		}
+		top := tb.decode[tb.codes[255]]
+		for _, c := range []struct{ in, want float32 }{{2, top}, {-2, -top}, {float32(math.NaN()), 0}, {float32(math.Inf(1)), top}} {
+			var got [1]float32
+			DecodePCM(got[:], EncodePCM(nil, []float32{c.in}, sf), sf)
+			if got[0] != c.want && !(c.want == 0 && math.Abs(float64(got[0])) <= 8.0/32768) {
+				t.Errorf("%v: %v -> %v, want %v", sf, c.in, got[0], c.want)
+			}
+		}
+		// nearest: a value just above a code's is not pushed to the next one
+		for i := 1; i < 255; i++ {
+			lo, hi := tb.decode[tb.codes[i]], tb.decode[tb.codes[i+1]]
+			if lo == hi {
+				continue
+			}
+			if e := tb.encode(lo + (hi-lo)*0.4); tb.decode[e] != lo {
+				t.Fatalf("%v: %v between %v and %v encodes to %v", sf, lo+(hi-lo)*0.4, lo, hi, tb.decode[e])
+			}
+			if e := tb.encode(lo + (hi-lo)*0.6); tb.decode[e] != hi {
+				t.Fatalf("%v: %v between %v and %v encodes to %v", sf, lo+(hi-lo)*0.6, lo, hi, tb.decode[e])
+			}
+		}
+	}
+	if f, err := ParseSampleFormat("ulaw"); f != MuLaw || err != nil {
+		t.Errorf("ulaw: %v %v", f, err)
+	}
+	if f, err := ParseSampleFormat(ALaw.String()); f != ALaw || err != nil {
+		t.Errorf("alaw: %v %v", f, err)
+	}
 }
