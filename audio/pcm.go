@@ -11,14 +11,14 @@ import (
 type SampleFormat int
 
 const (
-	U8  SampleFormat = iota + 1 // unsigned 8-bit, 128 = silence (WAV's 8-bit PCM)
-	S16                         // signed 16-bit
-	S24                         // signed 24-bit packed in 3 bytes
-	S32                         // signed 32-bit
-	F32                         // IEEE float 32-bit
-	F64                         // IEEE float 64-bit
-	MuLaw                       // ITU-T G.711 µ-law, 8 bits (telephone recordings, WAV tag 7)
-	ALaw                        // ITU-T G.711 A-law, 8 bits (WAV tag 6)
+	U8    SampleFormat = iota + 1 // unsigned 8-bit, 128 = silence (WAV's 8-bit PCM)
+	S16                           // signed 16-bit
+	S24                           // signed 24-bit packed in 3 bytes
+	S32                           // signed 32-bit
+	F32                           // IEEE float 32-bit
+	F64                           // IEEE float 64-bit
+	MuLaw                         // ITU-T G.711 µ-law, 8 bits (telephone recordings, WAV tag 7)
+	ALaw                          // ITU-T G.711 A-law, 8 bits (WAV tag 6)
 )
 
 // Size is the number of bytes one sample takes.
