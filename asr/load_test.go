@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-voice/parley/gpu"
 	"github.com/parley-voice/parley/gpu/gputest"
@@ -103,6 +104,8 @@ func TestBadModels(t *testing.T) {
 		{"partial metadata", filepath.Join("testdata", "bad", "partial-meta"), []string{"model.onnx", "metadata missing: with_itn, neg_mean, inv_stddev"}},
 		{"wrong inputs", filepath.Join("testdata", "bad", "wrong-inputs"), []string{"model.onnx", "not a SenseVoice model", "features"}},
 		{"wrong input type", filepath.Join("testdata", "bad", "wrong-type"), []string{"model.onnx", "language"}},
+		{"segment under a second", filepath.Join("testdata", "bad", "short-segment"), []string{"model.onnx", `"segment_s" = "0.5"`, "from 1 to 30"}},
+		{"segment over its maximum", filepath.Join("testdata", "bad", "segment-over-max"), []string{"model.onnx", "segment_s (12s) is over max_segment_s (10s)"}},
 		{"no tokens.txt", mk("notokens", map[string]string{"model.onnx": sherpaModel}), []string{"tokens.txt"}},
 		{"short tokens.txt", mk("short", map[string]string{"model.onnx": sherpaModel, "tokens.txt": "=<unk> 0\na 1\n"}), []string{"tokens.txt has 2 tokens", "vocab_size 55"}},
 		{"corrupt tokens.txt", mk("corrupt", map[string]string{"model.onnx": sherpaModel, "tokens.txt": "=<unk> zero\n"}), []string{"tokens.txt line 1"}},
@@ -131,7 +134,8 @@ func TestBadModels(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	gputest.RequireORT(t)
-	for _, cfg := range []Config{{Workers: -1}, {MaxSegment: MaxSegment + 1}, {MaxSegment: 1}, {BatchSize: -2}, {VAD: "/nonexistent/silero.onnx"}} {
+	for _, cfg := range []Config{{Workers: -1}, {MaxSegment: MaxSegment + 1}, {MaxSegment: 1}, {BatchSize: -2}, {VAD: "/nonexistent/silero.onnx"},
+		{Segment: -time.Second}, {Segment: time.Second / 2}} {
 		if r, err := New(tinyDir, cfg); err == nil {
 			r.Close()
 			t.Errorf("%+v accepted", cfg)

@@ -121,7 +121,13 @@ func TestStreamEqualsInMemory(t *testing.T) {
 }
 
 func testStreamEqualsInMemory(t *testing.T, vadCfg string) {
-	r := newTiny(t, Config{MaxSegment: 5 * time.Second, VAD: vadCfg})
+	for _, cfg := range []Config{{MaxSegment: 5 * time.Second}, {Segment: 3 * time.Second, MaxSegment: 8 * time.Second}} {
+		cfg.VAD = vadCfg
+		streamEqualsInMemory(t, newTiny(t, cfg))
+	}
+}
+
+func streamEqualsInMemory(t *testing.T, r *Recognizer) {
 	x, _ := longInput(t)
 	want, err := r.Transcribe(context.Background(), x)
 	if err != nil {
@@ -231,7 +237,7 @@ func TestFindCut(t *testing.T) {
 		x[i] = float32(rng.NormFloat64() * 0.1)
 	}
 	clear(x[3*SampleRate : 3*SampleRate+4800])
-	c := findCut(x, 5*SampleRate)
+	c := findCut(x, 5*SampleRate, 5*SampleRate)
 	if c < 3*SampleRate || c > 3*SampleRate+4800 {
 		t.Fatalf("cut at %d, want within the pause [%d, %d]", c, 3*SampleRate, 3*SampleRate+4800)
 	}
@@ -240,11 +246,84 @@ func TestFindCut(t *testing.T) {
 	for i := range y {
 		y[i] = float32(rng.NormFloat64() * 0.1)
 	}
-	if c := findCut(y, 5*SampleRate); c <= 0 || c > 5*SampleRate {
+	if c := findCut(y, 5*SampleRate, 5*SampleRate); c <= 0 || c > 5*SampleRate {
 		t.Fatalf("cut at %d outside (0, %d]", c, 5*SampleRate)
 	}
-	if c := findCut(y[:100], 5*SampleRate); c != 100 {
+	if c := findCut(y[:100], 5*SampleRate, 5*SampleRate); c != 100 {
 		t.Fatalf("short input cut at %d", c)
+	}
+}
+
+// TestFindCutSoftHard: a pause inside the soft window wins; with none there, the first pause
+// after it (up to hard) ends the piece, rather than a cut inside a word; with none before hard,
+// a cut inside the soft window.
+func TestFindCutSoftHard(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	x := make([]float32, 12*SampleRate)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * 0.1)
+	}
+	const soft = 5 * SampleRate
+	in := func(c, at int) bool { return c >= at && c <= at+4800 }
+	clear(x[7*SampleRate : 7*SampleRate+4800]) // a 300 ms pause at 7 s, after the soft window
+	if c := findCut(x, soft, 10*SampleRate); !in(c, 7*SampleRate) {
+		t.Errorf("pause after the soft window: cut at %d, want in [%d, %d]", c, 7*SampleRate, 7*SampleRate+4800)
+	}
+	for _, hard := range []int{soft, 6 * SampleRate, 0} { // none, or the pause beyond hard
+		if c := findCut(x, soft, hard); c <= soft/3 || c > soft {
+			t.Errorf("hard %d: cut at %d, want in the soft window's last two thirds", hard, c)
+		}
+	}
+	clear(x[3*SampleRate : 3*SampleRate+4800]) // a pause inside the soft window as well: it wins
+	if c := findCut(x, soft, 10*SampleRate); !in(c, 3*SampleRate) {
+		t.Errorf("pause in the soft window: cut at %d, want in [%d, %d]", c, 3*SampleRate, 3*SampleRate+4800)
+	}
+	if c := findCut(x[:soft], soft, 10*SampleRate); c != soft {
+		t.Errorf("input of the soft length cut at %d", c)
+	}
+}
+
+// TestSegment: audio that fits in MaxSegment stays one piece whatever Segment says (cutting a
+// sentence costs more than its length); longer audio is cut near Segment, at pauses (ours or
+// the clips' own), into pieces of at most MaxSegment, more of them than without Segment.
+func TestSegment(t *testing.T) {
+	for _, mode := range cutModes(t) {
+		t.Run(mode.name, func(t *testing.T) {
+			x, pauses := longInput(t)
+			r := newTiny(t, Config{Segment: 3 * time.Second, MaxSegment: 8 * time.Second, VAD: mode.vad})
+			fits := x[:pauses[1][1]] // 6.2 s: two clips and their pauses
+			res, err := r.Transcribe(context.Background(), fits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Segments) != 1 {
+				t.Fatalf("%.1f s that fit in 8 s: %d segments", float64(len(fits))/SampleRate, len(res.Segments))
+			}
+			res, err = r.Transcribe(context.Background(), x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole := newTiny(t, Config{MaxSegment: 8 * time.Second, VAD: mode.vad})
+			ref, err := whole.Transcribe(context.Background(), x)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Segments) <= len(ref.Segments) {
+				t.Errorf("%d segments near 3 s, %d of up to 8 s", len(res.Segments), len(ref.Segments))
+			}
+			for i, s := range res.Segments {
+				if s.End-s.Start > 8+1e-9 {
+					t.Errorf("segment %d lasts %.2f s", i, s.End-s.Start)
+				}
+				if i == 0 {
+					continue
+				}
+				// in a pause, ours or the clips' own (speech here is -30 to -10 dBFS)
+				if cut := int(s.Start * SampleRate); meanSquare(x[max(0, cut-160):min(len(x), cut+160)]) > 1e-6 {
+					t.Errorf("cut at %.2f s is not in a pause", s.Start)
+				}
+			}
+		})
 	}
 }
 

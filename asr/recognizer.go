@@ -4,6 +4,7 @@
 package asr
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,8 +45,13 @@ type Config struct {
 	Workers int
 	// BatchSize is how many pieces one model call may take in TranscribeBatch (default 8).
 	BatchSize int
-	// MaxSegment is the longest audio fed to one model call (default and maximum 30 s).
+	// MaxSegment is the longest audio fed to one model call (default: the model's metadata
+	// max_segment_s, else 30 s, the most there is); audio that fits stays whole.
 	MaxSegment time.Duration
+	// Segment is the piece length long audio is cut into, at pauses: 0 = the model's own
+	// (metadata max_segment_s; SenseVoice-Small has none: MaxSegment). A piece runs past it,
+	// up to MaxSegment, only to end at a pause rather than inside a word.
+	Segment time.Duration
 	// VAD is the Silero VAD model used to find pauses in long audio: "" = the installed
 	// silero-vad-v5 when there is one (else energy-based cuts), "none" = energy-based cuts
 	// always, anything else a model file that must load.
@@ -84,7 +90,8 @@ type Recognizer struct {
 	cfg    Config
 	tables *fbank.Tables
 	slots  chan *worker
-	maxLen int
+	maxLen int // the longest piece (Config.MaxSegment)
+	segLen int // the piece length aimed at (Config.Segment, else the model's max_segment_s, else maxLen)
 	log    *slog.Logger
 
 	vadPath string          // "" when cutting by energy
@@ -119,8 +126,11 @@ type ModelInfo struct {
 // sherpa-onnx export (model.onnx / model.int8.onnx + tokens.txt) or the FunASR one
 // (model.onnx / model_quant.onnx + am.mvn + tokens.json).
 func New(modelPath string, cfg Config) (*Recognizer, error) {
-	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.MaxSegment < 0 || cfg.GPU.IntraOpThreads < 0 {
-		return nil, fmt.Errorf("%w: negative Workers, BatchSize, GPU.IntraOpThreads or MaxSegment", ErrConfig)
+	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.MaxSegment < 0 || cfg.Segment < 0 || cfg.GPU.IntraOpThreads < 0 {
+		return nil, fmt.Errorf("%w: negative Workers, BatchSize, GPU.IntraOpThreads, MaxSegment or Segment", ErrConfig)
+	}
+	if cfg.Segment > 0 && cfg.Segment < time.Second {
+		return nil, fmt.Errorf("%w: Segment %v is under a second", ErrConfig, cfg.Segment)
 	}
 	if err := cfg.Beam.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -128,6 +138,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if cfg.MaxSegment > MaxSegment {
 		return nil, fmt.Errorf("%w: MaxSegment %v is over the model's %v", ErrConfig, cfg.MaxSegment, MaxSegment)
 	}
+	ownMax := cfg.MaxSegment == 0 // the model's max_segment_s, when it has one
 	if cfg.MaxSegment == 0 {
 		cfg.MaxSegment = MaxSegment
 	}
@@ -150,6 +161,14 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	cfg.Beam = cfg.Beam.or(m.beam)
 	r := &Recognizer{m: m, cfg: cfg, tables: newFbankTables(), log: cfg.Log,
 		maxLen: int(cfg.MaxSegment.Seconds() * SampleRate)}
+	// the model's own lengths (metadata) unless the config sets them
+	if ownMax && m.maxSegment > 0 {
+		r.maxLen = int(m.maxSegment.Seconds() * SampleRate)
+	}
+	r.segLen = r.maxLen
+	if seg := cmp.Or(cfg.Segment, m.segment); seg > 0 {
+		r.segLen = min(r.maxLen, int(seg.Seconds()*SampleRate))
+	}
 	if _, err := m.languageID(cfg.Language); err != nil {
 		m.close()
 		return nil, err
@@ -347,14 +366,14 @@ func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o 
 		var c *cutter
 		for off := 0; off < len(x); {
 			n := len(x) - off
-			if n > r.maxLen {
+			if n > r.maxLen { // what fits in one piece stays whole: cutting a sentence costs more
 				if c == nil {
 					c = r.newCutter()
 				}
-				c.feed(ctx, x[off:off+r.maxLen])
-				n = c.cut(x[off:], r.maxLen)
+				c.feed(ctx, x[off:off+min(n, r.maxLen)])
+				n = c.cut(x[off:], r.segLen, r.maxLen)
 				if n <= 0 || n > r.maxLen { // cannot happen; never loop forever
-					n = r.maxLen
+					n = r.segLen
 				}
 				c.advance(n)
 			}
@@ -580,8 +599,8 @@ func (r *Recognizer) TranscribeStream(ctx context.Context, src Source, o Options
 		}
 		cut := len(buf)
 		if len(buf) > r.maxLen || !eof {
-			c.feed(ctx, buf[:r.maxLen])
-			cut = c.cut(buf, r.maxLen)
+			c.feed(ctx, buf[:min(len(buf), r.maxLen)])
+			cut = c.cut(buf, r.segLen, r.maxLen)
 			c.advance(cut)
 		}
 		if err := emit(buf[:cut]); err != nil {

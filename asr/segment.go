@@ -27,44 +27,36 @@ const (
 	minQuietFrames = 5      // a quiet run must last 50 ms to count as a pause
 )
 
-// findCut returns where to end a piece that starts at x[0] when x is longer than a piece
-// may be (len(x) ≥ maxLen): a sample index in (0, maxLen].
-func findCut(x []float32, maxLen int) int {
-	if len(x) <= maxLen {
+// findCut returns where to end a piece that starts at x[0] when x is longer than the piece
+// length the model decodes best (len(x) > soft): a sample index in (0, max(soft, hard)].
+// The longest pause in the last two thirds of the first soft samples wins; without one, the
+// first pause after them (up to hard samples: a sentence is better whole than cut inside a
+// word); without one either, the quietest 50 ms in the last two thirds of the soft window.
+func findCut(x []float32, soft, hard int) int {
+	hard = max(hard, soft)
+	if len(x) <= soft {
 		return len(x)
 	}
-	nf := maxLen / energyFrame
-	if nf < 3 {
-		return maxLen
+	ns, nh := soft/energyFrame, min(len(x), hard)/energyFrame
+	if ns < 3 {
+		return soft
 	}
-	e, sorted := frameEnergies(x, nf)
+	e, sorted := frameEnergies(x, nh)
 	// Quiet = within 8 dB of the quietest 5 %, never under −60 dBFS, and always at least
 	// 10 dB under the median so that steady noise is not taken for a pause.
 	thr := math.Max(sorted[len(sorted)/20]*6.3, silenceFloor)
 	thr = math.Min(thr, sorted[len(sorted)/2]/10)
-	lo := nf / 3
-	// Longest run of quiet frames within [lo, nf).
-	bestStart, bestLen := -1, 0
-	for k := lo; k < nf; {
-		if e[k] >= thr {
-			k++
-			continue
-		}
-		j := k
-		for j < nf && e[j] < thr {
-			j++
-		}
-		if j-k > bestLen || (j-k == bestLen && j == nf) {
-			bestStart, bestLen = k, j-k
-		}
-		k = j
+	quiet := func(k int) bool { return e[k] < thr }
+	if k, n := longestRun(quiet, ns/3, ns); n >= minQuietFrames {
+		return (k + n/2) * energyFrame
 	}
-	if bestLen >= minQuietFrames {
-		return (bestStart + bestLen/2) * energyFrame
+	if k, n := firstRun(quiet, ns, nh, minQuietFrames); n > 0 {
+		return (k + n/2) * energyFrame
 	}
 	// No pause: the quietest 50 ms window.
-	best, bestE := nf-1, math.Inf(1)
-	for k := lo; k+5 <= nf; k++ {
+	lo := ns / 3
+	best, bestE := ns-1, math.Inf(1)
+	for k := lo; k+5 <= ns; k++ {
 		var s float64
 		for _, v := range e[k : k+5] {
 			s += v
@@ -74,9 +66,52 @@ func findCut(x []float32, maxLen int) int {
 		}
 	}
 	if best <= 0 {
-		return maxLen
+		return soft
 	}
 	return best * energyFrame
+}
+
+// longestRun is the longest run of frames in [lo, hi) where in(k) holds (of equal runs the
+// first, unless a later one reaches hi: it may go on past the window): its start and length,
+// length 0 when there is none.
+func longestRun(in func(int) bool, lo, hi int) (start, n int) {
+	start = -1
+	for k := lo; k < hi; {
+		if !in(k) {
+			k++
+			continue
+		}
+		j := k
+		for j < hi && in(j) {
+			j++
+		}
+		if j-k > n || (j-k == n && j == hi) {
+			start, n = k, j-k
+		}
+		k = j
+	}
+	return start, n
+}
+
+// firstRun is the first run of at least minLen frames in [lo, hi) where in(k) holds and that
+// ends before hi (a run cut off by the window's end may go on): its start and length, length 0
+// when there is none.
+func firstRun(in func(int) bool, lo, hi, minLen int) (start, n int) {
+	for k := lo; k < hi; {
+		if !in(k) {
+			k++
+			continue
+		}
+		j := k
+		for j < hi && in(j) {
+			j++
+		}
+		if j-k >= minLen && j < hi {
+			return k, j - k
+		}
+		k = j
+	}
+	return -1, 0
 }
 
 func meanSquare(x []float32) float64 {
@@ -283,33 +318,23 @@ func (c *cutter) feed(ctx context.Context, buf []float32) {
 	}
 }
 
-// cut returns where to end the piece at the start of buf (len(buf) > maxLen): (0, maxLen].
-func (c *cutter) cut(buf []float32, maxLen int) int {
+// cut returns where to end the piece at the start of buf (len(buf) > soft): (0, max(soft,
+// hard)], chosen as findCut chooses, with the VAD's pauses when there is a VAD.
+func (c *cutter) cut(buf []float32, soft, hard int) int {
 	if c.vad == nil || c.failed {
-		return findCut(buf, maxLen)
+		return findCut(buf, soft, hard)
 	}
-	kmax := min(len(c.probs), maxLen/c.win)
-	lo := kmax / 3
-	bestStart, bestLen := -1, 0
-	for k := lo; k < kmax; {
-		if c.probs[k] >= vadPauseProb {
-			k++
-			continue
-		}
-		j := k
-		for j < kmax && c.probs[j] < vadPauseProb {
-			j++
-		}
-		if j-k > bestLen {
-			bestStart, bestLen = k, j-k
-		}
-		k = j
+	ks := min(len(c.probs), soft/c.win)
+	kh := min(len(c.probs), max(soft, hard)/c.win)
+	pause := func(k int) bool { return c.probs[k] < vadPauseProb }
+	if k, n := longestRun(pause, ks/3, ks); n >= vadMinPauseWins {
+		return (k + n/2) * c.win
 	}
-	if bestLen >= vadMinPauseWins {
-		return (bestStart + bestLen/2) * c.win
+	if k, n := firstRun(pause, ks, kh, vadMinPauseWins); n > 0 {
+		return (k + n/2) * c.win
 	}
-	// No pause the VAD believes in: the quietest spot, on a window boundary.
-	n := findCut(buf, maxLen) / c.win * c.win
+	// No pause the VAD believes in: the quietest spot in the soft window, on a window boundary.
+	n := findCut(buf, soft, soft) / c.win * c.win
 	if n <= 0 {
 		n = c.win
 	}

@@ -11,6 +11,8 @@ loader's checks matter:
   bad/partial-meta/model.onnx   metadata without neg_mean, inv_stddev, with_itn
   bad/wrong-inputs/model.onnx   inputs named features/lengths: neither layout
   bad/wrong-type/model.onnx     language is float32
+  bad/short-segment/model.onnx  full metadata, segment_s 0.5 (a piece under a second)
+  bad/segment-over-max/model.onnx  full metadata, segment_s 12 over max_segment_s 10
 """
 import os
 
@@ -43,7 +45,10 @@ def main():
                "lfr_window_shift": "6", "normalize_samples": "0", "without_itn": "15",
                "lang_auto": "0", "lang_zh": "3", "lang_en": "4", "lang_yue": "7", "lang_ja": "11",
                "lang_ko": "12"}
+    full = dict(partial, with_itn="14", neg_mean=",".join(["-10"] * 560), inv_stddev=",".join(["0.2"] * 560))
     cases = {
+        "short-segment": graph(sherpa, ok_types, dict(full, segment_s="0.5")),
+        "segment-over-max": graph(sherpa, ok_types, dict(full, segment_s="12", max_segment_s="10")),
         "no-meta": graph(sherpa, ok_types, {}),
         "partial-meta": graph(sherpa, ok_types, partial),
         "wrong-inputs": graph(["features", "lengths", "language", "text_norm"], ok_types, {}),

@@ -54,7 +54,8 @@ def synthetic_cmvn(seed: int) -> Tuple[List[float], List[float]]:
     return [float(v) for v in neg_mean], [float(v) for v in inv_std]
 
 
-def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str, languages: Optional[List[str]] = None) -> Dict[str, str]:
+def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str, languages: Optional[List[str]] = None,
+             segments: Optional[Tuple[float, float]] = None) -> Dict[str, str]:
     def floats(v):
         return ",".join(repr(float(np.float32(x))) for x in v)
 
@@ -81,6 +82,13 @@ def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str, languages: Opt
         if unknown:
             raise ValueError(f"unknown languages {unknown} (have {sorted(k for k in svm.LANG_IDS if k not in ('auto', 'nospeech'))})")
         meta["trained_languages"] = ",".join(languages)
+    if segments:
+        # how long audio is cut for this model (asr.Config.Segment/MaxSegment): pieces of at most
+        # max_segment_s seconds, cut at a pause near segment_s; the recogniser's limits are 1-30 s
+        seg, most = segments
+        if not (1 <= seg <= most <= 30):
+            raise ValueError(f"segment {seg} s and max segment {most} s: want 1 <= segment <= max segment <= 30")
+        meta["segment_s"], meta["max_segment_s"] = f"{seg:g}", f"{most:g}"
     meta["with_itn"] = str(svm.TEXTNORM_IDS["withitn"])
     meta["without_itn"] = str(svm.TEXTNORM_IDS["woitn"])
     return meta
@@ -158,14 +166,15 @@ def reference_cases(model: svm.SenseVoiceSmall, seed: int) -> List[dict]:
 def save_bundle(model: svm.SenseVoiceSmall, vocab: Vocab, neg_mean, inv_stddev, out: str, *,
                 comment: str, int8: bool = False, reference: bool = False, seed: int = 0,
                 sp_model: Optional[str] = None, reference_name: str = "reference.json",
-                fp16_weights: bool = False, languages: Optional[List[str]] = None) -> Dict[str, str]:
+                fp16_weights: bool = False, languages: Optional[List[str]] = None,
+                segments: Optional[Tuple[float, float]] = None) -> Dict[str, str]:
     os.makedirs(out, exist_ok=True)
     if len(vocab) != model.cfg.vocab_size:
         raise ValueError(f"vocabulary has {len(vocab)} pieces but the model outputs {model.cfg.vocab_size}")
     model = model.float().eval()
     if fp16_weights:
         round_fp16(model)
-    meta = metadata(len(vocab), neg_mean, inv_stddev, comment, languages)
+    meta = metadata(len(vocab), neg_mean, inv_stddev, comment, languages, segments)
     paths = {"model": os.path.join(out, "model.onnx"), "tokens": os.path.join(out, "tokens.txt")}
     export_onnx(model, paths["model"], meta)
     if fp16_weights:
@@ -255,7 +264,12 @@ def main(argv=None) -> int:
                     help="file name for the reference (e.g. _reference.json, which assets/ does not embed)")
     ap.add_argument("--languages", help="the languages the model was trained on, comma-separated (e.g. en): "
                     "written as trained_languages, so the recogniser offers only those")
+    ap.add_argument("--segment-s", type=float, nargs=2, metavar=("SEGMENT", "MAX"),
+                    help="cut long audio into pieces of at most MAX seconds, at a pause near SEGMENT "
+                         "(metadata segment_s, max_segment_s; for a model that learnt from short utterances)")
     a = ap.parse_args(argv)
+    if a.segment_s and not (1 <= a.segment_s[0] <= a.segment_s[1] <= 30):
+        ap.error(f"--segment-s {a.segment_s[0]:g} {a.segment_s[1]:g}: want 1 <= SEGMENT <= MAX <= 30 seconds")
 
     torch.manual_seed(a.seed)
     sp_model = None
@@ -291,7 +305,8 @@ def main(argv=None) -> int:
         paths = save_bundle(model, vocab, neg_mean, inv_std, a.out, comment=comment, int8=a.int8,
                             reference=a.reference, seed=a.seed, sp_model=sp_model, reference_name=a.reference_name,
                             fp16_weights=a.fp16_weights,
-                            languages=[l.strip() for l in a.languages.split(",") if l.strip()] if a.languages else None)
+                            languages=[l.strip() for l in a.languages.split(",") if l.strip()] if a.languages else None,
+                            segments=tuple(a.segment_s) if a.segment_s else None)
     except OSError as e:  # disk full, quota, file size limit: say so instead of a traceback
         print(f"error: cannot write the export to {a.out}: {e.strerror or e} (is the disk full?)", file=sys.stderr)
         return 1
