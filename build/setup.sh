@@ -23,7 +23,8 @@ die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 # PyTorch for train/, and what train/'s human-derived corpus is made from and judged by: voices
 # built from real people's recordings (flite's CMU ARCTIC voices, festival's diphone and HTS
 # voices; its Czech and Finnish ones say English phones for train.corpus.accent), WordNet's
-# example sentences, and a recogniser trained on real speech (pocketsphinx).
+# example sentences, a recogniser trained on real speech (pocketsphinx), and fortune cookies
+# (new sentences from outside the corpus, train.sensevoice.newtext).
 packages=(
   build-essential pkg-config git ca-certificates
   libespeak-ng-dev espeak-ng sox libsox-fmt-all ffmpeg
@@ -35,7 +36,7 @@ packages=(
   python3-sentencepiece python3-soundfile
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts wordnet-base
   festvox-czech-dita festvox-czech-machac festvox-czech-ph festvox-suopuhe-lj festvox-suopuhe-mv
-  pocketsphinx-en-us python3-pocketsphinx
+  pocketsphinx-en-us python3-pocketsphinx fortunes fortunes-min
 )
 
 step_packages() {

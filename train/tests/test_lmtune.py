@@ -115,3 +115,32 @@ class LMExtraTextTest(unittest.TestCase):
                 lm.main(["--checkpoint", "/nonexistent", "--out", "/nonexistent/lm.bin", "--extra", spec])
             self.assertEqual(cm.exception.code, 2, spec)
             self.assertIn(f"--extra {spec}", err.getvalue())
+
+
+class NewTextTest(unittest.TestCase):
+    def test_fortune_sentences(self):
+        import shutil
+
+        from train.corpus import text as T
+        from train.sensevoice import newtext
+
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        with open(os.path.join(root, "wisdom"), "w") as f:
+            f.write("A penny saved is a penny earned. Too short.\n%\n"
+                    "Roses are red,\n\tviolets are blue, and this verse is left out.\n%\n"
+                    "He who laughs last thinks slowest of all the people here.\n%\n"
+                    "A penny saved is a penny earned.\n%\n"
+                    "One two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                    "fifteen sixteen seventeen.\n")
+        with open(os.path.join(root, "wisdom.dat"), "wb") as f:
+            f.write(b"\x00\x01 not text")
+        os.mkdir(os.path.join(root, "off"))
+        with open(os.path.join(root, "off", "rude"), "w") as f:
+            f.write("This offensive sentence must never be read aloud.\n")
+        got = newtext.sentences(root)
+        self.assertEqual(sorted(got), ["a penny saved is a penny earned",
+                                       "he who laughs last thinks slowest of all the people here"])
+        self.assertEqual(got, newtext.sentences(root))  # a fixed order
+        with self.assertRaisesRegex(T.TextSourceMissing, "fortunes"):
+            newtext.sentences(os.path.join(root, "off", "none"))
