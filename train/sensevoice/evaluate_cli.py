@@ -5,6 +5,10 @@ as train.sensevoice.evaluate scores PyTorch's greedy decodes.
     python3 -m train.sensevoice.evaluate_cli --model assets/demo/sensevoice --manifest train/out/human/test-voice.jsonl [--lm none]
 
 Prints {"utts", "wer", "cer", "by": {field: {value: {wer, cer, utts}}}}.
+
+``--join N`` measures long recordings instead: each N consecutive utterances joined into one
+file (``--gap`` seconds of silence between them; the rest left out), scored against their
+transcripts joined, as a person reading a passage is heard.
 """
 from __future__ import annotations
 
@@ -47,6 +51,27 @@ def load_manifest(path: str, limit: int = 0) -> Tuple[List[dict], List[str]]:
     return rows, [os.path.join(base, r["source"]) for r in rows]
 
 
+def join(rows: List[dict], files: List[str], n: int, gap: float, out: str) -> Tuple[List[dict], List[str]]:
+    """Each n consecutive utterances as one 16 kHz file in out (gap seconds of silence between
+    them): the joined rows (target the transcripts joined) and files; a remainder is left out."""
+    import numpy as np
+    import soundfile as sf
+
+    jrows, jfiles = [], []
+    for g in range(0, len(rows) - n + 1, n):
+        parts = []
+        for f in files[g:g + n]:
+            x, sr = sf.read(f, dtype="float32", always_2d=True)
+            if sr != 16000:
+                raise ValueError(f"{f}: {sr} Hz, want 16000")
+            parts += [x.mean(axis=1), np.zeros(int(round(gap * sr)), np.float32)]
+        path = os.path.join(out, f"joined-{g // n:04d}.wav")
+        sf.write(path, np.concatenate(parts[:-1]), 16000, subtype="FLOAT")
+        jrows.append(dict(rows[g], target=" ".join(r["target"] for r in rows[g:g + n]), joined=n))
+        jfiles.append(path)
+    return jrows, jfiles
+
+
 def figures(pairs) -> dict:
     return {"utts": len(pairs), "wer": round(score(pairs)["wer"], 4),
             "cer": round(cer([r for _, r in pairs], [h for h, _ in pairs]), 4)}
@@ -61,9 +86,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--lm", default="", help="none = greedy CTC; a file; default: the model's lm.bin")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--by", action="append", default=[])
+    ap.add_argument("--join", type=int, default=1, help="N utterances to a file: long recordings")
+    ap.add_argument("--gap", type=float, default=0.0, help="seconds of silence between joined utterances")
     a = ap.parse_args(argv)
+    if a.join < 1 or a.gap < 0:
+        ap.error("--join must be at least 1 and --gap not negative")
     rows, files = load_manifest(a.manifest, a.limit)
+    tmp = None
+    if a.join > 1:
+        import tempfile
+
+        tmp = tempfile.TemporaryDirectory(prefix="joined-")
+        rows, files = join(rows, files, a.join, a.gap, tmp.name)
     hyp = transcribe(a.parley, a.model, files, a.lm)
+    if tmp is not None:
+        tmp.cleanup()
     pairs = [(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)]
     res = figures(pairs)
     for field in a.by:

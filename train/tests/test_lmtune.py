@@ -144,3 +144,32 @@ class NewTextTest(unittest.TestCase):
         self.assertEqual(got, newtext.sentences(root))  # a fixed order
         with self.assertRaisesRegex(T.TextSourceMissing, "fortunes"):
             newtext.sentences(os.path.join(root, "off", "none"))
+
+
+class JoinTest(unittest.TestCase):
+    def test_long_recordings_from_utterances(self):
+        import shutil
+
+        import numpy as np
+        import soundfile as sf
+
+        from train.sensevoice import evaluate_cli
+
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        rows, files = [], []
+        for i in range(5):
+            p = os.path.join(root, f"{i}.wav")
+            sf.write(p, np.full((1600 * (i + 1), 2), 0.1 * (i + 1), np.float32), 16000)  # stereo is averaged
+            rows.append({"target": f"word{i}", "speaker": "s"})
+            files.append(p)
+        jrows, jfiles = evaluate_cli.join(rows, files, 2, 0.25, root)
+        self.assertEqual([r["target"] for r in jrows], ["word0 word1", "word2 word3"])  # the fifth left out
+        x, sr = sf.read(jfiles[1], dtype="float32")
+        self.assertEqual((sr, len(x)), (16000, 1600 * 3 + 4000 + 1600 * 4))
+        np.testing.assert_allclose(x[:4800], 0.3, rtol=1e-6)
+        np.testing.assert_array_equal(x[4800:8800], 0)
+        np.testing.assert_allclose(x[8800:], 0.4, rtol=1e-6)
+        sf.write(os.path.join(root, "8k.wav"), np.zeros(800, np.float32), 8000)
+        with self.assertRaisesRegex(ValueError, "8000 Hz"):
+            evaluate_cli.join(rows[:2], [files[0], os.path.join(root, "8k.wav")], 2, 0, root)
