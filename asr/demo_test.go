@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/parley-voice/parley/audio"
@@ -249,5 +250,64 @@ func TestDemoModelBeam(t *testing.T) {
 		if _, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: bad}); err == nil || !strings.Contains(err.Error(), filepath.Base(bad)) {
 			t.Errorf("LM %s: %v", bad, err)
 		}
+	}
+}
+
+// TestDemoSegments: the demo model says how long audio is cut for it (it learnt from utterances
+// of a few seconds), the config overrides it, and a long reading of the held-out utterances in
+// one file is heard better so than in one 30 s piece.
+func TestDemoSegments(t *testing.T) {
+	r := demoGreedy(t)
+	if r.segLen != 5*SampleRate || r.maxLen != 10*SampleRate {
+		t.Fatalf("demo model: pieces near %d of at most %d samples, want 5 s and 10 s (metadata segment_s, max_segment_s)",
+			r.segLen, r.maxLen)
+	}
+	for _, c := range []struct {
+		cfg          Config
+		segLen, hard int
+	}{
+		{Config{Segment: 3 * time.Second}, 3 * SampleRate, 10 * SampleRate},
+		{Config{MaxSegment: 20 * time.Second}, 5 * SampleRate, 20 * SampleRate},
+		{Config{MaxSegment: 4 * time.Second}, 4 * SampleRate, 4 * SampleRate},
+		{Config{Segment: 30 * time.Second, MaxSegment: 30 * time.Second}, 30 * SampleRate, 30 * SampleRate},
+	} {
+		c.cfg.GPU, c.cfg.LM = gpu.Options{Provider: "cpu", IntraOpThreads: 1}, "none"
+		o, err := New(demoDir, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.segLen != c.segLen || o.maxLen != c.hard {
+			t.Errorf("%+v: %d and %d samples, want %d and %d", c.cfg, o.segLen, o.maxLen, c.segLen, c.hard)
+		}
+		o.Close()
+	}
+	// the held-out utterances read one after another, 0.3 s apart, round again up to 28 s
+	var x []float32
+	var ref []string
+	golden := demoGolden(t)
+	for i := 0; ; i++ {
+		it := golden.Items[i%len(golden.Items)]
+		buf, err := audio.ReadWAVFile(filepath.Join(speechDir, it.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(x)+len(buf.Data) > 28*SampleRate {
+			break
+		}
+		x = append(append(x, buf.Data...), make([]float32, SampleRate*3/10)...)
+		ref = append(ref, it.Ref)
+	}
+	whole, err := New(demoDir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, LM: "none",
+		Segment: MaxSegment, MaxSegment: MaxSegment})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Close()
+	cut, cutErrs := decodeErrors(t, r, x, strings.Join(ref, " "))
+	one, oneErrs := decodeErrors(t, whole, x, strings.Join(ref, " "))
+	t.Logf("%.1f s: %d character errors in pieces of about 5 s (%d pieces), %d in one piece", float64(len(x))/SampleRate,
+		cutErrs, len(cut.Segments), oneErrs)
+	if len(one.Segments) != 1 || len(cut.Segments) < 4 || cutErrs >= oneErrs {
+		t.Errorf("%d pieces: %d errors; one piece (%d): %d errors", len(cut.Segments), cutErrs, len(one.Segments), oneErrs)
 	}
 }
