@@ -281,6 +281,27 @@ func TestFindCutSoftHard(t *testing.T) {
 	if c := findCut(x[:soft], soft, 10*SampleRate); c != soft {
 		t.Errorf("input of the soft length cut at %d", c)
 	}
+	noise := func() []float32 {
+		y := make([]float32, 12*SampleRate)
+		for i := range y {
+			y[i] = float32(rng.NormFloat64() * 0.1)
+		}
+		return y
+	}
+	// a pause that runs past hard: cut in the part that fits
+	y := noise()
+	clear(y[9700*SampleRate/1000 : 10300*SampleRate/1000])
+	if c := findCut(y, soft, 10*SampleRate); c < 9700*SampleRate/1000 || c > 10*SampleRate {
+		t.Errorf("pause across hard: cut at %d, want in [%d, %d]", c, 9700*SampleRate/1000, 10*SampleRate)
+	}
+	// a 70 ms pause across the soft boundary (30 + 40 ms, each half under the 50 ms a pause
+	// needs) comes before one at 7 s: it is taken whole
+	y = noise()
+	clear(y[4970*SampleRate/1000 : 5040*SampleRate/1000])
+	clear(y[7*SampleRate : 7*SampleRate+4800])
+	if c := findCut(y, soft, 10*SampleRate); c < 4970*SampleRate/1000 || c > 5040*SampleRate/1000 {
+		t.Errorf("pause across soft: cut at %d, want in [%d, %d]", c, 4970*SampleRate/1000, 5040*SampleRate/1000)
+	}
 }
 
 // TestSegment: audio that fits in MaxSegment stays one piece whatever Segment says (cutting a

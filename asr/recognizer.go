@@ -48,9 +48,10 @@ type Config struct {
 	// MaxSegment is the longest audio fed to one model call (default: the model's metadata
 	// max_segment_s, else 30 s, the most there is); audio that fits stays whole.
 	MaxSegment time.Duration
-	// Segment is the piece length long audio is cut into, at pauses: 0 = the model's own
-	// (metadata max_segment_s; SenseVoice-Small has none: MaxSegment). A piece runs past it,
-	// up to MaxSegment, only to end at a pause rather than inside a word.
+	// Segment is the piece length audio longer than MaxSegment is cut into, at pauses: 0 = the
+	// model's own (metadata segment_s; SenseVoice-Small has none: MaxSegment). A piece runs past
+	// it, up to MaxSegment, only to end at a pause rather than inside a word, so the pieces of
+	// 10.5 s with 3 and 10 s may be 3 s and 7.5 s.
 	Segment time.Duration
 	// VAD is the Silero VAD model used to find pauses in long audio: "" = the installed
 	// silero-vad-v5 when there is one (else energy-based cuts), "none" = energy-based cuts
@@ -91,7 +92,7 @@ type Recognizer struct {
 	tables *fbank.Tables
 	slots  chan *worker
 	maxLen int // the longest piece (Config.MaxSegment)
-	segLen int // the piece length aimed at (Config.Segment, else the model's max_segment_s, else maxLen)
+	segLen int // the piece length aimed at (Config.Segment, else the model's segment_s, else maxLen)
 	log    *slog.Logger
 
 	vadPath string          // "" when cutting by energy
@@ -129,8 +130,8 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if cfg.Workers < 0 || cfg.BatchSize < 0 || cfg.MaxSegment < 0 || cfg.Segment < 0 || cfg.GPU.IntraOpThreads < 0 {
 		return nil, fmt.Errorf("%w: negative Workers, BatchSize, GPU.IntraOpThreads, MaxSegment or Segment", ErrConfig)
 	}
-	if cfg.Segment > 0 && cfg.Segment < time.Second {
-		return nil, fmt.Errorf("%w: Segment %v is under a second", ErrConfig, cfg.Segment)
+	if cfg.Segment > 0 && (cfg.Segment < time.Second || cfg.Segment > MaxSegment) {
+		return nil, fmt.Errorf("%w: Segment %v is not between a second and %v", ErrConfig, cfg.Segment, MaxSegment)
 	}
 	if err := cfg.Beam.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -370,7 +371,7 @@ func (r *Recognizer) TranscribeBatch(ctx context.Context, inputs [][]float32, o 
 				if c == nil {
 					c = r.newCutter()
 				}
-				c.feed(ctx, x[off:off+min(n, r.maxLen)])
+				c.feed(ctx, x[off:off+r.maxLen])
 				n = c.cut(x[off:], r.segLen, r.maxLen)
 				if n <= 0 || n > r.maxLen { // cannot happen; never loop forever
 					n = r.segLen

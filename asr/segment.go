@@ -50,7 +50,7 @@ func findCut(x []float32, soft, hard int) int {
 	if k, n := longestRun(quiet, ns/3, ns); n >= minQuietFrames {
 		return (k + n/2) * energyFrame
 	}
-	if k, n := firstRun(quiet, ns, nh, minQuietFrames); n > 0 {
+	if k, n := firstRun(quiet, ns/3, ns, nh, minQuietFrames); n > 0 {
 		return (k + n/2) * energyFrame
 	}
 	// No pause: the quietest 50 ms window.
@@ -93,10 +93,13 @@ func longestRun(in func(int) bool, lo, hi int) (start, n int) {
 	return start, n
 }
 
-// firstRun is the first run of at least minLen frames in [lo, hi) where in(k) holds and that
-// ends before hi (a run cut off by the window's end may go on): its start and length, length 0
-// when there is none.
-func firstRun(in func(int) bool, lo, hi, minLen int) (start, n int) {
+// firstRun is the first run of at least minLen frames where in(k) holds that reaches into
+// [lo, hi): one that began before lo (not before floor) counts whole, one cut off at hi counts
+// as far as it goes. Its start and length; length 0 when there is none.
+func firstRun(in func(int) bool, floor, lo, hi, minLen int) (start, n int) {
+	for lo > floor && lo < hi && in(lo) && in(lo-1) {
+		lo--
+	}
 	for k := lo; k < hi; {
 		if !in(k) {
 			k++
@@ -106,7 +109,7 @@ func firstRun(in func(int) bool, lo, hi, minLen int) (start, n int) {
 		for j < hi && in(j) {
 			j++
 		}
-		if j-k >= minLen && j < hi {
+		if j-k >= minLen {
 			return k, j - k
 		}
 		k = j
@@ -330,7 +333,7 @@ func (c *cutter) cut(buf []float32, soft, hard int) int {
 	if k, n := longestRun(pause, ks/3, ks); n >= vadMinPauseWins {
 		return (k + n/2) * c.win
 	}
-	if k, n := firstRun(pause, ks, kh, vadMinPauseWins); n > 0 {
+	if k, n := firstRun(pause, ks/3, ks, kh, vadMinPauseWins); n > 0 {
 		return (k + n/2) * c.win
 	}
 	// No pause the VAD believes in: the quietest spot in the soft window, on a window boundary.

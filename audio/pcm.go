@@ -146,7 +146,11 @@ func newG711(value func(byte) int) *g711Table {
 		t.decode[c] = float32(value(byte(c))) / 32768
 		t.codes[c] = byte(c)
 	}
-	sort.SliceStable(t.codes[:], func(i, j int) bool { return t.decode[t.codes[i]] < t.decode[t.codes[j]] })
+	// by value; of µ-law's two zeros the positive one (0xFF) first, the code for silence
+	sort.Slice(t.codes[:], func(i, j int) bool {
+		a, b := t.codes[i], t.codes[j]
+		return t.decode[a] < t.decode[b] || (t.decode[a] == t.decode[b] && a > b)
+	})
 	return t
 }
 

@@ -397,11 +397,21 @@ func WAVHeader(f Format, sf SampleFormat, dataBytes int64) ([]byte, error) {
 		return nil, fmt.Errorf("%w: sample format %v", ErrUnsupported, sf)
 	}
 	ext := f.Channels > 2
+	// G.711 is not PCM: its fmt chunk carries cbSize and a fact chunk the frame count, as
+	// the RIFF spec asks of every compressed format (strict readers refuse the file without)
+	g711 := sf == MuLaw || sf == ALaw
 	fmtSize := 16
-	if ext {
+	switch {
+	case ext:
 		fmtSize = 40
+	case g711:
+		fmtSize = 18
 	}
-	hlen := 12 + 8 + fmtSize + 8
+	factSize := 0
+	if g711 {
+		factSize = 12
+	}
+	hlen := 12 + 8 + fmtSize + factSize + 8
 	riff, data := uint32(wavUnknownSize), uint32(wavUnknownSize)
 	if dataBytes >= 0 {
 		total := int64(hlen-8) + dataBytes + dataBytes&1
@@ -436,12 +446,24 @@ func WAVHeader(f Format, sf SampleFormat, dataBytes int64) ([]byte, error) {
 	h = le.AppendUint32(h, uint32(f.SampleRate*align))
 	h = le.AppendUint16(h, uint16(align))
 	h = le.AppendUint16(h, uint16(sf.Size()*8))
-	if ext {
+	switch {
+	case ext:
 		h = le.AppendUint16(h, 22)
 		h = le.AppendUint16(h, uint16(sf.Size()*8))
 		h = le.AppendUint32(h, 0) // no speaker positions claimed
 		h = le.AppendUint16(h, sub)
 		h = append(h, wavGUIDTail...)
+	case g711:
+		h = le.AppendUint16(h, 0) // cbSize: nothing more
+	}
+	if g711 {
+		frames := uint32(wavUnknownSize)
+		if dataBytes >= 0 {
+			frames = uint32(dataBytes / int64(align))
+		}
+		h = append(h, "fact"...)
+		h = le.AppendUint32(h, 4)
+		h = le.AppendUint32(h, frames)
 	}
 	h = append(h, "data"...)
 	h = le.AppendUint32(h, data)

@@ -365,10 +365,43 @@ func TestG711(t *testing.T) {
 			}
 		}
 	}
+	if got := EncodePCM(nil, []float32{0}, MuLaw); got[0] != 0xFF { // silence, as every encoder writes it
+		t.Errorf("µ-law 0 = %#02x, want 0xff", got[0])
+	}
+	if got := EncodePCM(nil, []float32{0}, ALaw); got[0] != 0xD5 {
+		t.Errorf("A-law 0 = %#02x, want 0xd5", got[0])
+	}
 	if f, err := ParseSampleFormat("ulaw"); f != MuLaw || err != nil {
 		t.Errorf("ulaw: %v %v", f, err)
 	}
 	if f, err := ParseSampleFormat(ALaw.String()); f != ALaw || err != nil {
 		t.Errorf("alaw: %v %v", f, err)
+	}
+}
+
+// G.711 files carry what the RIFF spec asks of a compressed format: an 18-byte fmt chunk
+// (cbSize 0) and a fact chunk with the frame count; they read back as written.
+func TestG711Header(t *testing.T) {
+	in := testSignal(Format{SampleRate: 8000, Channels: 1}, 801)
+	for _, sf := range []SampleFormat{MuLaw, ALaw} {
+		var buf bytes.Buffer
+		if err := WriteWAV(&buf, in, sf); err != nil {
+			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		le := binary.LittleEndian
+		if string(b[12:16]) != "fmt " || le.Uint32(b[16:]) != 18 || le.Uint16(b[36:]) != 0 {
+			t.Fatalf("%v: fmt chunk %q of %d bytes, cbSize %d", sf, b[12:16], le.Uint32(b[16:]), le.Uint16(b[36:]))
+		}
+		if string(b[38:42]) != "fact" || le.Uint32(b[42:]) != 4 || le.Uint32(b[46:]) != 801 {
+			t.Fatalf("%v: fact chunk %q size %d frames %d", sf, b[38:42], le.Uint32(b[42:]), le.Uint32(b[46:]))
+		}
+		if string(b[50:54]) != "data" || le.Uint32(b[54:]) != 801 || int(le.Uint32(b[4:])) != len(b)-8 {
+			t.Fatalf("%v: data %q %d bytes, RIFF size %d of a %d-byte file", sf, b[50:54], le.Uint32(b[54:]), le.Uint32(b[4:]), len(b))
+		}
+		out, err := ReadWAV(bytes.NewReader(b))
+		if err != nil || len(out.Data) != 801 {
+			t.Fatalf("%v: read back %v, %v", sf, out, err)
+		}
 	}
 }
