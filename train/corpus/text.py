@@ -327,15 +327,22 @@ def email_paragraphs(pkg: str) -> Iterator[str]:
             body = part.get_payload(decode=True)
             if not isinstance(body, bytes):
                 continue
-            body = body.decode("latin-1", "ignore").split("\n-- \n")[0]
+            try:
+                text = body.decode(part.get_content_charset() or "latin-1", "replace")
+            except LookupError:  # a charset Python does not know
+                text = body.decode("latin-1", "replace")
             para: List[str] = []
-            for line in body.splitlines() + [""]:
+            for line in text.splitlines():
+                if line.rstrip() == "--":  # the signature ("-- "): the rest is not prose
+                    break
                 line = line.strip()
                 if line and not _NOT_PROSE.search(line):
                     para.append(line)
                 elif para:
                     yield " ".join(para)
                     para = []
+            if para:
+                yield " ".join(para)
 
 
 def lm_sentences(name: str, cache: Optional[str] = None) -> List[str]:

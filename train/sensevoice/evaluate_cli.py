@@ -91,16 +91,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = ap.parse_args(argv)
     if a.join < 1 or a.gap < 0:
         ap.error("--join must be at least 1 and --gap not negative")
-    rows, files = load_manifest(a.manifest, a.limit)
-    tmp = None
-    if a.join > 1:
-        import tempfile
+    import tempfile
 
-        tmp = tempfile.TemporaryDirectory(prefix="joined-")
-        rows, files = join(rows, files, a.join, a.gap, tmp.name)
-    hyp = transcribe(a.parley, a.model, files, a.lm)
-    if tmp is not None:
-        tmp.cleanup()
+    rows, files = load_manifest(a.manifest, a.limit)
+    with tempfile.TemporaryDirectory(prefix="joined-") as tmp:
+        if a.join > 1:
+            try:
+                rows, files = join(rows, files, a.join, a.gap, tmp)
+            except (ValueError, RuntimeError, OSError) as e:  # a file soundfile cannot read, or at another rate
+                print(f"error: --join: {e}", file=sys.stderr)
+                return 1
+            if not rows:
+                print(f"error: --join {a.join}: the manifest has fewer utterances than that", file=sys.stderr)
+                return 1
+        hyp = transcribe(a.parley, a.model, files, a.lm)
     pairs = [(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)]
     res = figures(pairs)
     for field in a.by:

@@ -152,7 +152,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     extra = []
     for spec in a.extra:
         name, _, times = spec.partition(":")
-        if name not in T.LM_SOURCES or (times and not (times.isdigit() and int(times) > 0)):
+        if name not in T.LM_SOURCES or (times and not (times.isascii() and times.isdecimal() and int(times) > 0)):
             ap.error(f"--extra {spec}: want one of {sorted(T.LM_SOURCES)}, optionally :TIMES (a positive count)")
         extra.append((name, int(times or 1)))
     vocab, _, _ = from_init(resolve_checkpoint(a.checkpoint), {})

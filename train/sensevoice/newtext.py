@@ -7,9 +7,11 @@ person) how the recogniser does on text it has never seen, as a real person's re
 
 The text is Debian's fortune cookies (packages ``fortunes`` and ``fortunes-min``: quotations,
 jokes, proverbs; the offensive set is not read): sentences of 5 to 16 words in spoken form
-(``train.corpus.text.normalize``), each once, none that the LM's extra text
-(``train.corpus.text.LM_SOURCES``) has, shuffled with a fixed seed, so ``--skip`` and
-``--count`` give disjoint sets.  The corpus's held-out text sets measure new sentences from the
+(``train.corpus.text.normalize``), each once, none that the corpus's text sources (WordNet,
+the State of the Union, Moby-Dick: every set) or the LM's extra text
+(``train.corpus.text.LM_SOURCES``) have, shuffled with a fixed seed, so ``--skip`` and
+``--count`` give disjoint sets.  (The corpus's generated assistant sentences and commands are
+not checked: fortunes are not made of them.)  The corpus's held-out text sets measure new sentences from the
 corpus's own sources (the LM knows their style); these measure text from elsewhere.  Written:
 OUT.jsonl (source, target, text_source "fortune") and OUT/NNNN.wav (16 kHz mono).
 """
@@ -69,9 +71,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         v = V.voice(a.voice)
         V.check(v)
-        lm_text = {t for name in T.LM_SOURCES for t in T.lm_sentences(name)}  # the LM's own extra text
-        texts = [t for t in sentences(a.fortunes) if t not in lm_text][a.skip:a.skip + a.count]
-    except (ValueError, V.SynthError, T.TextSourceMissing) as e:
+        # none the corpus's sources or the LM's extra text has (fortunes quote books and speeches)
+        known = {t for name in T.LM_SOURCES for t in T.lm_sentences(name)}
+        known.update(t for sets in T.load_pool(log=None).sets.values() for ts in sets.values() for t in ts)
+        texts = [t for t in sentences(a.fortunes) if t not in known][a.skip:a.skip + a.count]
+    except (ValueError, V.SynthError, T.TextSourceMissing) as e:  # an unknown voice, a missing package
         print(f"error: {e}", file=sys.stderr)
         return 1
     if len(texts) < a.count:

@@ -210,6 +210,20 @@ class EmailTextTest(unittest.TestCase):
         self.assertTrue(want)
         self.assertEqual(got, want)
 
+    def test_charsets_and_crlf_signatures(self):
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        utf8 = ("Subject: cafe\nContent-Type: text/plain; charset=utf-8\n\n"
+                "We\u2019ll meet at the caf\u00e9 after the long meeting today.\n").encode("utf-8")
+        crlf = (b"Subject: sig\r\n\r\nThe new release fixes the printing bug for everyone.\r\n"
+                b"-- \r\nJohn Smith, senior engineer at the printing company\r\n")
+        odd = b"Subject: odd\nContent-Type: text/plain; charset=x-no-such-charset\n\nPlain words stay readable here.\n"
+        pkg = email_package(root, {"easy-ham-1/1.txt": utf8, "easy-ham-1/2.txt": crlf, "easy-ham-1/3.txt": odd})
+        paras = list(T.email_paragraphs(pkg))
+        self.assertEqual(paras, ["We\u2019ll meet at the caf\u00e9 after the long meeting today.",
+                                 "The new release fixes the printing bug for everyone.",
+                                 "Plain words stay readable here."])
+
     def test_held_out_and_short_sentences_left_out(self):
         root = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, root)
