@@ -71,11 +71,9 @@ func findCut(x []float32, soft, hard int) int {
 	return best * energyFrame
 }
 
-// longestRun is the longest run of frames in [lo, hi) where in(k) holds (of equal runs the
-// first, unless a later one reaches hi: it may go on past the window): its start and length,
-// length 0 when there is none.
-func longestRun(in func(int) bool, lo, hi int) (start, n int) {
-	start = -1
+// eachRun calls visit with the start and length of each maximal run of frames in [lo, hi)
+// where in(k) holds, in order, until visit returns false.
+func eachRun(in func(int) bool, lo, hi int, visit func(start, n int) bool) {
 	for k := lo; k < hi; {
 		if !in(k) {
 			k++
@@ -85,11 +83,24 @@ func longestRun(in func(int) bool, lo, hi int) (start, n int) {
 		for j < hi && in(j) {
 			j++
 		}
-		if j-k > n || (j-k == n && j == hi) {
-			start, n = k, j-k
+		if !visit(k, j-k) {
+			return
 		}
 		k = j
 	}
+}
+
+// longestRun is the longest run of frames in [lo, hi) where in(k) holds (of equal runs the
+// first, unless a later one reaches hi: it may go on past the window): its start and length,
+// length 0 when there is none.
+func longestRun(in func(int) bool, lo, hi int) (start, n int) {
+	start = -1
+	eachRun(in, lo, hi, func(k, m int) bool {
+		if m > n || (m == n && k+m == hi) {
+			start, n = k, m
+		}
+		return true
+	})
 	return start, n
 }
 
@@ -100,21 +111,15 @@ func firstRun(in func(int) bool, floor, lo, hi, minLen int) (start, n int) {
 	for lo > floor && lo < hi && in(lo) && in(lo-1) {
 		lo--
 	}
-	for k := lo; k < hi; {
-		if !in(k) {
-			k++
-			continue
+	start = -1
+	eachRun(in, lo, hi, func(k, m int) bool {
+		if m >= minLen {
+			start, n = k, m
+			return false
 		}
-		j := k
-		for j < hi && in(j) {
-			j++
-		}
-		if j-k >= minLen {
-			return k, j - k
-		}
-		k = j
-	}
-	return -1, 0
+		return true
+	})
+	return start, n
 }
 
 func meanSquare(x []float32) float64 {
