@@ -91,7 +91,7 @@ type Recognizer struct {
 	cfg    Config
 	tables *fbank.Tables
 	slots  chan *worker
-	maxLen int // the longest piece (Config.MaxSegment)
+	maxLen int // the longest piece (Config.MaxSegment, else the model's max_segment_s, else 30 s)
 	segLen int // the piece length aimed at (Config.Segment, else the model's segment_s, else maxLen)
 	log    *slog.Logger
 
@@ -139,11 +139,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if cfg.MaxSegment > MaxSegment {
 		return nil, fmt.Errorf("%w: MaxSegment %v is over the model's %v", ErrConfig, cfg.MaxSegment, MaxSegment)
 	}
-	ownMax := cfg.MaxSegment == 0 // the model's max_segment_s, when it has one
-	if cfg.MaxSegment == 0 {
-		cfg.MaxSegment = MaxSegment
-	}
-	if cfg.MaxSegment < time.Second {
+	if cfg.MaxSegment > 0 && cfg.MaxSegment < time.Second {
 		return nil, fmt.Errorf("%w: MaxSegment %v is under a second", ErrConfig, cfg.MaxSegment)
 	}
 	if cfg.Workers == 0 {
@@ -160,16 +156,11 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 		return nil, err
 	}
 	cfg.Beam = cfg.Beam.or(m.beam)
-	r := &Recognizer{m: m, cfg: cfg, tables: newFbankTables(), log: cfg.Log,
-		maxLen: int(cfg.MaxSegment.Seconds() * SampleRate)}
 	// the model's own lengths (metadata) unless the config sets them
-	if ownMax && m.maxSegment > 0 {
-		r.maxLen = int(m.maxSegment.Seconds() * SampleRate)
-	}
-	r.segLen = r.maxLen
-	if seg := cmp.Or(cfg.Segment, m.segment); seg > 0 {
-		r.segLen = min(r.maxLen, int(seg.Seconds()*SampleRate))
-	}
+	cfg.MaxSegment = cmp.Or(cfg.MaxSegment, m.maxSegment, MaxSegment)
+	cfg.Segment = min(cmp.Or(cfg.Segment, m.segment, cfg.MaxSegment), cfg.MaxSegment)
+	r := &Recognizer{m: m, cfg: cfg, tables: newFbankTables(), log: cfg.Log,
+		maxLen: int(cfg.MaxSegment.Seconds() * SampleRate), segLen: int(cfg.Segment.Seconds() * SampleRate)}
 	if _, err := m.languageID(cfg.Language); err != nil {
 		m.close()
 		return nil, err
