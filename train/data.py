@@ -59,10 +59,20 @@ def parse_line(line: str, path: str, lineno: int, base_dir: Optional[str] = None
     for k, typ in OPTIONAL.items():
         if k in rec and not isinstance(rec[k], typ):
             raise ManifestError(f"{where}: field {k!r} must be a string, got {type(rec[k]).__name__}")
-    if base_dir is not None and not os.path.isabs(rec["source"]):
-        rec["source"] = os.path.normpath(os.path.join(base_dir, rec["source"]))
-    if check_audio and not os.path.isfile(rec["source"]):
-        raise ManifestError(f"{where}: audio file {rec['source']} not found")
+    pieces = rec.get("join")
+    if pieces is not None:  # train.sensevoice.join: more clips after source, each after a gap
+        if not isinstance(pieces, list) or not pieces:
+            raise ManifestError(f"{where}: field 'join' must be a non-empty list")
+        for n, p in enumerate(pieces):
+            if (not isinstance(p, dict) or not isinstance(p.get("source"), str) or not p["source"]
+                    or isinstance(p.get("gap_s"), bool) or not isinstance(p.get("gap_s"), (int, float))
+                    or not 0 <= p["gap_s"] <= 10):
+                raise ManifestError(f"{where}: join[{n}] must be {{\"source\": path, \"gap_s\": 0-10 seconds}}")
+    for p in [rec] + list(pieces or []):
+        if base_dir is not None and not os.path.isabs(p["source"]):
+            p["source"] = os.path.normpath(os.path.join(base_dir, p["source"]))
+        if check_audio and not os.path.isfile(p["source"]):
+            raise ManifestError(f"{where}: audio file {p['source']} not found")
     return rec
 
 

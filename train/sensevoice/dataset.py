@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import zlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -38,6 +39,34 @@ def load_audio(path: str) -> torch.Tensor:
     if len(x) == 0:
         raise AudioError(f"{path}: empty audio")
     return torch.from_numpy(np.ascontiguousarray(x))
+
+
+def load_item_audio(rec: dict) -> torch.Tensor:
+    """A row's 16 kHz audio; a joined row (train.sensevoice.join) is its clips one after another,
+    each ``gap_s`` after the last, the gap plain silence or (``gap_fill`` "noise") a steady noise
+    at the quietest 20 ms of the clips around it, so that a real recording's floor runs on."""
+    x = load_audio(rec["source"])
+    pieces = rec.get("join")
+    if not pieces:
+        return x
+    rng = np.random.default_rng(zlib.crc32(rec["key"].encode()))  # the same noise in every process
+    out = [x]
+    for p in pieces:
+        y = load_audio(p["source"])
+        n = int(round(float(p["gap_s"]) * SAMPLE_RATE))
+        gap = torch.zeros(n)
+        if rec.get("gap_fill") == "noise" and n > 0:
+            gap = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) * min(floor_rms(out[-1]), floor_rms(y))
+        out += [gap, y]
+    return torch.cat(out)
+
+
+def floor_rms(x: torch.Tensor, frame: int = 320) -> float:
+    """RMS of the quietest 20 ms frame (digital silence counts as 0)."""
+    n = x.shape[0] // frame
+    if n == 0:
+        return float(x.pow(2).mean().sqrt()) if x.numel() else 0.0
+    return float(x[: n * frame].view(n, frame).pow(2).mean(1).min().sqrt())
 
 
 def tag(rec: dict, field: str, default: str) -> str:
@@ -86,13 +115,13 @@ class SenseVoiceDataset(Dataset):
         if speed != 1.0:
             from scipy.signal import resample_poly
 
-            x = load_audio(rec["source"]).numpy()
+            x = load_item_audio(rec).numpy()
             up, down = (10, 9) if speed < 1 else (10, 11)  # 0.9x: 10/9 as many samples
             y = torch.from_numpy(np.ascontiguousarray(resample_poly(x, up, down), dtype=np.float32))
             return apply_cmvn(features(y), self.neg_mean, self.inv_std)
         if self.cache is not None and rec["key"] in self.cache:
             return self.cache[rec["key"]].float()
-        f = apply_cmvn(features(load_audio(rec["source"])), self.neg_mean, self.inv_std)
+        f = apply_cmvn(features(load_item_audio(rec)), self.neg_mean, self.inv_std)
         if self.cache is not None:
             # The first use sees the same fp16-rounded values as every later one, so a
             # run restarted with an empty cache trains on identical inputs.
