@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from . import checkpoint as ck
-from .config import ChatTTSConfig, config_for
+from .config import DEMO_SIZES, ChatTTSConfig, config_for
 from .model import ChatTTS, apply_speaker, istft, log_mel, count_params
 from ..onnxfp16 import FP16_MIN_ELEMENTS, store_fp16
 from .tokenizer import CHATTTS_SPECIALS, WordPieceTokenizer, build_spec, english_pieces, write_spec
@@ -557,7 +557,7 @@ def main(argv=None) -> int:
     src.add_argument("--random", action="store_true", help="random weights (fixed --seed)")
     src.add_argument("--checkpoint", help="a checkpoint written by train.chattts.train")
     src.add_argument("--official", metavar="DIR", help="ChatTTS asset directory (v0.1 .pt or v0.2 safetensors layout)")
-    ap.add_argument("--size", choices=["official", "demo", "demo4", "demo8", "demo10", "tiny"],
+    ap.add_argument("--size", choices=["official", *DEMO_SIZES, "tiny"],
                     help="declared size; the export refuses weights of any other size (default: tiny for "
                          "--random, official for --official, the checkpoint's own for --checkpoint)")
     ap.add_argument("--tokenizer", help="tokenizer.json (default: the asset's tokenizer/tokenizer.json; "

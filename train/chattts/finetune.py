@@ -36,7 +36,7 @@ import torch
 
 from .. import dist as pdist
 from ..trainer import CheckpointError, Task, TrainConfig, Trainer, load_torch
-from .config import ChatTTSConfig
+from .config import DEMO_SIZES, ChatTTSConfig
 from .corpus import phonemize
 from .export import INT8_BITS, save_bundle
 from .model import ChatTTS, mel_features
@@ -170,7 +170,7 @@ def build(init: str, speaker_init: Optional[str], gpt: bool):
             v = stat[1].clone()  # the mean speaker
         m.speakers.weight[0].copy_(v)
     m.set_stage("gpt")
-    if gpt and ck.get("size") in ("demo", "demo4", "demo8", "demo10"):
+    if gpt and ck.get("size") in DEMO_SIZES:
         # the whole model trains as the demo voice's own last phases did. Without them a few
         # minutes of one person's speech pulled the small GPT off its text alignment:
         # similarity 0.48 but CER 79 % against 43 % (babble).

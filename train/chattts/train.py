@@ -39,7 +39,7 @@ from torch import nn
 
 from .. import dist as pdist
 from ..trainer import CheckpointError, Task, TrainConfig, Trainer, load_torch, save_split
-from .config import ChatTTSConfig, config_for
+from .config import DEMO_SIZES, ChatTTSConfig, config_for
 from .infer import spk_stat_parts
 from .model import ChatTTS, apply_speaker, istft, mel_features
 from .tokenizer import WordPieceTokenizer, build_spec
@@ -867,7 +867,12 @@ def add_train_flags(ap: argparse.ArgumentParser) -> None:
 
 
 def gpt_layer_count(state: dict) -> int:
-    return len({k.split(".")[2] for k in state if k.startswith("gpt.layers.")})
+    return block_count(state, "gpt.layers.")
+
+
+def block_count(state: dict, prefix: str) -> int:
+    """Numbered blocks under prefix in a state dict ("gpt.layers." -> the GPT's layers)."""
+    return len({k[len(prefix):].split(".")[0] for k in state if k.startswith(prefix)})
 
 
 def table_size(ck: dict) -> int:
@@ -935,6 +940,14 @@ def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple =
             for layer in model.gpt.layers[have:]:
                 layer.self_attn.o_proj.weight.zero_()
                 layer.mlp.down_proj.weight.zero_()
+    have, want = block_count(state, "decoder.decoder.decoder_block."), len(model.decoder.decoder.decoder_block)
+    if deepen and 0 < have < want:
+        # ConvNeXt blocks are residual with a layer scale: at 0 a new block adds nothing, and
+        # the scale's gradient (the block's output) is not 0, so it starts learning at once
+        added += [f"decoder.decoder.decoder_block.{i}." for i in range(have, want)]
+        with torch.no_grad():
+            for blk in model.decoder.decoder.decoder_block[have:]:
+                blk.weight.zero_()
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if k != "speakers.weight" and not k.startswith(tuple(added))]
     absent = [p for p in unused if not any(k.startswith(p + ".") for k in state)]
@@ -976,7 +989,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--more-feats", default="", help="pack: features dirs whose train splits are appended, comma-separated")
     ap.add_argument("--neutral-streams", default="", help="codes: streams set to the neutral code, e.g. 1,3")
     ap.add_argument("--init", help="start from this checkpoint's weights (the previous stage)")
-    ap.add_argument("--size", choices=["demo", "demo4", "demo8", "demo10", "tiny"],
+    ap.add_argument("--size", choices=[*DEMO_SIZES, "tiny"],
                     help="the model's size (default: --init's, else demo)")
     ap.add_argument("--crop-frames", type=int, default=64, help="vocos/dvae: mel frames per example")
     ap.add_argument("--ga-weight", type=float, default=1.0, help="gpt: guided-attention loss weight")
@@ -990,7 +1003,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     help="gpt: draw the replaced frames at this temperature (0: the most likely)")
     ap.add_argument("--code-dropout", type=float, default=0.5, help="gpt: dropout on the code-frame input embeddings")
     ap.add_argument("--deepen", action="store_true",
-                    help="gpt: --init may have fewer GPT layers; the extra ones start as the identity")
+                    help="gpt: --init may have fewer GPT layers or decoder blocks; the extra ones start as the identity")
     ap.add_argument("--only", default="", help="train only these parts of the stage, e.g. speakers")
     ap.add_argument("--stop-at-step", type=int, default=0)
     ap.add_argument("--split-mb", type=float, default=0,

@@ -263,6 +263,41 @@ class ContinueTrainingTest(Recovered):
         self.assertGreater(top.self_attn.o_proj.weight.grad.abs().sum().item(), 0)
         self.assertGreater(top.mlp.down_proj.weight.grad.abs().sum().item(), 0)
 
+    def test_deepen_decoder(self):
+        """--deepen grows the decoder too: the deeper decoder gives the same mel at first and
+        its new blocks then learn; without --deepen the missing blocks are named."""
+        import dataclasses
+
+        import torch
+
+        from train.chattts.config import SIZES, ChatTTSConfig
+        from train.chattts.train import DemoModel, block_count, load_init
+
+        self.assertEqual(SIZES["demo-dec12"]["decoder"].n_layer, 12)
+        self.assertEqual(SIZES["demo-dec12"]["gpt"], SIZES["demo"]["gpt"])
+        ck = torch.load(self.init, map_location="cpu")
+        cfg = ChatTTSConfig.from_dict(ck["config"])
+        n = cfg.decoder.n_layer
+        self.assertEqual(block_count(ck["model"], "decoder.decoder.decoder_block."), n)
+        deep = dataclasses.replace(cfg, decoder=dataclasses.replace(cfg.decoder, n_layer=n + 3))
+        shallow, _ = self.model(3)
+        load_init(shallow, self.init)
+        with self.assertRaisesRegex(SystemExit, f"decoder.decoder.decoder_block.{n}."):
+            load_init(DemoModel(deep, 3), self.init)
+        m = DemoModel(deep, 3)
+        load_init(m, self.init, deepen=True)
+        x = torch.randn(2, cfg.decoder.idim, 11)
+        shallow.eval()
+        m.eval()
+        with torch.no_grad():
+            a, b = shallow.decoder.decoder(x), m.decoder.decoder(x)
+        self.assertEqual(len(m.decoder.decoder.decoder_block), n + 3)
+        self.assertLess((a - b).abs().max().item(), 1e-6)
+        m.train()
+        m.decoder.decoder(x).pow(2).sum().backward()
+        new = m.decoder.decoder.decoder_block[n]
+        self.assertGreater(new.weight.grad.abs().sum().item(), 0)
+
 
 class GPUPackTest(Recovered):
     """A GPT phase away from the features (train/chattts/gpu_phase.sh): pack carries the codes
