@@ -68,6 +68,8 @@ def parse_line(line: str, path: str, lineno: int, base_dir: Optional[str] = None
                     or isinstance(p.get("gap_s"), bool) or not isinstance(p.get("gap_s"), (int, float))
                     or not 0 <= p["gap_s"] <= 10):
                 raise ManifestError(f"{where}: join[{n}] must be {{\"source\": path, \"gap_s\": 0-10 seconds}}")
+        if rec.get("gap_fill", "silence") not in ("silence", "noise"):
+            raise ManifestError(f"{where}: gap_fill must be \"silence\" or \"noise\", got {rec['gap_fill']!r}")
     for p in [rec] + list(pieces or []):
         if base_dir is not None and not os.path.isabs(p["source"]):
             p["source"] = os.path.normpath(os.path.join(base_dir, p["source"]))

@@ -915,9 +915,10 @@ def load_init(model: DemoModel, path: str, deepen: bool = False, unused: tuple =
     """Start from a checkpoint's weights.  One made by train.chattts.from_onnx (an exported
     bundle's weights) has no training speaker table: the table then starts as draws from the
     bundle's spk_stat, as seed voices do (re-fit it with ``gpt --only speakers``).  With
-    ``deepen`` a checkpoint with fewer GPT layers than the model is accepted: the extra layers
-    go on top and start as the identity (their output projections zero), so the deeper model
-    says exactly what the checkpoint said and training goes on from there.  Anything else
+    ``deepen`` a checkpoint with fewer GPT layers or decoder blocks than the model is accepted:
+    the extra ones go on top and start as the identity (the GPT layers' output projections and
+    the decoder blocks' layer scales zero), so the deeper model says exactly what the checkpoint
+    said and training goes on from there.  Anything else
     missing, extra or misshaped is an error naming the tensor, except that a part named in
     ``unused`` (one the stage neither trains nor reads, e.g. vocos for the gpt stage) may be
     absent as a whole: it keeps its random start and is recorded in ``model.untrained``, which

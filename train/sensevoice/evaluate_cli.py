@@ -47,6 +47,9 @@ def load_manifest(path: str, limit: int = 0) -> Tuple[List[dict], List[str]]:
                 rows.append(json.loads(line))
     if limit:
         rows = rows[:limit]
+    joined = [r["key"] for r in rows if r.get("join")]
+    if joined:  # parley hears files: a joined training row is several (use --join for long audio)
+        raise ValueError(f"{path}: {len(joined)} joined training rows (train.sensevoice.join), e.g. {joined[0]}")
     base = os.path.dirname(os.path.abspath(path))
     return rows, [os.path.join(base, r["source"]) for r in rows]
 
@@ -93,7 +96,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         ap.error("--join must be at least 1 and --gap not negative")
     import tempfile
 
-    rows, files = load_manifest(a.manifest, a.limit)
+    try:
+        rows, files = load_manifest(a.manifest, a.limit)
+    except (OSError, ValueError) as e:  # ValueError: malformed JSON too
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     with tempfile.TemporaryDirectory(prefix="joined-") as tmp:
         if a.join > 1:
             try:

@@ -14,7 +14,7 @@ import os
 import sys
 
 from ..data import read_manifest
-from .dataset import load_audio
+from .dataset import load_item_audio
 from .features import CMVNAccumulator, features
 from .tokens import train_sentencepiece
 
@@ -22,7 +22,7 @@ from .tokens import train_sentencepiece
 def compute_cmvn(records, max_utts: int = 1000) -> dict:
     acc = CMVNAccumulator()
     for r in records[:max_utts]:
-        acc.add(features(load_audio(r["source"])))
+        acc.add(features(load_item_audio(r)))
     neg_mean, inv_std = acc.result()
     return {"neg_mean": neg_mean, "inv_stddev": inv_std, "frames": acc.n}
 

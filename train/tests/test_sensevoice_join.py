@@ -56,6 +56,17 @@ class JoinTest(unittest.TestCase):
         self.assertEqual(out, svj.join_rows(self.rows, 50, max_s=4.0, seed=1, max_pieces=3))  # seeded
         self.assertNotEqual(out, svj.join_rows(self.rows, 50, max_s=4.0, seed=2, max_pieces=3))
         self.assertEqual(svj.join_rows([dict(r, speaker=f"s{i}") for i, r in enumerate(self.rows)], 5, 4.0, 1), [])
+        # every corpus build numbers its speakers afresh: spk0001 of one corpus is not spk0001 of another
+        mixed = [dict(r, speaker="spk0001", source=f"{'../accented' if i % 2 else 'x'}/shards/train-0/wav/u{i}.wav")
+                 for i, r in enumerate(self.rows)]
+        for r in svj.join_rows(mixed, 30, max_s=10.0, seed=1):
+            corpora = {p["source"].split("/")[0] for p in r["join"]} | {r["source"].split("/")[0]}
+            self.assertEqual(len(corpora), 1, r)
+        voices = [dict(r, speaker="spk0001", voice=f"v{i % 2}") for i, r in enumerate(self.rows)]
+        for r in svj.join_rows(voices, 30, max_s=10.0, seed=1):
+            self.assertEqual(len({int(p["source"][5:-4]) % 2 for p in r["join"]} | {int(r["source"][5:-4]) % 2}), 1, r)
+        same = [dict(r, target="the same words") for r in self.rows]
+        self.assertEqual(svj.join_rows(same, 5, max_s=10.0, seed=1), [])  # a row never says one sentence twice
         with self.assertRaises(ValueError):
             svj.join_rows(self.rows, 5, max_s=4.0, seed=1, max_pieces=1)
 
@@ -95,9 +106,20 @@ class JoinTest(unittest.TestCase):
                 f.write(json.dumps(dict(base, join=join)) + "\n")
             with self.assertRaisesRegex(ManifestError, msg):
                 read_manifest(path, check_audio=True)
+        with open(path, "w") as f:
+            f.write(json.dumps(dict(base, join=[{"source": "wav/u1.wav", "gap_s": 0.1}], gap_fill="nois")) + "\n")
+        with self.assertRaisesRegex(ManifestError, "gap_fill"):
+            read_manifest(path)
         with self.assertRaisesRegex(AudioError, "gone.wav: audio file not found"):
             load_item_audio(dict(base, source=os.path.join(self.dir, "wav/u0.wav"),
                                  join=[{"source": os.path.join(self.dir, "gone.wav"), "gap_s": 0.1}]))
+        # the command-line evaluation hears files: a joined row is refused, not scored as its first clip
+        from train.sensevoice import evaluate_cli
+        joined = os.path.join(self.dir, "j.jsonl")
+        svj.main(["--manifest", self.manifest, "--out", joined, "--count", "2", "--max-s", "5"])
+        with self.assertRaisesRegex(ValueError, "joined training rows"):
+            evaluate_cli.load_manifest(joined)
+        self.assertEqual(evaluate_cli.main(["--model", self.dir, "--manifest", joined, "--parley", "/bin/false"]), 1)
         self.assertNotEqual(svj.main(["--manifest", os.path.join(self.dir, "none.jsonl"), "--out",
                                       os.path.join(self.dir, "o.jsonl")]), 0)
 

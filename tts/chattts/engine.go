@@ -494,7 +494,7 @@ func (e *Engine) timeScalesSpeed() bool {
 	case "native":
 		return false
 	}
-	return e.mc.Size == "demo"
+	return e.mc.demoFamily()
 }
 
 // codePrompt is [Stts][spk_emb|empty_spk]{sample}[speed_N]{text}[Ptts] as ids: a clone's

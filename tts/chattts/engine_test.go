@@ -342,6 +342,7 @@ func TestClonePromptOrder(t *testing.T) {
 	}{
 		{"official", "", []int{id("[Stts]"), id("[spk_emb]"), 201, 202, 203, id("[speed_5]"), 101, 102, id("[Ptts]")}},
 		{"demo", "", []int{id("[Stts]"), id("[spk_emb]"), id("[speed_5]"), 201, 202, 203, 101, 102, id("[Ptts]")}},
+		{"demo-dec12", "", []int{id("[Stts]"), id("[spk_emb]"), id("[speed_5]"), 201, 202, 203, 101, 102, id("[Ptts]")}},
 		{"demo", sampleFirstFormat, []int{id("[Stts]"), id("[spk_emb]"), 201, 202, 203, id("[speed_5]"), 101, 102, id("[Ptts]")}},
 		{"official", promptFirstFormat, []int{id("[Stts]"), id("[spk_emb]"), id("[speed_5]"), 201, 202, 203, 101, 102, id("[Ptts]")}},
 	} {
@@ -350,6 +351,9 @@ func TestClonePromptOrder(t *testing.T) {
 		e := &Engine{mc: &m, tok: tok}
 		if got := e.codePrompt(text, 5, true, sample); !slices.Equal(got, c.want) {
 			t.Errorf("size %s, format %q: %v, want %v", c.size, c.format, got, c.want)
+		}
+		if m.Speed = ""; e.timeScalesSpeed() != strings.HasPrefix(c.size, "demo") {
+			t.Errorf("size %s without a speed: time-scales %v", c.size, e.timeScalesSpeed())
 		}
 		if got, want := e.codePrompt(text, 5, true, nil), []int{id("[Stts]"), id("[spk_emb]"), id("[speed_5]"), 101, 102, id("[Ptts]")}; !slices.Equal(got, want) {
 			t.Errorf("no sample: %v, want %v", got, want)

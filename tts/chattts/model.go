@@ -78,7 +78,7 @@ type ModelConfig struct {
 	Card            *Card          `json:"card"`         // measured quality (Parley's own models)
 	// Speed is how the voice takes a speed: "native" (its [speed_N] tokens) or "time-scale"
 	// (spoken at normal tempo, the audio time-scaled). "" means native, except for the demo
-	// size: Parley's espeak-trained demo voice barely moves its duration with [speed_N].
+	// sizes: Parley's demo voice barely moves its duration with [speed_N] on new sentences.
 	Speed string      `json:"speed,omitempty"`
 	DVAE  *DVAEConfig `json:"dvae"`
 	// ModelID is the export's identity (the exporter writes it; older exports have none): a
@@ -186,7 +186,13 @@ func (c *ModelConfig) sampleFirst() bool {
 	case promptFirstFormat:
 		return false
 	}
-	return c.Size != "demo"
+	return !c.demoFamily()
+}
+
+// demoFamily reports whether the model is Parley's demo voice in any of its sizes (demo, demo8,
+// demo-dec12, …: one GPT recipe), for the behaviours older exports leave unstated.
+func (c *ModelConfig) demoFamily() bool {
+	return strings.HasPrefix(c.Size, "demo")
 }
 
 // Graph I/O names (train/chattts/CONTRACT.md).
