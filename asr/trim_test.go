@@ -2,10 +2,12 @@ package asr
 
 import (
 	"context"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/parley-voice/parley/audio"
@@ -111,7 +113,7 @@ func TestLongQuietAround(t *testing.T) {
 		golden[it.File] = it.Ref
 	}
 	var errAlone, errPadded, chars int
-	for _, name := range []string{"test-000001.wav", "test-000004.wav", "test-000010.wav"} {
+	for _, name := range slices.Sorted(maps.Keys(golden)) {
 		buf, err := audio.ReadWAVFile(filepath.Join(speechDir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -219,5 +221,64 @@ func TestQuietSpeechIsHeard(t *testing.T) {
 	}
 	if errQuiet > errLoud+chars/10 {
 		t.Errorf("%d character errors at -70 dBFS, %d at full level (of %d)", errQuiet, errLoud, chars)
+	}
+}
+
+// TestRoomToneIsSilent: a piece of steady room tone louder than the quiet levels (−60 dBFS, as
+// a long recording's pauses become when they are cut into pieces of their own) is not sent to
+// the model, which heard words in it ("stop", "he"); too loud a hiss (−40 dBFS) is not taken
+// for a pause, and speech in such tone, even 6 dB over it, is heard. End to end: held-out
+// sentences with 4 s of −60 dBFS tone on each side (pieces of tone alone) decode as the
+// sentences in the same tone without the pauses do.
+func TestRoomToneIsSilent(t *testing.T) {
+	noise := func(rms float64, n int, seed uint64) []float32 {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * rms)
+		}
+		return x
+	}
+	tone := noise(1e-3, 3*SampleRate, 1) // −60 dBFS
+	if isQuiet(tone) {
+		t.Fatal("-60 dBFS room tone is quiet by isQuiet's levels, so this tests nothing")
+	}
+	lowSNR := burst(1, 1, 0.05, 2) // the 0.1 RMS tone over 0.05 RMS noise: 6 dB
+	for i := range lowSNR {
+		lowSNR[i] *= 0.05 // at about −40 dBFS, its noise at −46 dBFS
+	}
+	for name, c := range map[string]struct {
+		x      []float32
+		silent bool
+	}{
+		"room tone": {tone, true}, "room tone after digital silence": {append(make([]float32, SampleRate), tone...), true},
+		"loud hiss": {noise(1e-2, 3*SampleRate, 4), false}, "a sound 6 dB over its noise": {lowSNR, false},
+		"a sound in room tone": {burst(1, 1, 1e-3/0.1*0.1, 5), false},
+	} {
+		if got := isSilent(c.x); got != c.silent {
+			t.Errorf("%s: silent %v, want %v", name, got, c.silent)
+		}
+	}
+	r := demoGreedy(t)
+	var errPaused, errPlain, chars int
+	for _, it := range demoGolden(t).Items {
+		buf, err := audio.ReadWAVFile(filepath.Join(speechDir, it.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		under := noise(1e-3, len(buf.Data), 7)
+		plain := make([]float32, len(buf.Data))
+		for i, v := range buf.Data {
+			plain[i] = v + under[i]
+		}
+		pause := 4 * SampleRate
+		paused := append(append(noise(1e-3, pause, 8), plain...), noise(1e-3, pause, 9)...)
+		got, e1 := decodeErrors(t, r, paused, it.Ref)
+		want, e2 := decodeErrors(t, r, plain, it.Ref)
+		errPaused, errPlain, chars = errPaused+e1, errPlain+e2, chars+len([]rune(it.Ref))
+		t.Logf("%s: with pauses %q, without %q", it.File, got.Text, want.Text)
+	}
+	if errPaused > errPlain+chars/20 {
+		t.Errorf("%d character errors with room tone pauses, %d without (of %d)", errPaused, errPlain, chars)
 	}
 }
