@@ -134,9 +134,10 @@ func meanSquare(x []float32) float64 {
 }
 
 // isSilent reports whether a piece holds nothing worth sending to the model: digital
-// silence, a constant offset, or a steady hiss below −65 dBFS with no sample further than
+// silence, a constant offset, a steady hiss below −65 dBFS with no sample further than
 // −50 dBFS from the piece's mean (the frontend removes each frame's mean, so DC carries
-// nothing). A piece that quiet with sound in it all the same (hasQuietSound) is sent: the
+// nothing), or a steadier hiss up to −45 dBFS (isSteadyHiss). A piece that quiet with sound
+// in it all the same (hasQuietSound) is sent: the
 // model hears speech far under the corpus's levels (at −70 dBFS as at full level), and a
 // user with a faint microphone should get words, not nothing.
 func isSilent(x []float32) bool {
@@ -157,8 +158,20 @@ const (
 	hissDynamic = 3.98   // 6 dB
 )
 
+// The level is that of the frames that are not digital silence, each frame's mean removed: a
+// DC offset carries nothing, and a word after a noise gate's zeros is as loud as it is.
+// A piece under 100 ms (or 50 ms of signal) is too short to tell a pause from a short sound
+// and is sent, as before.
 func isSteadyHiss(x []float32) bool {
-	return math.Sqrt(meanSquare(x)) < hissRMS && !hasSoundOver(x, hissDynamic, 0)
+	e, live := liveEnergies(x)
+	if len(e) < 2*soundWindow || len(live) < soundWindow {
+		return false
+	}
+	var sum float64
+	for _, v := range live {
+		sum += v
+	}
+	return math.Sqrt(sum/float64(len(live))) < hissRMS && !soundOver(e, live, hissDynamic, 0)
 }
 
 // Sound in a quiet piece: soundRun of soundWindow consecutive 10 ms frames over −80 dBFS and
@@ -177,26 +190,33 @@ func hasQuietSound(x []float32) bool {
 
 // hasSoundOver reports whether x has a run of frames (soundRun of soundWindow, each frame's
 // mean removed) dynamic times over the quietest 5 % of its frames that are not digital
-// silence, and over floor.
+// silence, and over floor; a piece too short to tell has none.
 func hasSoundOver(x []float32, dynamic, floor float64) bool {
-	nf := len(x) / energyFrame
-	if nf < 2*soundWindow {
+	e, live := liveEnergies(x)
+	if len(e) < 2*soundWindow || len(live) < soundWindow {
 		return false
 	}
-	e := make([]float64, nf)
-	var live []float64
+	return soundOver(e, live, dynamic, floor)
+}
+
+// liveEnergies returns the variance of each of x's 10 ms frames (its mean removed, as the
+// frontend does) and, apart, those of the frames that are not digital silence.
+func liveEnergies(x []float32) (e, live []float64) {
+	e = make([]float64, len(x)/energyFrame)
 	for k := range e {
 		e[k] = variance(x[k*energyFrame : (k+1)*energyFrame])
 		if e[k] > digitalSilence {
 			live = append(live, e[k])
 		}
 	}
-	if len(live) < soundWindow {
-		return false
-	}
+	return e, live
+}
+
+// soundOver: hasSoundOver on liveEnergies' frames (live is sorted in place).
+func soundOver(e, live []float64, dynamic, floor float64) bool {
 	sort.Float64s(live)
 	thr := math.Max(live[len(live)/20]*dynamic, floor)
-	for k := 0; k+soundWindow <= nf; k++ {
+	for k := 0; k+soundWindow <= len(e); k++ {
 		if loudRun(e, k, thr) {
 			return true
 		}

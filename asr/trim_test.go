@@ -239,6 +239,18 @@ func TestRoomToneIsSilent(t *testing.T) {
 		}
 		return x
 	}
+	scale := func(x []float32, g float32) []float32 {
+		for i := range x {
+			x[i] *= g
+		}
+		return x
+	}
+	offset := func(x []float32, dc float32) []float32 {
+		for i := range x {
+			x[i] += dc
+		}
+		return x
+	}
 	tone := noise(1e-3, 3*SampleRate, 1) // −60 dBFS
 	if isQuiet(tone) {
 		t.Fatal("-60 dBFS room tone is quiet by isQuiet's levels, so this tests nothing")
@@ -253,7 +265,9 @@ func TestRoomToneIsSilent(t *testing.T) {
 	}{
 		"room tone": {tone, true}, "room tone after digital silence": {append(make([]float32, SampleRate), tone...), true},
 		"loud hiss": {noise(1e-2, 3*SampleRate, 4), false}, "a sound 6 dB over its noise": {lowSNR, false},
-		"a sound in room tone": {burst(1, 1, 1e-3/0.1*0.1, 5), false},
+		"a sound in room tone":               {scale(burst(1, 1, 0.02, 5), 0.05), false}, // tone −46, noise −60, piece about −50 dBFS
+		"room tone on a DC offset":           {offset(noise(1e-3, 3*SampleRate, 6), 0.01), true},
+		"a sound after a noise gate's zeros": {append(make([]float32, 4*SampleRate), scale(burst(0.1, 0.1, 0.02, 7), 0.05)...), false},
 	} {
 		if got := isSilent(c.x); got != c.silent {
 			t.Errorf("%s: silent %v, want %v", name, got, c.silent)
