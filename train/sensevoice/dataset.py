@@ -50,13 +50,17 @@ def load_item_audio(rec: dict) -> torch.Tensor:
     if not pieces:
         return x
     rng = np.random.default_rng(zlib.crc32(rec["key"].encode()))  # the same noise in every process
-    out = [x]
+    noise = rec.get("gap_fill") == "noise"
+    out, floor = [x], floor_rms(x) if noise else 0.0
     for p in pieces:
         y = load_audio(p["source"])
         n = int(round(float(p["gap_s"]) * SAMPLE_RATE))
         gap = torch.zeros(n)
-        if rec.get("gap_fill") == "noise" and n > 0:
-            gap = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) * min(floor_rms(out[-1]), floor_rms(y))
+        if noise:
+            next_floor = floor_rms(y)  # each clip's floor once: it borders two gaps
+            if n > 0:
+                gap = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) * min(floor, next_floor)
+            floor = next_floor
         out += [gap, y]
     return torch.cat(out)
 
