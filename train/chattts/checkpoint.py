@@ -233,8 +233,17 @@ def b14_encode(b: bytes) -> str:
 
 def load_spk_stat(path: str, hidden: int) -> torch.Tensor:
     """spk_stat as (2*hidden,) float32 = std then mean, from spk_stat.pt (v0.1), a text file with
-    the base16384 string, or ChatTTS/config/config.py (which holds it as ``spk_stat: str = (...)``)."""
-    if path.endswith(".pt"):
+    the base16384 string, ChatTTS/config/config.py (which holds it as ``spk_stat: str = (...)``), or
+    an exported bundle's spk_stat.bin (little-endian float32)."""
+    if path.endswith(".bin"):
+        try:
+            raw = open(path, "rb").read()
+        except OSError as e:
+            raise CheckpointError(f"{path}: {e}") from e
+        if len(raw) % 4:
+            raise CheckpointError(f"{path}: spk_stat holds {len(raw)} bytes, not float32 values")
+        v = torch.from_numpy(np.frombuffer(raw, dtype="<f4").astype(np.float32))
+    elif path.endswith(".pt"):
         try:
             t = torch.load(path, map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001

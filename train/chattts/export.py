@@ -20,7 +20,7 @@ import os
 import shutil
 import sys
 import warnings
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -563,6 +563,10 @@ def main(argv=None) -> int:
     ap.add_argument("--tokenizer", help="tokenizer.json (default: the asset's tokenizer/tokenizer.json; "
                                         "for --random, a small English WordPiece vocabulary)")
     ap.add_argument("--spk-stat", help="spk_stat.pt, a base16384 text file, or ChatTTS/config/config.py")
+    ap.add_argument("--seeds-from", metavar="BUNDLE",
+                    help="with --checkpoint: keep an earlier export's seed voices (its spk_stat.bin, and its "
+                         "config.json speaker.seed_filter and suggested_seeds), for a retrain that left the GPT and "
+                         "the DVAE as they were (a decoder or Vocos fit): model_id stays, so its clones still load")
     ap.add_argument("--seed", type=int, default=20240717)
     ap.add_argument("--out", required=True)
     ap.add_argument("--reference", action="store_true", help="write reference.json for the parity tests")
@@ -588,11 +592,14 @@ def main(argv=None) -> int:
                          "made from the rounded weights")
     a = ap.parse_args(argv)
 
+    if a.seeds_from and not a.checkpoint:
+        raise SystemExit("--seeds-from goes with --checkpoint")
     torch.manual_seed(a.seed)
     frontend = {"type": "wordpiece"}
     refine = True
     code_defaults = None
     neutral = None
+    seeds_from = None
     try:
         if a.random:
             size = a.size or "tiny"
@@ -631,9 +638,10 @@ def main(argv=None) -> int:
             comment = f"2noise/ChatTTS ({info['layout']} assets) exported by parley"
         else:
             m, ckd = ck.load_ours(a.checkpoint, a.size)
+            seeds_from = bundle_seeds(a.seeds_from, m.cfg.gpt.hidden) if a.seeds_from else None
             size = a.size or ckd.get("size", "demo")
             spec = ckd["tokenizer"]
-            spk_stat = ckd.get("spk_stat")
+            spk_stat = seeds_from[0] if seeds_from else ckd.get("spk_stat")
             if spk_stat is None:
                 raise SystemExit(f"{a.checkpoint}: no spk_stat in the checkpoint")
             frontend = ckd.get("frontend", frontend)
@@ -667,6 +675,12 @@ def main(argv=None) -> int:
         add_card(paths["config"], a.card)
     if a.clone_card:
         add_clone_card(paths["config"], a.clone_card)
+    if seeds_from:
+        from .seed_filter import write_filter
+
+        _, speaker = seeds_from
+        if speaker.get("seed_filter"):
+            write_filter(a.out, speaker["seed_filter"], speaker.get("suggested_seeds") or ())
     if a.speed:
         with open(paths["config"], encoding="utf-8") as f:
             conf = json.load(f)
@@ -676,6 +690,19 @@ def main(argv=None) -> int:
             f.write("\n")
     print(json.dumps({"params": count_params(m), **paths}))
     return 0
+
+
+def bundle_seeds(bundle: str, hidden: int) -> Tuple[torch.Tensor, dict]:
+    """An exported bundle's seed voices: its spk_stat and its config.json speaker section."""
+    path = os.path.join(bundle, "config.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            conf = json.load(f)
+        speaker = conf["speaker"]
+        stat = os.path.join(bundle, speaker["stat_file"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ck.CheckpointError(f"{path}: not an exported voice's config ({e})") from e
+    return ck.load_spk_stat(stat, hidden), speaker
 
 
 GOAL_RATIO = 1.5  # issue 17: the demo voice's CER at most 1.5x the reference speech's

@@ -13,7 +13,8 @@ import torch
 from train.chattts import checkpoint as ck
 from train.chattts import safetensors as st
 from train.chattts.config import ChatTTSConfig, config_for
-from train.chattts.export import GPTGraph, greedy_codes, save_bundle, synthetic_spk_stat, tiny_tokenizer_spec
+from train.chattts.export import (GPTGraph, greedy_codes, save_bundle, synthetic_spk_stat, tiny_tokenizer_spec,
+                                  write_spk_stat)
 from train.chattts.model import ChatTTS, istft, log_mel, positions_from_mask
 from train.chattts.tokenizer import CHATTTS_SPECIALS, WordPieceTokenizer, build_spec
 
@@ -345,6 +346,16 @@ class CheckpointTest(unittest.TestCase):
             torch.testing.assert_close(ck.load_spk_stat(os.path.join(d, "spk_stat.pt"), 8), v.float())
             with self.assertRaisesRegex(ck.CheckpointError, "has 16 values, want 1536"):
                 ck.load_spk_stat(p, 768)
+            b = os.path.join(d, "spk_stat.bin")  # an exported bundle's, as write_spk_stat writes it
+            write_spk_stat(v.float(), b)
+            torch.testing.assert_close(ck.load_spk_stat(b, 8), v.float())
+            with open(b, "ab") as f:
+                f.write(b"\x00\x01")
+            with self.assertRaisesRegex(ck.CheckpointError, "spk_stat.bin: spk_stat holds 66 bytes, not float32"):
+                ck.load_spk_stat(b, 8)
+            write_spk_stat(-v.float(), b)
+            with self.assertRaisesRegex(ck.CheckpointError, "negative std"):
+                ck.load_spk_stat(b, 8)
         for n in range(0, 20):
             b = bytes(range(n))
             self.assertEqual(ck.b14_decode(ck.b14_encode(b)), b)

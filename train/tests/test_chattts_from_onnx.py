@@ -44,6 +44,62 @@ class FromONNXTest(unittest.TestCase):
         with open(os.path.join(again, "spk_stat.bin"), "rb") as a, open(os.path.join(TINY, "spk_stat.bin"), "rb") as b:
             self.assertEqual(a.read(), b.read())
 
+    def test_seeds_from(self):
+        """A decoder-only retrain exported with --seeds-from keeps the earlier bundle's seed
+        voices (spk_stat, seed filter, suggested seeds) and so its model_id, though the
+        retrain's own speaker table moved."""
+        import torch
+
+        rc, _, err = run(from_onnx.main, "--model", TINY, "--out", self.dir)
+        self.assertEqual(rc, 0, err)
+        init = os.path.join(self.dir, "init.pt")
+        ckd = torch.load(init, map_location="cpu")
+        ckd["spk_stat"] = ckd["spk_stat"] * 1.5  # what re-fitting the speaker table does to it
+        moved = os.path.join(self.dir, "moved.pt")
+        torch.save(ckd, moved)
+        old = os.path.join(self.dir, "old")
+        shutil.copytree(TINY, old)
+        with open(os.path.join(old, "config.json")) as f:
+            conf = json.load(f)
+        filt = {"weights": [0.5] * conf["speaker"]["dim"], "bias": -1.0, "tries": 8, "about": "test"}
+        conf["speaker"].update(seed_filter=filt, suggested_seeds=[7, 3, 11])
+        with open(os.path.join(old, "config.json"), "w") as f:
+            json.dump(conf, f)
+        plain, kept = os.path.join(self.dir, "plain"), os.path.join(self.dir, "kept")
+        self.assertEqual(run(export_main, "--checkpoint", moved, "--out", plain)[0], 0)
+        rc, _, err = run(export_main, "--checkpoint", moved, "--seeds-from", old, "--out", kept)
+        self.assertEqual(rc, 0, err)
+
+        def stat(d):
+            with open(os.path.join(d, "spk_stat.bin"), "rb") as f:
+                return f.read()
+
+        def config(d):
+            with open(os.path.join(d, "config.json")) as f:
+                return json.load(f)
+
+        self.assertNotEqual(stat(plain), stat(old))
+        self.assertEqual(stat(kept), stat(old))
+        self.assertEqual(config(kept)["speaker"]["seed_filter"], filt)
+        self.assertEqual(config(kept)["speaker"]["suggested_seeds"], [7, 3, 11])
+        self.assertNotIn("seed_filter", config(plain)["speaker"])
+        want = config(kept)["model_id"]
+        self.assertNotEqual(config(plain)["model_id"], want)
+        rc, _, err = run(export_main, "--checkpoint", init, "--out", os.path.join(self.dir, "same"))
+        self.assertEqual(config(os.path.join(self.dir, "same"))["model_id"], want)  # as the old bundle's seeds make it
+        # refusals name the file and what is wrong
+        with self.assertRaises(SystemExit) as e:
+            run(export_main, "--checkpoint", moved, "--seeds-from", self.dir, "--out", os.path.join(self.dir, "x"))
+        self.assertIn("config.json: not an exported voice's config", str(e.exception))
+        with open(os.path.join(old, "spk_stat.bin"), "ab") as f:
+            f.write(b"\x00" * 4)
+        with self.assertRaises(SystemExit) as e:
+            run(export_main, "--checkpoint", moved, "--seeds-from", old, "--out", os.path.join(self.dir, "y"))
+        self.assertIn("spk_stat.bin: spk_stat has 33 values, want 32", str(e.exception))
+        with self.assertRaises(SystemExit) as e:
+            run(export_main, "--random", "--seeds-from", old, "--out", os.path.join(self.dir, "z"))
+        self.assertIn("--seeds-from goes with --checkpoint", str(e.exception))
+
     def test_fp16_gpt_round_trip(self):
         """--fp16-gpt stores gpt.onnx's large weights as float16 (smaller file, same graph
         interface), the reference comes from the rounded weights, and from_onnx recovers exactly
