@@ -237,7 +237,8 @@ def load_spk_stat(path: str, hidden: int) -> torch.Tensor:
     an exported bundle's spk_stat.bin (little-endian float32)."""
     if path.endswith(".bin"):
         try:
-            raw = open(path, "rb").read()
+            with open(path, "rb") as f:
+                raw = f.read()
         except OSError as e:
             raise CheckpointError(f"{path}: {e}") from e
         if len(raw) % 4:

@@ -566,7 +566,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds-from", metavar="BUNDLE",
                     help="with --checkpoint: keep an earlier export's seed voices (its spk_stat.bin, and its "
                          "config.json speaker.seed_filter and suggested_seeds), for a retrain that left the GPT and "
-                         "the DVAE as they were (a decoder or Vocos fit): model_id stays, so its clones still load")
+                         "the DVAE as they were (a decoder or Vocos fit); model_id then stays, so its clones still "
+                         "load (a warning says when it does not)")
     ap.add_argument("--seed", type=int, default=20240717)
     ap.add_argument("--out", required=True)
     ap.add_argument("--reference", action="store_true", help="write reference.json for the parity tests")
@@ -593,7 +594,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
 
     if a.seeds_from and not a.checkpoint:
-        raise SystemExit("--seeds-from goes with --checkpoint")
+        ap.error("--seeds-from goes with --checkpoint")
     torch.manual_seed(a.seed)
     frontend = {"type": "wordpiece"}
     refine = True
@@ -676,11 +677,17 @@ def main(argv=None) -> int:
     if a.clone_card:
         add_clone_card(paths["config"], a.clone_card)
     if seeds_from:
-        from .seed_filter import write_filter
-
-        _, speaker = seeds_from
-        if speaker.get("seed_filter"):
-            write_filter(a.out, speaker["seed_filter"], speaker.get("suggested_seeds") or ())
+        with open(paths["config"], encoding="utf-8") as f:
+            conf = json.load(f)
+        _, kept, old_id = seeds_from
+        conf["speaker"].update(kept)
+        with open(paths["config"], "w", encoding="utf-8") as f:
+            json.dump(conf, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        if old_id and conf["model_id"] != old_id:
+            print(f"warning: {a.out}: model_id {conf['model_id']} is not {a.seeds_from}'s {old_id}: the DVAE encoder "
+                  "changed (or exports differently here), so voices cloned with that bundle will be refused",
+                  file=sys.stderr)
     if a.speed:
         with open(paths["config"], encoding="utf-8") as f:
             conf = json.load(f)
@@ -692,8 +699,9 @@ def main(argv=None) -> int:
     return 0
 
 
-def bundle_seeds(bundle: str, hidden: int) -> Tuple[torch.Tensor, dict]:
-    """An exported bundle's seed voices: its spk_stat and its config.json speaker section."""
+def bundle_seeds(bundle: str, hidden: int) -> Tuple[torch.Tensor, dict, Optional[str]]:
+    """An exported bundle's seed voices: its spk_stat, the speaker keys that choose among them
+    (seed_filter, suggested_seeds; checked here, before anything is written) and its model_id."""
     path = os.path.join(bundle, "config.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -702,7 +710,17 @@ def bundle_seeds(bundle: str, hidden: int) -> Tuple[torch.Tensor, dict]:
         stat = os.path.join(bundle, speaker["stat_file"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ck.CheckpointError(f"{path}: not an exported voice's config ({e})") from e
-    return ck.load_spk_stat(stat, hidden), speaker
+    if not stat.endswith(".bin"):
+        raise ck.CheckpointError(f"{path}: speaker.stat_file {speaker['stat_file']!r} is not an exported spk_stat.bin")
+    kept = {k: speaker[k] for k in ("seed_filter", "suggested_seeds") if k in speaker}
+    filt = kept.get("seed_filter")
+    if filt is not None and not (isinstance(filt, dict) and isinstance(filt.get("weights"), list)
+                                 and len(filt["weights"]) == hidden):
+        raise ck.CheckpointError(f"{path}: speaker.seed_filter is not a filter of {hidden} weights")
+    seeds = kept.get("suggested_seeds")
+    if seeds is not None and not (isinstance(seeds, list) and all(isinstance(v, int) and v > 0 for v in seeds)):
+        raise ck.CheckpointError(f"{path}: speaker.suggested_seeds is not a list of seeds")
+    return ck.load_spk_stat(stat, hidden), kept, conf.get("model_id")
 
 
 GOAL_RATIO = 1.5  # issue 17: the demo voice's CER at most 1.5x the reference speech's

@@ -201,7 +201,7 @@ def fit(rows: List[Dict], target: float, tries: int, n_suggest: int = 20) -> Dic
 
 def write_filter(model: str, filt: Dict, suggested: List[int] = ()) -> None:
     path = os.path.join(model, "config.json")
-    with open(path) as f:
+    with open(path, encoding="utf-8") as f:
         cfg = json.load(f)
     if int(cfg.get("speaker", {}).get("dim", -1)) != len(filt["weights"]):
         raise SystemExit(f"{path}: speaker.dim {cfg.get('speaker', {}).get('dim')} but the seeds' vectors have {len(filt['weights'])} values")
@@ -211,7 +211,7 @@ def write_filter(model: str, filt: Dict, suggested: List[int] = ()) -> None:
     else:
         cfg["speaker"].pop("suggested_seeds", None)
     tmp = path + ".tmp"
-    with open(tmp, "w") as f:
+    with open(tmp, "w", encoding="utf-8") as f:
         json.dump(cfg, f, indent=1, ensure_ascii=False)
         f.write("\n")
     os.replace(tmp, path)

@@ -67,8 +67,9 @@ class FromONNXTest(unittest.TestCase):
             json.dump(conf, f)
         plain, kept = os.path.join(self.dir, "plain"), os.path.join(self.dir, "kept")
         self.assertEqual(run(export_main, "--checkpoint", moved, "--out", plain)[0], 0)
-        rc, _, err = run(export_main, "--checkpoint", moved, "--seeds-from", old, "--out", kept)
+        rc, _, err = run(export_main, "--checkpoint", moved, "--seeds-from", old, "--speed", "native", "--out", kept)
         self.assertEqual(rc, 0, err)
+        self.assertEqual(err, "")  # model_id kept: no warning
 
         def stat(d):
             with open(os.path.join(d, "spk_stat.bin"), "rb") as f:
@@ -82,23 +83,42 @@ class FromONNXTest(unittest.TestCase):
         self.assertEqual(stat(kept), stat(old))
         self.assertEqual(config(kept)["speaker"]["seed_filter"], filt)
         self.assertEqual(config(kept)["speaker"]["suggested_seeds"], [7, 3, 11])
+        self.assertEqual(config(kept)["speed"], "native")  # later writes keep the seed keys and vice versa
         self.assertNotIn("seed_filter", config(plain)["speaker"])
         want = config(kept)["model_id"]
         self.assertNotEqual(config(plain)["model_id"], want)
         rc, _, err = run(export_main, "--checkpoint", init, "--out", os.path.join(self.dir, "same"))
+        self.assertEqual(rc, 0, err)
         self.assertEqual(config(os.path.join(self.dir, "same"))["model_id"], want)  # as the old bundle's seeds make it
+        conf["model_id"] = "another"  # a bundle whose DVAE encoder was not this one
+        with open(os.path.join(old, "config.json"), "w") as f:
+            json.dump(conf, f)
+        rc, _, err = run(export_main, "--checkpoint", moved, "--seeds-from", old, "--out", os.path.join(self.dir, "v"))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("is not " + old + "'s another: the DVAE encoder changed", err)
         # refusals name the file and what is wrong
         with self.assertRaises(SystemExit) as e:
             run(export_main, "--checkpoint", moved, "--seeds-from", self.dir, "--out", os.path.join(self.dir, "x"))
         self.assertIn("config.json: not an exported voice's config", str(e.exception))
+        conf["speaker"]["seed_filter"] = {"weights": [0.5] * 3, "bias": 0.0}
+        with open(os.path.join(old, "config.json"), "w") as f:
+            json.dump(conf, f)
+        with self.assertRaises(SystemExit) as e:
+            run(export_main, "--checkpoint", moved, "--seeds-from", old, "--out", os.path.join(self.dir, "w"))
+        self.assertIn("speaker.seed_filter is not a filter of 16 weights", str(e.exception))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "w")))  # refused before anything is written
+        conf["speaker"]["seed_filter"] = filt
+        with open(os.path.join(old, "config.json"), "w") as f:
+            json.dump(conf, f)
         with open(os.path.join(old, "spk_stat.bin"), "ab") as f:
             f.write(b"\x00" * 4)
         with self.assertRaises(SystemExit) as e:
             run(export_main, "--checkpoint", moved, "--seeds-from", old, "--out", os.path.join(self.dir, "y"))
         self.assertIn("spk_stat.bin: spk_stat has 33 values, want 32", str(e.exception))
-        with self.assertRaises(SystemExit) as e:
-            run(export_main, "--random", "--seeds-from", old, "--out", os.path.join(self.dir, "z"))
-        self.assertIn("--seeds-from goes with --checkpoint", str(e.exception))
+        with self.assertRaises(SystemExit) as e, redirect_stderr(io.StringIO()) as usage:
+            export_main(["--random", "--seeds-from", old, "--out", os.path.join(self.dir, "z")])
+        self.assertEqual(e.exception.code, 2)
+        self.assertIn("--seeds-from goes with --checkpoint", usage.getvalue())
 
     def test_fp16_gpt_round_trip(self):
         """--fp16-gpt stores gpt.onnx's large weights as float16 (smaller file, same graph
