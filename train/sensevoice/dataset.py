@@ -73,6 +73,24 @@ def floor_rms(x: torch.Tensor, frame: int = 320) -> float:
     return float(x[: n * frame].view(n, frame).pow(2).mean(1).min().sqrt())
 
 
+CLIP_SHARE = (0.002, 0.05)  # the share of samples an overdriven clip drives past full scale
+
+
+def overdrive(x: np.ndarray, share: float, soft: bool) -> np.ndarray:
+    """``x`` as a microphone with its gain set too high records it: amplified until ``share`` of
+    its samples pass full scale, then cut there (hard) or rounded into it (soft, tanh, as an
+    analogue stage saturates).  Clipped speech at -12 dBFS RMS cost the held-out person 3 points
+    of WER, at -8 dBFS 25: the corpus never clips."""
+    if not 0 < share < 1:
+        raise ValueError(f"clip share {share}: want a fraction in (0, 1)")
+    a = np.abs(x)
+    knee = float(np.quantile(a, 1.0 - share)) if x.size else 0.0
+    if knee <= 0:  # silence (or nearly): nothing to overdrive
+        return x
+    y = x / knee
+    return (np.tanh(y) / np.tanh(1.0) if soft else np.clip(y, -1.0, 1.0)).clip(-1.0, 1.0).astype(np.float32)
+
+
 def tag(rec: dict, field: str, default: str) -> str:
     v = rec.get(field) or default
     return v if v.startswith("<|") else f"<|{v}|>"
@@ -87,13 +105,17 @@ class SenseVoiceDataset(Dataset):
     probability ``auto_lang_prob`` (as FunASR does), so ``auto`` works at inference.
     ``speed_perturb`` plays two thirds of the clips at 0.9x or 1.1x speed (a resample: tempo,
     pitch and formants move together, Kaldi's recipe), drawn per (seed, epoch, index); such
-    features are computed afresh every time, never cached.
+    features are computed afresh every time, never cached.  ``clip_prob`` overdrives that share of
+    the clips (``overdrive``: 0.2-5 % of the samples past full scale, hard or soft, drawn per
+    (seed, epoch, index)), likewise never cached.
     """
 
     def __init__(self, records: Sequence[dict], vocab: Vocab, neg_mean: Sequence[float],
                  inv_stddev: Sequence[float], train: bool = False, seed: int = 0,
                  auto_lang_prob: float = 0.2, cache: bool = False, specaug: bool = True,
-                 speed_perturb: bool = False):
+                 speed_perturb: bool = False, clip_prob: float = 0.0):
+        if not 0.0 <= clip_prob <= 1.0:
+            raise ValueError(f"clip_prob {clip_prob}: want a probability in [0, 1]")
         self.records = list(records)
         self.vocab = vocab
         self.neg_mean = torch.tensor(neg_mean, dtype=torch.float32)
@@ -102,6 +124,7 @@ class SenseVoiceDataset(Dataset):
         self.auto_lang_prob = auto_lang_prob
         self.specaug = specaug
         self.speed_perturb = speed_perturb and train
+        self.clip_prob = clip_prob if train else 0.0
         self.cache: Optional[Dict[str, torch.Tensor]] = {} if cache else None
 
     def set_epoch(self, epoch: int) -> None:
@@ -115,11 +138,25 @@ class SenseVoiceDataset(Dataset):
 
     SPEEDS = (0.9, 1.0, 1.1)
 
-    def feats(self, rec: dict, speed: float = 1.0) -> torch.Tensor:
+    def clip_for(self, i: int) -> Optional[Tuple[float, bool]]:
+        """(share of samples clipped, soft) for item i this epoch, or None."""
+        if self.clip_prob <= 0:
+            return None
+        rng = sample_rng(self.seed + 2, self.epoch, i)
+        if rng.random() >= self.clip_prob:
+            return None
+        lo, hi = np.log(CLIP_SHARE[0]), np.log(CLIP_SHARE[1])
+        return float(np.exp(rng.uniform(lo, hi))), bool(rng.random() < 0.3)
+
+    def feats(self, rec: dict, speed: float = 1.0, clip: Optional[Tuple[float, bool]] = None) -> torch.Tensor:
+        if clip is not None:
+            x = overdrive(load_item_audio(rec).numpy(), *clip)
+            if speed == 1.0:
+                return apply_cmvn(features(torch.from_numpy(x)), self.neg_mean, self.inv_std)
         if speed != 1.0:
             from scipy.signal import resample_poly
 
-            x = load_item_audio(rec).numpy()
+            x = x if clip is not None else load_item_audio(rec).numpy()
             up, down = (10, 9) if speed < 1 else (10, 11)  # 0.9x: 10/9 as many samples
             y = torch.from_numpy(np.ascontiguousarray(resample_poly(x, up, down), dtype=np.float32))
             return apply_cmvn(features(y), self.neg_mean, self.inv_std)
@@ -139,7 +176,7 @@ class SenseVoiceDataset(Dataset):
         speed = 1.0
         if self.speed_perturb:
             speed = float(sample_rng(self.seed + 1, self.epoch, i).choice(self.SPEEDS))
-        x = self.feats(rec, speed)
+        x = self.feats(rec, speed, self.clip_for(i))
         if x.shape[0] == 0:
             raise AudioError(f"{rec['source']}: shorter than one 25 ms frame")
         lang = tag(rec, "text_language", "<|en|>")

@@ -32,13 +32,14 @@ from .tokens import Vocab, load_vocab
 class SenseVoiceTask(Task):
     def __init__(self, train_manifest: str, val_manifest: Optional[str], vocab: Vocab, cmvn: dict,
                  model_cfg: svm.SenseVoiceConfig, cfg: TrainConfig, cache: bool = True, specaug: bool = True,
-                 speed_perturb: bool = False):
+                 speed_perturb: bool = False, clip_prob: float = 0.0):
         self.index = ManifestIndex(train_manifest)
         self.val = read_manifest(val_manifest, check_audio=True) if val_manifest else []
         self.vocab, self.cmvn, self.model_cfg, self.cfg = vocab, cmvn, model_cfg, cfg
         self.cache = cache
         self.specaug = specaug
         self.speed_perturb = speed_perturb
+        self.clip_prob = clip_prob
         self._parts: Dict[int, SenseVoiceDataset] = {}
         self._checked: set = set()
         if self.val and _is_main():
@@ -53,7 +54,7 @@ class SenseVoiceTask(Task):
             recs = self.index.part(part, self.num_parts())
             ds = SenseVoiceDataset(recs, self.vocab, self.cmvn["neg_mean"], self.cmvn["inv_stddev"],
                                    train=True, seed=self.cfg.seed, cache=self.cache, specaug=self.specaug,
-                                   speed_perturb=self.speed_perturb)
+                                   speed_perturb=self.speed_perturb, clip_prob=self.clip_prob)
             if self.num_parts() == 1:  # one part: keep it (and its feature cache) across epochs
                 self._parts[part] = ds
             if part not in self._checked:
@@ -188,6 +189,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--no-specaug", action="store_true", help="no time/frequency masking")
     ap.add_argument("--speed-perturb", action="store_true",
                     help="train on 0.9x/1.0x/1.1x speed copies, drawn per clip and epoch")
+    ap.add_argument("--clip-prob", type=float, default=0.0,
+                    help="overdrive this share of the clips, as a microphone set too loud clips (0.2-5 %% of samples)")
     ap.add_argument("--stop-at-step", type=int, default=0,
                     help="stop (with a checkpoint) at this step, keeping the full run's LR schedule")
     ap.add_argument("--out", dest="out_dir", default="train/out/sensevoice")
@@ -214,7 +217,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if a.init:
             svm.load_checkpoint_weights(model, a.init, new_head=a.init_new_head)
         task = SenseVoiceTask(a.train, a.val, vocab, cmvn, mcfg, cfg, cache=not a.no_cache, specaug=not a.no_specaug,
-                               speed_perturb=a.speed_perturb)
+                               speed_perturb=a.speed_perturb, clip_prob=a.clip_prob)
         Trainer(cfg, model, task, info).fit(stop_at_step=a.stop_at_step)
     finally:
         pdist.destroy()

@@ -18,7 +18,8 @@ import torch
 
 from train.sensevoice import export as svx
 from train.sensevoice import model as svm
-from train.sensevoice.dataset import AudioError, SenseVoiceDataset, collate, greedy_decode, load_audio
+from train.sensevoice.dataset import (CLIP_SHARE, AudioError, SenseVoiceDataset, collate, greedy_decode, load_audio,
+                                      overdrive)
 from train.sensevoice.features import lfr
 from train.sensevoice.tokens import SPECIAL_TOKENS, char_vocab, read_tokens
 from train.onnxcompare import compare_arrays, compare_onnx, compare_reference
@@ -316,6 +317,45 @@ class DataErrorsTest(unittest.TestCase):
         self.assertEqual(again, [ds[i]["x"].shape[0] for i in range(40)])  # seeded per (epoch, index)
         val = SenseVoiceDataset([rec], v, [0.0] * 560, [1.0] * 560, train=False, speed_perturb=True)
         self.assertEqual(val[0]["x"].shape[0], n0)  # never at evaluation
+
+    def test_overdrive(self):
+        x = (0.05 * np.random.default_rng(0).standard_normal(32000)).astype(np.float32)
+        for share in (0.002, 0.01, 0.05):
+            y = overdrive(x, share, soft=False)
+            self.assertLessEqual(float(np.abs(y).max()), 1.0)
+            at_full = float(np.mean(np.abs(y) >= 1.0))
+            self.assertAlmostEqual(at_full, share, delta=share * 0.2 + 1e-4)
+            np.testing.assert_array_equal(np.sign(y), np.sign(x))
+        soft = overdrive(x, 0.05, soft=True)
+        self.assertLessEqual(float(np.abs(soft).max()), 1.0)
+        self.assertGreater(float(np.abs(soft).max()), 0.99)  # driven into the rail, rounded off
+        self.assertTrue(np.all(np.diff(soft[np.argsort(x)]) >= 0))  # a monotone curve: no foldover
+        silent = np.zeros(100, np.float32)
+        np.testing.assert_array_equal(overdrive(silent, 0.01, soft=False), silent)
+        with self.assertRaisesRegex(ValueError, "clip share 1.5"):
+            overdrive(x, 1.5, soft=False)
+
+    def test_clip_augmentation(self):
+        p = os.path.join(self.dir, "c.wav")
+        sf.write(p, (0.1 * np.sin(np.arange(32000) / 7)).astype(np.float32), 16000, subtype="FLOAT")
+        rec = {"key": "c", "source": p, "source_len": 200, "target": "hi", "target_len": 1}
+        v = char_vocab()
+        plain = SenseVoiceDataset([rec], v, [0.0] * 560, [1.0] * 560, train=True, specaug=False)
+        ds = SenseVoiceDataset([rec] * 40, v, [0.0] * 560, [1.0] * 560, train=True, specaug=False, clip_prob=0.5)
+        clips = [ds.clip_for(i) for i in range(40)]
+        drawn = [c for c in clips if c is not None]
+        self.assertTrue(8 <= len(drawn) <= 32, len(drawn))
+        self.assertTrue(all(CLIP_SHARE[0] <= c[0] <= CLIP_SHARE[1] for c in drawn))
+        base, i, j = plain[0]["x"], clips.index(drawn[0]), clips.index(None)
+        got = ds[i]["x"]
+        self.assertEqual(got.shape, base.shape)
+        self.assertGreater(float((got - base).abs().mean()), 0.1)  # louder and distorted
+        self.assertTrue(torch.equal(ds[j]["x"], base))  # not drawn: the clip as it was
+        self.assertTrue(torch.equal(ds[i]["x"], got))  # seeded per (epoch, index)
+        val = SenseVoiceDataset([rec], v, [0.0] * 560, [1.0] * 560, train=False, clip_prob=1.0)
+        self.assertIsNone(val.clip_for(0))  # never at evaluation
+        with self.assertRaisesRegex(ValueError, "clip_prob 2"):
+            SenseVoiceDataset([rec], v, [0.0] * 560, [1.0] * 560, train=True, clip_prob=2)
 
     def test_checkpoint_errors(self):
         with self.assertRaisesRegex(CheckpointError, "nope.pt: checkpoint not found"):
