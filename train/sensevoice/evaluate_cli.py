@@ -9,6 +9,9 @@ Prints {"utts", "wer", "cer", "by": {field: {value: {wer, cer, utts}}}}.
 ``--join N`` measures long recordings instead: each N consecutive utterances joined into one
 file (``--gap`` seconds of silence between them; the rest left out), scored against their
 transcripts joined, as a person reading a passage is heard.
+
+``--clip SHARE`` measures a microphone set too loud: each file amplified until SHARE of its
+samples pass full scale and cut there (16-bit, as a recorder writes it).
 """
 from __future__ import annotations
 
@@ -75,6 +78,22 @@ def join(rows: List[dict], files: List[str], n: int, gap: float, out: str) -> Tu
     return jrows, jfiles
 
 
+def clipped(files: List[str], share: float, out: str) -> List[str]:
+    """Each file hard-clipped at the level that drives ``share`` of its samples past full scale
+    (train.sensevoice.dataset.overdrive), as 16-bit files in out."""
+    import soundfile as sf
+
+    from .dataset import overdrive
+
+    got = []
+    for i, f in enumerate(files):
+        x, sr = sf.read(f, dtype="float32", always_2d=True)
+        path = os.path.join(out, f"clipped-{i:05d}.wav")
+        sf.write(path, overdrive(x.mean(axis=1), share, soft=False), sr, subtype="PCM_16")
+        got.append(path)
+    return got
+
+
 def figures(pairs) -> dict:
     return {"utts": len(pairs), "wer": round(score(pairs)["wer"], 4),
             "cer": round(cer([r for _, r in pairs], [h for h, _ in pairs]), 4)}
@@ -91,9 +110,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--by", action="append", default=[])
     ap.add_argument("--join", type=int, default=1, help="N utterances to a file: long recordings")
     ap.add_argument("--gap", type=float, default=0.0, help="seconds of silence between joined utterances")
+    ap.add_argument("--clip", type=float, default=0.0, help="clip each file so this share of its samples is at full scale")
     a = ap.parse_args(argv)
     if a.join < 1 or a.gap < 0:
         ap.error("--join must be at least 1 and --gap not negative")
+    if not 0 <= a.clip < 1:
+        ap.error("--clip is a share of samples, from 0 up to 1")
     import tempfile
 
     try:
@@ -110,6 +132,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                 return 1
             if not rows:
                 print(f"error: --join {a.join}: the manifest has fewer utterances than that", file=sys.stderr)
+                return 1
+        if a.clip > 0:
+            try:
+                files = clipped(files, a.clip, tmp)
+            except (ValueError, RuntimeError, OSError) as e:
+                print(f"error: --clip: {e}", file=sys.stderr)
                 return 1
         hyp = transcribe(a.parley, a.model, files, a.lm)
     pairs = [(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)]

@@ -173,3 +173,26 @@ class JoinTest(unittest.TestCase):
         sf.write(os.path.join(root, "8k.wav"), np.zeros(800, np.float32), 8000)
         with self.assertRaisesRegex(ValueError, "8000 Hz"):
             evaluate_cli.join(rows[:2], [files[0], os.path.join(root, "8k.wav")], 2, 0, root)
+
+    def test_clipped_recordings(self):
+        import shutil
+
+        import numpy as np
+        import soundfile as sf
+
+        from train.sensevoice import evaluate_cli
+
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        p = os.path.join(root, "s.wav")
+        x = 0.05 * np.sin(np.arange(16000) / 5) * np.linspace(0.2, 1, 16000)  # a swell: the loud end clips
+        sf.write(p, np.stack([x, x], 1).astype(np.float32), 16000)
+        out = os.path.join(root, "out")
+        os.mkdir(out)
+        (got,) = evaluate_cli.clipped([p], 0.02, out)
+        y, sr = sf.read(got, dtype="float32")
+        self.assertEqual((sr, len(y)), (16000, 16000))
+        self.assertEqual(sf.info(got).subtype, "PCM_16")
+        full = np.abs(y) >= 32767 / 32768
+        self.assertAlmostEqual(float(full.mean()), 0.02, delta=0.005)
+        self.assertGreater(full[8000:].sum(), 10 * max(1, full[:8000].sum()))  # where it was loudest
