@@ -10,7 +10,7 @@ Prints {"utts", "wer", "cer", "by": {field: {value: {wer, cer, utts}}}}.
 file (``--gap`` seconds of silence between them; the rest left out), scored against their
 transcripts joined, as a person reading a passage is heard.
 
-``--clip SHARE`` measures a microphone set too loud: each file amplified until SHARE of its
+``--clip-share SHARE`` measures a microphone set too loud: each file amplified until SHARE of its
 samples pass full scale and cut there (16-bit, as a recorder writes it).
 """
 from __future__ import annotations
@@ -110,12 +110,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--by", action="append", default=[])
     ap.add_argument("--join", type=int, default=1, help="N utterances to a file: long recordings")
     ap.add_argument("--gap", type=float, default=0.0, help="seconds of silence between joined utterances")
-    ap.add_argument("--clip", type=float, default=0.0, help="clip each file so this share of its samples is at full scale")
+    ap.add_argument("--clip-share", type=float, default=0.0,
+                    help="clip each file so that this share of its samples is at full scale")
     a = ap.parse_args(argv)
     if a.join < 1 or a.gap < 0:
         ap.error("--join must be at least 1 and --gap not negative")
-    if not 0 <= a.clip < 1:
-        ap.error("--clip is a share of samples, from 0 up to 1")
+    if not 0 <= a.clip_share < 1:
+        ap.error("--clip-share is a share of samples, from 0 up to 1")
     import tempfile
 
     try:
@@ -133,11 +134,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             if not rows:
                 print(f"error: --join {a.join}: the manifest has fewer utterances than that", file=sys.stderr)
                 return 1
-        if a.clip > 0:
+        if a.clip_share > 0:
             try:
-                files = clipped(files, a.clip, tmp)
+                files = clipped(files, a.clip_share, tmp)
             except (ValueError, RuntimeError, OSError) as e:
-                print(f"error: --clip: {e}", file=sys.stderr)
+                print(f"error: --clip-share: {e}", file=sys.stderr)
                 return 1
         hyp = transcribe(a.parley, a.model, files, a.lm)
     pairs = [(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)]

@@ -198,6 +198,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--warmup", dest="warmup_steps", type=int, default=0)
     add_train_flags(ap)
     a = ap.parse_args(argv)
+    if not 0.0 <= a.clip_prob <= 1.0:
+        ap.error(f"--clip-prob {a.clip_prob}: want a probability in [0, 1]")
     cfg = build_config(a)
     torch.set_num_threads(int(os.environ.get("PARLEY_TORCH_THREADS", "1")))
     info = pdist.init(cfg.device)

@@ -20,7 +20,8 @@ from train.sensevoice import export as svx
 from train.sensevoice import model as svm
 from train.sensevoice.dataset import (CLIP_SHARE, AudioError, SenseVoiceDataset, collate, greedy_decode, load_audio,
                                       overdrive)
-from train.sensevoice.features import lfr
+from train.sensevoice.features import apply_cmvn, features, lfr
+from train.data import sample_rng
 from train.sensevoice.tokens import SPECIAL_TOKENS, char_vocab, read_tokens
 from train.onnxcompare import compare_arrays, compare_onnx, compare_reference
 from train.trainer import CheckpointError, load_checkpoint
@@ -352,6 +353,18 @@ class DataErrorsTest(unittest.TestCase):
         self.assertGreater(float((got - base).abs().mean()), 0.1)  # louder and distorted
         self.assertTrue(torch.equal(ds[j]["x"], base))  # not drawn: the clip as it was
         self.assertTrue(torch.equal(ds[i]["x"], got))  # seeded per (epoch, index)
+        ds.set_epoch(1)
+        self.assertNotEqual([ds.clip_for(k) for k in range(40)], clips)  # drawn afresh each epoch
+        # overdriven and sped up: clipped first, then resampled, as stage P learnt
+        both = SenseVoiceDataset([rec] * 40, v, [0.0] * 560, [1.0] * 560, train=True, specaug=False,
+                                 speed_perturb=True, clip_prob=1.0)
+        k = next(k for k in range(40) if sample_rng(both.seed + 1, 0, k).choice(both.SPEEDS) == 0.9)
+        share, soft = both.clip_for(k)
+        from scipy.signal import resample_poly
+
+        y = resample_poly(overdrive(sf.read(p, dtype="float32")[0], share, soft), 10, 9).astype(np.float32)
+        want = apply_cmvn(features(torch.from_numpy(y)), torch.zeros(560), torch.ones(560))
+        torch.testing.assert_close(both[k]["x"], want)
         val = SenseVoiceDataset([rec], v, [0.0] * 560, [1.0] * 560, train=False, clip_prob=1.0)
         self.assertIsNone(val.clip_for(0))  # never at evaluation
         with self.assertRaisesRegex(ValueError, "clip_prob 2"):
