@@ -137,9 +137,9 @@ func meanSquare(x []float32) float64 {
 // silence, a constant offset, a steady hiss below −65 dBFS with no sample further than
 // −50 dBFS from the piece's mean (the frontend removes each frame's mean, so DC carries
 // nothing), or a steadier hiss up to −45 dBFS (isSteadyHiss). A piece that quiet with sound
-// in it all the same (hasQuietSound) is sent: the
-// model hears speech far under the corpus's levels (at −70 dBFS as at full level), and a
-// user with a faint microphone should get words, not nothing.
+// in it all the same (hasQuietSound) is sent: the model hears speech far under the corpus's
+// levels (at −70 dBFS as at full level), and a user with a faint microphone should get words,
+// not nothing.
 func isSilent(x []float32) bool {
 	if isQuiet(x) {
 		return !hasQuietSound(x)
@@ -163,8 +163,8 @@ const (
 // A piece under 100 ms (or 50 ms of signal) is too short to tell a pause from a short sound
 // and is sent, as before.
 func isSteadyHiss(x []float32) bool {
-	e, live := liveEnergies(x)
-	if len(e) < 2*soundWindow || len(live) < soundWindow {
+	e, live, ok := liveEnergies(x)
+	if !ok {
 		return false
 	}
 	var sum float64
@@ -185,23 +185,15 @@ const (
 )
 
 func hasQuietSound(x []float32) bool {
-	return hasSoundOver(x, minDynamic, quietSoundFloor)
-}
-
-// hasSoundOver reports whether x has a run of frames (soundRun of soundWindow, each frame's
-// mean removed) dynamic times over the quietest 5 % of its frames that are not digital
-// silence, and over floor; a piece too short to tell has none.
-func hasSoundOver(x []float32, dynamic, floor float64) bool {
-	e, live := liveEnergies(x)
-	if len(e) < 2*soundWindow || len(live) < soundWindow {
-		return false
-	}
-	return soundOver(e, live, dynamic, floor)
+	e, live, ok := liveEnergies(x)
+	return ok && soundOver(e, live, minDynamic, quietSoundFloor)
 }
 
 // liveEnergies returns the variance of each of x's 10 ms frames (its mean removed, as the
-// frontend does) and, apart, those of the frames that are not digital silence.
-func liveEnergies(x []float32) (e, live []float64) {
+// frontend does) and, apart, those of the frames that are not digital silence; ok is false
+// for a piece too short to tell a pause from a short sound (under 2 soundWindows of frames,
+// or under one of signal).
+func liveEnergies(x []float32) (e, live []float64, ok bool) {
 	e = make([]float64, len(x)/energyFrame)
 	for k := range e {
 		e[k] = variance(x[k*energyFrame : (k+1)*energyFrame])
@@ -209,10 +201,11 @@ func liveEnergies(x []float32) (e, live []float64) {
 			live = append(live, e[k])
 		}
 	}
-	return e, live
+	return e, live, len(e) >= 2*soundWindow && len(live) >= soundWindow
 }
 
-// soundOver: hasSoundOver on liveEnergies' frames (live is sorted in place).
+// soundOver reports whether liveEnergies' frames have a run (soundRun of soundWindow) dynamic
+// times over the quietest 5 % of the live frames and over floor (live is sorted in place).
 func soundOver(e, live []float64, dynamic, floor float64) bool {
 	sort.Float64s(live)
 	thr := math.Max(live[len(live)/20]*dynamic, floor)

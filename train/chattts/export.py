@@ -676,25 +676,21 @@ def main(argv=None) -> int:
         add_card(paths["config"], a.card)
     if a.clone_card:
         add_clone_card(paths["config"], a.clone_card)
-    if seeds_from:
+    if seeds_from or a.speed:
         with open(paths["config"], encoding="utf-8") as f:
             conf = json.load(f)
-        _, kept, old_id = seeds_from
-        conf["speaker"].update(kept)
+        if seeds_from:
+            conf["speaker"].update(seeds_from[1])
+        if a.speed:
+            conf["speed"] = a.speed
         with open(paths["config"], "w", encoding="utf-8") as f:
             json.dump(conf, f, indent=1, ensure_ascii=False)
             f.write("\n")
+        old_id = seeds_from[2] if seeds_from else None
         if old_id and conf["model_id"] != old_id:
             print(f"warning: {a.out}: model_id {conf['model_id']} is not {a.seeds_from}'s {old_id}: the DVAE encoder "
                   "changed (or exports differently here), so voices cloned with that bundle will be refused",
                   file=sys.stderr)
-    if a.speed:
-        with open(paths["config"], encoding="utf-8") as f:
-            conf = json.load(f)
-        conf["speed"] = a.speed
-        with open(paths["config"], "w", encoding="utf-8") as f:
-            json.dump(conf, f, indent=1, ensure_ascii=False)
-            f.write("\n")
     print(json.dumps({"params": count_params(m), **paths}))
     return 0
 

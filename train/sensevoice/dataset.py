@@ -153,17 +153,16 @@ class SenseVoiceDataset(Dataset):
         return float(np.exp(rng.uniform(lo, hi))), bool(rng.random() < 0.3)
 
     def feats(self, rec: dict, speed: float = 1.0, clip: Optional[Tuple[float, bool]] = None) -> torch.Tensor:
-        if clip is not None:
-            x = overdrive(load_item_audio(rec).numpy(), *clip)
-            if speed == 1.0:
-                return apply_cmvn(features(torch.from_numpy(x)), self.neg_mean, self.inv_std)
-        if speed != 1.0:
-            from scipy.signal import resample_poly
+        if speed != 1.0 or clip is not None:  # computed afresh, never cached
+            x = load_item_audio(rec).numpy()
+            if clip is not None:
+                x = overdrive(x, *clip)
+            if speed != 1.0:
+                from scipy.signal import resample_poly
 
-            x = x if clip is not None else load_item_audio(rec).numpy()
-            up, down = (10, 9) if speed < 1 else (10, 11)  # 0.9x: 10/9 as many samples
-            y = torch.from_numpy(np.ascontiguousarray(resample_poly(x, up, down), dtype=np.float32))
-            return apply_cmvn(features(y), self.neg_mean, self.inv_std)
+                up, down = (10, 9) if speed < 1 else (10, 11)  # 0.9x: 10/9 as many samples
+                x = np.ascontiguousarray(resample_poly(x, up, down), dtype=np.float32)
+            return apply_cmvn(features(torch.from_numpy(x)), self.neg_mean, self.inv_std)
         if self.cache is not None and rec["key"] in self.cache:
             return self.cache[rec["key"]].float()
         f = apply_cmvn(features(load_item_audio(rec)), self.neg_mean, self.inv_std)
