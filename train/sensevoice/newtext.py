@@ -9,8 +9,10 @@ The text is Debian's fortune cookies (packages ``fortunes`` and ``fortunes-min``
 jokes, proverbs; the offensive set is not read): sentences of 5 to 16 words in spoken form
 (``train.corpus.text.normalize``), each once, none that the corpus's text sources (WordNet,
 the State of the Union, Moby-Dick: every set) or the LM's extra text
-(``train.corpus.text.LM_SOURCES``) have, shuffled with a fixed seed, so ``--skip`` and
-``--count`` give disjoint sets.  (The corpus's generated assistant sentences and commands are
+(``train.corpus.text.LM_SOURCES``, so drawing needs each of them, a Debian package among them)
+have, shuffled with a fixed seed, so ``--skip`` and ``--count`` give disjoint sets; a new LM
+source can move the draw (session 25's Austen text shares no sentence with the 300 fortunes
+drawn before it joined).  (The corpus's generated assistant sentences and commands are
 not checked: fortunes are not made of them.)  The corpus's held-out text sets measure new sentences from the
 corpus's own sources (the LM knows their style); these measure text from elsewhere.  Written:
 OUT.jsonl (source, target, text_source "fortune") and OUT/NNNN.wav (16 kHz mono).

@@ -183,6 +183,54 @@ class RDataTest(unittest.TestCase):
         with self.assertRaisesRegex(R.RDataError, "nested deeper"):
             R.unserialize(deep)
 
+    def test_names_that_are_not_strings_are_dropped(self):
+        # a list whose "names" attribute is raw bytes, a bare string or the wrong length
+        head = serialize(["x"])[:23]
+        names_attr = lambda value: (struct.pack(">ii", 0x402, 1) + struct.pack(">ii", 0x40009, 5) + b"names"
+                                    + value + struct.pack(">i", 254))
+        for value in (struct.pack(">ii", 24, 1) + b"\0", struct.pack(">ii", 0x40009, 6) + b"xnames",
+                      struct.pack(">iii", 16, 2, 9) + struct.pack(">i", 1) + b"a" + struct.pack(">ii", 9, 1) + b"b"):
+            # a list whose attributes are (wrongly) a list carrying those names
+            got = R.unserialize(head + struct.pack(">ii", 0x213, 0) + struct.pack(">ii", 0x213, 0) + names_attr(value))
+            self.assertEqual(got, [])
+            self.assertIsNone(got.names)
+            inner = R.unserialize(head + struct.pack(">ii", 0x213, 0) + names_attr(value))
+            self.assertIsNone(inner.names)
+
+    def test_charsxp_attributes_closures_and_altrep(self):
+        head = serialize(["x"])[:23]
+        # an old CHARSXP with attributes: read and ignored, as R does
+        w = struct.pack(">ii", 16, 1) + struct.pack(">ii", 9 | (1 << 9), 2) + b"ok" + struct.pack(">i", 254)
+        self.assertEqual(R.unserialize(head + w), ["ok"])
+        with self.assertRaisesRegex(R.RDataError, "type 3"):  # a closure
+            R.unserialize(head + struct.pack(">i", 3) + struct.pack(">i", 254) * 3)
+        # compact_intseq 1:4, as R 3.5+ writes 1:4
+        info = (struct.pack(">i", 2) + struct.pack(">ii", 1, 0x40009) + struct.pack(">i", 14) + b"compact_intseq"
+                + struct.pack(">i", 2) + struct.pack(">ii", 1, 0x40009) + struct.pack(">i", 4) + b"base"
+                + struct.pack(">i", 2) + struct.pack(">iii", 13, 1, 13) + struct.pack(">i", 254))
+        seq = struct.pack(">ii", 14, 3) + struct.pack(">ddd", 4, 1, 1)
+        self.assertEqual(R.unserialize(head + struct.pack(">i", 238) + info + seq + struct.pack(">i", 254)), [1, 2, 3, 4])
+        other = info.replace(b"compact_intseq", b"deferred_strin")
+        with self.assertRaisesRegex(R.RDataError, "deferred_strin"):
+            R.unserialize(head + struct.pack(">i", 238) + other + seq + struct.pack(">i", 254))
+        huge = struct.pack(">ii", 14, 3) + struct.pack(">ddd", 1e12, 1, 1)
+        with self.assertRaisesRegex(R.RDataError, "elements"):
+            R.unserialize(head + struct.pack(">i", 238) + info + huge + struct.pack(">i", 254))
+
+    def test_a_corrupt_variable_is_named(self):
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        path = os.path.join(root, "Rdata")
+        write_lazyload(path, {"book": ["words"]})
+        data = serialize(["words"])[:-3]  # valid zlib around truncated R data
+        blob = struct.pack(">I", len(data)) + zlib.compress(data)
+        with open(path + ".rdb", "wb") as f:
+            f.write(blob)
+        with open(path + ".rdx", "wb") as f:
+            f.write(gzip.compress(serialize({"variables": {"book": [0, len(blob)]}, "references": {}, "compressed": [1]})))
+        with self.assertRaisesRegex(R.RDataError, "Rdata.rdb: book.*truncated"):
+            R.lazyload(path)
+
     def test_fuzz_never_raises_anything_else(self):
         rng = random.Random(11)
         seeds = [REAL_INDEX, serialize({"a": ["one", None, "two"], "b": [1, 2, 3], "c": {"d": ["e"]}})]
