@@ -23,7 +23,8 @@ import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..chattts.evaluate import cer, transcripts
-from ..judge import score
+from ..edit import edit_distance
+from ..judge import score, words
 
 
 def transcribe(parley: str, model: str, files: List[str], lm: str, extra: Sequence[str] = ()) -> Dict[str, str]:
@@ -94,6 +95,17 @@ def clipped(files: List[str], share: float, out: str) -> List[str]:
     return got
 
 
+def write_hyps(path: str, files: List[str], pairs) -> None:
+    """One line per utterance, its word errors counted as score counts them, for reading what it
+    misses; written whole to a temporary name first so that a full disk leaves no half file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for audio, (h, ref) in zip(files, pairs):
+            f.write(json.dumps({"audio": audio, "target": ref, "hyp": h,
+                                "errors": edit_distance(words(h), words(ref)), "words": len(words(ref))}) + "\n")
+    os.replace(tmp, path)
+
+
 def figures(pairs) -> dict:
     return {"utts": len(pairs), "wer": round(score(pairs)["wer"], 4),
             "cer": round(cer([r for _, r in pairs], [h for h, _ in pairs]), 4)}
@@ -112,6 +124,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--gap", type=float, default=0.0, help="seconds of silence between joined utterances")
     ap.add_argument("--clip-share", type=float, default=0.0,
                     help="clip each file so that this share of its samples is at full scale")
+    ap.add_argument("--hyps", default="", help="also write each utterance's reference and transcript (JSONL) here")
     a = ap.parse_args(argv)
     if a.join < 1 or a.gap < 0:
         ap.error("--join must be at least 1 and --gap not negative")
@@ -142,6 +155,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                 return 1
         hyp = transcribe(a.parley, a.model, files, a.lm)
     pairs = [(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)]
+    if a.hyps:
+        try:
+            write_hyps(a.hyps, files, pairs)
+        except OSError as e:
+            print(f"error: --hyps: {e}", file=sys.stderr)
+            return 1
     res = figures(pairs)
     for field in a.by:
         groups: Dict[str, list] = {}

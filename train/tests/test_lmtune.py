@@ -174,6 +174,27 @@ class JoinTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "8000 Hz"):
             evaluate_cli.join(rows[:2], [files[0], os.path.join(root, "8k.wav")], 2, 0, root)
 
+    def test_each_utterance_written_as_scored(self):
+        import shutil
+
+        from train.judge import score
+        from train.sensevoice import evaluate_cli
+
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        pairs = [("turn the light on", "Turn the lights on."), ("", "stop"), ("a b c", "a b c")]
+        files = ["x/0.wav", "x/1.wav", "x/2.wav"]
+        out = os.path.join(root, "hyps.jsonl")
+        evaluate_cli.write_hyps(out, files, pairs)
+        with open(out) as f:
+            got = [json.loads(line) for line in f]
+        self.assertEqual([(g["audio"], g["hyp"], g["target"]) for g in got], [(a, h, r) for a, (h, r) in zip(files, pairs)])
+        self.assertEqual([(g["errors"], g["words"]) for g in got], [(1, 4), (1, 1), (0, 3)])
+        self.assertAlmostEqual(sum(g["errors"] for g in got) / sum(g["words"] for g in got), score(pairs)["wer"])
+        self.assertEqual(os.listdir(root), ["hyps.jsonl"])  # no temporary left behind
+        with self.assertRaises(OSError):  # a folder that is not there: the caller reports it
+            evaluate_cli.write_hyps(os.path.join(root, "none", "h.jsonl"), files, pairs)
+
     def test_clipped_recordings(self):
         import shutil
 
