@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -182,39 +181,153 @@ func logAdd(a, b float64) float64 {
 	return a + math.Log1p(math.Exp(b-a))
 }
 
+// beamNode is one token of a prefix in a search's arena: prefixes share their beginnings, so
+// extending one is O(1) instead of a copy.
+type beamNode struct {
+	parent int32  // the node of the prefix without this token; -1 at the root
+	tok    int32  // the token (unused at the root)
+	frame  int32  // the frame it was first emitted at
+	n      int32  // the prefix's length
+	hash   uint64 // of the prefix's tokens, to find a prefix among the beams
+}
+
+// beamEntry is a prefix under consideration: its node and scores.
 type beamEntry struct {
-	ids    []int32 // the prefix
-	frames []int32 // the frame each token was first emitted at
-	pb     float64 // log p of the prefix ending in blank
-	pnb    float64 // ending in its last token
-	lm     float64 // alpha·log P_LM + beta per token, summed
+	node  int32
+	pb    float64 // log p of the prefix ending in blank
+	pnb   float64 // ending in its last token
+	lm    float64 // alpha·log P_LM + beta per token, summed
+	score float64 // total() + lm, for ranking
 }
 
 func (e *beamEntry) total() float64 { return logAdd(e.pb, e.pnb) }
 
-func beamKey(ids []int32) string {
-	b := make([]byte, 2*len(ids))
-	for i, id := range ids {
-		b[2*i], b[2*i+1] = byte(id>>8), byte(id)
+const beamHashPrime = 0x100000001b3
+
+// beamSearch holds one search's arena and scratch, reused from frame to frame.
+type beamSearch struct {
+	nodes   []beamNode
+	byHash  map[uint64]int32 // a beam's prefix hash -> its index in beams
+	chain   []int32          // the next beam index with the same hash, -1 at the end
+	stay    []int32          // beam i's own prefix in next (-1 until touched)
+	beams   []beamEntry
+	next    []beamEntry
+	lp      []float64
+	scores  []float64
+	cand    []int
+	ctx     []int32
+	a, b    []int32 // prefixes materialised to break exact ties
+	lm      *ngramLM
+	ctxBase int                // lm.order-1: how many tokens of context the LM reads
+	lmCache map[uint64]float32 // an n-gram (context and token, packed as the LM packs them) -> log p
+}
+
+// logp is the LM's log P(tok | the prefix at node), remembered: the same contexts come back
+// frame after frame, and a back-off through the orders costs up to 2·order lookups.
+func (s *beamSearch) logp(node int32, tok int32) float32 {
+	c := s.context(node)
+	k := s.lm.key(c)<<s.lm.shift | uint64(uint16(tok))
+	if p, ok := s.lmCache[k]; ok {
+		return p
 	}
-	return string(b)
+	p := s.lm.logp(c, tok)
+	s.lmCache[k] = p
+	return p
+}
+
+func (s *beamSearch) extend(parent int32, tok int32, frame int32) int32 {
+	p := &s.nodes[parent]
+	s.nodes = append(s.nodes, beamNode{parent: parent, tok: tok, frame: frame, n: p.n + 1,
+		hash: (p.hash ^ uint64(uint32(tok)+1)) * beamHashPrime})
+	return int32(len(s.nodes) - 1)
+}
+
+// context fills s.ctx with the LM context of the prefix at node: its last order-1 tokens,
+// <s> before the beginning.
+func (s *beamSearch) context(node int32) []int32 {
+	c := s.ctx[:s.ctxBase]
+	for i := len(c) - 1; i >= 0; i-- {
+		if nd := &s.nodes[node]; nd.n > 0 {
+			c[i] = nd.tok
+			node = nd.parent
+		} else {
+			c[i] = lmBOS
+		}
+	}
+	return c
+}
+
+// sameAfter reports whether the prefix at node y is the prefix at x followed by tok.
+func (s *beamSearch) sameAfter(y, x int32, tok int32) bool {
+	ny := &s.nodes[y]
+	if ny.n != s.nodes[x].n+1 || ny.tok != tok {
+		return false
+	}
+	for y = ny.parent; y != x; y, x = s.nodes[y].parent, s.nodes[x].parent {
+		if s.nodes[y].tok != s.nodes[x].tok { // same lengths: both reach the root together
+			return false
+		}
+	}
+	return true
+}
+
+// ids materialises the prefix at node into dst (reused).
+func (s *beamSearch) ids(dst []int32, node int32) []int32 {
+	n := int(s.nodes[node].n)
+	dst = slices.Grow(dst[:0], n)[:n]
+	for i := n - 1; i >= 0; i-- {
+		dst[i] = s.nodes[node].tok
+		node = s.nodes[node].parent
+	}
+	return dst
+}
+
+// topTokens puts the k most likely tokens of lp into s.cand, most likely first, the lower id
+// first among equals (as a stable sort of all of them would).
+func (s *beamSearch) topTokens(lp []float64, k int) []int {
+	c := s.cand[:0]
+	for i, x := range lp {
+		if len(c) == k && x <= lp[c[k-1]] {
+			continue
+		}
+		j := len(c)
+		if j < k {
+			c = append(c, i)
+		} else {
+			j--
+		}
+		for ; j > 0 && x > lp[c[j-1]]; j-- {
+			c[j] = c[j-1]
+		}
+		c[j] = i
+	}
+	s.cand = c
+	return c
 }
 
 // beamCTC is CTC prefix beam search with lm over frames [start, t) of v logits (row-major);
 // only tokens isText marks (pieces of words, not tags or specials) are emitted. It returns the best prefix's
 // ids and their frame indices, appended to ids and frames. o is used as it is (no defaults).
+// Its reference is train/sensevoice/beam.py; beamCTCRef (a test) is the plain form it must
+// match exactly: prefixes are nodes of a shared arena and found among the beams by hash, so a
+// frame costs no copies and no allocations beyond new prefixes.
 func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramLM, o BeamOptions, ids, frames []int32) ([]int32, []int32) {
 	if v <= 0 || t <= start || len(logits) < t*v {
 		return ids, frames
 	}
-	ctx0 := make([]int32, lm.order-1)
-	for i := range ctx0 {
-		ctx0[i] = lmBOS
+	s := &beamSearch{
+		nodes:   make([]beamNode, 1, 1024),
+		byHash:  make(map[uint64]int32, 2*o.Width),
+		lp:      make([]float64, v),
+		cand:    make([]int, 0, o.Top),
+		ctx:     make([]int32, lm.order-1),
+		lm:      lm,
+		ctxBase: lm.order - 1,
+		lmCache: make(map[uint64]float32, 1024),
 	}
-	beams := []*beamEntry{{pb: 0, pnb: negInf}}
-	lp := make([]float64, v)
-	order := make([]int, v)
-	ctxBuf := make([]int32, 0, 64)
+	s.nodes[0] = beamNode{parent: -1, hash: 14695981039346656037}
+	s.beams = append(s.beams, beamEntry{node: 0, pb: 0, pnb: negInf})
+	lp := s.lp
 	for f := start; f < t; f++ {
 		row := logits[f*v : (f+1)*v]
 		mx := float64(row[0])
@@ -228,77 +341,212 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 		lse := mx + math.Log(sum)
 		for i, x := range row {
 			lp[i] = float64(x) - lse
-			order[i] = i
 		}
-		sort.Slice(order, func(a, b int) bool {
-			return lp[order[a]] > lp[order[b]] || lp[order[a]] == lp[order[b]] && order[a] < order[b]
-		})
-		cand := order[:min(o.Top, v)]
-		next := map[string]*beamEntry{}
-		get := func(p []int32, fr []int32, lms float64) *beamEntry {
-			k := beamKey(p)
-			e, ok := next[k]
+		cand := s.topTokens(lp, min(o.Top, v))
+
+		// index this frame's beams by prefix, so an extension that spells another beam's
+		// prefix joins it
+		clear(s.byHash)
+		s.chain = s.chain[:0]
+		s.stay = s.stay[:0]
+		for i, b := range s.beams {
+			h := s.nodes[b.node].hash
+			prev, ok := s.byHash[h]
 			if !ok {
-				e = &beamEntry{ids: p, frames: fr, pb: negInf, pnb: negInf, lm: lms}
-				next[k] = e
+				prev = -1
 			}
-			return e
+			s.chain = append(s.chain, prev)
+			s.byHash[h] = int32(i)
+			s.stay = append(s.stay, -1)
 		}
-		for _, b := range beams {
+		s.next = s.next[:0]
+		// stayOf is beam j's own prefix in next, created by the first to reach it: node and
+		// lm are the creator's (the lm of one prefix is the same whoever computes it; its
+		// frames are not).
+		stayOf := func(j int, node int32, lms float64) int32 {
+			if s.stay[j] < 0 {
+				s.next = append(s.next, beamEntry{node: node, pb: negInf, pnb: negInf, lm: lms})
+				s.stay[j] = int32(len(s.next) - 1)
+			}
+			return s.stay[j]
+		}
+		for i := range s.beams {
+			b := s.beams[i]
 			tot := b.total()
+			bn := &s.nodes[b.node]
+			last := int32(-1)
+			if bn.n > 0 {
+				last = bn.tok
+			}
+			bHash := bn.hash
 			for _, c := range cand {
 				l := lp[c]
 				if c == blank {
-					e := get(b.ids, b.frames, b.lm)
-					e.pb = logAdd(e.pb, tot+l)
+					e := stayOf(i, b.node, b.lm)
+					s.next[e].pb = logAdd(s.next[e].pb, tot+l)
 					continue
 				}
 				if l < o.Prune || c >= len(isText) || !isText[c] {
 					continue
 				}
-				last := int32(-1)
-				if n := len(b.ids); n > 0 {
-					last = b.ids[n-1]
+				tok := int32(c)
+				// is b+c a prefix already among the beams?
+				j := int32(-1)
+				if k, ok := s.byHash[(bHash^uint64(uint32(tok)+1))*beamHashPrime]; ok {
+					for ; k >= 0; k = s.chain[k] {
+						if s.sameAfter(s.beams[k].node, b.node, tok) {
+							j = k
+							break
+						}
+					}
 				}
-				ctxBuf = append(append(ctxBuf[:0], ctx0...), b.ids...)
-				add := o.Alpha*float64(lm.logp(ctxBuf, int32(c))) + o.Beta
-				np := append(slices.Clip(b.ids), int32(c))
-				nf := append(slices.Clip(b.frames), int32(f))
-				e := get(np, nf, b.lm+add)
-				if int32(c) == last {
-					e.pnb = logAdd(e.pnb, b.pb+l) // a repeat needs a blank between
-					s := get(b.ids, b.frames, b.lm)
-					s.pnb = logAdd(s.pnb, b.pnb+l)
+				var e int32
+				if j >= 0 && s.stay[j] >= 0 {
+					e = s.stay[j]
 				} else {
-					e.pnb = logAdd(e.pnb, tot+l)
+					add := o.Alpha*float64(s.logp(b.node, tok)) + o.Beta
+					node := s.extend(b.node, tok, int32(f))
+					if j >= 0 {
+						e = stayOf(int(j), node, b.lm+add)
+					} else {
+						s.next = append(s.next, beamEntry{node: node, pb: negInf, pnb: negInf, lm: b.lm + add})
+						e = int32(len(s.next) - 1)
+					}
+				}
+				if tok == last {
+					s.next[e].pnb = logAdd(s.next[e].pnb, b.pb+l) // a repeat needs a blank between
+					st := stayOf(i, b.node, b.lm)
+					s.next[st].pnb = logAdd(s.next[st].pnb, b.pnb+l)
+				} else {
+					s.next[e].pnb = logAdd(s.next[e].pnb, tot+l)
 				}
 			}
 		}
-		beams = beams[:0]
-		for _, e := range next {
-			beams = append(beams, e)
+		// Rank them. A prefix no path reaches any more (a repeat with no blank before it:
+		// log p -1e30) ranks below every live one and ties with the other dead ones on score,
+		// so the ties are broken by prefix, which costs; they are ranked only when the beam
+		// has room for them.
+		live := 0
+		for k := range s.next {
+			e := &s.next[k]
+			e.score = e.total() + e.lm
+			if e.total() > negInf {
+				s.next[live], s.next[k] = s.next[k], s.next[live]
+				live++
+			}
 		}
-		sort.Slice(beams, func(a, b int) bool {
-			sa, sb := beams[a].total()+beams[a].lm, beams[b].total()+beams[b].lm
-			return sa > sb || sa == sb && beamKey(beams[a].ids) < beamKey(beams[b].ids)
-		})
-		if len(beams) > o.Width {
-			beams = beams[:o.Width]
+		if live > o.Width {
+			s.keepBest(live, o.Width)
+			slices.SortFunc(s.next[:o.Width], s.rank)
+		} else {
+			slices.SortFunc(s.next[:live], s.rank)
+			slices.SortFunc(s.next[live:], s.rank)
+		}
+		s.beams, s.next = s.next, s.beams
+		if len(s.beams) > o.Width {
+			s.beams = s.beams[:o.Width]
 		}
 	}
-	var best *beamEntry
+	best := -1
 	bestScore := math.Inf(-1)
-	for _, b := range beams {
-		ctxBuf = append(append(ctxBuf[:0], ctx0...), b.ids...)
-		s := b.total() + b.lm + o.Alpha*float64(lm.logp(ctxBuf, lmEOS))
-		if s > bestScore {
-			best, bestScore = b, s
+	for k := range s.beams {
+		b := &s.beams[k]
+		sc := b.total() + b.lm + o.Alpha*float64(s.logp(b.node, lmEOS))
+		if sc > bestScore {
+			best, bestScore = k, sc
 		}
 	}
-	if best == nil {
+	if best < 0 {
 		return ids, frames
 	}
-	return append(ids, best.ids...), append(frames, best.frames...)
+	node := s.beams[best].node
+	n := int(s.nodes[node].n)
+	ids, frames = slices.Grow(ids, n), slices.Grow(frames, n)
+	at := len(ids)
+	ids, frames = ids[:at+n], frames[:at+n]
+	for i := at + n - 1; i >= at; i-- {
+		ids[i], frames[i] = s.nodes[node].tok, s.nodes[node].frame
+		node = s.nodes[node].parent
+	}
+	return ids, frames
+}
+
+// keepBest moves the width best of the first live entries of next (by rank) to its front, in no
+// particular order, leaving the others after them: a selection on score, then rank among the
+// entries tied at the cut.
+func (s *beamSearch) keepBest(live, width int) {
+	sc := s.scores[:0]
+	for _, e := range s.next[:live] {
+		sc = append(sc, e.score)
+	}
+	s.scores = sc
+	cut := nthLargest(sc, width-1) // the width-th best score
+	in := 0
+	for k := range s.next[:live] { // strictly above the cut: kept
+		if s.next[k].score > cut {
+			s.next[in], s.next[k] = s.next[k], s.next[in]
+			in++
+		}
+	}
+	tied := in
+	for k := in; k < live; k++ { // at the cut: kept by rank while room is left
+		if s.next[k].score == cut {
+			s.next[tied], s.next[k] = s.next[k], s.next[tied]
+			tied++
+		}
+	}
+	if tied > width {
+		slices.SortFunc(s.next[in:tied], s.rank)
+	}
+}
+
+// nthLargest is the value that would be at index n (0-based) of x sorted descending; it
+// reorders x. Quickselect with a median-of-three pivot.
+func nthLargest(x []float64, n int) float64 {
+	lo, hi := 0, len(x)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		a, b, c := x[lo], x[mid], x[hi]
+		p := max(min(a, b), min(max(a, b), c)) // the median of three
+		i, j := lo, hi
+		for i <= j {
+			for x[i] > p {
+				i++
+			}
+			for x[j] < p {
+				j--
+			}
+			if i <= j {
+				x[i], x[j] = x[j], x[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case n <= j:
+			hi = j
+		case n >= i:
+			lo = i
+		default:
+			return x[n]
+		}
+	}
+	return x[n]
+}
+
+// rank orders entries best first; exact ties go to the lower prefix (its ids compared in
+// order, a prefix before its extensions), so the order never depends on how they were made.
+func (s *beamSearch) rank(x, y beamEntry) int {
+	switch {
+	case x.score > y.score:
+		return -1
+	case x.score < y.score:
+		return 1
+	case x.node == y.node:
+		return 0
+	}
+	s.a, s.b = s.ids(s.a, x.node), s.ids(s.b, y.node)
+	return slices.Compare(s.a, s.b)
 }
 
 // numQueries is how many output frames the model's prompt (language, emotion, event, ITN)

@@ -196,7 +196,7 @@ func BenchmarkFbank(b *testing.B) {
 }
 
 // BenchmarkDecode: CTC decoding of the demo model's logits for 10 s of speech, greedy (the
-// baseline, measured in the same run) and the lm.bin beam search at widths 8 and 32, as
+// baseline, measured in the same run) and the lm.bin beam search at widths 8, 32 and 128, as
 // multiples of real time and as a ratio to greedy.
 func BenchmarkDecode(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(demoDir, LMFile)); err != nil {
@@ -241,9 +241,9 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	var ids, fr []int32
 	run("greedy", func() { ids, fr = greedyCTC(logits, frames, m.vocab, m.blank, -1, ids[:0], fr[:0]) })
-	for _, width := range []int{8, 32} {
-		o := BeamOptions{Width: width}.or(defaultBeam)
-		run(fmt.Sprintf("beam-w%d", width), func() {
+	for _, c := range []struct{ width, top int }{{8, 8}, {32, 8}, {128, 16}} {
+		o := BeamOptions{Width: c.width, Top: c.top}.or(defaultBeam)
+		run(fmt.Sprintf("beam-w%d-top%d", c.width, c.top), func() {
 			ids, fr = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, o, ids[:0], fr[:0])
 		})
 	}
