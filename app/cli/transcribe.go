@@ -30,8 +30,8 @@ Transcribes each FILE ("-" is standard input) with SenseVoice. WAV files of any 
 decoded with ffmpeg when it is installed. Long recordings are cut at pauses and streamed.
 
 With a language model (the model's lm.bin, or --lm FILE) the words come from a beam search
-weighted as the JSON beside the LM says (lm.bin: lm.json); --beam-alpha, --beam-beta and
---beam-width override it for experiments.
+weighted as the JSON beside the LM says (lm.bin: lm.json); --beam-alpha, --beam-beta,
+--beam-width and --beam-top override it for experiments.
 
 Formats: text (default), json ({"text": …}), verbose_json (OpenAI's shape plus lang,
 emotion, event and word timings), srt, vtt (one FILE only).`
@@ -55,6 +55,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Float64Var(&beam.Alpha, "beam-alpha", 0, fmt.Sprintf("beam search: the language model's weight, 0..%v (unset: the LM's lm.json, else 0.4)", asr.MaxBeamAlpha))
 	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (unset: the LM's lm.json, else 2)")
 	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (unset or 0: the LM's lm.json, else 32)")
+	fs.IntVar(&beam.Top, "beam-top", 0, "beam search: likeliest tokens tried per frame (unset or 0: the LM's lm.json, else 8)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -142,7 +143,8 @@ func beamFlags(fs *cmdFlags, b *asr.BeamOptions, lm string) error {
 }
 
 // beamFlagNames names asr.BeamOptions.Validate's fields as the flags that set them.
-var beamFlagNames = strings.NewReplacer("beam alpha", "--beam-alpha", "beam beta", "--beam-beta", "beam width", "--beam-width")
+var beamFlagNames = strings.NewReplacer("beam alpha", "--beam-alpha", "beam beta", "--beam-beta", "beam width", "--beam-width",
+	"beam top", "--beam-top")
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

@@ -165,7 +165,7 @@ func TestTranscribeDefaultModel(t *testing.T) {
 	}
 }
 
-// --beam-alpha, --beam-beta and --beam-width reach the recogniser: they win over the weights
+// --beam-alpha, --beam-beta, --beam-width and --beam-top reach the recogniser: they win over the weights
 // beside the model's lm.bin (lm.json), which fill the rest; the recogniser's debug log says
 // what it decodes with. Bad values and beam flags with --lm none are usage errors.
 func TestTranscribeBeamFlags(t *testing.T) {
@@ -209,6 +209,7 @@ func TestTranscribeBeamFlags(t *testing.T) {
 		{[]string{"--beam-alpha", "0.77", "--beam-beta", "-0.5", "--beam-width", "5"}, "alpha=0.77 beta=-0.5 width=5 top=8"},
 		{[]string{"--beam-beta", "0"}, "alpha=0.9 beta=0 width=16"}, // an explicit zero, not lm.json's 3.5
 		{[]string{"--beam-alpha", "0"}, "alpha=0 beta=3.5 width=16"},
+		{[]string{"--beam-top", "12"}, "alpha=0.9 beta=3.5 width=16 top=12 prune=-10"},
 	} {
 		args := append([]string{"--provider", "cpu", "--log-level", "debug", "transcribe", "--model", model, "--lang", "en"}, c.flags...)
 		code, out, errs := runCLI(t, append(args, wav)...)
@@ -229,6 +230,8 @@ func TestTranscribeBeamFlags(t *testing.T) {
 		{[]string{"--beam-beta", "NaN"}, "--beam-beta NaN"},
 		{[]string{"--beam-width", "-2"}, "--beam-width -2"},
 		{[]string{"--beam-width", "many"}, "beam-width"},
+		{[]string{"--beam-top", "-1"}, "--beam-top -1 outside 0..4096"},
+		{[]string{"--lm", "none", "--beam-top", "4"}, "--beam-top with --lm none"},
 	} {
 		code, _, errs := runCLI(t, append(append([]string{"--provider", "cpu", "transcribe", "--model", model}, c.flags...), wav)...)
 		if code != 2 || !strings.Contains(errs, c.want) {

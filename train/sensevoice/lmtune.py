@@ -5,7 +5,7 @@ validation split, and write them as the LM's sidecar, lm.json (asr.LMWeightsPath
         --parley bin/parley --checkpoint train/out/asr6/G --build 4:8 --build 5:4 --out /tmp/lmtune
 
 Each point is ``parley transcribe`` over the manifest (train.sensevoice.evaluate_cli) with
---lm FILE --beam-alpha A --beam-beta B --beam-width W, scored by WER (CER breaks ties). The
+--lm FILE --beam-alpha A --beam-beta B --beam-width W (and --beam-top with --top), scored by WER (CER breaks ties). The
 search: the coarse alpha x beta grid on the first LM (the model's lm.bin unless --lm or --build
 say otherwise); every other LM on the 3 x 3 neighbourhood of the best point so far (coarse
 steps); then a fine 3 x 3 grid (half steps) around the overall best, repeated while it moves.
@@ -46,8 +46,10 @@ def flag_value(x: float) -> str:
     return repr(round(x, 6)) if x != 0 else "1e-09"
 
 
-def beam_flags(alpha: float, beta: float, width: int) -> List[str]:
-    return ["--beam-alpha", flag_value(alpha), "--beam-beta", flag_value(beta), "--beam-width", str(width)]
+def beam_flags(alpha: float, beta: float, width: int, top: int = 0) -> List[str]:
+    """parley transcribe's flags for one point; top 0 leaves the tokens per frame to lm.json."""
+    flags = ["--beam-alpha", flag_value(alpha), "--beam-beta", flag_value(beta), "--beam-width", str(width)]
+    return flags + (["--beam-top", str(top)] if top else [])
 
 
 def key(res: dict) -> Tuple[float, float]:
@@ -116,19 +118,21 @@ class Sweep:
         return sorted(rows, key=lambda r: (r["wer"], r["cer"], r["lm"], r["alpha"], r["beta"]))
 
 
-def weights_json(alpha: float, beta: float, width: int) -> dict:
-    return {"alpha": round(alpha, 6), "beta": round(beta, 6), "width": width}
+def weights_json(alpha: float, beta: float, width: int, top: int = 0) -> dict:
+    w = {"alpha": round(alpha, 6), "beta": round(beta, 6), "width": width}
+    return {**w, "top": top} if top else w
 
 
-def write_out(out: str, lm: str, alpha: float, beta: float, width: int, table: List[dict], report: dict) -> None:
+def write_out(out: str, lm: str, alpha: float, beta: float, width: int, table: List[dict], report: dict,
+              top: int = 0) -> None:
     os.makedirs(out, exist_ok=True)
     if os.path.abspath(lm) != os.path.abspath(os.path.join(out, "lm.bin")):
         shutil.copyfile(lm, os.path.join(out, "lm.bin"))
     with open(os.path.join(out, "lm.json"), "w") as f:
-        json.dump(weights_json(alpha, beta, width), f)
+        json.dump(weights_json(alpha, beta, width, top), f)
         f.write("\n")
     with open(os.path.join(out, RECORD), "w") as f:
-        json.dump({"chosen": {"lm": lm, **weights_json(alpha, beta, width)}, "points": table, "report": report}, f, indent=1)
+        json.dump({"chosen": {"lm": lm, **weights_json(alpha, beta, width, top)}, "points": table, "report": report}, f, indent=1)
         f.write("\n")
 
 
@@ -153,11 +157,11 @@ def floats(s: str) -> List[float]:
         raise argparse.ArgumentTypeError(f"{s!r}: want numbers separated by commas")
 
 
-def cli_evaluator(parley: str, model: str, manifest: str, width: int, limit: int = 0) -> Evaluate:
+def cli_evaluator(parley: str, model: str, manifest: str, width: int, limit: int = 0, top: int = 0) -> Evaluate:
     rows, files = ev.load_manifest(manifest, limit)
 
     def evaluate(lm: str, alpha: float, beta: float) -> dict:
-        hyp = ev.transcribe(parley, model, files, lm, beam_flags(alpha, beta, width))
+        hyp = ev.transcribe(parley, model, files, lm, beam_flags(alpha, beta, width, top))
         return ev.figures([(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)])
     return evaluate
 
@@ -178,6 +182,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--alphas", type=floats, default=COARSE_ALPHAS, help="coarse grid (comma-separated)")
     ap.add_argument("--betas", type=floats, default=COARSE_BETAS, help="coarse grid (comma-separated)")
     ap.add_argument("--width", type=int, default=DEFAULTS["width"])
+    ap.add_argument("--top", type=int, default=0, help="tokens tried per frame (0: the LM's lm.json, else 8)")
     ap.add_argument("--fine-rounds", type=int, default=3)
     ap.add_argument("--report", action="append", default=None,
                     help="held-out manifests to report (not select on); default the test-*.jsonl beside --manifest; 'none' for none")
@@ -201,7 +206,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not kept:
         ap.error("no LM under --max-bytes")
 
-    sweep = Sweep(cli_evaluator(a.parley, a.model, a.manifest, a.width, a.limit), log=sys.stderr)
+    if a.width < 1 or a.top < 0:
+        ap.error("--width must be at least 1 and --top not negative")
+    sweep = Sweep(cli_evaluator(a.parley, a.model, a.manifest, a.width, a.limit, a.top), log=sys.stderr)
     (lm, alpha, beta), res = sweep.run(kept, a.alphas, a.betas, a.fine_rounds)
     table = sweep.table()
     print(f"\n{'LM':>12} {'bytes':>9} {'alpha':>6} {'beta':>6}   WER %   CER %   ({os.path.basename(a.manifest)}, width {a.width})")
@@ -217,13 +224,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     default_lm = os.path.join(a.model, "lm.bin")
     for m in reports:
         name = os.path.basename(m).removesuffix(".jsonl")
-        chosen = cli_evaluator(a.parley, a.model, m, a.width, a.limit)(lm, alpha, beta)
+        chosen = cli_evaluator(a.parley, a.model, m, a.width, a.limit, a.top)(lm, alpha, beta)
         default = cli_evaluator(a.parley, a.model, m, DEFAULTS["width"], a.limit)(default_lm, DEFAULTS["alpha"], DEFAULTS["beta"])
         report[name] = {"chosen": chosen, "defaults": default}
         print(f"held out {name:>14}: chosen WER {100 * chosen['wer']:5.2f} CER {100 * chosen['cer']:5.2f}  |  "
               f"defaults WER {100 * default['wer']:5.2f} CER {100 * default['cer']:5.2f}", flush=True)
-    write_out(a.out, lm, alpha, beta, a.width, table, report)
-    print(f"wrote {os.path.join(a.out, 'lm.json')}: {json.dumps(weights_json(alpha, beta, a.width))}")
+    write_out(a.out, lm, alpha, beta, a.width, table, report, a.top)
+    print(f"wrote {os.path.join(a.out, 'lm.json')}: {json.dumps(weights_json(alpha, beta, a.width, a.top))}")
     return 0
 
 

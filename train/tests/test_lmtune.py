@@ -56,6 +56,7 @@ class SweepTest(unittest.TestCase):
         self.assertEqual(lmtune.beam_flags(0.0, 0.0, 16),
                          ["--beam-alpha", "1e-09", "--beam-beta", "1e-09", "--beam-width", "16"])
         self.assertEqual(lmtune.beam_flags(0.55, -1.5, 32)[:4], ["--beam-alpha", "0.55", "--beam-beta", "-1.5"])
+        self.assertEqual(lmtune.beam_flags(0.5, 2, 128, 16)[-4:], ["--beam-width", "128", "--beam-top", "16"])
 
     def test_main_selects_on_validation_only_and_writes_lm_json(self):
         with tempfile.TemporaryDirectory() as d:
@@ -66,13 +67,14 @@ class SweepTest(unittest.TestCase):
             for split in ("val", "test-voice"):
                 with open(os.path.join(d, split + ".jsonl"), "w") as f:
                     f.write(json.dumps({"source": "x.wav", "target": "hello"}) + "\n")
-            seen = []
+            seen, tops = [], set()
 
-            def fake_evaluator(parley, model_dir, manifest, width, limit=0):
+            def fake_evaluator(parley, model_dir, manifest, width, limit=0, top=0):
                 name = os.path.basename(manifest)
 
                 def evaluate(lm, a, b):
                     seen.append((name, a, b))
+                    tops.add((name, a, b, width, top))
                     # the held-out split would pick another point: it must not be asked to choose
                     target = (0.6, 3.0) if name == "val.jsonl" else (0.2, 1.0)
                     w = 0.3 + (a - target[0]) ** 2 + 0.01 * (b - target[1]) ** 2
@@ -92,6 +94,16 @@ class SweepTest(unittest.TestCase):
                 rep = json.load(f)["report"]["test-voice"]
             self.assertIn("chosen", rep)
             self.assertIn("defaults", rep)
+            # --top: every point and the chosen report with it, the defaults without; lm.json records it
+            tops.clear()
+            with mock.patch.object(lmtune, "cli_evaluator", fake_evaluator), mock.patch("sys.stdout"), mock.patch("sys.stderr"):
+                rc = lmtune.main(["--model", model, "--manifest", os.path.join(d, "val.jsonl"), "--out", out,
+                                  "--width", "128", "--top", "16", "--fine-rounds", "0"])
+            self.assertEqual(rc, 0)
+            with open(os.path.join(out, "lm.json")) as f:
+                self.assertEqual(json.load(f), {"alpha": 0.6, "beta": 3.0, "width": 128, "top": 16})
+            self.assertEqual({(n, w, t) for n, _, _, w, t in tops},
+                             {("val.jsonl", 128, 16), ("test-voice.jsonl", 128, 16), ("test-voice.jsonl", 32, 0)})
 
     def test_refuses_a_test_split_as_the_selector(self):
         with mock.patch("sys.stderr"), self.assertRaises(SystemExit):
