@@ -202,7 +202,13 @@ type beamEntry struct {
 
 func (e *beamEntry) total() float64 { return logAdd(e.pb, e.pnb) }
 
-const beamHashPrime = 0x100000001b3
+// beamHashMask narrows prefix hashes; a test narrows it to force collisions.
+var beamHashMask = ^uint64(0)
+
+// beamHash is the hash of a prefix hashed h followed by tok (FNV-1a over tokens).
+func beamHash(h uint64, tok int32) uint64 {
+	return (h ^ uint64(uint32(tok)+1)) * 0x100000001b3 & beamHashMask
+}
 
 // beamSearch holds one search's arena and scratch, reused from frame to frame.
 type beamSearch struct {
@@ -238,7 +244,7 @@ func (s *beamSearch) logp(node int32, tok int32) float32 {
 func (s *beamSearch) extend(parent int32, tok int32, frame int32) int32 {
 	p := &s.nodes[parent]
 	s.nodes = append(s.nodes, beamNode{parent: parent, tok: tok, frame: frame, n: p.n + 1,
-		hash: (p.hash ^ uint64(uint32(tok)+1)) * beamHashPrime})
+		hash: beamHash(p.hash, tok)})
 	return int32(len(s.nodes) - 1)
 }
 
@@ -312,7 +318,7 @@ func (s *beamSearch) topTokens(lp []float64, k int) []int {
 // match exactly: prefixes are nodes of a shared arena and found among the beams by hash, so a
 // frame costs no copies and no allocations beyond new prefixes.
 func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramLM, o BeamOptions, ids, frames []int32) ([]int32, []int32) {
-	if v <= 0 || t <= start || len(logits) < t*v {
+	if v <= 0 || t <= start || len(logits) < t*v || o.Width < 1 || o.Top < 1 {
 		return ids, frames
 	}
 	s := &beamSearch{
@@ -325,7 +331,7 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 		ctxBase: lm.order - 1,
 		lmCache: make(map[uint64]float32, 1024),
 	}
-	s.nodes[0] = beamNode{parent: -1, hash: 14695981039346656037}
+	s.nodes[0] = beamNode{parent: -1, hash: 14695981039346656037 & beamHashMask}
 	s.beams = append(s.beams, beamEntry{node: 0, pb: 0, pnb: negInf})
 	lp := s.lp
 	for f := start; f < t; f++ {
@@ -392,7 +398,7 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 				tok := int32(c)
 				// is b+c a prefix already among the beams?
 				j := int32(-1)
-				if k, ok := s.byHash[(bHash^uint64(uint32(tok)+1))*beamHashPrime]; ok {
+				if k, ok := s.byHash[beamHash(bHash, tok)]; ok {
 					for ; k >= 0; k = s.chain[k] {
 						if s.sameAfter(s.beams[k].node, b.node, tok) {
 							j = k

@@ -1,6 +1,7 @@
 package asr
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -101,6 +102,10 @@ func TestLMRefusesBadFiles(t *testing.T) {
 	nan := slices.Clone(good)
 	// the first unigram's log p
 	copy(nan[20+4+2:], []byte{0, 0, 0xc0, 0x7f})
+	huge := slices.Clone(good) // finite, but summed in the search past its "impossible" -1e30
+	binary.LittleEndian.PutUint32(huge[20+4+2:], math.Float32bits(-3e38))
+	hugeBack := slices.Clone(good)
+	binary.LittleEndian.PutUint32(hugeBack[20+4+2+4:], math.Float32bits(5e3))
 	for name, c := range map[string]struct {
 		b     []byte
 		vocab int
@@ -111,6 +116,9 @@ func TestLMRefusesBadFiles(t *testing.T) {
 		"truncated":       {good[:len(good)-3], 12, "do not fit"},
 		"trailing bytes":  {append(slices.Clone(good), 1, 2, 3), 12, "after the last"},
 		"NaN probability": {nan, 12, "log10 p"},
+		"huge log p":      {huge, 12, "log10 p -3e+38"},
+		"huge back-off":   {hugeBack, 12, "back-off 5000"},
+		"no </s>":         {good, 2, "want 3..65536"},
 	} {
 		_, err := parseLM(c.b, c.vocab)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -128,11 +128,11 @@ func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngr
 	return append(ids, best.ids...), append(frames, best.frames...)
 }
 
-// randomLM is a back-off trigram model over vocab tokens with random probabilities: enough
+// randomLM is a back-off n-gram model over vocab tokens with random probabilities: enough
 // for the search to weigh prefixes differently, with gaps that make it back off.
-func randomLM(rng *rand.Rand, vocab int) *ngramLM {
-	lm := &ngramLM{order: 3, vocab: vocab, shift: lmIDBits(vocab)}
-	for k := 1; k <= 3; k++ {
+func randomLM(rng *rand.Rand, vocab, order int) *ngramLM {
+	lm := &ngramLM{order: order, vocab: vocab, shift: lmIDBits(vocab)}
+	for k := 1; k <= order; k++ {
 		probs, backs := map[uint64]float32{}, map[uint64]float32{}
 		g := make([]int32, k)
 		for range 40 * vocab / k {
@@ -184,6 +184,36 @@ func TestBeamMatchesPlainSearch(t *testing.T) {
 	}
 }
 
+// With prefix hashes narrowed to 2 bits nearly every lookup collides: the search still finds
+// each prefix among the beams by its tokens.
+func TestBeamMatchesPlainSearchOnCollisions(t *testing.T) {
+	defer func(m uint64) { beamHashMask = m }(beamHashMask)
+	beamHashMask = 3
+	rng := rand.New(rand.NewPCG(11, 13))
+	for n := range 120 {
+		beamAgainstPlain(t, rng, n)
+	}
+}
+
+// A search with no room (width or tokens per frame 0, which BeamOptions.or fills in before any
+// real search) decodes nothing rather than failing.
+func TestBeamWithoutRoom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	logits := peakyLogits(rng, 20, 12)
+	isText := make([]bool, 12)
+	for i := 3; i < 12; i++ {
+		isText[i] = true
+	}
+	lm := randomLM(rng, 12, 3)
+	for _, o := range []BeamOptions{{Width: 0, Top: 8}, {Width: 8, Top: 0}} {
+		o.Alpha, o.Beta, o.Prune = 0.5, 1, -10
+		ids, frames := beamCTC(logits, 20, 12, 0, 0, isText, lm, o, []int32{7}, []int32{0})
+		if !slices.Equal(ids, []int32{7}) || !slices.Equal(frames, []int32{0}) {
+			t.Errorf("%+v: %v %v, want the input untouched", o, ids, frames)
+		}
+	}
+}
+
 // FuzzBeamMatchesPlainSearch: the same over seeds the fuzzer picks.
 func FuzzBeamMatchesPlainSearch(f *testing.F) {
 	f.Add(uint64(1), uint64(2), 0)
@@ -198,10 +228,14 @@ func FuzzBeamMatchesPlainSearch(f *testing.F) {
 func beamAgainstPlain(t *testing.T, rng *rand.Rand, n int) {
 	t.Helper()
 	v := []int{6, 12, 40, 300}[n%4]
-	lm := randomLM(rng, v)
+	lm := randomLM(rng, v, 1+rng.IntN(min(5, lmOrderFits(v)))) // unigrams up to 5-grams
+	blank := 0
+	if rng.IntN(3) == 0 {
+		blank = v - 1
+	}
 	isText := make([]bool, v)
-	for i := 2; i < v; i++ {
-		isText[i] = i%17 != 5 // a few tokens that are not text
+	for i := 1; i < v; i++ {
+		isText[i] = i%17 != 5 && i != blank && i != 2 // a few tokens that are not text
 	}
 	frames := 1 + rng.IntN(60)
 	logits := peakyLogits(rng, frames, v)
@@ -212,8 +246,8 @@ func beamAgainstPlain(t *testing.T, rng *rand.Rand, n int) {
 	}
 	start := rng.IntN(3)
 	pre := []int32{99}
-	wantIDs, wantFrames := beamCTCRef(logits, frames, v, start, 0, isText, lm, o, slices.Clone(pre), slices.Clone(pre))
-	gotIDs, gotFrames := beamCTC(logits, frames, v, start, 0, isText, lm, o, slices.Clone(pre), slices.Clone(pre))
+	wantIDs, wantFrames := beamCTCRef(logits, frames, v, start, blank, isText, lm, o, slices.Clone(pre), slices.Clone(pre))
+	gotIDs, gotFrames := beamCTC(logits, frames, v, start, blank, isText, lm, o, slices.Clone(pre), slices.Clone(pre))
 	if !slices.Equal(gotIDs, wantIDs) || !slices.Equal(gotFrames, wantFrames) {
 		t.Fatalf("case %d (v %d, t %d, %+v):\n got ids %v frames %v\nwant ids %v frames %v",
 			n, v, frames, o, gotIDs, gotFrames, wantIDs, wantFrames)

@@ -23,6 +23,7 @@ const (
 	lmMaxOrder = 8 // ids are packed into a uint64 key, bits.Len(vocab-1) bits each: 8 orders up to 256 tokens, 7 up to 512, 4 up to 65536
 	lmBOS      = 1 // <s> and </s> in tokens.txt
 	lmEOS      = 2
+	lmMaxLog10 = 1000 // the largest |log10 p| or |log10 back-off| a model may hold (ARPA's "never" is -99)
 )
 
 // ngramLM is a back-off n-gram model over token ids; log probabilities are natural logs.
@@ -72,10 +73,10 @@ func parseLM(b []byte, vocab int) (*ngramLM, error) {
 	switch {
 	case ver != 1:
 		return nil, fmt.Errorf("version %d (this Parley reads 1)", ver)
+	case vocab <= lmEOS || vocab > 1<<16:
+		return nil, fmt.Errorf("vocabulary of %d tokens (want 3..65536: <s> and </s> are 1 and 2)", vocab)
 	case int(v) != vocab:
 		return nil, fmt.Errorf("made for %d tokens, the model has %d", v, vocab)
-	case vocab < 1 || vocab > 1<<16:
-		return nil, fmt.Errorf("vocabulary of %d tokens (want 1..65536)", vocab)
 	case order < 1 || int(order) > lmOrderFits(vocab):
 		return nil, fmt.Errorf("order %d (want 1..%d for %d tokens)", order, lmOrderFits(vocab), vocab)
 	}
@@ -102,7 +103,8 @@ func parseLM(b []byte, vocab int) (*ngramLM, error) {
 			}
 			p := math.Float32frombits(binary.LittleEndian.Uint32(b[off+2*k:]))
 			bo := math.Float32frombits(binary.LittleEndian.Uint32(b[off+2*k+4:]))
-			if !(p <= 0) || math.IsInf(float64(p), 0) || math.IsNaN(float64(bo)) || math.IsInf(float64(bo), 0) {
+			// bounded so that no sum of them reaches the beam search's -1e30 ("impossible")
+			if !(p <= 0 && p >= -lmMaxLog10) || !(math.Abs(float64(bo)) <= lmMaxLog10) {
 				return nil, fmt.Errorf("order %d: n-gram %v has log10 p %g, back-off %g", k, ids[:k], p, bo)
 			}
 			key := lm.key(ids[:k])
