@@ -196,7 +196,8 @@ func BenchmarkFbank(b *testing.B) {
 }
 
 // BenchmarkDecode: CTC decoding of the demo model's logits for 10 s of speech, greedy (the
-// baseline, measured in the same run) and the lm.bin beam search at widths 8, 32 and 128, as
+// baseline, measured in the same run), the search before session 26 at width 32, and the lm.bin
+// beam search at widths 8, 32 and 128 (the shipped lm.json's), as
 // multiples of real time and as a ratio to greedy.
 func BenchmarkDecode(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(demoDir, LMFile)); err != nil {
@@ -241,6 +242,11 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	var ids, fr []int32
 	run("greedy", func() { ids, fr = greedyCTC(logits, frames, m.vocab, m.blank, -1, ids[:0], fr[:0]) })
+	// the search as it was before session 26 (beamCTCRef, a test), at its width then
+	plain := BeamOptions{Width: 32, Top: 8}.or(defaultBeam)
+	run("plain-w32-top8", func() {
+		ids, fr = beamCTCRef(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, plain, ids[:0], fr[:0])
+	})
 	for _, c := range []struct{ width, top int }{{8, 8}, {32, 8}, {128, 16}} {
 		o := BeamOptions{Width: c.width, Top: c.top}.or(defaultBeam)
 		run(fmt.Sprintf("beam-w%d-top%d", c.width, c.top), func() {
