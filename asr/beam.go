@@ -435,8 +435,9 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 		live := 0
 		for k := range s.next {
 			e := &s.next[k]
-			e.score = e.total() + e.lm
-			if e.total() > negInf {
+			tot := e.total()
+			e.score = tot + e.lm
+			if tot > negInf {
 				s.next[live], s.next[k] = s.next[k], s.next[live]
 				live++
 			}

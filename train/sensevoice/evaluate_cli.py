@@ -12,6 +12,9 @@ transcripts joined, as a person reading a passage is heard.
 
 ``--clip-share SHARE`` measures a microphone set too loud: each file amplified until SHARE of its
 samples pass full scale and cut there (16-bit, as a recorder writes it).
+
+``--hyps FILE`` also writes each utterance's source (as the manifest names it; a joined file's
+first), reference, transcript and word errors, one JSON object a line, for reading what it misses.
 """
 from __future__ import annotations
 
@@ -95,15 +98,23 @@ def clipped(files: List[str], share: float, out: str) -> List[str]:
     return got
 
 
-def write_hyps(path: str, files: List[str], pairs) -> None:
-    """One line per utterance, its word errors counted as score counts them, for reading what it
-    misses; written whole to a temporary name first so that a full disk leaves no half file."""
+def write_hyps(path: str, rows: List[dict], pairs) -> None:
+    """One line per utterance, its word errors counted as score counts them; written whole to a
+    temporary name first, removed if that fails, so that a full disk leaves no half file."""
     tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        for audio, (h, ref) in zip(files, pairs):
-            f.write(json.dumps({"audio": audio, "target": ref, "hyp": h,
-                                "errors": edit_distance(words(h), words(ref)), "words": len(words(ref))}) + "\n")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for r, (h, ref) in zip(rows, pairs):
+                line = {"source": r.get("source", ""), "target": ref, "hyp": h,
+                        "errors": edit_distance(words(h), words(ref)), "words": len(words(ref))}
+                if r.get("joined"):
+                    line["joined"] = r["joined"]
+                f.write(json.dumps(line) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def figures(pairs) -> dict:
@@ -130,6 +141,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         ap.error("--join must be at least 1 and --gap not negative")
     if not 0 <= a.clip_share < 1:
         ap.error("--clip-share is a share of samples, from 0 up to 1")
+    if a.hyps and not os.path.isdir(os.path.dirname(os.path.abspath(a.hyps))):
+        ap.error(f"--hyps {a.hyps}: no such folder")  # before the decoding, not after
     import tempfile
 
     try:
@@ -157,7 +170,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     pairs = [(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)]
     if a.hyps:
         try:
-            write_hyps(a.hyps, files, pairs)
+            write_hyps(a.hyps, rows, pairs)
         except OSError as e:
             print(f"error: --hyps: {e}", file=sys.stderr)
             return 1

@@ -5,13 +5,14 @@ validation split, and write them as the LM's sidecar, lm.json (asr.LMWeightsPath
         --parley bin/parley --checkpoint train/out/asr6/G --build 4:8 --build 5:4 --out /tmp/lmtune
 
 Each point is ``parley transcribe`` over the manifest (train.sensevoice.evaluate_cli) with
---lm FILE --beam-alpha A --beam-beta B --beam-width W (and --beam-top with --top), scored by WER (CER breaks ties). The
+--lm FILE --beam-alpha A --beam-beta B --beam-width W --beam-top T, scored by WER (CER breaks ties). The
 search: the coarse alpha x beta grid on the first LM (the model's lm.bin unless --lm or --build
 say otherwise); every other LM on the 3 x 3 neighbourhood of the best point so far (coarse
 steps); then a fine 3 x 3 grid (half steps) around the overall best, repeated while it moves.
 Only --manifest selects; the --report manifests (default: the held-out test-*.jsonl beside
 it) are scored afterwards for the chosen setting and for the defaults (the model's lm.bin at
-alpha 0.4, beta 2, width 32), never to choose.
+alpha 0.4, beta 2, width 32, 8 tokens a frame), never to choose. Width and tokens a frame are
+always sent, so no lm.json beside an LM changes them.
 
 --build ORDER:MIN_COUNT makes an LM (train.sensevoice.lm, from --checkpoint's vocabulary) into
 --lm-dir as oORDERmMIN.bin unless it is there; LMs over --max-bytes are left out. --out gets
@@ -31,7 +32,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import evaluate_cli as ev
 
-DEFAULTS = {"alpha": 0.4, "beta": 2.0, "width": 32}  # asr.defaultBeam
+DEFAULTS = {"alpha": 0.4, "beta": 2.0, "width": 32, "top": 8}  # asr.defaultBeam
+MAX_BEAM = 4096  # asr.MaxBeamWidth, asr.MaxBeamTop
 COARSE_ALPHAS = [0.2, 0.4, 0.6, 0.8, 1.0]
 COARSE_BETAS = [1.0, 2.0, 3.0, 4.0]
 RECORD = "_lmtune.json"  # assets' embedder skips _-files (assets.skipEmbedded)
@@ -46,10 +48,9 @@ def flag_value(x: float) -> str:
     return repr(round(x, 6)) if x != 0 else "1e-09"
 
 
-def beam_flags(alpha: float, beta: float, width: int, top: int = 0) -> List[str]:
-    """parley transcribe's flags for one point; top 0 leaves the tokens per frame to lm.json."""
-    flags = ["--beam-alpha", flag_value(alpha), "--beam-beta", flag_value(beta), "--beam-width", str(width)]
-    return flags + (["--beam-top", str(top)] if top else [])
+def beam_flags(alpha: float, beta: float, width: int, top: int = DEFAULTS["top"]) -> List[str]:
+    return ["--beam-alpha", flag_value(alpha), "--beam-beta", flag_value(beta), "--beam-width", str(width),
+            "--beam-top", str(top)]
 
 
 def key(res: dict) -> Tuple[float, float]:
@@ -118,13 +119,12 @@ class Sweep:
         return sorted(rows, key=lambda r: (r["wer"], r["cer"], r["lm"], r["alpha"], r["beta"]))
 
 
-def weights_json(alpha: float, beta: float, width: int, top: int = 0) -> dict:
-    w = {"alpha": round(alpha, 6), "beta": round(beta, 6), "width": width}
-    return {**w, "top": top} if top else w
+def weights_json(alpha: float, beta: float, width: int, top: int = DEFAULTS["top"]) -> dict:
+    return {"alpha": round(alpha, 6), "beta": round(beta, 6), "width": width, "top": top}
 
 
 def write_out(out: str, lm: str, alpha: float, beta: float, width: int, table: List[dict], report: dict,
-              top: int = 0) -> None:
+              top: int = DEFAULTS["top"]) -> None:
     os.makedirs(out, exist_ok=True)
     if os.path.abspath(lm) != os.path.abspath(os.path.join(out, "lm.bin")):
         shutil.copyfile(lm, os.path.join(out, "lm.bin"))
@@ -157,7 +157,8 @@ def floats(s: str) -> List[float]:
         raise argparse.ArgumentTypeError(f"{s!r}: want numbers separated by commas")
 
 
-def cli_evaluator(parley: str, model: str, manifest: str, width: int, limit: int = 0, top: int = 0) -> Evaluate:
+def cli_evaluator(parley: str, model: str, manifest: str, width: int, limit: int = 0,
+                  top: int = DEFAULTS["top"]) -> Evaluate:
     rows, files = ev.load_manifest(manifest, limit)
 
     def evaluate(lm: str, alpha: float, beta: float) -> dict:
@@ -181,13 +182,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--max-bytes", type=int, default=8 << 20, help="leave out LMs larger than this")
     ap.add_argument("--alphas", type=floats, default=COARSE_ALPHAS, help="coarse grid (comma-separated)")
     ap.add_argument("--betas", type=floats, default=COARSE_BETAS, help="coarse grid (comma-separated)")
-    ap.add_argument("--width", type=int, default=DEFAULTS["width"])
-    ap.add_argument("--top", type=int, default=0, help="tokens tried per frame (0: the LM's lm.json, else 8)")
+    ap.add_argument("--width", type=int, default=DEFAULTS["width"], help="prefixes kept per frame")
+    ap.add_argument("--top", type=int, default=DEFAULTS["top"], help="likeliest tokens tried per frame")
     ap.add_argument("--fine-rounds", type=int, default=3)
     ap.add_argument("--report", action="append", default=None,
                     help="held-out manifests to report (not select on); default the test-*.jsonl beside --manifest; 'none' for none")
     ap.add_argument("--limit", type=int, default=0, help="first N utterances only (a quick look)")
     a = ap.parse_args(argv)
+    if not (1 <= a.width <= MAX_BEAM and 1 <= a.top <= MAX_BEAM):
+        ap.error(f"--width and --top must be within 1..{MAX_BEAM}")
     if os.path.basename(a.manifest).startswith("test"):
         ap.error(f"--manifest {a.manifest}: select on the validation split, not a held-out test split")
     if a.build and not a.checkpoint:
@@ -206,15 +209,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not kept:
         ap.error("no LM under --max-bytes")
 
-    if a.width < 1 or a.top < 0:
-        ap.error("--width must be at least 1 and --top not negative")
     sweep = Sweep(cli_evaluator(a.parley, a.model, a.manifest, a.width, a.limit, a.top), log=sys.stderr)
     (lm, alpha, beta), res = sweep.run(kept, a.alphas, a.betas, a.fine_rounds)
     table = sweep.table()
-    print(f"\n{'LM':>12} {'bytes':>9} {'alpha':>6} {'beta':>6}   WER %   CER %   ({os.path.basename(a.manifest)}, width {a.width})")
+    print(f"\n{'LM':>12} {'bytes':>9} {'alpha':>6} {'beta':>6}   WER %   CER %   ({os.path.basename(a.manifest)}, width {a.width}, top {a.top})")
     for r in table:
         print(f"{os.path.basename(r['lm']):>12} {sizes[r['lm']]:>9} {r['alpha']:6.2f} {r['beta']:6.2f}  {100 * r['wer']:6.2f}  {100 * r['cer']:6.2f}")
-    print(f"\nchosen: {lm} alpha {alpha} beta {beta} width {a.width}: WER {100 * res['wer']:.2f} % CER {100 * res['cer']:.2f} %")
+    print(f"\nchosen: {lm} alpha {alpha} beta {beta} width {a.width} top {a.top}: WER {100 * res['wer']:.2f} % CER {100 * res['cer']:.2f} %")
 
     reports = a.report
     if reports is None:
@@ -225,7 +226,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     for m in reports:
         name = os.path.basename(m).removesuffix(".jsonl")
         chosen = cli_evaluator(a.parley, a.model, m, a.width, a.limit, a.top)(lm, alpha, beta)
-        default = cli_evaluator(a.parley, a.model, m, DEFAULTS["width"], a.limit)(default_lm, DEFAULTS["alpha"], DEFAULTS["beta"])
+        default = cli_evaluator(a.parley, a.model, m, DEFAULTS["width"], a.limit, DEFAULTS["top"])(
+            default_lm, DEFAULTS["alpha"], DEFAULTS["beta"])
         report[name] = {"chosen": chosen, "defaults": default}
         print(f"held out {name:>14}: chosen WER {100 * chosen['wer']:5.2f} CER {100 * chosen['cer']:5.2f}  |  "
               f"defaults WER {100 * default['wer']:5.2f} CER {100 * default['cer']:5.2f}", flush=True)

@@ -54,7 +54,7 @@ class SweepTest(unittest.TestCase):
     def test_flags_never_send_zero(self):
         # parley reads 0 as "the default", so a zero weight goes as a tiny one
         self.assertEqual(lmtune.beam_flags(0.0, 0.0, 16),
-                         ["--beam-alpha", "1e-09", "--beam-beta", "1e-09", "--beam-width", "16"])
+                         ["--beam-alpha", "1e-09", "--beam-beta", "1e-09", "--beam-width", "16", "--beam-top", "8"])
         self.assertEqual(lmtune.beam_flags(0.55, -1.5, 32)[:4], ["--beam-alpha", "0.55", "--beam-beta", "-1.5"])
         self.assertEqual(lmtune.beam_flags(0.5, 2, 128, 16)[-4:], ["--beam-width", "128", "--beam-top", "16"])
 
@@ -85,7 +85,7 @@ class SweepTest(unittest.TestCase):
                 rc = lmtune.main(["--model", model, "--manifest", os.path.join(d, "val.jsonl"), "--out", out])
             self.assertEqual(rc, 0)
             with open(os.path.join(out, "lm.json")) as f:
-                self.assertEqual(json.load(f), {"alpha": 0.6, "beta": 3.0, "width": 32})
+                self.assertEqual(json.load(f), {"alpha": 0.6, "beta": 3.0, "width": 32, "top": 8})
             with open(os.path.join(out, "lm.bin"), "rb") as f:
                 self.assertEqual(f.read(), b"PARLEYLM-stub")
             held = [s for s in seen if s[0] == "test-voice.jsonl"]
@@ -103,7 +103,14 @@ class SweepTest(unittest.TestCase):
             with open(os.path.join(out, "lm.json")) as f:
                 self.assertEqual(json.load(f), {"alpha": 0.6, "beta": 3.0, "width": 128, "top": 16})
             self.assertEqual({(n, w, t) for n, _, _, w, t in tops},
-                             {("val.jsonl", 128, 16), ("test-voice.jsonl", 128, 16), ("test-voice.jsonl", 32, 0)})
+                             {("val.jsonl", 128, 16), ("test-voice.jsonl", 128, 16), ("test-voice.jsonl", 32, 8)})
+
+    def test_refuses_a_beam_parley_would_refuse_before_any_work(self):
+        for flags in (["--width", "0"], ["--top", "0"], ["--top", "5000"]):
+            with self.subTest(flags=flags), mock.patch("sys.stderr"), \
+                    mock.patch.object(lmtune, "build_lm", side_effect=AssertionError("built")), self.assertRaises(SystemExit):
+                lmtune.main(["--model", "m", "--manifest", "val.jsonl", "--out", "o", "--build", "4:8",
+                             "--checkpoint", "c"] + flags)
 
     def test_refuses_a_test_split_as_the_selector(self):
         with mock.patch("sys.stderr"), self.assertRaises(SystemExit):
@@ -195,17 +202,26 @@ class JoinTest(unittest.TestCase):
         root = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, root)
         pairs = [("turn the light on", "Turn the lights on."), ("", "stop"), ("a b c", "a b c")]
-        files = ["x/0.wav", "x/1.wav", "x/2.wav"]
+        rows = [{"source": "x/0.wav"}, {"source": "x/1.wav", "joined": 2}, {"source": "x/3.wav"}]
         out = os.path.join(root, "hyps.jsonl")
-        evaluate_cli.write_hyps(out, files, pairs)
+        evaluate_cli.write_hyps(out, rows, pairs)
         with open(out) as f:
             got = [json.loads(line) for line in f]
-        self.assertEqual([(g["audio"], g["hyp"], g["target"]) for g in got], [(a, h, r) for a, (h, r) in zip(files, pairs)])
+        self.assertEqual([(g["source"], g["hyp"], g["target"]) for g in got],
+                         [(r["source"], h, ref) for r, (h, ref) in zip(rows, pairs)])
+        self.assertEqual([g.get("joined") for g in got], [None, 2, None])
         self.assertEqual([(g["errors"], g["words"]) for g in got], [(1, 4), (1, 1), (0, 3)])
         self.assertAlmostEqual(sum(g["errors"] for g in got) / sum(g["words"] for g in got), score(pairs)["wer"])
         self.assertEqual(os.listdir(root), ["hyps.jsonl"])  # no temporary left behind
         with self.assertRaises(OSError):  # a folder that is not there: the caller reports it
-            evaluate_cli.write_hyps(os.path.join(root, "none", "h.jsonl"), files, pairs)
+            evaluate_cli.write_hyps(os.path.join(root, "none", "h.jsonl"), rows, pairs)
+        with mock.patch("json.dumps", side_effect=[json.dumps({}), OSError(28, "No space left on device")]), \
+                self.assertRaises(OSError):  # the disk fills on the second line: no half file, no temporary
+            evaluate_cli.write_hyps(os.path.join(root, "full.jsonl"), rows, pairs)
+        self.assertEqual(os.listdir(root), ["hyps.jsonl"])
+        with mock.patch("sys.stderr"), self.assertRaises(SystemExit):  # refused before any decoding
+            with mock.patch.object(evaluate_cli, "transcribe", side_effect=AssertionError("decoded")):
+                evaluate_cli.main(["--model", "m", "--manifest", "val.jsonl", "--hyps", os.path.join(root, "none", "h.jsonl")])
 
     def test_clipped_recordings(self):
         import shutil
