@@ -181,6 +181,22 @@ func logAdd(a, b float64) float64 {
 	return a + math.Log1p(math.Exp(b-a))
 }
 
+// logSoftmax writes the log probabilities of a row of logits into lp (len(row) long).
+func logSoftmax(lp []float64, row []float32) {
+	mx := float64(row[0])
+	for _, x := range row {
+		mx = max(mx, float64(x))
+	}
+	var sum float64
+	for _, x := range row {
+		sum += math.Exp(float64(x) - mx)
+	}
+	lse := mx + math.Log(sum)
+	for i, x := range row {
+		lp[i] = float64(x) - lse
+	}
+}
+
 // beamNode is one token of a prefix in a search's arena: prefixes share their beginnings, so
 // extending one is O(1) instead of a copy.
 type beamNode struct {
@@ -224,7 +240,6 @@ type beamSearch struct {
 	ctx     []int32
 	a, b    []int32 // prefixes materialised to break exact ties
 	lm      *ngramLM
-	ctxBase int                // lm.order-1: how many tokens of context the LM reads
 	lmCache map[uint64]float32 // an n-gram (context and token, packed as the LM packs them) -> log p
 }
 
@@ -251,7 +266,7 @@ func (s *beamSearch) extend(parent int32, tok int32, frame int32) int32 {
 // context fills s.ctx with the LM context of the prefix at node: its last order-1 tokens,
 // <s> before the beginning.
 func (s *beamSearch) context(node int32) []int32 {
-	c := s.ctx[:s.ctxBase]
+	c := s.ctx // lm.order-1 long: the context the LM reads
 	for i := len(c) - 1; i >= 0; i-- {
 		if nd := &s.nodes[node]; nd.n > 0 {
 			c[i] = nd.tok
@@ -328,26 +343,13 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 		cand:    make([]int, 0, o.Top),
 		ctx:     make([]int32, lm.order-1),
 		lm:      lm,
-		ctxBase: lm.order - 1,
 		lmCache: make(map[uint64]float32, 1024),
 	}
 	s.nodes[0] = beamNode{parent: -1, hash: 14695981039346656037 & beamHashMask}
 	s.beams = append(s.beams, beamEntry{node: 0, pb: 0, pnb: negInf})
 	lp := s.lp
 	for f := start; f < t; f++ {
-		row := logits[f*v : (f+1)*v]
-		mx := float64(row[0])
-		for _, x := range row {
-			mx = max(mx, float64(x))
-		}
-		var sum float64
-		for _, x := range row {
-			sum += math.Exp(float64(x) - mx)
-		}
-		lse := mx + math.Log(sum)
-		for i, x := range row {
-			lp[i] = float64(x) - lse
-		}
+		logSoftmax(lp, logits[f*v:(f+1)*v])
 		cand := s.topTokens(lp, min(o.Top, v))
 
 		// index this frame's beams by prefix, so an extension that spells another beam's

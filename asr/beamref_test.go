@@ -29,7 +29,8 @@ func refKey(ids []int32) string {
 // beamCTCRef is session 25's beam search, kept as the reference the faster one must match
 // exactly (ids and frames): CTC prefix beam search with lm over frames [start, t) of v logits (row-major);
 // only tokens isText marks (pieces of words, not tags or specials) are emitted. It returns the best prefix's
-// ids and their frame indices, appended to ids and frames. o is used as it is (no defaults).
+// ids and their frame indices, appended to ids and frames. o is used as it is (no defaults). The
+// row's log-softmax is the search's own (logSoftmax), the same arithmetic it did inline.
 func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngramLM, o BeamOptions, ids, frames []int32) ([]int32, []int32) {
 	if v <= 0 || t <= start || len(logits) < t*v {
 		return ids, frames
@@ -43,18 +44,8 @@ func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngr
 	order := make([]int, v)
 	ctxBuf := make([]int32, 0, 64)
 	for f := start; f < t; f++ {
-		row := logits[f*v : (f+1)*v]
-		mx := float64(row[0])
-		for _, x := range row {
-			mx = max(mx, float64(x))
-		}
-		var sum float64
-		for _, x := range row {
-			sum += math.Exp(float64(x) - mx)
-		}
-		lse := mx + math.Log(sum)
-		for i, x := range row {
-			lp[i] = float64(x) - lse
+		logSoftmax(lp, logits[f*v:(f+1)*v])
+		for i := range order {
 			order[i] = i
 		}
 		sort.Slice(order, func(a, b int) bool {
