@@ -23,6 +23,9 @@ type BeamOptions struct {
 	Beta  float64 // bonus per token, against the model's preference for short output (default 2)
 	Top   int     // tokens tried per frame (default 8)
 	Prune float64 // log probability below which a token is not tried (default -10)
+	// OOV is charged for each word the LM's word list (LexiconPath) does not hold (default 0:
+	// none; it needs a list). Go's alone: beam.py has no word list, beamCTCRef is its reference.
+	OOV float64
 }
 
 // BeamZero in BeamOptions.Alpha or Beta asks for a zero weight (no language model, no bonus)
@@ -55,6 +58,12 @@ func (o BeamOptions) or(d BeamOptions) BeamOptions {
 	if o.Prune == 0 {
 		o.Prune = d.Prune
 	}
+	switch o.OOV {
+	case 0:
+		o.OOV = d.OOV
+	case BeamZero:
+		o.OOV = 0
+	}
 	return o
 }
 
@@ -66,6 +75,7 @@ const (
 	MaxBeamWidth = 4096
 	MaxBeamTop   = 4096
 	MinBeamPrune = -1000.0
+	MaxBeamOOV   = 100.0
 )
 
 // Validate refuses weights no beam search can use: NaN or infinite, or outside the ranges
@@ -74,7 +84,7 @@ func (o BeamOptions) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"alpha", o.Alpha}, {"beta", o.Beta}, {"prune", o.Prune}} {
+	}{{"alpha", o.Alpha}, {"beta", o.Beta}, {"prune", o.Prune}, {"oov", o.OOV}} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("beam %s %v: not a finite number", f.name, f.v)
 		}
@@ -90,6 +100,8 @@ func (o BeamOptions) Validate() error {
 		return fmt.Errorf("beam top %d outside 0..%d (0 inherits)", o.Top, MaxBeamTop)
 	case o.Prune > 0 || o.Prune < MinBeamPrune:
 		return fmt.Errorf("beam prune %v outside %v..0 (a log probability)", o.Prune, MinBeamPrune)
+	case o.OOV < 0 || o.OOV > MaxBeamOOV:
+		return fmt.Errorf("beam oov %v outside 0..%v (a cost per unlisted word)", o.OOV, MaxBeamOOV)
 	}
 	return nil
 }
@@ -102,13 +114,14 @@ func LMWeightsPath(lm string) string {
 }
 
 // lmWeights is a sidecar's JSON ({"alpha": 0.5, "beta": 2.5, "width": 32, "top": 8,
-// "prune": -10}; every field optional, no others).
+// "prune": -10, "oov": 3}; every field optional, no others).
 type lmWeights struct {
 	Alpha *float64 `json:"alpha"`
 	Beta  *float64 `json:"beta"`
 	Width *int     `json:"width"`
 	Top   *int     `json:"top"`
 	Prune *float64 `json:"prune"`
+	OOV   *float64 `json:"oov"`
 }
 
 // parseLMWeights reads a sidecar over d: the fields it has replace d's (a zero among them
@@ -144,6 +157,9 @@ func parseLMWeights(b []byte, d BeamOptions) (BeamOptions, error) {
 	}
 	if w.Prune != nil {
 		o.Prune = *w.Prune
+	}
+	if w.OOV != nil {
+		o.OOV = *w.OOV
 	}
 	if err := o.Validate(); err != nil {
 		return d, err
@@ -205,6 +221,7 @@ type beamNode struct {
 	frame  int32  // the frame it was first emitted at
 	n      int32  // the prefix's length
 	hash   uint64 // of the prefix's tokens, to find a prefix among the beams
+	word   uint64 // of the text of its last word so far (wordHash), with a word list
 }
 
 // beamEntry is a prefix under consideration: its node and scores.
@@ -241,6 +258,8 @@ type beamSearch struct {
 	a, b    []int32 // prefixes materialised to break exact ties
 	lm      *ngramLM
 	lmCache map[uint64]float32 // an n-gram (context and token, packed as the LM packs them) -> log p
+	lex     *lexicon           // nil: no word is charged
+	oov     float64
 }
 
 // logp is the LM's log P(tok | the prefix at node), remembered: the same contexts come back
@@ -258,9 +277,25 @@ func (s *beamSearch) logp(node int32, tok int32) float32 {
 
 func (s *beamSearch) extend(parent int32, tok int32, frame int32) int32 {
 	p := &s.nodes[parent]
+	word := p.word
+	if s.lex != nil {
+		if s.lex.startsWord[tok] {
+			word = wordHashEmpty
+		}
+		word = wordHash(word, s.lex.text[tok])
+	}
 	s.nodes = append(s.nodes, beamNode{parent: parent, tok: tok, frame: frame, n: p.n + 1,
-		hash: beamHash(p.hash, tok)})
+		hash: beamHash(p.hash, tok), word: word})
 	return int32(len(s.nodes) - 1)
+}
+
+// unlisted is the charge for ending the word of the prefix at node: the OOV cost when the
+// word list lacks it, else (or with no word, or no list) 0.
+func (s *beamSearch) unlisted(node int32) float64 {
+	if s.lex == nil || s.nodes[node].word == wordHashEmpty || s.lex.has(s.nodes[node].word) {
+		return 0
+	}
+	return s.oov
 }
 
 // context fills s.ctx with the LM context of the prefix at node: its last order-1 tokens,
@@ -327,12 +362,13 @@ func (s *beamSearch) topTokens(lp []float64, k int) []int {
 }
 
 // beamCTC is CTC prefix beam search with lm over frames [start, t) of v logits (row-major);
-// only tokens isText marks (pieces of words, not tags or specials) are emitted. It returns the best prefix's
+// only tokens isText marks (pieces of words, not tags or specials) are emitted. With lex and
+// o.OOV a word lex lacks costs o.OOV when the next begins or the prefix ends. It returns the best prefix's
 // ids and their frame indices, appended to ids and frames. o is used as it is (no defaults).
 // Its reference is train/sensevoice/beam.py; beamCTCRef (a test) is the plain form it must
 // match exactly: prefixes are nodes of a shared arena and found among the beams by hash, so a
 // frame costs no copies and no allocations beyond new prefixes.
-func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramLM, o BeamOptions, ids, frames []int32) ([]int32, []int32) {
+func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramLM, lex *lexicon, o BeamOptions, ids, frames []int32) ([]int32, []int32) {
 	if v <= 0 || t <= start || len(logits) < t*v || o.Width < 1 || o.Top < 1 {
 		return ids, frames
 	}
@@ -345,7 +381,10 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 		lm:      lm,
 		lmCache: make(map[uint64]float32, 1024),
 	}
-	s.nodes[0] = beamNode{parent: -1, hash: 14695981039346656037 & beamHashMask}
+	if lex != nil && o.OOV > 0 && len(lex.startsWord) >= v {
+		s.lex, s.oov = lex, o.OOV
+	}
+	s.nodes[0] = beamNode{parent: -1, hash: 14695981039346656037 & beamHashMask, word: wordHashEmpty}
 	s.beams = append(s.beams, beamEntry{node: 0, pb: 0, pnb: negInf})
 	lp := s.lp
 	for f := start; f < t; f++ {
@@ -413,6 +452,9 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 					e = s.stay[j]
 				} else {
 					add := o.Alpha*float64(s.logp(b.node, tok)) + o.Beta
+					if s.lex != nil && s.lex.startsWord[tok] {
+						add -= s.unlisted(b.node)
+					}
 					node := s.extend(b.node, tok, int32(f))
 					if j >= 0 {
 						e = stayOf(int(j), node, b.lm+add)
@@ -460,7 +502,7 @@ func beamCTC(logits []float32, t, v, start, blank int, isText []bool, lm *ngramL
 	bestScore := math.Inf(-1)
 	for k := range s.beams {
 		b := &s.beams[k]
-		sc := b.total() + b.lm + o.Alpha*float64(s.logp(b.node, lmEOS))
+		sc := b.total() + b.lm + o.Alpha*float64(s.logp(b.node, lmEOS)) - s.unlisted(b.node)
 		if sc > bestScore {
 			best, bestScore = k, sc
 		}

@@ -47,7 +47,7 @@ func TestBeamMatchesReference(t *testing.T) {
 	}
 	for i, c := range fx.Cases {
 		o := BeamOptions{Width: c.Width, Alpha: c.Alpha, Beta: c.Beta, Top: c.Top, Prune: c.Prune}
-		ids, frames := beamCTC(c.Logits, c.T, fx.Vocab, 0, 0, isText, lm, o, nil, nil)
+		ids, frames := beamCTC(c.Logits, c.T, fx.Vocab, 0, 0, isText, lm, nil, o, nil, nil)
 		if !slices.Equal(ids, c.IDs) {
 			t.Errorf("case %d: %v, the reference %v", i, ids, c.IDs)
 		}
@@ -85,7 +85,7 @@ func TestBeamPrefersWhatTheLMKnows(t *testing.T) {
 	row(map[int]float32{5: 3.05, 8: 3})
 	row(map[int]float32{0: 5})
 	greedy, _ := greedyCTC(slices.Clone(logits), 4, 12, 0, -1, nil, nil)
-	beam, _ := beamCTC(logits, 4, 12, 0, 0, isText, lm, defaultBeam, nil, nil)
+	beam, _ := beamCTC(logits, 4, 12, 0, 0, isText, lm, nil, defaultBeam, nil, nil)
 	if !slices.Equal(greedy, []int32{7, 5}) || !slices.Equal(beam, []int32{7, 8}) {
 		t.Errorf("greedy %v (want 7 5), beam %v (want 7 8)", greedy, beam)
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -30,8 +31,10 @@ func refKey(ids []int32) string {
 // exactly (ids and frames): CTC prefix beam search with lm over frames [start, t) of v logits (row-major);
 // only tokens isText marks (pieces of words, not tags or specials) are emitted. It returns the best prefix's
 // ids and their frame indices, appended to ids and frames. o is used as it is (no defaults). The
-// row's log-softmax is the search's own (logSoftmax), the same arithmetic it did inline.
-func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngramLM, o BeamOptions, ids, frames []int32) ([]int32, []int32) {
+// row's log-softmax is the search's own (logSoftmax), the same arithmetic it did inline. With
+// words (and o.OOV) a word of the tokens' text (text: a leading space begins one) that words
+// lacks costs o.OOV when the next begins or the prefix ends, found by spelling the prefix out.
+func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngramLM, text []string, words map[string]bool, o BeamOptions, ids, frames []int32) ([]int32, []int32) {
 	if v <= 0 || t <= start || len(logits) < t*v {
 		return ids, frames
 	}
@@ -43,6 +46,22 @@ func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngr
 	lp := make([]float64, v)
 	order := make([]int, v)
 	ctxBuf := make([]int32, 0, 64)
+	// unlisted is the charge for ending the last word of p
+	unlisted := func(p []int32) float64 {
+		if words == nil || o.OOV <= 0 {
+			return 0
+		}
+		var sb strings.Builder
+		for _, id := range p {
+			sb.WriteString(text[id])
+		}
+		w := sb.String()
+		w = strings.ToLower(w[strings.LastIndexByte(w, ' ')+1:])
+		if w == "" || words[w] {
+			return 0
+		}
+		return o.OOV
+	}
 	for f := start; f < t; f++ {
 		logSoftmax(lp, logits[f*v:(f+1)*v])
 		for i := range order {
@@ -80,6 +99,9 @@ func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngr
 				}
 				ctxBuf = append(append(ctxBuf[:0], ctx0...), b.ids...)
 				add := o.Alpha*float64(lm.logp(ctxBuf, int32(c))) + o.Beta
+				if words != nil && strings.HasPrefix(text[c], " ") {
+					add -= unlisted(b.ids)
+				}
 				np := append(slices.Clip(b.ids), int32(c))
 				nf := append(slices.Clip(b.frames), int32(f))
 				e := get(np, nf, b.lm+add)
@@ -108,7 +130,7 @@ func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngr
 	bestScore := math.Inf(-1)
 	for _, b := range beams {
 		ctxBuf = append(append(ctxBuf[:0], ctx0...), b.ids...)
-		s := b.total() + b.lm + o.Alpha*float64(lm.logp(ctxBuf, lmEOS))
+		s := b.total() + b.lm + o.Alpha*float64(lm.logp(ctxBuf, lmEOS)) - unlisted(b.ids)
 		if s > bestScore {
 			best, bestScore = b, s
 		}
@@ -198,7 +220,7 @@ func TestBeamWithoutRoom(t *testing.T) {
 	lm := randomLM(rng, 12, 3)
 	for _, o := range []BeamOptions{{Width: 0, Top: 8}, {Width: 8, Top: 0}} {
 		o.Alpha, o.Beta, o.Prune = 0.5, 1, -10
-		ids, frames := beamCTC(logits, 20, 12, 0, 0, isText, lm, o, []int32{7}, []int32{0})
+		ids, frames := beamCTC(logits, 20, 12, 0, 0, isText, lm, nil, o, []int32{7}, []int32{0})
 		if !slices.Equal(ids, []int32{7}) || !slices.Equal(frames, []int32{0}) {
 			t.Errorf("%+v: %v %v, want the input untouched", o, ids, frames)
 		}
@@ -236,9 +258,48 @@ func beamAgainstPlain(t *testing.T, rng *rand.Rand, n int) {
 		o.Alpha = 0
 	}
 	start := rng.IntN(3)
+	// every other case with a word list: tokens spell one or two letters of "abc", some of them
+	// beginning a word (some a lone space), and the list holds a third of the short words
+	var text []string
+	var words map[string]bool
+	var lex *lexicon
+	if n%2 == 1 {
+		text = make([]string, v)
+		for i := range text {
+			w := []byte{"abcAB"[rng.IntN(5)]}
+			if rng.IntN(2) == 0 {
+				w = append(w, "abc"[rng.IntN(3)])
+			}
+			if rng.IntN(10) == 0 {
+				w = nil
+			}
+			if rng.IntN(3) == 0 {
+				w = append([]byte{' '}, w...)
+			}
+			text[i] = string(w)
+		}
+		words = map[string]bool{}
+		var hs []uint64
+		var grow func(w string)
+		grow = func(w string) {
+			if w != "" && rng.IntN(3) == 0 {
+				words[w] = true
+				hs = append(hs, wordHash(wordHashEmpty, []byte(w)))
+			}
+			if len(w) < 5 {
+				for _, c := range "abc" {
+					grow(w + string(c))
+				}
+			}
+		}
+		grow("")
+		slices.Sort(hs)
+		lex = newLexicon(slices.Compact(hs), text)
+		o.OOV = rng.Float64() * 6
+	}
 	pre := []int32{99}
-	wantIDs, wantFrames := beamCTCRef(logits, frames, v, start, blank, isText, lm, o, slices.Clone(pre), slices.Clone(pre))
-	gotIDs, gotFrames := beamCTC(logits, frames, v, start, blank, isText, lm, o, slices.Clone(pre), slices.Clone(pre))
+	wantIDs, wantFrames := beamCTCRef(logits, frames, v, start, blank, isText, lm, text, words, o, slices.Clone(pre), slices.Clone(pre))
+	gotIDs, gotFrames := beamCTC(logits, frames, v, start, blank, isText, lm, lex, o, slices.Clone(pre), slices.Clone(pre))
 	if !slices.Equal(gotIDs, wantIDs) || !slices.Equal(gotFrames, wantFrames) {
 		t.Fatalf("case %d (v %d, t %d, %+v):\n got ids %v frames %v\nwant ids %v frames %v",
 			n, v, frames, o, gotIDs, gotFrames, wantIDs, wantFrames)

@@ -245,12 +245,24 @@ func BenchmarkDecode(b *testing.B) {
 	// the search as it was before session 26 (beamCTCRef, a test), at its width then
 	plain := BeamOptions{Width: 32, Top: 8}.or(defaultBeam)
 	run("plain-w32-top8", func() {
-		ids, fr = beamCTCRef(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, plain, ids[:0], fr[:0])
+		ids, fr = beamCTCRef(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, nil, nil, plain, ids[:0], fr[:0])
 	})
-	for _, c := range []struct{ width, top int }{{8, 8}, {32, 8}, {128, 16}} {
-		o := BeamOptions{Width: c.width, Top: c.top}.or(defaultBeam)
-		run(fmt.Sprintf("beam-w%d-top%d", c.width, c.top), func() {
-			ids, fr = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, o, ids[:0], fr[:0])
+	type beamCase struct {
+		width, top int
+		oov        float64 // the model's own charge for unlisted words
+	}
+	cases := []beamCase{{8, 8, 0}, {32, 8, 0}, {128, 16, 0}}
+	if m.lex != nil && m.beam.OOV > 0 {
+		cases = append(cases, beamCase{128, 16, m.beam.OOV})
+	}
+	for _, c := range cases {
+		o := BeamOptions{Width: c.width, Top: c.top, OOV: c.oov}.or(defaultBeam)
+		name := fmt.Sprintf("beam-w%d-top%d", c.width, c.top)
+		if c.oov > 0 {
+			name += "-words"
+		}
+		run(name, func() {
+			ids, fr = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, m.lex, o, ids[:0], fr[:0])
 		})
 	}
 }

@@ -39,6 +39,7 @@ func TestParseLMWeights(t *testing.T) {
 		// a zero in the file is that value, not "the default"
 		{`{"beta": 0, "alpha": 0}` + "\n", BeamOptions{Width: d.Width, Alpha: 0, Beta: 0, Top: d.Top, Prune: d.Prune}},
 		{`{"beta": -1.5}`, BeamOptions{Width: d.Width, Alpha: d.Alpha, Beta: -1.5, Top: d.Top, Prune: d.Prune}},
+		{`{"oov": 3.5}`, BeamOptions{Width: d.Width, Alpha: d.Alpha, Beta: d.Beta, Top: d.Top, Prune: d.Prune, OOV: 3.5}},
 	} {
 		got, err := parseLMWeights([]byte(c.in), d)
 		if err != nil || got != c.want {
@@ -55,6 +56,8 @@ func TestParseLMWeights(t *testing.T) {
 		`{"width": 2.5}`:             "cannot unmarshal number 2.5",
 		`{"top": -1}`:                "top -1 outside",
 		`{"prune": 1}`:               "prune 1 outside",
+		`{"oov": -1}`:                "oov -1 outside",
+		`{"oov": 101}`:               "oov 101 outside",
 		`{"alpha": "0.5"}`:           "cannot unmarshal string",
 		`{"alpha": 0.5`:              "unexpected EOF",
 		`{"alpha": 0.5} {}`:          "more after the JSON object",
@@ -176,6 +179,21 @@ func TestLoadLMSidecar(t *testing.T) {
 	if m, err = load(other); err != nil || m.beam.Alpha != 1.25 || m.beam.Width != 32 {
 		t.Errorf("o5.bin with o5.json: %+v, %v", m.beam, err)
 	}
+	// a charge for unlisted words needs the list beside the LM, which must parse
+	write("lm.json", `{"oov": 2}`)
+	words := filepath.Join(dir, "lm.words.txt")
+	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), words) {
+		t.Errorf("oov without a word list: %v; want ErrLM naming %s", err, words)
+	}
+	write("lm.words.txt", "bad\nace\r\n\ncab\n")
+	if m, err = load(""); err != nil || m.beam.OOV != 2 || m.lex == nil || !m.lex.has(wordHash(wordHashEmpty, []byte("ace"))) {
+		t.Errorf("oov with a word list: %+v, %v", m.beam, err)
+	}
+	write("lm.words.txt", "bad\nace cab\n")
+	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), words) || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a line of two words: %v; want ErrLM naming %s and line 2", err, words)
+	}
+	os.Remove(words)
 	bad := write("lm.json", `{"alpha": 0.7, "gamma": 1}`)
 	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "gamma") {
 		t.Errorf("an unknown field: %v; want ErrLM naming %s and the field", err, bad)
@@ -245,6 +263,11 @@ func TestRecognizerBeamPrecedence(t *testing.T) {
 	r.Close()
 	if _, err := New(dir, Config{GPU: cpu, Beam: BeamOptions{Beta: math.NaN()}}); !errors.Is(err, ErrConfig) {
 		t.Errorf("a NaN beta: %v, want ErrConfig", err)
+	}
+	// a charge for unlisted words with no word list beside the LM is refused, naming the list
+	if _, err := New(dir, Config{GPU: cpu, Beam: BeamOptions{OOV: 2}}); !errors.Is(err, ErrConfig) ||
+		!strings.Contains(err.Error(), LexiconPath(filepath.Join(dir, LMFile))) {
+		t.Errorf("oov without a word list: %v, want ErrConfig naming it", err)
 	}
 	// Config.Beam takes the ranges a sidecar does: an alpha lm.json could not hold is refused
 	if _, err := New(dir, Config{GPU: cpu, Beam: BeamOptions{Alpha: MaxBeamAlpha + 1}}); !errors.Is(err, ErrConfig) {

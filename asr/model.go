@@ -77,6 +77,7 @@ type model struct {
 	lm         *ngramLM      // nil: greedy CTC
 	lmPath     string
 	beam       BeamOptions // the LM's weights: its sidecar over the defaults
+	lex        *lexicon    // the LM's word list (LexiconPath), nil if it has none
 	isText     []bool      // ids that are pieces of words (not tags or specials), for the beam search
 	inputs     []string
 	outputs    []string
@@ -181,7 +182,15 @@ func (m *model) loadLM(spec, dir string) error {
 	if err != nil {
 		return err
 	}
-	m.lm, m.lmPath, m.beam = lm, path, beam
+	lex, err := loadLexicon(path, m.tokens, m.vocab)
+	if err != nil {
+		return err
+	}
+	if beam.OOV > 0 && lex == nil {
+		return fmt.Errorf("%w: %s charges unlisted words (oov %v) and there is no word list %s", ErrLM,
+			LMWeightsPath(path), beam.OOV, LexiconPath(path))
+	}
+	m.lm, m.lmPath, m.beam, m.lex = lm, path, beam, lex
 	m.isText = make([]bool, m.vocab)
 	for id := range m.vocab {
 		p := m.tokens.Piece(id)

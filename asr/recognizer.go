@@ -62,8 +62,9 @@ type Config struct {
 	// must load. The beam's weights tuned for an LM travel beside it: the LM's path with the
 	// extension ".json" instead of its own (lm.bin → lm.json, o5.bin → o5.json; see
 	// LMWeightsPath), JSON such as {"alpha": 0.5, "beta": 2.5, "width": 32} (fields alpha,
-	// beta, width, top, prune, each optional; any other, a value out of range or bad JSON is an
-	// error naming the file). No sidecar: the defaults (BeamOptions).
+	// beta, width, top, prune, oov, each optional; any other, a value out of range or bad JSON is an
+	// error naming the file). No sidecar: the defaults (BeamOptions). A word list may travel
+	// beside it too (LexiconPath: lm.bin → lm.words.txt), which oov needs.
 	LM string
 	// Beam tunes the beam search: its non-zero fields win over the LM's sidecar, which wins
 	// over the defaults.
@@ -156,6 +157,11 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 		return nil, err
 	}
 	cfg.Beam = cfg.Beam.or(m.beam)
+	if m.lm != nil && cfg.Beam.OOV > 0 && m.lex == nil {
+		m.close()
+		return nil, fmt.Errorf("%w: beam oov %v charges words no list holds: %s has no word list %s",
+			ErrConfig, cfg.Beam.OOV, m.lmPath, LexiconPath(m.lmPath))
+	}
 	// the model's own lengths (metadata) unless the config sets them
 	cfg.MaxSegment = cmp.Or(cfg.MaxSegment, m.maxSegment, MaxSegment)
 	cfg.Segment = min(cmp.Or(cfg.Segment, m.segment, cfg.MaxSegment), cfg.MaxSegment)
@@ -181,7 +187,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if m.lm != nil {
 		b := r.cfg.Beam
 		r.log.Debug("asr beam search", "lm", m.lmPath, "order", m.lm.order, "alpha", b.Alpha, "beta", b.Beta,
-			"width", b.Width, "top", b.Top, "prune", b.Prune)
+			"width", b.Width, "top", b.Top, "prune", b.Prune, "oov", b.OOV, "words", m.lex != nil)
 	}
 	return r, nil
 }
@@ -501,7 +507,7 @@ func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banE
 		if m.lm != nil && frames > numQueries {
 			// the tags from the query positions, the words from a beam search with the LM
 			w.ids, w.frames = greedyCTC(logits, numQueries, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
-			w.ids, w.frames = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, r.cfg.Beam, w.ids, w.frames)
+			w.ids, w.frames = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, m.lex, r.cfg.Beam, w.ids, w.frames)
 		} else {
 			w.ids, w.frames = greedyCTC(logits, frames, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
 		}

@@ -31,7 +31,8 @@ decoded with ffmpeg when it is installed. Long recordings are cut at pauses and 
 
 With a language model (the model's lm.bin, or --lm FILE) the words come from a beam search
 weighted as the JSON beside the LM says (lm.bin: lm.json); --beam-alpha, --beam-beta,
---beam-width and --beam-top override it for experiments.
+--beam-width, --beam-top and --beam-oov override it for experiments. A word list beside the
+LM (lm.bin: lm.words.txt, one word a line) lets the search charge words it does not hold.
 
 Formats: text (default), json ({"text": …}), verbose_json (OpenAI's shape plus lang,
 emotion, event and word timings), srt, vtt (one FILE only).`
@@ -56,6 +57,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (unset: the LM's lm.json, else 2)")
 	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (unset or 0: the LM's lm.json, else 32)")
 	fs.IntVar(&beam.Top, "beam-top", 0, "beam search: likeliest tokens tried per frame (unset or 0: the LM's lm.json, else 8)")
+	fs.Float64Var(&beam.OOV, "beam-oov", 0, fmt.Sprintf("beam search: cost of a word the LM's word list (lm.words.txt) lacks, 0..%v (unset: the LM's lm.json, else 0)", asr.MaxBeamOOV))
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -117,7 +119,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // beamFlags refuses beam weights no search can use, and beam flags without a beam search
-// (--lm none); --beam-alpha 0 and --beam-beta 0, given on the command line, become the zero
+// (--lm none); --beam-alpha 0, --beam-beta 0 and --beam-oov 0, given on the command line, become the zero
 // weights they ask for (asr.BeamZero), not "inherit the LM's weights".
 func beamFlags(fs *cmdFlags, b *asr.BeamOptions, lm string) error {
 	set := []string{}
@@ -131,6 +133,8 @@ func beamFlags(fs *cmdFlags, b *asr.BeamOptions, lm string) error {
 			b.Alpha = asr.BeamZero
 		case f.Name == "beam-beta" && b.Beta == 0:
 			b.Beta = asr.BeamZero
+		case f.Name == "beam-oov" && b.OOV == 0:
+			b.OOV = asr.BeamZero
 		}
 	})
 	if len(set) > 0 && lm == "none" {
@@ -144,7 +148,7 @@ func beamFlags(fs *cmdFlags, b *asr.BeamOptions, lm string) error {
 
 // beamFlagNames names asr.BeamOptions.Validate's fields as the flags that set them.
 var beamFlagNames = strings.NewReplacer("beam alpha", "--beam-alpha", "beam beta", "--beam-beta", "beam width", "--beam-width",
-	"beam top", "--beam-top")
+	"beam top", "--beam-top", "beam oov", "--beam-oov")
 
 func contains(list []string, s string) bool {
 	for _, v := range list {

@@ -165,7 +165,7 @@ func TestTranscribeDefaultModel(t *testing.T) {
 	}
 }
 
-// --beam-alpha, --beam-beta, --beam-width and --beam-top reach the recogniser: they win over the weights
+// --beam-alpha, --beam-beta, --beam-width, --beam-top and --beam-oov reach the recogniser: they win over the weights
 // beside the model's lm.bin (lm.json), which fill the rest; the recogniser's debug log says
 // what it decodes with. Bad values and beam flags with --lm none are usage errors.
 func TestTranscribeBeamFlags(t *testing.T) {
@@ -210,6 +210,7 @@ func TestTranscribeBeamFlags(t *testing.T) {
 		{[]string{"--beam-beta", "0"}, "alpha=0.9 beta=0 width=16"}, // an explicit zero, not lm.json's 3.5
 		{[]string{"--beam-alpha", "0"}, "alpha=0 beta=3.5 width=16"},
 		{[]string{"--beam-top", "12"}, "alpha=0.9 beta=3.5 width=16 top=12 prune=-10"},
+		{[]string{"--beam-oov", "0"}, "prune=-10 oov=0 words=false"},
 	} {
 		args := append([]string{"--provider", "cpu", "--log-level", "debug", "transcribe", "--model", model, "--lang", "en"}, c.flags...)
 		code, out, errs := runCLI(t, append(args, wav)...)
@@ -232,10 +233,26 @@ func TestTranscribeBeamFlags(t *testing.T) {
 		{[]string{"--beam-width", "many"}, "beam-width"},
 		{[]string{"--beam-top", "-1"}, "--beam-top -1 outside 0..4096"},
 		{[]string{"--lm", "none", "--beam-top", "4"}, "--beam-top with --lm none"},
+		{[]string{"--beam-oov", "-1"}, "--beam-oov -1 outside 0..100"},
+		{[]string{"--lm", "none", "--beam-oov", "2"}, "--beam-oov with --lm none"},
 	} {
 		code, _, errs := runCLI(t, append(append([]string{"--provider", "cpu", "transcribe", "--model", model}, c.flags...), wav)...)
 		if code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", c.flags, code, errs, c.want)
 		}
+	}
+	// a charge for unlisted words needs the word list beside the LM (lm.words.txt)
+	words := filepath.Join(model, "lm.words.txt")
+	code, _, errs := runCLI(t, "--provider", "cpu", "transcribe", "--model", model, "--beam-oov", "2", wav)
+	if code == 0 || !strings.Contains(errs, words) {
+		t.Errorf("--beam-oov without a word list: exit %d, %q; want a failure naming %s", code, errs, words)
+	}
+	if err := os.WriteFile(words, []byte("hello\nworld\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "--provider", "cpu", "--log-level", "debug", "transcribe", "--model", model, "--lang", "en",
+		"--beam-oov", "2.5", wav)
+	if l := beamLine(errs); code != 0 || strings.TrimSpace(out) == "" || !strings.Contains(l, "oov=2.5 words=true") {
+		t.Errorf("--beam-oov with a word list: exit %d, %q, beam %q", code, out, l)
 	}
 }

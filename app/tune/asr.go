@@ -18,6 +18,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/edit"
 	"github.com/parley-voice/parley/lang"
@@ -438,16 +439,17 @@ func Evaluate(ctx context.Context, j Job, open func(dir string) (clone.Transcrib
 	return res, nil
 }
 
-// carryLM copies the base recogniser's token language model (lm.bin, and lm.json, the beam
-// weights tuned for it) into the fine-tune's export when the two share one vocabulary
-// (tokens.txt byte for byte): a fine-tune keeps its base's pieces, so the base's LM fits it,
-// and without it the fine-tune would decode greedily, scored and used worse than its base for
-// that alone. No LM beside the base, or another vocabulary: nothing to do.
+// carryLM copies the base recogniser's token language model (lm.bin, with lm.json, the beam
+// weights tuned for it, and lm.words.txt, the word list those weights may charge against) into
+// the fine-tune's export when the two share one vocabulary (tokens.txt byte for byte): a
+// fine-tune keeps its base's pieces, so the base's LM fits it, and without it the fine-tune
+// would decode greedily, scored and used worse than its base for that alone. No LM beside the
+// base, or another vocabulary: nothing to do.
 func carryLM(base, dst string) error {
 	if base == "" {
 		return nil
 	}
-	lm, err := os.ReadFile(filepath.Join(base, "lm.bin"))
+	lm, err := os.ReadFile(filepath.Join(base, lmFiles[0]))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("tune: the base recogniser's language model: %w", err)
 	}
@@ -463,30 +465,29 @@ func carryLM(base, dst string) error {
 		}
 		same = bytes.Equal(bt, dt)
 	}
-	if !same { // no LM to carry, or its pieces are not the model's: none, not a stale one
-		for _, f := range []string{"lm.bin", "lm.json"} {
+	for _, f := range lmFiles {
+		var b []byte
+		if same {
+			if b, err = os.ReadFile(filepath.Join(base, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("tune: the base recogniser's %s: %w", f, err)
+			}
+		}
+		if b == nil { // no LM to carry, its pieces are not the model's, or the base lacks this one: none, not a stale one
 			if err := os.Remove(filepath.Join(dst, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("tune: %w", err)
 			}
+			continue
 		}
-		return nil
-	}
-	weights, err := os.ReadFile(filepath.Join(base, "lm.json"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("tune: the base recogniser's beam weights: %w", err)
-	}
-	if err := writeIfChanged(filepath.Join(dst, "lm.bin"), lm); err != nil {
-		return fmt.Errorf("tune: copying the base's language model: %w", err)
-	}
-	if weights == nil {
-		os.Remove(filepath.Join(dst, "lm.json")) // none for this LM: the defaults, not stale ones
-		return nil
-	}
-	if err := writeIfChanged(filepath.Join(dst, "lm.json"), weights); err != nil {
-		return fmt.Errorf("tune: copying the base's beam weights: %w", err)
+		if err := writeIfChanged(filepath.Join(dst, f), b); err != nil {
+			return fmt.Errorf("tune: copying the base's %s: %w", f, err)
+		}
 	}
 	return nil
 }
+
+// lmFiles are a recogniser's language model and the files that travel with it: its beam
+// weights (asr.LMWeightsPath) and word list (asr.LexiconPath).
+var lmFiles = []string{asr.LMFile, asr.LMWeightsPath(asr.LMFile), asr.LexiconPath(asr.LMFile)}
 
 // writeIfChanged writes b to path unless path already holds exactly b: Evaluate and Install
 // both carry the LM, and the second need not rewrite megabytes it already wrote.
@@ -534,7 +535,7 @@ func Install(ctx context.Context, mgr *assets.Manager, j Job, res ASRResult) (st
 		return "", err
 	}
 	var files []string
-	for _, f := range []string{"model.onnx", "model.int8.onnx", "tokens.txt", "lm.bin", "lm.json"} {
+	for _, f := range append([]string{"model.onnx", "model.int8.onnx", "tokens.txt"}, lmFiles...) {
 		if has(f) {
 			files = append(files, f)
 		}

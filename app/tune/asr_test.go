@@ -405,6 +405,7 @@ func TestCarryLM(t *testing.T) {
 	write(base, "tokens.txt", "<blk> 0\n▁a 1\n")
 	write(base, "lm.bin", "LMDATA")
 	write(base, "lm.json", `{"alpha": 0.7}`)
+	write(base, "lm.words.txt", "a\n")
 	write(same, "tokens.txt", "<blk> 0\n▁a 1\n")
 	write(same, "lm.json", `{"alpha": 9}`) // a stale one is replaced
 	write(other, "tokens.txt", "<blk> 0\n▁b 1\n")
@@ -413,15 +414,16 @@ func TestCarryLM(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if read(same, "lm.bin") != "LMDATA" || read(same, "lm.json") != `{"alpha": 0.7}` {
-		t.Errorf("same vocabulary: lm.bin %q lm.json %q", read(same, "lm.bin"), read(same, "lm.json"))
+	if read(same, "lm.bin") != "LMDATA" || read(same, "lm.json") != `{"alpha": 0.7}` || read(same, "lm.words.txt") != "a\n" {
+		t.Errorf("same vocabulary: lm.bin %q lm.json %q lm.words.txt %q", read(same, "lm.bin"), read(same, "lm.json"),
+			read(same, "lm.words.txt"))
 	}
 	if _, err := os.Stat(filepath.Join(other, "lm.bin")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("another vocabulary got the base's LM: %v", err)
 	}
 	// a second carry (Install after Evaluate) leaves the copies as they are, not rewritten
 	var before []os.FileInfo
-	for _, f := range []string{"lm.bin", "lm.json"} {
+	for _, f := range lmFiles {
 		st, err := os.Stat(filepath.Join(same, f))
 		if err != nil {
 			t.Fatal(err)
@@ -431,18 +433,21 @@ func TestCarryLM(t *testing.T) {
 	if err := carryLM(base, same); err != nil {
 		t.Fatal(err)
 	}
-	for i, f := range []string{"lm.bin", "lm.json"} {
+	for i, f := range lmFiles {
 		if after, err := os.Stat(filepath.Join(same, f)); err != nil || !os.SameFile(before[i], after) {
 			t.Errorf("a second carry rewrote %s: %v", f, err)
 		}
 	}
-	// an LM without weights replaces stale weights with none (the defaults)
+	// an LM without weights or word list replaces stale ones with none (the defaults)
 	os.Remove(filepath.Join(base, "lm.json"))
+	os.Remove(filepath.Join(base, "lm.words.txt"))
 	if err := carryLM(base, same); err != nil || read(same, "lm.bin") != "LMDATA" {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(same, "lm.json")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("stale lm.json kept: %v", err)
+	for _, f := range []string{"lm.json", "lm.words.txt"} {
+		if _, err := os.Stat(filepath.Join(same, f)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("stale %s kept: %v", f, err)
+		}
 	}
 	// no base: nothing to do; a base without an LM: the export has none either (not a stale one)
 	if err := carryLM("", same); err != nil || read(same, "lm.bin") != "LMDATA" {

@@ -5,14 +5,18 @@ validation split, and write them as the LM's sidecar, lm.json (asr.LMWeightsPath
         --parley bin/parley --checkpoint train/out/asr6/G --build 4:8 --build 5:4 --out /tmp/lmtune
 
 Each point is ``parley transcribe`` over the manifest (train.sensevoice.evaluate_cli) with
---lm FILE --beam-alpha A --beam-beta B --beam-width W --beam-top T, scored by WER (CER breaks ties). The
+--lm FILE --beam-alpha A --beam-beta B --beam-width W --beam-top T --beam-oov O, scored by WER (CER breaks ties). The
 search: the coarse alpha x beta grid on the first LM (the model's lm.bin unless --lm or --build
 say otherwise); every other LM on the 3 x 3 neighbourhood of the best point so far (coarse
 steps); then a fine 3 x 3 grid (half steps) around the overall best, repeated while it moves.
 Only --manifest selects; the --report manifests (default: the held-out test-*.jsonl beside
 it) are scored afterwards for the chosen setting and for the defaults (the model's lm.bin at
-alpha 0.4, beta 2, width 32, 8 tokens a frame), never to choose. Width and tokens a frame are
-always sent, so no lm.json beside an LM changes them.
+alpha 0.4, beta 2, width 32, 8 tokens a frame, no word list), never to choose. Width, tokens a
+frame and --oov are always sent, so no lm.json beside an LM changes them.
+
+--oov O charges each word missing from the LM's word list (LexiconPath: lm.bin ->
+lm.words.txt, train.sensevoice.lexicon) O; every LM tried needs one beside it then, and --out
+gets the winner's as lm.words.txt.
 
 --build ORDER:MIN_COUNT makes an LM (train.sensevoice.lm, from --checkpoint's vocabulary) into
 --lm-dir as oORDERmMIN.bin unless it is there; LMs over --max-bytes are left out. --out gets
@@ -34,6 +38,7 @@ from . import evaluate_cli as ev
 
 DEFAULTS = {"alpha": 0.4, "beta": 2.0, "width": 32, "top": 8}  # asr.defaultBeam
 MAX_BEAM = 4096  # asr.MaxBeamWidth, asr.MaxBeamTop
+MAX_OOV = 100.0  # asr.MaxBeamOOV
 COARSE_ALPHAS = [0.2, 0.4, 0.6, 0.8, 1.0]
 COARSE_BETAS = [1.0, 2.0, 3.0, 4.0]
 RECORD = "_lmtune.json"  # assets' embedder skips _-files (assets.skipEmbedded)
@@ -48,9 +53,15 @@ def flag_value(x: float) -> str:
     return repr(round(x, 6)) if x != 0 else "1e-09"
 
 
-def beam_flags(alpha: float, beta: float, width: int, top: int = DEFAULTS["top"]) -> List[str]:
+def beam_flags(alpha: float, beta: float, width: int, top: int = DEFAULTS["top"], oov: float = 0.0) -> List[str]:
+    # oov 0 is sent as 0 (parley's explicit zero): 1e-9 would still ask for a word list
     return ["--beam-alpha", flag_value(alpha), "--beam-beta", flag_value(beta), "--beam-width", str(width),
-            "--beam-top", str(top)]
+            "--beam-top", str(top), "--beam-oov", repr(round(oov, 6)) if oov else "0"]
+
+
+def words_path(lm: str) -> str:
+    """The word list beside an LM (asr.LexiconPath): lm.bin -> lm.words.txt."""
+    return os.path.splitext(lm)[0] + ".words.txt"
 
 
 def key(res: dict) -> Tuple[float, float]:
@@ -119,20 +130,26 @@ class Sweep:
         return sorted(rows, key=lambda r: (r["wer"], r["cer"], r["lm"], r["alpha"], r["beta"]))
 
 
-def weights_json(alpha: float, beta: float, width: int, top: int = DEFAULTS["top"]) -> dict:
-    return {"alpha": round(alpha, 6), "beta": round(beta, 6), "width": width, "top": top}
+def weights_json(alpha: float, beta: float, width: int, top: int = DEFAULTS["top"], oov: float = 0.0) -> dict:
+    w = {"alpha": round(alpha, 6), "beta": round(beta, 6), "width": width, "top": top}
+    if oov:
+        w["oov"] = round(oov, 6)
+    return w
 
 
 def write_out(out: str, lm: str, alpha: float, beta: float, width: int, table: List[dict], report: dict,
-              top: int = DEFAULTS["top"]) -> None:
+              top: int = DEFAULTS["top"], oov: float = 0.0) -> None:
     os.makedirs(out, exist_ok=True)
     if os.path.abspath(lm) != os.path.abspath(os.path.join(out, "lm.bin")):
         shutil.copyfile(lm, os.path.join(out, "lm.bin"))
+    words = os.path.join(out, "lm.words.txt")
+    if oov and os.path.abspath(words_path(lm)) != os.path.abspath(words):
+        shutil.copyfile(words_path(lm), words)
     with open(os.path.join(out, "lm.json"), "w") as f:
-        json.dump(weights_json(alpha, beta, width, top), f)
+        json.dump(weights_json(alpha, beta, width, top, oov), f)
         f.write("\n")
     with open(os.path.join(out, RECORD), "w") as f:
-        json.dump({"chosen": {"lm": lm, **weights_json(alpha, beta, width, top)}, "points": table, "report": report}, f, indent=1)
+        json.dump({"chosen": {"lm": lm, **weights_json(alpha, beta, width, top, oov)}, "points": table, "report": report}, f, indent=1)
         f.write("\n")
 
 
@@ -158,11 +175,11 @@ def floats(s: str) -> List[float]:
 
 
 def cli_evaluator(parley: str, model: str, manifest: str, width: int, limit: int = 0,
-                  top: int = DEFAULTS["top"]) -> Evaluate:
+                  top: int = DEFAULTS["top"], oov: float = 0.0) -> Evaluate:
     rows, files = ev.load_manifest(manifest, limit)
 
     def evaluate(lm: str, alpha: float, beta: float) -> dict:
-        hyp = ev.transcribe(parley, model, files, lm, beam_flags(alpha, beta, width, top))
+        hyp = ev.transcribe(parley, model, files, lm, beam_flags(alpha, beta, width, top, oov))
         return ev.figures([(hyp.get(f, ""), r["target"]) for f, r in zip(files, rows)])
     return evaluate
 
@@ -184,6 +201,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--betas", type=floats, default=COARSE_BETAS, help="coarse grid (comma-separated)")
     ap.add_argument("--width", type=int, default=DEFAULTS["width"], help="prefixes kept per frame")
     ap.add_argument("--top", type=int, default=DEFAULTS["top"], help="likeliest tokens tried per frame")
+    ap.add_argument("--oov", type=float, default=0.0,
+                    help=f"cost of a word missing from each LM's word list (lm.words.txt beside lm.bin), 0..{MAX_OOV}; 0: no list")
     ap.add_argument("--fine-rounds", type=int, default=3)
     ap.add_argument("--report", action="append", default=None,
                     help="held-out manifests to report (not select on); default the test-*.jsonl beside --manifest; 'none' for none")
@@ -191,6 +210,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = ap.parse_args(argv)
     if not (1 <= a.width <= MAX_BEAM and 1 <= a.top <= MAX_BEAM):
         ap.error(f"--width and --top must be within 1..{MAX_BEAM}")
+    if not 0 <= a.oov <= MAX_OOV:  # also refuses NaN
+        ap.error(f"--oov {a.oov}: want 0..{MAX_OOV}")
     if os.path.basename(a.manifest).startswith("test"):
         ap.error(f"--manifest {a.manifest}: select on the validation split, not a held-out test split")
     if a.build and not a.checkpoint:
@@ -208,14 +229,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"LM {lm}: {sizes[lm]} bytes" + ("" if lm in kept else f" (over --max-bytes {a.max_bytes}: left out)"), file=sys.stderr)
     if not kept:
         ap.error("no LM under --max-bytes")
+    if a.oov:
+        missing = [lm for lm in kept if not os.path.isfile(words_path(lm))]
+        if missing:
+            ap.error(f"--oov {a.oov} needs a word list beside each LM: no {', '.join(words_path(lm) for lm in missing)}")
 
-    sweep = Sweep(cli_evaluator(a.parley, a.model, a.manifest, a.width, a.limit, a.top), log=sys.stderr)
+    sweep = Sweep(cli_evaluator(a.parley, a.model, a.manifest, a.width, a.limit, a.top, a.oov), log=sys.stderr)
     (lm, alpha, beta), res = sweep.run(kept, a.alphas, a.betas, a.fine_rounds)
     table = sweep.table()
-    print(f"\n{'LM':>12} {'bytes':>9} {'alpha':>6} {'beta':>6}   WER %   CER %   ({os.path.basename(a.manifest)}, width {a.width}, top {a.top})")
+    print(f"\n{'LM':>12} {'bytes':>9} {'alpha':>6} {'beta':>6}   WER %   CER %   ({os.path.basename(a.manifest)}, width {a.width}, top {a.top}, oov {a.oov})")
     for r in table:
         print(f"{os.path.basename(r['lm']):>12} {sizes[r['lm']]:>9} {r['alpha']:6.2f} {r['beta']:6.2f}  {100 * r['wer']:6.2f}  {100 * r['cer']:6.2f}")
-    print(f"\nchosen: {lm} alpha {alpha} beta {beta} width {a.width} top {a.top}: WER {100 * res['wer']:.2f} % CER {100 * res['cer']:.2f} %")
+    print(f"\nchosen: {lm} alpha {alpha} beta {beta} width {a.width} top {a.top} oov {a.oov}: WER {100 * res['wer']:.2f} % CER {100 * res['cer']:.2f} %")
 
     reports = a.report
     if reports is None:
@@ -225,14 +250,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     default_lm = os.path.join(a.model, "lm.bin")
     for m in reports:
         name = os.path.basename(m).removesuffix(".jsonl")
-        chosen = cli_evaluator(a.parley, a.model, m, a.width, a.limit, a.top)(lm, alpha, beta)
+        chosen = cli_evaluator(a.parley, a.model, m, a.width, a.limit, a.top, a.oov)(lm, alpha, beta)
         default = cli_evaluator(a.parley, a.model, m, DEFAULTS["width"], a.limit, DEFAULTS["top"])(
             default_lm, DEFAULTS["alpha"], DEFAULTS["beta"])
         report[name] = {"chosen": chosen, "defaults": default}
         print(f"held out {name:>14}: chosen WER {100 * chosen['wer']:5.2f} CER {100 * chosen['cer']:5.2f}  |  "
               f"defaults WER {100 * default['wer']:5.2f} CER {100 * default['cer']:5.2f}", flush=True)
-    write_out(a.out, lm, alpha, beta, a.width, table, report, a.top)
-    print(f"wrote {os.path.join(a.out, 'lm.json')}: {json.dumps(weights_json(alpha, beta, a.width, a.top))}")
+    write_out(a.out, lm, alpha, beta, a.width, table, report, a.top, a.oov)
+    print(f"wrote {os.path.join(a.out, 'lm.json')}: {json.dumps(weights_json(alpha, beta, a.width, a.top, a.oov))}")
     return 0
 
 

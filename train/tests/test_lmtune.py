@@ -54,9 +54,12 @@ class SweepTest(unittest.TestCase):
     def test_flags_never_send_zero(self):
         # parley reads 0 as "the default", so a zero weight goes as a tiny one
         self.assertEqual(lmtune.beam_flags(0.0, 0.0, 16),
-                         ["--beam-alpha", "1e-09", "--beam-beta", "1e-09", "--beam-width", "16", "--beam-top", "8"])
+                         ["--beam-alpha", "1e-09", "--beam-beta", "1e-09", "--beam-width", "16", "--beam-top", "8",
+                          "--beam-oov", "0"])
         self.assertEqual(lmtune.beam_flags(0.55, -1.5, 32)[:4], ["--beam-alpha", "0.55", "--beam-beta", "-1.5"])
-        self.assertEqual(lmtune.beam_flags(0.5, 2, 128, 16)[-4:], ["--beam-width", "128", "--beam-top", "16"])
+        self.assertEqual(lmtune.beam_flags(0.5, 2, 128, 16)[-6:-2], ["--beam-width", "128", "--beam-top", "16"])
+        # no charge goes as parley's explicit zero (a tiny one would still ask for a word list)
+        self.assertEqual(lmtune.beam_flags(0.5, 2, 128, 16, 2.5)[-2:], ["--beam-oov", "2.5"])
 
     def test_main_selects_on_validation_only_and_writes_lm_json(self):
         with tempfile.TemporaryDirectory() as d:
@@ -67,14 +70,15 @@ class SweepTest(unittest.TestCase):
             for split in ("val", "test-voice"):
                 with open(os.path.join(d, split + ".jsonl"), "w") as f:
                     f.write(json.dumps({"source": "x.wav", "target": "hello"}) + "\n")
-            seen, tops = [], set()
+            seen, tops, oovs = [], set(), set()
 
-            def fake_evaluator(parley, model_dir, manifest, width, limit=0, top=0):
+            def fake_evaluator(parley, model_dir, manifest, width, limit=0, top=0, oov=0.0):
                 name = os.path.basename(manifest)
 
                 def evaluate(lm, a, b):
                     seen.append((name, a, b))
                     tops.add((name, a, b, width, top))
+                    oovs.add((name, width, oov))
                     # the held-out split would pick another point: it must not be asked to choose
                     target = (0.6, 3.0) if name == "val.jsonl" else (0.2, 1.0)
                     w = 0.3 + (a - target[0]) ** 2 + 0.01 * (b - target[1]) ** 2
@@ -104,9 +108,27 @@ class SweepTest(unittest.TestCase):
                 self.assertEqual(json.load(f), {"alpha": 0.6, "beta": 3.0, "width": 128, "top": 16})
             self.assertEqual({(n, w, t) for n, _, _, w, t in tops},
                              {("val.jsonl", 128, 16), ("test-voice.jsonl", 128, 16), ("test-voice.jsonl", 32, 8)})
+            # --oov: refused without a word list beside the LM; with one, every point and the chosen
+            # report charge it, the defaults do not; lm.json records it and the list goes beside lm.bin
+            args = ["--model", model, "--manifest", os.path.join(d, "val.jsonl"), "--out", out, "--oov", "2.5",
+                    "--fine-rounds", "0"]
+            with mock.patch.object(lmtune, "cli_evaluator", fake_evaluator), mock.patch("sys.stdout"), \
+                    mock.patch("sys.stderr"), self.assertRaises(SystemExit):
+                lmtune.main(args)
+            with open(os.path.join(model, "lm.words.txt"), "w") as f:
+                f.write("hello\n")
+            oovs.clear()
+            with mock.patch.object(lmtune, "cli_evaluator", fake_evaluator), mock.patch("sys.stdout"), mock.patch("sys.stderr"):
+                rc = lmtune.main(args)
+            self.assertEqual(rc, 0)
+            with open(os.path.join(out, "lm.json")) as f:
+                self.assertEqual(json.load(f), {"alpha": 0.6, "beta": 3.0, "width": 32, "top": 8, "oov": 2.5})
+            with open(os.path.join(out, "lm.words.txt")) as f:
+                self.assertEqual(f.read(), "hello\n")
+            self.assertEqual(oovs, {("val.jsonl", 32, 2.5), ("test-voice.jsonl", 32, 2.5), ("test-voice.jsonl", 32, 0.0)})
 
     def test_refuses_a_beam_parley_would_refuse_before_any_work(self):
-        for flags in (["--width", "0"], ["--top", "0"], ["--top", "5000"]):
+        for flags in (["--width", "0"], ["--top", "0"], ["--top", "5000"], ["--oov", "-1"], ["--oov", "nan"]):
             with self.subTest(flags=flags), mock.patch("sys.stderr"), \
                     mock.patch.object(lmtune, "build_lm", side_effect=AssertionError("built")), self.assertRaises(SystemExit):
                 lmtune.main(["--model", "m", "--manifest", "val.jsonl", "--out", "o", "--build", "4:8",
