@@ -265,3 +265,23 @@ func FuzzDecode(f *testing.F) {
 		_ = r.Words()
 	})
 }
+
+// Scores no decoder can rank (NaN, +Inf: a damaged model) are refused, naming the frame and
+// token; -Inf (a token the model rules out) and finite scores pass.
+func TestCheckLogits(t *testing.T) {
+	inf := float32(math.Inf(1))
+	if err := checkLogits([]float32{0, -inf, 3, -1e30, 1e30, 2}, 3); err != nil {
+		t.Errorf("finite and -Inf scores: %v", err)
+	}
+	for _, c := range []struct {
+		logits []float32
+		want   string
+	}{
+		{[]float32{0, 1, 2, 3, float32(math.NaN()), 5}, "NaN (frame 1, token 1)"},
+		{[]float32{inf, 1, 2}, "+Inf (frame 0, token 0)"},
+	} {
+		if err := checkLogits(c.logits, 3); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error with %q", c.logits, err, c.want)
+		}
+	}
+}

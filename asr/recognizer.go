@@ -335,6 +335,17 @@ func (p piece) trimmed() piece {
 	return p
 }
 
+// checkLogits refuses scores that would decode to nothing or to noise: NaN or +Inf (-Inf is a
+// token the model rules out, which both decoders take as it is).
+func checkLogits(logits []float32, vocab int) error {
+	for i, v := range logits {
+		if v != v || v > math.MaxFloat32 {
+			return fmt.Errorf("the model gave a score of %v (frame %d, token %d)", v, i/vocab, i%vocab)
+		}
+	}
+	return nil
+}
+
 func checkSamples(x []float32) error {
 	for i, v := range x {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
@@ -502,8 +513,15 @@ func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banE
 	out := make([]Segment, len(ps))
 	t2 := time.Now()
 	tm.Features = t2.Sub(t1)
+	var bad error // the first segment whose scores no decoder can rank
 	err = m.forward(ctx, feats, rows, langs, norms, func(i int, logits []float32, frames int) {
 		d0 := time.Now()
+		if err := checkLogits(logits, m.vocab); err != nil {
+			if bad == nil {
+				bad = fmt.Errorf("%w: %s: %w (a damaged model file, or one that does not fit this input)", ErrBadModel, m.path, err)
+			}
+			return
+		}
 		if m.lm != nil && frames > numQueries {
 			// the tags from the query positions, the words from a beam search with the LM
 			w.ids, w.frames = greedyCTC(logits, numQueries, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
@@ -514,6 +532,9 @@ func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banE
 		out[i] = decodeSegment(m.tokens, w.ids, w.frames, seconds(ps[i].offset), seconds(len(ps[i].x)))
 		tm.Decode += time.Since(d0)
 	})
+	if err == nil {
+		err = bad
+	}
 	if err != nil {
 		return nil, tm, err
 	}
