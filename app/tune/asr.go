@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -414,7 +415,7 @@ func Evaluate(ctx context.Context, j Job, open func(dir string) (clone.Transcrib
 	if err != nil {
 		return ASRResult{}, err
 	}
-	if err := carryLM(m.Base, ModelDir(j)); err != nil {
+	if err := carryLM(m.Base, ModelDir(j), trainWords(d, m.Train)); err != nil {
 		return ASRResult{}, err
 	}
 	var res ASRResult
@@ -443,9 +444,10 @@ func Evaluate(ctx context.Context, j Job, open func(dir string) (clone.Transcrib
 // weights tuned for it, and lm.words.txt, the word list those weights may charge against) into
 // the fine-tune's export when the two share one vocabulary (tokens.txt byte for byte): a
 // fine-tune keeps its base's pieces, so the base's LM fits it, and without it the fine-tune
-// would decode greedily, scored and used worse than its base for that alone. No LM beside the
-// base, or another vocabulary: nothing to do.
-func carryLM(base, dst string) error {
+// would decode greedily, scored and used worse than its base for that alone. The word list
+// gains the words the fine-tune learnt (trainWords: a person's names and jargon), which it
+// would otherwise charge. No LM beside the base, or another vocabulary: nothing to do.
+func carryLM(base, dst string, words []string) error {
 	if base == "" {
 		return nil
 	}
@@ -478,11 +480,54 @@ func carryLM(base, dst string) error {
 			}
 			continue
 		}
+		if f == lmFiles[2] {
+			b = withWords(b, words)
+		}
 		if err := writeIfChanged(filepath.Join(dst, f), b); err != nil {
 			return fmt.Errorf("tune: copying the base's %s: %w", f, err)
 		}
 	}
 	return nil
+}
+
+// trainWords are the words of the transcripts of the clips ids (a fine-tune's training clips),
+// as the recogniser writes them (NormalizeText), each once, sorted.
+func trainWords(d *clone.Dataset, ids []string) []string {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if c, err := d.Clip(id); err == nil {
+			for _, w := range strings.Fields(NormalizeText(c.Text)) {
+				seen[w] = true
+			}
+		}
+	}
+	words := make([]string, 0, len(seen))
+	for w := range seen {
+		words = append(words, w)
+	}
+	sort.Strings(words)
+	return words
+}
+
+// withWords is the word list list with the words it lacks appended, one a line.
+func withWords(list []byte, words []string) []byte {
+	if len(words) == 0 {
+		return list
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(list), "\n") {
+		have[strings.ToLower(strings.TrimSpace(l))] = true
+	}
+	out := slices.Clip(list)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	for _, w := range words {
+		if !have[w] {
+			out = append(append(out, w...), '\n')
+		}
+	}
+	return out
 }
 
 // lmFiles are a recogniser's language model and the files that travel with it: its beam
@@ -531,7 +576,11 @@ func Install(ctx context.Context, mgr *assets.Manager, j Job, res ASRResult) (st
 	if !has("tokens.txt") || !has("model.onnx") && !has("model.int8.onnx") {
 		return "", fmt.Errorf("tune: job %d: the exported model in %s is incomplete (tokens.txt and model.onnx or model.int8.onnx)", j.ID, src)
 	}
-	if err := carryLM(m.Base, src); err != nil {
+	d, err := clone.Open(m.Dataset)
+	if err != nil {
+		return "", err
+	}
+	if err := carryLM(m.Base, src, trainWords(d, m.Train)); err != nil {
 		return "", err
 	}
 	var files []string

@@ -183,7 +183,7 @@ func tinyBase(t *testing.T) string {
 
 // tinyBaseWithLM is a copy of the tiny recogniser with a unigram token LM (asr's lm.bin
 // format: PARLEYLM, version, order, vocabulary, then per order a count and id/log10 p/back-off
-// records) and beam weights beside it, as the shipped demo recogniser has.
+// records), beam weights and a word list beside it, as the shipped demo recogniser has.
 func tinyBaseWithLM(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -212,7 +212,10 @@ func tinyBaseWithLM(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(dir, "lm.bin"), lm, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "lm.json"), []byte(`{"alpha": 0.3, "beta": 1.5, "width": 4}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "lm.json"), []byte(`{"alpha": 0.3, "beta": 1.5, "width": 4, "oov": 2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lm.words.txt"), []byte("zzz\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -352,13 +355,26 @@ func TestASRFineTuneTiny(t *testing.T) {
 	}
 	mgr2, _ := assets.NewManager(nil, assets.Options{Dir: models})
 	model, err := mgr2.Registry().Lookup(id)
-	if err != nil || model.Kind != assets.KindASR || len(model.Files) != 4 || model.Files[0].SHA256 == "" {
+	if err != nil || model.Kind != assets.KindASR || len(model.Files) != 5 || model.Files[0].SHA256 == "" {
 		t.Fatalf("registry entry %+v: %v", model, err)
 	}
 	for _, f := range []string{"lm.bin", "lm.json"} {
 		want, _ := os.ReadFile(filepath.Join(base, f))
 		if got, err := os.ReadFile(filepath.Join(dir, f)); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("installed %s: %v (the base's: %d bytes)", f, err, len(want))
+		}
+	}
+	// the word list: the base's, with the words of the training clips, not the held-out ones
+	list, err := os.ReadFile(filepath.Join(dir, "lm.words.txt"))
+	if err != nil || !strings.HasPrefix(string(list), "zzz\n") {
+		t.Errorf("installed word list %q: %v", list, err)
+	}
+	have := strings.Fields(string(list))
+	for _, ids := range [][]string{m.Train, m.HeldOut} {
+		c, _ := d.Clip(ids[0])
+		w := strings.Fields(NormalizeText(c.Text))[0]
+		if slices.Contains(have, w) != (ids[0] == m.Train[0]) && !slices.Contains(trainWords(d, m.Train), w) {
+			t.Errorf("word %q of clip %s: in the list %v", w, c.ID, slices.Contains(have, w))
 		}
 	}
 	if p, err := mgr2.Path(ctx, id); err != nil || p != dir {
@@ -410,7 +426,7 @@ func TestCarryLM(t *testing.T) {
 	write(same, "lm.json", `{"alpha": 9}`) // a stale one is replaced
 	write(other, "tokens.txt", "<blk> 0\n▁b 1\n")
 	for _, dst := range []string{same, other} {
-		if err := carryLM(base, dst); err != nil {
+		if err := carryLM(base, dst, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -430,7 +446,7 @@ func TestCarryLM(t *testing.T) {
 		}
 		before = append(before, st)
 	}
-	if err := carryLM(base, same); err != nil {
+	if err := carryLM(base, same, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i, f := range lmFiles {
@@ -438,10 +454,24 @@ func TestCarryLM(t *testing.T) {
 			t.Errorf("a second carry rewrote %s: %v", f, err)
 		}
 	}
-	// an LM without weights or word list replaces stale ones with none (the defaults)
+	// the fine-tune's own words join the list (once each, the base's kept as they were)
+	if err := carryLM(base, same, []string{"a", "zoë", "anouk"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(same, "lm.words.txt"); got != "a\nzoë\nanouk\n" {
+		t.Errorf("the list with the fine-tune's words: %q", got)
+	}
+	write(base, "lm.words.txt", "A") // no final newline, another case
+	if err := carryLM(base, same, []string{"a", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(same, "lm.words.txt"); got != "A\nb\n" {
+		t.Errorf("the list with the fine-tune's words: %q", got)
+	}
+		// an LM without weights or word list replaces stale ones with none (the defaults)
 	os.Remove(filepath.Join(base, "lm.json"))
 	os.Remove(filepath.Join(base, "lm.words.txt"))
-	if err := carryLM(base, same); err != nil || read(same, "lm.bin") != "LMDATA" {
+	if err := carryLM(base, same, nil); err != nil || read(same, "lm.bin") != "LMDATA" {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"lm.json", "lm.words.txt"} {
@@ -450,10 +480,10 @@ func TestCarryLM(t *testing.T) {
 		}
 	}
 	// no base: nothing to do; a base without an LM: the export has none either (not a stale one)
-	if err := carryLM("", same); err != nil || read(same, "lm.bin") != "LMDATA" {
+	if err := carryLM("", same, nil); err != nil || read(same, "lm.bin") != "LMDATA" {
 		t.Errorf("no base: %v", err)
 	}
-	if err := carryLM(other, same); err != nil {
+	if err := carryLM(other, same, nil); err != nil {
 		t.Error(err)
 	}
 	if _, err := os.Stat(filepath.Join(same, "lm.bin")); !errors.Is(err, fs.ErrNotExist) {
@@ -464,7 +494,7 @@ func TestCarryLM(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(base, "lm.bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := carryLM(base, same); err == nil || !strings.Contains(err.Error(), "language model") {
+	if err := carryLM(base, same, nil); err == nil || !strings.Contains(err.Error(), "language model") {
 		t.Errorf("an unreadable lm.bin: %v", err)
 	}
 }
