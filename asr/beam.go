@@ -16,7 +16,7 @@ import (
 
 // BeamOptions tune the language-model beam search (train/sensevoice/beam.py is its reference).
 // A zero field takes the language model's own weights (its sidecar, LMWeightsPath), else the
-// default below; BeamZero in Alpha or Beta is an explicit zero.
+// default below; BeamZero in Alpha, Beta or OOV is an explicit zero.
 type BeamOptions struct {
 	Width int     // prefixes kept per frame (default 32)
 	Alpha float64 // language-model weight (default 0.4)
@@ -28,8 +28,8 @@ type BeamOptions struct {
 	OOV float64
 }
 
-// BeamZero in BeamOptions.Alpha or Beta asks for a zero weight (no language model, no bonus)
-// where a zero field would inherit.
+// BeamZero in BeamOptions.Alpha, Beta or OOV asks for a zero weight (no language model, no
+// bonus, no charge) where a zero field would inherit.
 const BeamZero = math.SmallestNonzeroFloat64
 
 // defaultBeam is the beam search's weights for a language model without a sidecar.

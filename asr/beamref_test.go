@@ -56,7 +56,7 @@ func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngr
 			sb.WriteString(text[id])
 		}
 		w := sb.String()
-		w = strings.ToLower(w[strings.LastIndexByte(w, ' ')+1:])
+		w = strings.Map(refWordRune, w[strings.LastIndexByte(w, ' ')+1:])
 		if w == "" || words[w] {
 			return 0
 		}
@@ -139,6 +139,18 @@ func beamCTCRef(logits []float32, t, v, start, blank int, isText []bool, lm *ngr
 		return ids, frames
 	}
 	return append(ids, best.ids...), append(frames, best.frames...)
+}
+
+// refWordRune is how a word is compared: ASCII letters in lower case, ASCII punctuation but the
+// apostrophe left out (-1), everything else as it is.
+func refWordRune(r rune) rune {
+	switch {
+	case r >= 0x80 || r == '\'' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
+		return r
+	case 'A' <= r && r <= 'Z':
+		return r + 'a' - 'A'
+	}
+	return -1
 }
 
 // randomLM is a back-off n-gram model over vocab tokens with random probabilities: enough
@@ -269,6 +281,12 @@ func beamAgainstPlain(t *testing.T, rng *rand.Rand, n int) {
 			w := []byte{"abcAB"[rng.IntN(5)]}
 			if rng.IntN(2) == 0 {
 				w = append(w, "abc"[rng.IntN(3)])
+			}
+			switch rng.IntN(12) { // punctuation, which words are compared without, and a letter outside ASCII
+			case 0:
+				w = append(w, '.')
+			case 1:
+				w = append([]byte("É"), w...)
 			}
 			if rng.IntN(10) == 0 {
 				w = nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,23 +21,30 @@ import (
 
 // LexiconPath is the word list beside the language model at lm: the same path with its
 // extension replaced by ".words.txt" (lm.bin → lm.words.txt). One word a line, UTF-8, as the
-// recogniser spells words (ASCII letters compared without case).
+// recogniser spells words. A word is what the recogniser writes between spaces, compared
+// without ASCII case and without ASCII punctuation other than the apostrophe ("World." is
+// "world"); so a list suits languages written with spaces, and a piece cut off at a segment's
+// end is judged as a word.
 func LexiconPath(lm string) string {
 	return strings.TrimSuffix(lm, filepath.Ext(lm)) + ".words.txt"
 }
 
-// maxLexiconBytes bounds the word list read into memory (the demo's is about 1.5 MB).
+// maxLexiconBytes bounds the word list read into memory (the demo's is 1.7 MB).
 const maxLexiconBytes = 64 << 20
 
 // wordHashEmpty is the hash of no text: a prefix before its first word, or a word just begun
 // by a lone "▁".
 const wordHashEmpty uint64 = 14695981039346656037
 
-// wordHash continues h (FNV-1a) over b, ASCII letters folded to lower case.
+// wordHash continues h (FNV-1a) over b, ASCII letters folded to lower case and ASCII
+// punctuation but the apostrophe left out.
 func wordHash(h uint64, b []byte) uint64 {
 	for _, c := range b {
-		if 'A' <= c && c <= 'Z' {
+		switch {
+		case 'A' <= c && c <= 'Z':
 			c += 'a' - 'A'
+		case c < 0x80 && c != '\'' && !('a' <= c && c <= 'z' || '0' <= c && c <= '9'):
+			continue
 		}
 		h = (h ^ uint64(c)) * 0x100000001b3
 	}
@@ -57,13 +65,14 @@ func (l *lexicon) has(h uint64) bool {
 	return ok
 }
 
-// parseLexicon reads a word list into its words' hashes: one word a line ("\r\n" allowed),
-// blank lines skipped; a line holding a space or a tab, or text that is not UTF-8, is refused
-// with its line number, as is a list without words.
+// parseLexicon reads a word list into its words' hashes: one word a line ("\r\n" allowed, a
+// leading byte-order mark skipped), blank lines skipped; a line holding a space or a tab, or
+// text that is not UTF-8, is refused with its line number, as is a list without words.
 func parseLexicon(b []byte) ([]uint64, error) {
 	if !utf8.Valid(b) {
 		return nil, errors.New("not UTF-8 text")
 	}
+	b = bytes.TrimPrefix(b, []byte("\uFEFF"))
 	var hs []uint64
 	for n := 1; len(b) > 0; n++ {
 		line := b
@@ -98,12 +107,20 @@ func loadLexicon(lm string, t *Tokens, vocab int) (*lexicon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLM, err)
 	}
-	if st.Size() > maxLexiconBytes {
-		return nil, fmt.Errorf("%w: %s: word list of %d bytes, more than %d", ErrLM, path, st.Size(), maxLexiconBytes)
+	if !st.Mode().IsRegular() { // a pipe or a device would block or never end
+		return nil, fmt.Errorf("%w: %s: the word list is not a regular file", ErrLM, path)
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLM, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxLexiconBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrLM, path, err)
+	}
+	if len(b) > maxLexiconBytes {
+		return nil, fmt.Errorf("%w: %s: word list of more than %d bytes", ErrLM, path, maxLexiconBytes)
 	}
 	words, err := parseLexicon(b)
 	if err != nil {

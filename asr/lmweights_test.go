@@ -194,6 +194,11 @@ func TestLoadLMSidecar(t *testing.T) {
 		t.Errorf("a line of two words: %v; want ErrLM naming %s and line 2", err, words)
 	}
 	os.Remove(words)
+	os.Mkdir(words, 0o755) // not a regular file: refused rather than read
+	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a word list that is a directory: %v", err)
+	}
+	os.Remove(words)
 	bad := write("lm.json", `{"alpha": 0.7, "gamma": 1}`)
 	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "gamma") {
 		t.Errorf("an unknown field: %v; want ErrLM naming %s and the field", err, bad)
@@ -288,6 +293,14 @@ func TestBeamOptionsValidate(t *testing.T) {
 	// BeamZero is an explicit zero: it survives the defaults (a zero field inherits them)
 	if got := (BeamOptions{Alpha: BeamZero, Beta: BeamZero}).or(defaultBeam); got.Alpha != 0 || got.Beta != 0 || got.Width != defaultBeam.Width {
 		t.Errorf("BeamZero over the defaults: %+v", got)
+	}
+	withOOV := defaultBeam
+	withOOV.OOV = 4
+	if got := (BeamOptions{OOV: BeamZero}).or(withOOV); got.OOV != 0 {
+		t.Errorf("BeamZero oov over a sidecar's 4: %v", got.OOV)
+	}
+	if got := (BeamOptions{}).or(withOOV); got.OOV != 4 {
+		t.Errorf("no oov over a sidecar's 4: %v", got.OOV)
 	}
 	if got := (BeamOptions{}).or(defaultBeam); got != defaultBeam {
 		t.Errorf("zero options over the defaults: %+v", got)

@@ -255,4 +255,18 @@ func TestTranscribeBeamFlags(t *testing.T) {
 	if l := beamLine(errs); code != 0 || strings.TrimSpace(out) == "" || !strings.Contains(l, "oov=2.5 words=true") {
 		t.Errorf("--beam-oov with a word list: exit %d, %q, beam %q", code, out, l)
 	}
+	// a charge in lm.json is used, and --beam-oov 0 is an explicit zero over it, not "inherit"
+	if err := os.WriteFile(filepath.Join(model, "lm.json"), []byte(`{"alpha": 0.9, "oov": 3}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for flags, want := range map[string]string{"": "oov=3 words=true", "--beam-oov=0": "oov=0 words=true"} {
+		args := []string{"--provider", "cpu", "--log-level", "debug", "transcribe", "--model", model, "--lang", "en"}
+		if flags != "" {
+			args = append(args, flags)
+		}
+		code, _, errs := runCLI(t, append(args, wav)...)
+		if l := beamLine(errs); code != 0 || !strings.Contains(l, want) {
+			t.Errorf("%q over lm.json's oov 3: exit %d, beam %q, want %q", flags, code, l, want)
+		}
+	}
 }

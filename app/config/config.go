@@ -97,7 +97,7 @@ type ASR struct {
 	Model    string `toml:"model" help:"model id or directory; empty = best installed"`
 	Language string `toml:"language" help:"auto | zh | en | yue | ja | ko"`
 	ITN      bool   `toml:"itn" help:"inverse text normalisation (numbers as digits, punctuation); off by default as in sherpa-onnx"`
-	LM       string `toml:"lm" help:"token language model for a beam search: empty = the model's lm.bin when it has one, none = greedy decoding, or a file"`
+	LM       string `toml:"lm" help:"token language model for a beam search: empty = the model's lm.bin when it has one, none = greedy decoding, or a file; its weights (lm.json) and word list (lm.words.txt) sit beside it"`
 }
 
 // LLM configures the brain.

@@ -468,7 +468,7 @@ func TestCarryLM(t *testing.T) {
 	if got := read(same, "lm.words.txt"); got != "A\nb\n" {
 		t.Errorf("the list with the fine-tune's words: %q", got)
 	}
-		// an LM without weights or word list replaces stale ones with none (the defaults)
+	// an LM without weights or word list replaces stale ones with none (the defaults)
 	os.Remove(filepath.Join(base, "lm.json"))
 	os.Remove(filepath.Join(base, "lm.words.txt"))
 	if err := carryLM(base, same, nil); err != nil || read(same, "lm.bin") != "LMDATA" {

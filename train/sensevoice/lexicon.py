@@ -8,8 +8,8 @@ acoustics. With a word list and a charge per word it lacks (lm.json's ``oov``, c
 train.sensevoice.lmtune) a real word the acoustics allow wins instead.
 
 The list is general English and the LM's own text: Debian's SCOWL word list (``--dictionary``,
-a package fetched with apt-get download, not installed; wamerican-large by default, 170 000
-words), the words of every sentence the token LM learns from (train.sensevoice.lm.sentences:
+a package fetched with apt-get download, not installed; wamerican-large by default: 166,083
+words of letters and apostrophes), the words of every sentence the token LM learns from (train.sensevoice.lm.sentences:
 the corpus's training text sets and drawn assistant sentences, commands and words) and of the
 e-mail prose it adds (``--extra``). No held-out sentence is read: a word of the test text is
 listed only when the dictionary or the training text has it. Words are lower-cased and kept

@@ -15,8 +15,9 @@ alpha 0.4, beta 2, width 32, 8 tokens a frame, no word list), never to choose. W
 frame and --oov are always sent, so no lm.json beside an LM changes them.
 
 --oov O charges each word missing from the LM's word list (LexiconPath: lm.bin ->
-lm.words.txt, train.sensevoice.lexicon) O; every LM tried needs one beside it then, and --out
-gets the winner's as lm.words.txt.
+lm.words.txt, train.sensevoice.lexicon) O; every --lm tried needs one beside it then (checked
+before any work), each --build LM gets a copy of the model's, and --out gets the winner's as
+lm.words.txt.
 
 --build ORDER:MIN_COUNT makes an LM (train.sensevoice.lm, from --checkpoint's vocabulary) into
 --lm-dir as oORDERmMIN.bin unless it is there; LMs over --max-bytes are left out. --out gets
@@ -217,11 +218,20 @@ def main(argv: Optional[List[str]] = None) -> int:
     if a.build and not a.checkpoint:
         ap.error("--build needs --checkpoint")
     lms = list(a.lm) or ([] if a.build else [os.path.join(a.model, "lm.bin")])
+    model_words = words_path(os.path.join(a.model, "lm.bin"))
+    if a.oov:
+        missing = [words_path(lm) for lm in lms if not os.path.isfile(words_path(lm))]
+        if a.build and not os.path.isfile(model_words):
+            missing.append(model_words + " (for the --build LMs)")
+        if missing:
+            ap.error(f"--oov {a.oov} needs a word list beside each LM: no {', '.join(missing)}")
     lm_dir = a.lm_dir or os.path.join(a.out, "lms")
     for order, mc in a.build:
         p = os.path.join(lm_dir, f"o{order}m{mc}.bin")
         if not os.path.exists(p):
             build_lm(a.checkpoint, order, mc, p)
+        if a.oov and not os.path.isfile(words_path(p)):
+            shutil.copyfile(model_words, words_path(p))
         lms.append(p)
     sizes = {lm: os.path.getsize(lm) for lm in lms}
     kept = [lm for lm in lms if sizes[lm] <= a.max_bytes]
@@ -229,10 +239,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"LM {lm}: {sizes[lm]} bytes" + ("" if lm in kept else f" (over --max-bytes {a.max_bytes}: left out)"), file=sys.stderr)
     if not kept:
         ap.error("no LM under --max-bytes")
-    if a.oov:
-        missing = [lm for lm in kept if not os.path.isfile(words_path(lm))]
-        if missing:
-            ap.error(f"--oov {a.oov} needs a word list beside each LM: no {', '.join(words_path(lm) for lm in missing)}")
 
     sweep = Sweep(cli_evaluator(a.parley, a.model, a.manifest, a.width, a.limit, a.top, a.oov), log=sys.stderr)
     (lm, alpha, beta), res = sweep.run(kept, a.alphas, a.betas, a.fine_rounds)

@@ -134,6 +134,32 @@ class SweepTest(unittest.TestCase):
                 lmtune.main(["--model", "m", "--manifest", "val.jsonl", "--out", "o", "--build", "4:8",
                              "--checkpoint", "c"] + flags)
 
+    def test_oov_needs_word_lists_before_any_build(self):
+        with tempfile.TemporaryDirectory() as d:
+            model = os.path.join(d, "model")
+            os.makedirs(model)
+            with mock.patch("sys.stderr"), mock.patch.object(lmtune, "build_lm", side_effect=AssertionError("built")), \
+                    self.assertRaises(SystemExit):
+                lmtune.main(["--model", model, "--manifest", "val.jsonl", "--out", os.path.join(d, "o"), "--build", "4:8",
+                             "--checkpoint", "c", "--oov", "2"])
+            # with the model's list, each built LM gets a copy beside it
+            with open(os.path.join(model, "lm.words.txt"), "w") as f:
+                f.write("hello\n")
+
+            def fake_build(checkpoint, order, mc, path):
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as f:
+                    f.write(b"PARLEYLM-stub")
+            with mock.patch("sys.stderr"), mock.patch("sys.stdout"), mock.patch.object(lmtune, "build_lm", fake_build), \
+                    mock.patch.object(lmtune, "cli_evaluator", lambda *a, **k: (lambda lm, x, y: {"wer": 0.5, "cer": 0.2})):
+                lmtune.main(["--model", model, "--manifest", "val.jsonl", "--out", os.path.join(d, "o"), "--build", "4:8",
+                             "--checkpoint", "c", "--oov", "2", "--alphas", "0.5", "--betas", "2", "--fine-rounds", "0",
+                             "--report", "none"])
+            with open(os.path.join(d, "o", "lms", "o4m8.words.txt")) as f:
+                self.assertEqual(f.read(), "hello\n")
+            with open(os.path.join(d, "o", "lm.words.txt")) as f:
+                self.assertEqual(f.read(), "hello\n")
+
     def test_refuses_a_test_split_as_the_selector(self):
         with mock.patch("sys.stderr"), self.assertRaises(SystemExit):
             lmtune.main(["--model", "m", "--manifest", "train/out/human/test-voice.jsonl", "--out", "o"])
