@@ -171,10 +171,12 @@ func parseLMWeights(b []byte, d BeamOptions) (BeamOptions, error) {
 // is the defaults.
 func loadLMWeights(lm string) (BeamOptions, error) {
 	path := LMWeightsPath(lm)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err := regularFile(path); errors.Is(err, fs.ErrNotExist) {
 		return defaultBeam, nil
+	} else if err != nil {
+		return defaultBeam, fmt.Errorf("%w: %w", ErrLM, err)
 	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return defaultBeam, fmt.Errorf("%w: %w", ErrLM, err)
 	}

@@ -108,7 +108,7 @@ func loadLexicon(lm string, t *Tokens, vocab int) (*lexicon, error) {
 		return nil, fmt.Errorf("%w: %w", ErrLM, err)
 	}
 	if !st.Mode().IsRegular() { // a pipe or a device would block or never end
-		return nil, fmt.Errorf("%w: %s: the word list is not a regular file", ErrLM, path)
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrLM, path)
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -54,6 +54,9 @@ func (lm *ngramLM) key(ids []int32) uint64 {
 
 // loadLM reads and checks a language model for a vocabulary of vocab tokens.
 func loadLM(path string, vocab int) (*ngramLM, error) {
+	if err := regularFile(path); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -63,6 +66,19 @@ func loadLM(path string, vocab int) (*ngramLM, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrLM, path, err)
 	}
 	return lm, nil
+}
+
+// regularFile refuses a path that is not a regular file (a pipe or a device would block a
+// read, or never end it), naming it.
+func regularFile(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file", ErrLM, path)
+	}
+	return nil
 }
 
 func parseLM(b []byte, vocab int) (*ngramLM, error) {

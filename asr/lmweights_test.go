@@ -195,7 +195,7 @@ func TestLoadLMSidecar(t *testing.T) {
 	}
 	os.Remove(words)
 	os.Mkdir(words, 0o755) // not a regular file: refused rather than read
-	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), words+" is not a regular file") {
 		t.Errorf("a word list that is a directory: %v", err)
 	}
 	os.Remove(words)
@@ -213,8 +213,12 @@ func TestLoadLMSidecar(t *testing.T) {
 	}
 	os.Remove(bad)
 	os.Mkdir(bad, 0o755) // a sidecar that cannot be read is an error too, not the defaults
-	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), bad) {
+	if _, err = load(""); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), bad+" is not a regular file") {
 		t.Errorf("an unreadable sidecar: %v", err)
+	}
+	// an LM named by the caller that is not a regular file is refused, not read
+	if _, err = load(dir); !errors.Is(err, ErrLM) || !strings.Contains(err.Error(), dir+" is not a regular file") {
+		t.Errorf("a directory as the LM: %v", err)
 	}
 }
 
