@@ -55,11 +55,11 @@ func (lm *ngramLM) key(ids []int32) uint64 {
 // loadLM reads and checks a language model for a vocabulary of vocab tokens.
 func loadLM(path string, vocab int) (*ngramLM, error) {
 	if err := regularFile(path); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrLM, err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrLM, err)
 	}
 	lm, err := parseLM(b, vocab)
 	if err != nil {
@@ -69,14 +69,14 @@ func loadLM(path string, vocab int) (*ngramLM, error) {
 }
 
 // regularFile refuses a path that is not a regular file (a pipe or a device would block a
-// read, or never end it), naming it.
+// read, or never end it), naming it; its callers wrap the error.
 func regularFile(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file", ErrLM, path)
+		return fmt.Errorf("%s is not a regular file", path)
 	}
 	return nil
 }

@@ -415,7 +415,11 @@ func Evaluate(ctx context.Context, j Job, open func(dir string) (clone.Transcrib
 	if err != nil {
 		return ASRResult{}, err
 	}
-	if err := carryLM(m.Base, ModelDir(j), trainWords(d, m.Train)); err != nil {
+	words, err := trainWords(j)
+	if err != nil {
+		return ASRResult{}, err
+	}
+	if err := carryLM(m.Base, ModelDir(j), words); err != nil {
 		return ASRResult{}, err
 	}
 	var res ASRResult
@@ -490,15 +494,28 @@ func carryLM(base, dst string, words []string) error {
 	return nil
 }
 
-// trainWords are the words of the transcripts of the clips ids (a fine-tune's training clips),
-// as the recogniser writes them (NormalizeText), each once, sorted.
-func trainWords(d *clone.Dataset, ids []string) []string {
+// trainWords are the words a fine-tune learnt: those of the transcripts in its own manifest
+// (train.jsonl, the training clips alone, as they were when it trained), as the recogniser
+// writes them (NormalizeText), each once, sorted.
+func trainWords(j Job) ([]string, error) {
+	path := filepath.Join(j.Spec.Dir, "train.jsonl")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tune: job %d: its training manifest: %w", j.ID, err)
+	}
 	seen := map[string]bool{}
-	for _, id := range ids {
-		if c, err := d.Clip(id); err == nil {
-			for _, w := range strings.Fields(NormalizeText(c.Text)) {
-				seen[w] = true
-			}
+	for n, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var rec struct {
+			Target string `json:"target"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return nil, fmt.Errorf("tune: job %d: %s line %d: %v", j.ID, path, n+1, err)
+		}
+		for _, w := range strings.Fields(NormalizeText(rec.Target)) {
+			seen[w] = true
 		}
 	}
 	words := make([]string, 0, len(seen))
@@ -506,7 +523,7 @@ func trainWords(d *clone.Dataset, ids []string) []string {
 		words = append(words, w)
 	}
 	sort.Strings(words)
-	return words
+	return words, nil
 }
 
 // withWords is the word list list with the words it lacks appended, one a line.
@@ -576,11 +593,11 @@ func Install(ctx context.Context, mgr *assets.Manager, j Job, res ASRResult) (st
 	if !has("tokens.txt") || !has("model.onnx") && !has("model.int8.onnx") {
 		return "", fmt.Errorf("tune: job %d: the exported model in %s is incomplete (tokens.txt and model.onnx or model.int8.onnx)", j.ID, src)
 	}
-	d, err := clone.Open(m.Dataset)
+	words, err := trainWords(j)
 	if err != nil {
 		return "", err
 	}
-	if err := carryLM(m.Base, src, trainWords(d, m.Train)); err != nil {
+	if err := carryLM(m.Base, src, words); err != nil {
 		return "", err
 	}
 	var files []string

@@ -364,18 +364,37 @@ func TestASRFineTuneTiny(t *testing.T) {
 			t.Errorf("installed %s: %v (the base's: %d bytes)", f, err, len(want))
 		}
 	}
-	// the word list: the base's, with the words of the training clips, not the held-out ones
+	// the word list: the base's, then every word of the training clips, and none that only
+	// held-out clips say
 	list, err := os.ReadFile(filepath.Join(dir, "lm.words.txt"))
 	if err != nil || !strings.HasPrefix(string(list), "zzz\n") {
 		t.Errorf("installed word list %q: %v", list, err)
 	}
 	have := strings.Fields(string(list))
-	for _, ids := range [][]string{m.Train, m.HeldOut} {
-		c, _ := d.Clip(ids[0])
-		w := strings.Fields(NormalizeText(c.Text))[0]
-		if slices.Contains(have, w) != (ids[0] == m.Train[0]) && !slices.Contains(trainWords(d, m.Train), w) {
-			t.Errorf("word %q of clip %s: in the list %v", w, c.ID, slices.Contains(have, w))
+	trained := map[string]bool{}
+	for _, id := range m.Train {
+		c, _ := d.Clip(id)
+		for _, w := range strings.Fields(NormalizeText(c.Text)) {
+			trained[w] = true
+			if !slices.Contains(have, w) {
+				t.Errorf("word %q of training clip %s not in the installed list", w, id)
+			}
 		}
+	}
+	heldOnly := 0
+	for _, id := range m.HeldOut {
+		c, _ := d.Clip(id)
+		for _, w := range strings.Fields(NormalizeText(c.Text)) {
+			if !trained[w] {
+				heldOnly++
+				if slices.Contains(have, w) {
+					t.Errorf("word %q, said only in held-out clip %s, is in the installed list", w, id)
+				}
+			}
+		}
+	}
+	if heldOnly == 0 {
+		t.Fatal("no held-out clip says a word the training clips do not: the list's leak check would check nothing")
 	}
 	if p, err := mgr2.Path(ctx, id); err != nil || p != dir {
 		t.Fatalf("path %s: %v", p, err)
@@ -398,6 +417,36 @@ func TestASRFineTuneTiny(t *testing.T) {
 	}
 	if p, err := mgr3.Path(ctx, id); err != nil || p != dir {
 		t.Fatalf("the earlier version is gone: %v", err)
+	}
+}
+
+// The words a fine-tune adds to its list are those of its own training manifest as the
+// recogniser writes them (lower case, no punctuation), each once, sorted; a manifest that is
+// missing or does not parse is an error naming the job.
+func TestTrainWords(t *testing.T) {
+	dir := t.TempDir()
+	j := Job{Spec: Spec{Dir: dir}}
+	j.ID = 7
+	if _, err := trainWords(j); err == nil || !strings.Contains(err.Error(), "job 7") {
+		t.Errorf("no manifest: %v", err)
+	}
+	manifest := `{"key": "a", "target": "Hello, Anouk!"}` + "\n" + `{"key": "b", "target": "the Kubernetes pod, the"}` + "\r\n\n" +
+		`{"key": "c", "target": "it's 42"}`
+	if err := os.WriteFile(filepath.Join(dir, "train.jsonl"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := trainWords(j)
+	if want := []string{"42", "anouk", "hello", "it's", "kubernetes", "pod", "the"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("trainWords %q, %v; want %q", got, err, want)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "train.jsonl"), []byte(manifest+"\n{\"target\": 3}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trainWords(j); err == nil || !strings.Contains(err.Error(), "line 5") {
+		t.Errorf("a bad line: %v", err)
+	}
+	if got := string(withWords([]byte("hello\r\nPod  \n"), []string{"anouk", "hello", "pod"})); got != "hello\r\nPod  \nanouk\n" {
+		t.Errorf("withWords: %q", got)
 	}
 }
 

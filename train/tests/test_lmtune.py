@@ -1,6 +1,7 @@
 """train.sensevoice.lmtune: the search over LMs and beam weights, with a stubbed transcriber."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -138,10 +139,19 @@ class SweepTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             model = os.path.join(d, "model")
             os.makedirs(model)
-            with mock.patch("sys.stderr"), mock.patch.object(lmtune, "build_lm", side_effect=AssertionError("built")), \
+            err = io.StringIO()
+            with mock.patch("sys.stderr", err), mock.patch.object(lmtune, "build_lm", side_effect=AssertionError("built")), \
                     self.assertRaises(SystemExit):
                 lmtune.main(["--model", model, "--manifest", "val.jsonl", "--out", os.path.join(d, "o"), "--build", "4:8",
                              "--checkpoint", "c", "--oov", "2"])
+            self.assertIn("needs a word list", err.getvalue())
+            self.assertIn(os.path.join(model, "lm.words.txt"), err.getvalue())
+            # an LM that is not there is named as such, not as a missing list
+            err = io.StringIO()
+            with mock.patch("sys.stderr", err), self.assertRaises(SystemExit):
+                lmtune.main(["--model", model, "--manifest", "val.jsonl", "--out", os.path.join(d, "o"),
+                             "--lm", os.path.join(d, "nope.bin"), "--oov", "2"])
+            self.assertIn("no LM file " + os.path.join(d, "nope.bin"), err.getvalue())
             # with the model's list, each built LM gets a copy beside it
             with open(os.path.join(model, "lm.words.txt"), "w") as f:
                 f.write("hello\n")
