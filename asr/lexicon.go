@@ -135,6 +135,20 @@ func loadLexicon(lm string, t *Tokens, vocab int) (*lexicon, error) {
 	return newLexicon(words, text), nil
 }
 
+// with is the list with words added (a recogniser's own, Config.Words); l itself is unchanged,
+// and a nil list stays nil (without a list nothing is charged, so there is nothing to add to).
+func (l *lexicon) with(words []string) *lexicon {
+	if l == nil || len(words) == 0 {
+		return l
+	}
+	hs := slices.Clone(l.words)
+	for _, w := range words {
+		hs = append(hs, wordHash(wordHashEmpty, []byte(w)))
+	}
+	slices.Sort(hs)
+	return &lexicon{words: slices.Compact(hs), startsWord: l.startsWord, text: l.text}
+}
+
 // newLexicon pairs word hashes with each token's text (a leading space begins a word).
 func newLexicon(words []uint64, text []string) *lexicon {
 	l := &lexicon{words: words, startsWord: make([]bool, len(text)), text: make([][]byte, len(text))}

@@ -58,6 +58,29 @@ func TestParseLexicon(t *testing.T) {
 	}
 }
 
+// A recogniser's own words (Config.Words) join a copy of the model's list; the model's list is
+// left as it was, and with no list there is nothing to add to.
+func TestLexiconWith(t *testing.T) {
+	hs, err := parseLexicon([]byte("cat\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLexicon(hs, []string{"", " ca", "t"})
+	own := l.with([]string{"Anouk", "cat", "O'Neill"})
+	for w, want := range map[string][2]bool{"cat": {true, true}, "anouk": {false, true}, "o'neill": {false, true}, "dog": {false, false}} {
+		h := wordHash(wordHashEmpty, []byte(w))
+		if l.has(h) != want[0] || own.has(h) != want[1] {
+			t.Errorf("%q: in the model's list %v, with the own words %v; want %v", w, l.has(h), own.has(h), want)
+		}
+	}
+	if len(own.words) != 3 || own.startsWord == nil {
+		t.Errorf("merged list %d words (want 3, cat once)", len(own.words))
+	}
+	if l.with(nil) != l || (*lexicon)(nil).with([]string{"anouk"}) != nil {
+		t.Error("nothing to add, or no list: the list itself")
+	}
+}
+
 // FuzzParseLexicon: any bytes parse or fail without panicking; a list that parses holds every
 // one of its lines.
 func FuzzParseLexicon(f *testing.F) {

@@ -13,8 +13,11 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/fbank"
@@ -69,6 +72,10 @@ type Config struct {
 	// Beam tunes the beam search: its non-zero fields win over the LM's sidecar, which wins
 	// over the defaults.
 	Beam BeamOptions
+	// Words join the LM's word list for this recogniser (a person's names, their jargon), so
+	// the search does not charge them (BeamOptions.OOV); one word each. With no list beside
+	// the LM, or no charge, they change nothing.
+	Words []string
 	// Log receives debug timings; nil discards them.
 	Log *slog.Logger
 }
@@ -90,6 +97,7 @@ type Source interface {
 type Recognizer struct {
 	m      *model
 	cfg    Config
+	lex    *lexicon // the model's word list with Config.Words, nil without a list
 	tables *fbank.Tables
 	slots  chan *worker
 	maxLen int // the longest piece (Config.MaxSegment, else the model's max_segment_s, else 30 s)
@@ -137,6 +145,11 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if err := cfg.Beam.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	for _, w := range cfg.Words {
+		if w == "" || strings.ContainsFunc(w, unicode.IsSpace) || !utf8.ValidString(w) {
+			return nil, fmt.Errorf("%w: Words: %q is not one word", ErrConfig, w)
+		}
+	}
 	if cfg.MaxSegment > MaxSegment {
 		return nil, fmt.Errorf("%w: MaxSegment %v is over the model's %v", ErrConfig, cfg.MaxSegment, MaxSegment)
 	}
@@ -165,7 +178,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	// the model's own lengths (metadata) unless the config sets them
 	cfg.MaxSegment = cmp.Or(cfg.MaxSegment, m.maxSegment, MaxSegment)
 	cfg.Segment = min(cmp.Or(cfg.Segment, m.segment, cfg.MaxSegment), cfg.MaxSegment)
-	r := &Recognizer{m: m, cfg: cfg, tables: newFbankTables(), log: cfg.Log,
+	r := &Recognizer{m: m, cfg: cfg, lex: m.lex.with(cfg.Words), tables: newFbankTables(), log: cfg.Log,
 		maxLen: int(cfg.MaxSegment.Seconds() * SampleRate), segLen: int(cfg.Segment.Seconds() * SampleRate)}
 	if _, err := m.languageID(cfg.Language); err != nil {
 		m.close()
@@ -187,7 +200,7 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if m.lm != nil {
 		b := r.cfg.Beam
 		r.log.Debug("asr beam search", "lm", m.lmPath, "order", m.lm.order, "alpha", b.Alpha, "beta", b.Beta,
-			"width", b.Width, "top", b.Top, "prune", b.Prune, "oov", b.OOV, "words", m.lex != nil)
+			"width", b.Width, "top", b.Top, "prune", b.Prune, "oov", b.OOV, "words", m.lex != nil, "own_words", len(cfg.Words))
 	}
 	return r, nil
 }
@@ -525,7 +538,7 @@ func (r *Recognizer) run(ctx context.Context, ps []piece, lang, norm int32, banE
 		if m.lm != nil && frames > numQueries {
 			// the tags from the query positions, the words from a beam search with the LM
 			w.ids, w.frames = greedyCTC(logits, numQueries, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
-			w.ids, w.frames = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, m.lex, r.cfg.Beam, w.ids, w.frames)
+			w.ids, w.frames = beamCTC(logits, frames, m.vocab, numQueries, m.blank, m.isText, m.lm, r.lex, r.cfg.Beam, w.ids, w.frames)
 		} else {
 			w.ids, w.frames = greedyCTC(logits, frames, m.vocab, m.blank, ban, w.ids[:0], w.frames[:0])
 		}

@@ -57,6 +57,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (unset: the LM's lm.json, else 2)")
 	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (unset or 0: the LM's lm.json, else 32)")
 	fs.IntVar(&beam.Top, "beam-top", 0, "beam search: likeliest tokens tried per frame (unset or 0: the LM's lm.json, else 8)")
+	words := fs.String("words", "", "your own words for the word list, comma-separated (names, jargon: not charged by --beam-oov; default: asr.words)")
 	fs.Float64Var(&beam.OOV, "beam-oov", 0, fmt.Sprintf("beam search: cost of a word the LM's word list (lm.words.txt) lacks, 0..%v (unset: the LM's lm.json, else 0)", asr.MaxBeamOOV))
 	if err := fs.parse(args); err != nil {
 		return err
@@ -88,7 +89,8 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	}
 
 	rec, _, err := env.factory().Recognizer(ctx, model, asr.Config{
-		Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8, LM: *lm, Beam: beam})
+		Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8, LM: *lm, Beam: beam,
+		Words: ownWords(*words)})
 	if errors.Is(err, factory.ErrNoASR) {
 		return fmt.Errorf("%w (or give --model DIR)", err)
 	}
@@ -144,6 +146,20 @@ func beamFlags(fs *cmdFlags, b *asr.BeamOptions, lm string) error {
 		return fmt.Errorf("%w: %s", errUsage, beamFlagNames.Replace(err.Error()))
 	}
 	return nil
+}
+
+// ownWords splits --words: nil when unset (asr.words then), the non-empty entries otherwise.
+func ownWords(flag string) []string {
+	if flag == "" {
+		return nil
+	}
+	words := []string{}
+	for _, w := range strings.Split(flag, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			words = append(words, w)
+		}
+	}
+	return words
 }
 
 // beamFlagNames names asr.BeamOptions.Validate's fields as the flags that set them.

@@ -269,4 +269,14 @@ func TestTranscribeBeamFlags(t *testing.T) {
 			t.Errorf("%q over lm.json's oov 3: exit %d, beam %q, want %q", flags, code, l, want)
 		}
 	}
+	// --words: the user's own words join the list (comma-separated); each must be one word
+	code, _, errs = runCLI(t, "--provider", "cpu", "--log-level", "debug", "transcribe", "--model", model, "--lang", "en",
+		"--words", "anouk, kubernetes,", wav)
+	if l := beamLine(errs); code != 0 || !strings.Contains(l, "own_words=2") {
+		t.Errorf("--words: exit %d, beam %q", code, l)
+	}
+	code, _, errs = runCLI(t, "--provider", "cpu", "transcribe", "--model", model, "--words", "anouk,two words", wav)
+	if code == 0 || !strings.Contains(errs, `"two words" is not one word`) {
+		t.Errorf("--words with two words in one: exit %d, %q", code, errs)
+	}
 }

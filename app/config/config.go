@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/BurntSushi/toml"
 
@@ -94,10 +95,11 @@ type Audio struct {
 
 // ASR configures speech recognition.
 type ASR struct {
-	Model    string `toml:"model" help:"model id or directory; empty = best installed"`
-	Language string `toml:"language" help:"auto | zh | en | yue | ja | ko"`
-	ITN      bool   `toml:"itn" help:"inverse text normalisation (numbers as digits, punctuation); off by default as in sherpa-onnx"`
-	LM       string `toml:"lm" help:"token language model for a beam search: empty = the model's lm.bin when it has one, none = greedy decoding, or a file; its weights (lm.json) and word list (lm.words.txt) sit beside it"`
+	Model    string   `toml:"model" help:"model id or directory; empty = best installed"`
+	Language string   `toml:"language" help:"auto | zh | en | yue | ja | ko"`
+	ITN      bool     `toml:"itn" help:"inverse text normalisation (numbers as digits, punctuation); off by default as in sherpa-onnx"`
+	LM       string   `toml:"lm" help:"token language model for a beam search: empty = the model's lm.bin when it has one, none = greedy decoding, or a file; its weights (lm.json) and word list (lm.words.txt) sit beside it"`
+	Words    []string `toml:"words" help:"your own words (names, jargon) for the recogniser's word list, so that its beam search does not charge them as unknown; one word each"`
 }
 
 // LLM configures the brain.
@@ -389,6 +391,17 @@ func setValue(v reflect.Value, s string) error {
 			return fmt.Errorf("%q is not a number", s)
 		}
 		v.SetFloat(f)
+	case reflect.Slice: // of strings: a comma-separated list from a variable or a flag
+		if v.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported kind %s", v.Kind())
+		}
+		items := []string{}
+		for _, it := range strings.Split(s, ",") {
+			if it = strings.TrimSpace(it); it != "" {
+				items = append(items, it)
+			}
+		}
+		v.Set(reflect.ValueOf(items))
 	default:
 		return fmt.Errorf("unsupported kind %s", v.Kind())
 	}
@@ -443,6 +456,11 @@ func (c *Config) Validate() error {
 		bad("runtime", "thread counts must be ≥ 0")
 	}
 	oneOf("asr.language", c.ASR.Language, append([]string{"auto"}, lang.Codes()...)...)
+	for _, w := range c.ASR.Words {
+		if w == "" || strings.ContainsFunc(w, unicode.IsSpace) {
+			bad("asr.words", "%q is not one word", w)
+		}
+	}
 	oneOf("llm.backend", c.LLM.Backend, "auto", "openai", "ollama", "builtin", "skills")
 	if c.LLM.MaxTokens < 0 {
 		bad("llm.max_tokens", "must be ≥ 0")

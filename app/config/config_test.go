@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,31 @@ speed = 1.5
 	}
 }
 
+// asr.words: a list in the file, comma-separated from a variable or a flag (blank entries
+// dropped), the flag winning; a file that holds it round-trips through Save.
+func TestASRWords(t *testing.T) {
+	p := write(t, "[asr]\nwords = [\"Anouk\", \"kubernetes\"]\n")
+	c, err := Load(p, nil)
+	if err != nil || !slices.Equal(c.ASR.Words, []string{"Anouk", "kubernetes"}) {
+		t.Fatalf("from the file: %q, %v", c.ASR.Words, err)
+	}
+	t.Setenv("PARLEY_ASR_WORDS", " o'neill, ,zoë ")
+	if c, err = Load(p, nil); err != nil || !slices.Equal(c.ASR.Words, []string{"o'neill", "zoë"}) {
+		t.Fatalf("from the variable: %q, %v", c.ASR.Words, err)
+	}
+	if c, err = Load(p, []string{"asr.words=jarvis"}); err != nil || !slices.Equal(c.ASR.Words, []string{"jarvis"}) {
+		t.Fatalf("from a flag: %q, %v", c.ASR.Words, err)
+	}
+	saved := filepath.Join(t.TempDir(), "config.toml")
+	if err := c.Save(saved); err != nil {
+		t.Fatal(err)
+	}
+	os.Unsetenv("PARLEY_ASR_WORDS")
+	if c, err = Load(saved, nil); err != nil || !slices.Equal(c.ASR.Words, []string{"jarvis"}) {
+		t.Fatalf("saved and loaded: %q, %v", c.ASR.Words, err)
+	}
+}
+
 func TestErrorsNameFileKeyAndExpectation(t *testing.T) {
 	tests := []struct {
 		name string
@@ -88,6 +114,8 @@ func TestErrorsNameFileKeyAndExpectation(t *testing.T) {
 		{"echo delay too long", "[assistant]\necho_max_delay_ms = 60000\n", []string{"assistant.echo_max_delay_ms", "60000"}},
 		{"device latency zero", "[audio]\nlatency_ms = 0\n", []string{"audio.latency_ms", "10..2000"}},
 		{"device latency too long", "[audio]\nlatency_ms = 5000\n", []string{"audio.latency_ms", "5000"}},
+		{"asr words not words", "[asr]\nwords = [\"anouk\", \"two words\"]\n", []string{"asr.words", `"two words" is not one word`}},
+		{"asr words not a list", "[asr]\nwords = \"anouk\"\n", []string{"words"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -177,6 +177,9 @@ func (f *Factory) Recognizer(ctx context.Context, spec string, c asr.Config) (*a
 	if c.LM == "" {
 		c.LM = f.cfg.ASR.LM
 	}
+	if c.Words == nil {
+		c.Words = f.cfg.ASR.Words
+	}
 	r, err := asr.New(m.Path, c)
 	return r, m, err
 }
