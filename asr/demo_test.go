@@ -206,6 +206,51 @@ func TestDemoBatchEqualsSingle(t *testing.T) {
 	}
 }
 
+// A recogniser's own words reach its search: with a word list that lacks "peter" and a heavy
+// charge, the demo model writes "call peter on sunday" otherwise; with Words {"peter"} it
+// writes it again.
+func TestRecognizerOwnWords(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(demoDir, LMFile)); err != nil {
+		t.Skipf("no %s beside the demo model: %v", LMFile, err)
+	}
+	gputest.RequireORT(t)
+	dir := t.TempDir()
+	for _, f := range []string{"model.onnx", "tokens.txt", LMFile} {
+		if err := os.Symlink(filepath.Join(mustAbs(t, demoDir), f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range map[string]string{"lm.json": `{"oov": 50}`, "lm.words.txt": "call\non\nsunday\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	buf, err := audio.ReadWAVFile(filepath.Join(speechDir, "test-000010.wav"))
+	if err != nil {
+		t.Skip(err)
+	}
+	decode := func(words []string) string {
+		t.Helper()
+		r, err := New(dir, Config{GPU: gpu.Options{Provider: "cpu", IntraOpThreads: 1}, Options: Options{Language: "en"}, Words: words})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		res, err := r.Transcribe(context.Background(), buf.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Text
+	}
+	const want = "call peter on sunday"
+	if got := decode(nil); got == want {
+		t.Fatalf("without its own words the list lacks %q and still gave %q: the test shows nothing", "peter", got)
+	}
+	if got := decode([]string{"Peter"}); got != want {
+		t.Errorf("with its own word: %q, want %q", got, want)
+	}
+}
+
 // With its lm.bin the demo model decodes by beam search (the default); the error rates of
 // both decoders on the held-out utterances are reported, and a language model file that does
 // not fit, or is not there, is refused by name.

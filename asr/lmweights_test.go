@@ -274,9 +274,9 @@ func TestRecognizerBeamPrecedence(t *testing.T) {
 		t.Errorf("a NaN beta: %v, want ErrConfig", err)
 	}
 	// a recogniser's own words must each be one word
-	for _, w := range []string{"two words", "", "tab\there"} {
-		if _, err := New(dir, Config{GPU: cpu, Words: []string{"anouk", w}}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "not one word") {
-			t.Errorf("Words with %q: %v, want ErrConfig", w, err)
+	for _, w := range []string{"two words", "", "tab\there", "..."} {
+		if _, err := New(dir, Config{GPU: cpu, Words: []string{"anouk", w}}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "Words: ") {
+			t.Errorf("Words with %q: %v, want ErrConfig naming Words", w, err)
 		}
 	}
 	// a charge for unlisted words with no word list beside the LM is refused, naming the list

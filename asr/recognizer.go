@@ -13,16 +13,14 @@ import (
 	"math"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/parley-voice/parley/audio"
 	"github.com/parley-voice/parley/audio/fbank"
 	"github.com/parley-voice/parley/audio/vad"
 	"github.com/parley-voice/parley/gpu"
+	"github.com/parley-voice/parley/lang"
 )
 
 // Options are per-call decoding choices.
@@ -146,8 +144,8 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	for _, w := range cfg.Words {
-		if w == "" || strings.ContainsFunc(w, unicode.IsSpace) || !utf8.ValidString(w) {
-			return nil, fmt.Errorf("%w: Words: %q is not one word", ErrConfig, w)
+		if err := lang.CheckWord(w); err != nil {
+			return nil, fmt.Errorf("%w: Words: %w", ErrConfig, err)
 		}
 	}
 	if cfg.MaxSegment > MaxSegment {
@@ -200,9 +198,20 @@ func New(modelPath string, cfg Config) (*Recognizer, error) {
 	if m.lm != nil {
 		b := r.cfg.Beam
 		r.log.Debug("asr beam search", "lm", m.lmPath, "order", m.lm.order, "alpha", b.Alpha, "beta", b.Beta,
-			"width", b.Width, "top", b.Top, "prune", b.Prune, "oov", b.OOV, "words", m.lex != nil, "own_words", len(cfg.Words))
+			"width", b.Width, "top", b.Top, "prune", b.Prune, "oov", b.OOV, "words", m.lex != nil, "own_words", r.ownWords())
+	}
+	if len(cfg.Words) > 0 && (m.lex == nil || r.cfg.Beam.OOV == 0 || m.lm == nil) {
+		r.log.Debug("asr own words unused: no word list beside the LM, or no charge for words it lacks", "words", len(cfg.Words))
 	}
 	return r, nil
+}
+
+// ownWords is how many words Config.Words added to the model's list (0 without a list).
+func (r *Recognizer) ownWords() int {
+	if r.lex == nil || r.m.lex == nil {
+		return 0
+	}
+	return len(r.lex.words) - len(r.m.lex.words)
 }
 
 // Info describes the loaded model.

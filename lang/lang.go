@@ -7,7 +7,13 @@
 // languages, the skills' Chinese words for languages and their replies (llm/skills).
 package lang
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // A language: its code, its English name, and the name of the spoken language where people
 // say it otherwise.
@@ -91,4 +97,22 @@ func find(code string) (language, bool) {
 		}
 	}
 	return language{}, false
+}
+
+// CheckWord refuses what cannot be one word of a recogniser's word list (asr.Config.Words,
+// asr.words): nothing, text that is not UTF-8, white space or control characters inside, or no
+// letter or digit at all (the list compares words without ASCII punctuation, so "..." would
+// add nothing).
+func CheckWord(w string) error {
+	switch {
+	case w == "":
+		return errors.New("an empty word")
+	case !utf8.ValidString(w):
+		return fmt.Errorf("%q is not UTF-8 text", w)
+	case strings.ContainsFunc(w, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return fmt.Errorf("%q is not one word", w)
+	case !strings.ContainsFunc(w, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }):
+		return fmt.Errorf("%q has no letter or digit", w)
+	}
+	return nil
 }

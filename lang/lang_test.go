@@ -110,3 +110,25 @@ func FuzzFromName(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckWord(t *testing.T) {
+	for _, w := range []string{"anouk", "O'Neill", "zoë", "42", "e-mail", "北京"} {
+		if err := CheckWord(w); err != nil {
+			t.Errorf("%q: %v", w, err)
+		}
+	}
+	for w, want := range map[string]string{
+		"":          "an empty word",
+		"two words": "not one word",
+		"tab\there": "not one word",
+		"nul\x00":   "not one word",
+		"a\u00a0b":  "not one word",
+		"...":       "no letter or digit",
+		"’":         "no letter or digit",
+		"caf\xe9":   "not UTF-8",
+	} {
+		if err := CheckWord(w); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error with %q", w, err, want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
+	"github.com/parley-voice/parley/lang"
 )
 
 func init() {
@@ -57,12 +58,16 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Float64Var(&beam.Beta, "beam-beta", 0, "beam search: bonus per token (unset: the LM's lm.json, else 2)")
 	fs.IntVar(&beam.Width, "beam-width", 0, "beam search: prefixes kept per frame (unset or 0: the LM's lm.json, else 32)")
 	fs.IntVar(&beam.Top, "beam-top", 0, "beam search: likeliest tokens tried per frame (unset or 0: the LM's lm.json, else 8)")
-	words := fs.String("words", "", "your own words for the word list, comma-separated (names, jargon: not charged by --beam-oov; default: asr.words)")
+	words := fs.String("words", "", "your own words for the word list, comma-separated (names, jargon: not charged by --beam-oov; unset: asr.words; empty: none)")
 	fs.Float64Var(&beam.OOV, "beam-oov", 0, fmt.Sprintf("beam search: cost of a word the LM's word list (lm.words.txt) lacks, 0..%v (unset: the LM's lm.json, else 0)", asr.MaxBeamOOV))
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if err := beamFlags(fs, &beam, *lm); err != nil {
+		return err
+	}
+	own, err := ownWords(fs, *words, *lm)
+	if err != nil {
 		return err
 	}
 	files := fs.Args()
@@ -90,7 +95,7 @@ func runTranscribe(ctx context.Context, env *cliEnv, args []string) error {
 
 	rec, _, err := env.factory().Recognizer(ctx, model, asr.Config{
 		Options: asr.Options{Language: lang, ITN: itn, SuppressEmoUnknown: *noUnk}, Int8: *int8, LM: *lm, Beam: beam,
-		Words: ownWords(*words)})
+		Words: own})
 	if errors.Is(err, factory.ErrNoASR) {
 		return fmt.Errorf("%w (or give --model DIR)", err)
 	}
@@ -148,18 +153,28 @@ func beamFlags(fs *cmdFlags, b *asr.BeamOptions, lm string) error {
 	return nil
 }
 
-// ownWords splits --words: nil when unset (asr.words then), the non-empty entries otherwise.
-func ownWords(flag string) []string {
-	if flag == "" {
-		return nil
+// ownWords reads --words: nil when it is not given (asr.words then), else its comma-separated
+// entries (none when empty), each one word; with --lm none there is no list to join.
+func ownWords(fs *cmdFlags, flagValue, lm string) ([]string, error) {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "words" })
+	if !given {
+		return nil, nil
+	}
+	if lm == "none" {
+		return nil, fmt.Errorf("%w: --words with --lm none: greedy decoding has no word list", errUsage)
 	}
 	words := []string{}
-	for _, w := range strings.Split(flag, ",") {
-		if w = strings.TrimSpace(w); w != "" {
-			words = append(words, w)
+	for _, w := range strings.Split(flagValue, ",") {
+		if w = strings.TrimSpace(w); w == "" {
+			continue
 		}
+		if err := lang.CheckWord(w); err != nil {
+			return nil, fmt.Errorf("%w: --words: %v", errUsage, err)
+		}
+		words = append(words, w)
 	}
-	return words
+	return words, nil
 }
 
 // beamFlagNames names asr.BeamOptions.Validate's fields as the flags that set them.

@@ -275,8 +275,17 @@ func TestTranscribeBeamFlags(t *testing.T) {
 	if l := beamLine(errs); code != 0 || !strings.Contains(l, "own_words=2") {
 		t.Errorf("--words: exit %d, beam %q", code, l)
 	}
-	code, _, errs = runCLI(t, "--provider", "cpu", "transcribe", "--model", model, "--words", "anouk,two words", wav)
-	if code == 0 || !strings.Contains(errs, `"two words" is not one word`) {
-		t.Errorf("--words with two words in one: exit %d, %q", code, errs)
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--words", "anouk,two words"}, `--words: "two words" is not one word`},
+		{[]string{"--words", "anouk,..."}, `--words: "..." has no letter or digit`},
+		{[]string{"--lm", "none", "--words", "anouk"}, "--words with --lm none"},
+	} {
+		code, _, errs := runCLI(t, append(append([]string{"--provider", "cpu", "transcribe", "--model", model}, c.flags...), wav)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.flags, code, errs, c.want)
+		}
 	}
 }

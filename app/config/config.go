@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/BurntSushi/toml"
 
@@ -179,7 +178,7 @@ type Train struct {
 func Default() *Config {
 	return &Config{
 		Runtime: Runtime{Provider: "auto"},
-		ASR:     ASR{Language: "auto"}, // ITN off, as in sherpa-onnx; the demo model was trained without it
+		ASR:     ASR{Language: "auto", Words: []string{}}, // ITN off, as in sherpa-onnx; the demo model was trained without it
 		LLM:     LLM{Backend: "auto", MaxTokens: 512},
 		TTS:     TTS{Engine: "auto", Temperature: 0.3, TopP: 0.7, TopK: 20, Speed: 1.0, Precision: "auto"},
 		Audio:   Audio{LatencyMs: 100},
@@ -457,8 +456,8 @@ func (c *Config) Validate() error {
 	}
 	oneOf("asr.language", c.ASR.Language, append([]string{"auto"}, lang.Codes()...)...)
 	for _, w := range c.ASR.Words {
-		if w == "" || strings.ContainsFunc(w, unicode.IsSpace) {
-			bad("asr.words", "%q is not one word", w)
+		if err := lang.CheckWord(w); err != nil {
+			bad("asr.words", "%v", err)
 		}
 	}
 	oneOf("llm.backend", c.LLM.Backend, "auto", "openai", "ollama", "builtin", "skills")

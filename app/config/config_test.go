@@ -115,7 +115,8 @@ func TestErrorsNameFileKeyAndExpectation(t *testing.T) {
 		{"device latency zero", "[audio]\nlatency_ms = 0\n", []string{"audio.latency_ms", "10..2000"}},
 		{"device latency too long", "[audio]\nlatency_ms = 5000\n", []string{"audio.latency_ms", "5000"}},
 		{"asr words not words", "[asr]\nwords = [\"anouk\", \"two words\"]\n", []string{"asr.words", `"two words" is not one word`}},
-		{"asr words not a list", "[asr]\nwords = \"anouk\"\n", []string{"words"}},
+		{"asr words not a list", "[asr]\nwords = \"anouk\"\n", []string{`"asr.words"`}},
+		{"asr words punctuation", "[asr]\nwords = [\"...\"]\n", []string{"asr.words", `"..." has no letter or digit`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
