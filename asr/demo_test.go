@@ -210,16 +210,7 @@ func TestDemoBatchEqualsSingle(t *testing.T) {
 // charge, the demo model writes "call peter on sunday" otherwise; with Words {"peter"} it
 // writes it again.
 func TestRecognizerOwnWords(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(demoDir, LMFile)); err != nil {
-		t.Skipf("no %s beside the demo model: %v", LMFile, err)
-	}
-	gputest.RequireORT(t)
-	dir := t.TempDir()
-	for _, f := range []string{"model.onnx", "tokens.txt", LMFile} {
-		if err := os.Symlink(filepath.Join(mustAbs(t, demoDir), f), filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := demoWithLM(t)
 	for name, body := range map[string]string{"lm.json": `{"oov": 50}`, "lm.words.txt": "call\non\nsunday\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)

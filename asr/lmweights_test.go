@@ -225,16 +225,7 @@ func TestLoadLMSidecar(t *testing.T) {
 // On the demo model: Config.Beam's non-zero fields win over the sidecar, which wins over the
 // defaults; the recogniser reports the weights it decodes with, and refuses NaN weights.
 func TestRecognizerBeamPrecedence(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(demoDir, LMFile)); err != nil {
-		t.Skipf("no %s beside the demo model: %v", LMFile, err)
-	}
-	gputest.RequireORT(t)
-	dir := t.TempDir()
-	for _, f := range []string{"model.onnx", "tokens.txt", LMFile} {
-		if err := os.Symlink(filepath.Join(mustAbs(t, demoDir), f), filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := demoWithLM(t)
 	cpu := gpu.Options{Provider: "cpu", IntraOpThreads: 1}
 	beam := func(c Config) BeamOptions {
 		t.Helper()
@@ -337,6 +328,24 @@ func TestBeamOptionsValidate(t *testing.T) {
 			t.Errorf("%s parsed", c.json)
 		}
 	}
+}
+
+// demoWithLM is a directory holding the demo model, its vocabulary and its token LM (links),
+// without the LM's weights or word list, for a test to add its own; it skips without an LM or
+// ONNX Runtime.
+func demoWithLM(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(demoDir, LMFile)); err != nil {
+		t.Skipf("no %s beside the demo model: %v", LMFile, err)
+	}
+	gputest.RequireORT(t)
+	dir := t.TempDir()
+	for _, f := range []string{"model.onnx", "tokens.txt", LMFile} {
+		if err := os.Symlink(filepath.Join(mustAbs(t, demoDir), f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 func mustAbs(t *testing.T, p string) string {
