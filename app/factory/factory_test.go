@@ -15,6 +15,7 @@ import (
 
 	"github.com/parley-voice/parley/app"
 	"github.com/parley-voice/parley/app/config"
+	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/assets"
 	"github.com/parley-voice/parley/gpu/gputest"
 	"github.com/parley-voice/parley/llm"
@@ -213,6 +214,26 @@ func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o60
 
 // An empty tts.engine is the setting's default, "auto", both where the voice is named and where
 // it is opened (it once named auto's choice but opened espeak-ng).
+// asr.words reaches the recogniser the factory opens unless the caller gives words of its own
+// (an empty list too): a bad word in the configuration (Load would refuse it; set here
+// directly) fails the opening, a caller's empty list opens.
+func TestRecognizerTakesASRWords(t *testing.T) {
+	isolate(t)
+	gputest.RequireORT(t)
+	cfg := config.Default()
+	cfg.ASR.Words = []string{"anouk", "two words"}
+	f := New(cfg, nil)
+	if _, _, err := f.Recognizer(context.Background(), "", asr.Config{}); !errors.Is(err, asr.ErrConfig) ||
+		!strings.Contains(err.Error(), "two words") {
+		t.Errorf("asr.words not passed on: %v", err)
+	}
+	r, _, err := f.Recognizer(context.Background(), "", asr.Config{Words: []string{}})
+	if err != nil {
+		t.Fatalf("the caller's own (empty) words: %v", err)
+	}
+	r.Close()
+}
+
 func TestVoiceEngineNamedIsOpened(t *testing.T) {
 	if EngineName("") != EngineName("auto") || EngineName("AUTO") != EngineName("auto") {
 		t.Fatalf("empty/AUTO: %q %q, auto: %q", EngineName(""), EngineName("AUTO"), EngineName("auto"))
