@@ -97,18 +97,14 @@ func parseLexicon(b []byte) ([]uint64, error) {
 	return slices.Compact(hs), nil
 }
 
-// loadLexicon reads the word list beside the LM at lm for a model's tokens; no list is nil.
-func loadLexicon(lm string, t *Tokens, vocab int) (*lexicon, error) {
+// loadLexicon reads the word list beside the LM at lm for a model's tokens (as many as its
+// vocabulary: loadModel checks); no list is nil.
+func loadLexicon(lm string, t *Tokens) (*lexicon, error) {
 	path := LexiconPath(lm)
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err := regularFile(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
-	}
-	if err != nil {
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLM, err)
-	}
-	if !st.Mode().IsRegular() { // a pipe or a device would block or never end
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrLM, path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -126,13 +122,7 @@ func loadLexicon(lm string, t *Tokens, vocab int) (*lexicon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrLM, path, err)
 	}
-	text := make([]string, vocab)
-	for id := range text {
-		if id < len(t.text) {
-			text[id] = t.text[id]
-		}
-	}
-	return newLexicon(words, text), nil
+	return newLexicon(words, t.text), nil
 }
 
 // with is the list with words added (a recogniser's own, Config.Words); l itself is unchanged,

@@ -182,7 +182,7 @@ func (m *model) loadLM(spec, dir string) error {
 	if err != nil {
 		return err
 	}
-	lex, err := loadLexicon(path, m.tokens, m.vocab)
+	lex, err := loadLexicon(path, m.tokens)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/parley-voice/parley/app/config"
 	"github.com/parley-voice/parley/app/factory"
 	"github.com/parley-voice/parley/asr"
 	"github.com/parley-voice/parley/audio"
@@ -164,15 +165,11 @@ func ownWords(fs *cmdFlags, flagValue, lm string) ([]string, error) {
 	if lm == "none" {
 		return nil, fmt.Errorf("%w: --words with --lm none: greedy decoding has no word list", errUsage)
 	}
-	words := []string{}
-	for _, w := range strings.Split(flagValue, ",") {
-		if w = strings.TrimSpace(w); w == "" {
-			continue
-		}
+	words := config.SplitList(flagValue) // as asr.words reads from a variable
+	for _, w := range words {
 		if err := lang.CheckWord(w); err != nil {
 			return nil, fmt.Errorf("%w: --words: %v", errUsage, err)
 		}
-		words = append(words, w)
 	}
 	return words, nil
 }

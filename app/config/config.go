@@ -367,6 +367,18 @@ func (c *Config) Set(key, value string) error {
 	return errors.New(unknownKey(key))
 }
 
+// SplitList reads a list key's value as a variable or a flag gives it: comma-separated, each
+// entry trimmed, blank ones dropped; never nil.
+func SplitList(s string) []string {
+	items := []string{}
+	for _, it := range strings.Split(s, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			items = append(items, it)
+		}
+	}
+	return items
+}
+
 func setValue(v reflect.Value, s string) error {
 	s = strings.TrimSpace(s)
 	switch v.Kind() {
@@ -394,13 +406,7 @@ func setValue(v reflect.Value, s string) error {
 		if v.Type().Elem().Kind() != reflect.String {
 			return fmt.Errorf("unsupported kind %s", v.Kind())
 		}
-		items := []string{}
-		for _, it := range strings.Split(s, ",") {
-			if it = strings.TrimSpace(it); it != "" {
-				items = append(items, it)
-			}
-		}
-		v.Set(reflect.ValueOf(items))
+		v.Set(reflect.ValueOf(SplitList(s)))
 	default:
 		return fmt.Errorf("unsupported kind %s", v.Kind())
 	}

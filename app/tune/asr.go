@@ -455,7 +455,7 @@ func carryLM(base, dst string, words []string) error {
 	if base == "" {
 		return nil
 	}
-	lm, err := os.ReadFile(filepath.Join(base, lmFiles[0]))
+	lm, err := os.ReadFile(filepath.Join(base, asr.LMFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("tune: the base recogniser's language model: %w", err)
 	}
@@ -473,7 +473,10 @@ func carryLM(base, dst string, words []string) error {
 	}
 	for _, f := range lmFiles {
 		var b []byte
-		if same {
+		switch {
+		case same && f == asr.LMFile:
+			b = lm // read above
+		case same:
 			if b, err = os.ReadFile(filepath.Join(base, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("tune: the base recogniser's %s: %w", f, err)
 			}
@@ -484,7 +487,7 @@ func carryLM(base, dst string, words []string) error {
 			}
 			continue
 		}
-		if f == lmFiles[2] {
+		if f == lmWordsFile {
 			b = withWords(b, words)
 		}
 		if err := writeIfChanged(filepath.Join(dst, f), b); err != nil {
@@ -549,7 +552,10 @@ func withWords(list []byte, words []string) []byte {
 
 // lmFiles are a recogniser's language model and the files that travel with it: its beam
 // weights (asr.LMWeightsPath) and word list (asr.LexiconPath).
-var lmFiles = []string{asr.LMFile, asr.LMWeightsPath(asr.LMFile), asr.LexiconPath(asr.LMFile)}
+var lmFiles = []string{asr.LMFile, asr.LMWeightsPath(asr.LMFile), lmWordsFile}
+
+// lmWordsFile is the word list beside the language model (lm.words.txt).
+var lmWordsFile = asr.LexiconPath(asr.LMFile)
 
 // writeIfChanged writes b to path unless path already holds exactly b: Evaluate and Install
 // both carry the LM, and the second need not rewrite megabytes it already wrote.

@@ -220,18 +220,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     lms = list(a.lm) or ([] if a.build else [os.path.join(a.model, "lm.bin")])
     model_words = words_path(os.path.join(a.model, "lm.bin"))
     lm_dir = a.lm_dir or os.path.join(a.out, "lms")
+    built = [(order, mc, os.path.join(lm_dir, f"o{order}m{mc}.bin")) for order, mc in a.build]
     absent = [lm for lm in lms if not os.path.isfile(lm)]
     if absent:
         ap.error(f"no LM file {', '.join(absent)}")
     if a.oov:  # before any build: every LM tried needs a list, a built one the model's
         missing = [words_path(lm) for lm in lms if not os.path.isfile(words_path(lm))]
-        unlisted_builds = [o for o in a.build if not os.path.isfile(words_path(os.path.join(lm_dir, f"o{o[0]}m{o[1]}.bin")))]
-        if unlisted_builds and not os.path.isfile(model_words):
+        if any(not os.path.isfile(words_path(p)) for _, _, p in built) and not os.path.isfile(model_words):
             missing.append(model_words + " (for the --build LMs)")
         if missing:
             ap.error(f"--oov {a.oov} needs a word list beside each LM: no {', '.join(missing)}")
-    for order, mc in a.build:
-        p = os.path.join(lm_dir, f"o{order}m{mc}.bin")
+    for order, mc, p in built:
         if not os.path.exists(p):
             build_lm(a.checkpoint, order, mc, p)
         if a.oov and not os.path.isfile(words_path(p)):
