@@ -111,8 +111,38 @@ def draw_speakers(n: int, voices: Sequence[Tuple[str, float]], rng: np.random.Ge
     return [A.draw_speaker(f"{prefix}{i:04d}", V.voice(ids[k]), rng) for i, k in enumerate(picks)]
 
 
+def share(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r}: not a number")
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"{s}: want a share from 0 to 1")
+    return v
+
+
+def category_weights(s: str) -> Dict[str, float]:
+    out: Dict[str, float] = {}
+    for part in s.split(","):
+        name, eq, w = part.partition("=")
+        if name not in T.TextPool.WEIGHTS or not eq:
+            raise argparse.ArgumentTypeError(f"{part!r}: want CATEGORY=WEIGHT, a category one of {sorted(T.TextPool.WEIGHTS)}")
+        try:
+            out[name] = float(w)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r}: {w!r} is not a number")
+        if not (0 <= out[name] < float("inf")):
+            raise argparse.ArgumentTypeError(f"{part!r}: want a weight of 0 or more")
+    if not any(out.get(c, T.TextPool.WEIGHTS[c]) > 0 for c in T.TextPool.WEIGHTS):
+        raise argparse.ArgumentTypeError(f"{s!r}: every category would weigh 0")
+    return out
+
+
 def plan(args) -> Tuple[Dict[str, List[dict]], Dict[str, A.Speaker], T.TextPool]:
     pool = T.load_pool(args.text_cache, log=sys.stderr)
+    # getattr: callers' own Namespaces from before these flags have no such fields
+    pool.open_frames = getattr(args, "open_frames", 0.0)
+    pool.weights.update(getattr(args, "weights", None) or {})
     rng = np.random.default_rng(args.seed)
     weights, espeak_weight = voice_weights(args.voice_set)
     tv = train_voices(args.holdout_person, args.voice_set)
@@ -369,6 +399,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--accent-repair", action="store_true",
                     help="accented set: say the diphones a voice lacks as its speakers would (voicing "
                          "assimilation, one long doubled consonant, a short bridge) instead of festival's silence")
+    ap.add_argument("--open-frames", type=share, default=0.0, metavar="P",
+                    help="the share of assistant sentences that are template frames with open slots "
+                         "(train.corpus.sentences.open_frame; default 0: the templates as they are)")
+    ap.add_argument("--weights", type=category_weights, default=None, metavar="CAT=W,…",
+                    help="text categories' weights instead of train.corpus.text.TextPool.WEIGHTS' (those not named keep theirs)")
     ap.add_argument("--shard-size", type=int, default=250)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--train-shards", type=int, default=None,

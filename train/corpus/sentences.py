@@ -4,7 +4,7 @@ what the demo model is trained to output (``woitn``)."""
 from __future__ import annotations
 
 import random
-from typing import List
+from typing import List, Sequence
 
 ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
@@ -119,6 +119,54 @@ def _templates(rng: random.Random) -> str:
     if t == 14:
         return rng.choice(QUESTIONS)
     return rng.choice(GENERAL)
+
+
+def open_frame(rng: random.Random, words: Sequence[str], names: Sequence[str]) -> str:
+    """A template's frame with its slots open: any common word, name or number where the
+    templates offer ten genres, cities or rooms and a few numbers.  A recogniser that heard the
+    templates' sentences thousands of times writes one of them for a sentence it never heard
+    ("play some pop music", held out, came out as "play some folk music", and "set a timer for
+    forty minutes" as "fourteen minutes"); with open slots the frame says nothing of the word
+    in it, which can only be learnt from the sound."""
+    def w() -> str:
+        return rng.choice(words)
+
+    def num(hi: int) -> str:
+        return number_words(rng.randint(0, hi))
+
+    t = rng.randrange(16)
+    if t == 0:
+        return f"set a timer for {num(rng.choice([20, 120, 999]))} {rng.choice(['minutes', 'seconds', 'hours', w()])}"
+    if t == 1:
+        return f"what is the weather {rng.choice(['in', 'like in', 'in', 'near'])} {rng.choice([w(), rng.choice(names)])}"
+    if t == 2:
+        return f"turn {rng.choice(['on', 'off'])} the {w()} {w()}"
+    if t == 3:
+        return f"play some {w()} {rng.choice(['music', 'music', 'songs', w()])}"
+    if t == 4:
+        return f"remind me to {w()} {rng.choice(['the', 'my', 'a', 'some'])} {w()} at {_clock(rng)}"
+    if t == 5:
+        return f"call {rng.choice(names)} {rng.choice(['on ' + rng.choice(WEEKDAYS), 'at ' + _clock(rng), 'about ' + w(), 'now'])}"
+    if t == 6:
+        return f"what is {num(rng.choice([20, 999]))} {rng.choice(['plus', 'minus', 'times', 'divided by'])} {num(rng.choice([20, 999]))}"
+    if t == 7:
+        a, b = rng.sample([u for pair in UNITS for u in pair], 2)
+        return f"convert {num(rng.choice([20, 999]))} {a} to {b}"
+    if t == 8:
+        return f"wake me up at {_clock(rng)}{rng.choice(['', ' ' + rng.choice(WEEKDAYS), ' tomorrow'])}"
+    if t == 9:
+        return f"set the {rng.choice(['volume', 'volume', 'brightness', w()])} to {num(100)}"
+    if t == 10:
+        return f"the {rng.choice(['number', 'answer', 'code', w()])} is {num(rng.choice([99, 9999, 99999]))}"
+    if t == 11:
+        return f"send a message to {rng.choice(names)} saying {' '.join(w() for _ in range(rng.randint(1, 5)))}"
+    if t == 12:
+        return f"how long does it take to get to {rng.choice([w(), rng.choice(names)])}"
+    if t == 13:
+        return f"add {' '.join(w() for _ in range(rng.randint(1, 2)))} to my {rng.choice(['shopping list', 'calendar', w() + ' list'])}"
+    if t == 14:
+        return f"{rng.choice(['timer set for', 'alarm set for', 'in'])} {num(120) + ' ' + rng.choice(['minutes', 'seconds', 'hours']) if rng.random() < 0.5 else _clock(rng)}"
+    return f"{rng.choice(['what is', 'where is', 'who is', 'how do i', 'tell me about', 'show me'])} {' '.join(w() for _ in range(rng.randint(1, 3)))}"
 
 
 def vocabulary() -> List[str]:

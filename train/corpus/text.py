@@ -511,6 +511,10 @@ class TextPool:
                         counts[w] = counts.get(w, 0) + 1
             self.sets[name] = sets
             self.dropped[name] = drop
+        # the share of assistant sentences that are frames with open slots (tmpl.open_frame), and
+        # the categories' weights: a corpus may set them (train.corpus.build --open-frames, --weights)
+        self.open_frames = 0.0
+        self.weights = dict(self.WEIGHTS)
         self.names = [n for n in first_names if n.isalpha()] or list(tmpl.PEOPLE)
         # single words: the sources' own vocabulary, common words more often (log-frequency)
         self.words = sorted(w for w, c in counts.items() if c >= 2) or list(SHORT_WORDS)
@@ -525,6 +529,8 @@ class TextPool:
         return len(self.words)
 
     def _assistant(self, rng: random.Random) -> str:
+        if self.open_frames and rng.random() < self.open_frames:  # no draw at 0: the corpus as before
+            return tmpl.open_frame(rng, self.common, self.names)
         s = tmpl.sentence(rng, rng.choice(["templates", "assistant", "assistant"]))
         if rng.random() < 0.3:  # names beyond the templates' ten
             for p in tmpl.PEOPLE:
@@ -542,9 +548,9 @@ class TextPool:
     def draw(self, rng: random.Random, which: str = "train") -> Tuple[str, str]:
         if which not in ("train", "val", "test"):
             raise ValueError(f"text set {which!r}: want train, val or test")
-        cats = [c for c in self.WEIGHTS if (c in ("assistant", "command") or (c == "word" and which == "train") or
+        cats = [c for c in self.weights if (c in ("assistant", "command") or (c == "word" and which == "train") or
                                             (c in self.sets and self.sets[c][which]))]
-        cat = rng.choices(cats, [self.WEIGHTS[c] for c in cats])[0]
+        cat = rng.choices(cats, [self.weights[c] for c in cats])[0]
         if cat in self.sets:
             return cat, rng.choice(self.sets[cat][which])
         gen = {"assistant": self._assistant, "command": lambda r: command(r, self.common), "word": self._word}[cat]

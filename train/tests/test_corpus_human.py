@@ -124,6 +124,41 @@ class TextPoolTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             pool.draw(rng, "dev")
 
+    def test_open_frames(self):
+        # the default pool draws as before (no extra random draw); with open frames every
+        # assistant sentence is a frame whose slots come from the pool's words and names, the
+        # held-out text sets still hold none of the training draws
+        from train.corpus import sentences as S
+
+        plain, again = small_pool(), small_pool()
+        a, b = random.Random(9), random.Random(9)
+        self.assertEqual([plain.draw(a) for _ in range(200)], [again.draw(b) for _ in range(200)])
+        pool = small_pool()
+        pool.open_frames = 1.0
+        pool.weights.update(wordnet=0, sotu=0, moby=0, command=0, word=0)
+        rng = random.Random(3)
+        fixed = set(S.vocabulary())
+        open_words = set(pool.common) | set(pool.names)
+
+        def novel(pool) -> int:  # sentences with a word the templates never say
+            n = 0
+            for _ in range(400):
+                cat, s = pool.draw(rng)
+                self.assertEqual(cat, "assistant")
+                if len(s.split()) >= 4:
+                    self.assertEqual(T.text_set(s), "train", s)
+                n += bool(set(s.split()) & open_words - fixed)
+            return n
+
+        templates = small_pool()
+        templates.weights = dict(pool.weights)
+        self.assertGreater(novel(pool), 150)
+        self.assertLess(novel(templates), 60)  # the names the pool swaps in
+        rng = random.Random(4)
+        frames = [S.open_frame(rng, ["pop", "dance", "river"], ["anouk"]) for _ in range(2000)]
+        self.assertEqual({f.split()[2] for f in frames if f.startswith("play some")}, {"pop", "dance", "river"})
+        self.assertTrue(any(f.startswith("call anouk") for f in frames))
+
     def test_counts_dropped_sentences(self):
         pool = T.TextPool({"wordnet": ["A fine day", "It is 10km away", "\u4e2d\u6587"]}, log=None)
         self.assertEqual(pool.dropped["wordnet"], 2)
@@ -394,6 +429,15 @@ class BuildTest(unittest.TestCase):
     def rows(self, split):
         with open(os.path.join(self.out, f"{split}.jsonl")) as f:
             return [json.loads(line) for line in f]
+
+    def test_text_flags(self):
+        a = B.parser().parse_args(["--out", self.out, "--open-frames", "0.5", "--weights", "assistant=0.6,wordnet=0"])
+        self.assertEqual((a.open_frames, a.weights), (0.5, {"assistant": 0.6, "wordnet": 0.0}))
+        for bad in (["--open-frames", "1.5"], ["--open-frames", "x"], ["--weights", "poems=1"], ["--weights", "assistant"],
+                    ["--weights", "assistant=-1"], ["--weights", "assistant=nan"],
+                    ["--weights", "wordnet=0,sotu=0,moby=0,assistant=0,command=0,word=0"]):
+            with self.assertRaises(SystemExit, msg=bad), mock.patch("sys.stderr", io.StringIO()):
+                B.parser().parse_args(["--out", self.out] + bad)
 
     def test_build_resume_and_repair(self):
         log = io.StringIO()
