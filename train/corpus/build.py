@@ -124,7 +124,7 @@ def share(s: str) -> float:
 def category_weights(s: str) -> Dict[str, float]:
     out: Dict[str, float] = {}
     for part in s.split(","):
-        name, eq, w = part.partition("=")
+        name, eq, w = (x.strip() for x in part.partition("="))
         if name not in T.TextPool.WEIGHTS or not eq:
             raise argparse.ArgumentTypeError(f"{part!r}: want CATEGORY=WEIGHT, a category one of {sorted(T.TextPool.WEIGHTS)}")
         try:
@@ -133,8 +133,9 @@ def category_weights(s: str) -> Dict[str, float]:
             raise argparse.ArgumentTypeError(f"{part!r}: {w!r} is not a number")
         if not (0 <= out[name] < float("inf")):
             raise argparse.ArgumentTypeError(f"{part!r}: want a weight of 0 or more")
-    if not any(out.get(c, T.TextPool.WEIGHTS[c]) > 0 for c in T.TextPool.WEIGHTS):
-        raise argparse.ArgumentTypeError(f"{s!r}: every category would weigh 0")
+    if not any(out.get(c, T.TextPool.WEIGHTS[c]) > 0 for c in T.TextPool.WEIGHTS if c != "word"):
+        # single words are training text only: the held-out splits need another category
+        raise argparse.ArgumentTypeError(f"{s!r}: every category but word would weigh 0 (the held-out splits draw from those)")
     return out
 
 
@@ -142,7 +143,7 @@ def plan(args) -> Tuple[Dict[str, List[dict]], Dict[str, A.Speaker], T.TextPool]
     pool = T.load_pool(args.text_cache, log=sys.stderr)
     # getattr: callers' own Namespaces from before these flags have no such fields
     pool.open_frames = getattr(args, "open_frames", 0.0)
-    pool.weights.update(getattr(args, "weights", None) or {})
+    pool.weights = {**T.TextPool.WEIGHTS, **(getattr(args, "weights", None) or {})}
     rng = np.random.default_rng(args.seed)
     weights, espeak_weight = voice_weights(args.voice_set)
     tv = train_voices(args.holdout_person, args.voice_set)
