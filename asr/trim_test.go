@@ -305,10 +305,11 @@ func TestRoomToneIsSilent(t *testing.T) {
 		errPaused, errPlain, chars = errPaused+e1, errPlain+e2, chars+len([]rune(it.Ref))
 		t.Logf("%s: with pauses %q, without %q", it.File, got.Text, want.Text)
 	}
-	// a tenth of the characters, as for quiet recordings above: six files decode greedily at
-	// near ties, so stage S (session 28) missed 10 more with pauses where stage R missed fewer,
-	// while on 300 held-out utterances with 1.5–3 s of room tone around each its greedy CER
-	// grew less than R's (20.4 → 22.6 % against 20.0 → 23.2 %)
+	// A tenth of the characters: six files decoded greedily sit near ties. Stage R missed 2 with
+	// the pauses and 0 without, stage S (session 28) 19 and 9; on the held-out person's 300
+	// utterances with 1.5–3 s of −60 dBFS room tone around each (evaluate_cli --lm none) S's
+	// greedy CER grew less than R's (20.4 → 22.6 % against 20.0 → 23.2 %), so the bound of a
+	// twentieth measured these six files' ties more than the pauses.
 	if errPaused > errPlain+chars/10 {
 		t.Errorf("%d character errors with room tone pauses, %d without (of %d)", errPaused, errPlain, chars)
 	}
