@@ -111,16 +111,6 @@ def draw_speakers(n: int, voices: Sequence[Tuple[str, float]], rng: np.random.Ge
     return [A.draw_speaker(f"{prefix}{i:04d}", V.voice(ids[k]), rng) for i, k in enumerate(picks)]
 
 
-def share(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{s!r}: not a number")
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"{s}: want a share from 0 to 1")
-    return v
-
-
 def category_weights(s: str) -> Dict[str, float]:
     out: Dict[str, float] = {}
     for part in s.split(","):
@@ -400,7 +390,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--accent-repair", action="store_true",
                     help="accented set: say the diphones a voice lacks as its speakers would (voicing "
                          "assimilation, one long doubled consonant, a short bridge) instead of festival's silence")
-    ap.add_argument("--open-frames", type=share, default=0.0, metavar="P",
+    ap.add_argument("--open-frames", type=T.share, default=0.0, metavar="P",
                     help="the share of assistant sentences that are template frames with open slots "
                          "(train.corpus.sentences.open_frame; default 0: the templates as they are)")
     ap.add_argument("--weights", type=category_weights, default=None, metavar="CAT=W,…",

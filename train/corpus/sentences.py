@@ -165,7 +165,9 @@ def open_frame(rng: random.Random, words: Sequence[str], names: Sequence[str]) -
     if t == 13:
         return f"add {' '.join(w() for _ in range(rng.randint(1, 2)))} to my {rng.choice(['shopping list', 'calendar', w() + ' list'])}"
     if t == 14:
-        return f"{rng.choice(['timer set for', 'alarm set for', 'in'])} {num(120) + ' ' + rng.choice(['minutes', 'seconds', 'hours']) if rng.random() < 0.5 else _clock(rng)}"
+        lead = rng.choice(['timer set for', 'alarm set for', 'in'])
+        when = f"{num(120)} {rng.choice(['minutes', 'seconds', 'hours'])}" if rng.random() < 0.5 else _clock(rng)
+        return f"{lead} {when}"
     return f"{rng.choice(['what is', 'where is', 'who is', 'how do i', 'tell me about', 'show me'])} {' '.join(w() for _ in range(rng.randint(1, 3)))}"
 
 

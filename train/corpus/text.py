@@ -28,6 +28,7 @@ splits draw only from the first, so "new sentences" means sentences no training 
 """
 from __future__ import annotations
 
+import argparse
 import glob
 import hashlib
 import json
@@ -478,6 +479,18 @@ def command(rng: random.Random, words: Sequence[str]) -> str:
     if t == 10:
         return f"{rng.choice(['what is', 'define', 'spell', 'how do you say'])} {rng.choice(words)}"
     return f"{rng.choice(['stop', 'go', 'wait', 'next', 'yes', 'no'])} {rng.choice(['please', 'now', 'here', 'there'])}"
+
+
+def share(s: str) -> float:
+    """A command-line share from 0 to 1 (TextPool.open_frames: --open-frames of
+    train.corpus.build and train.sensevoice.lm)."""
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r}: not a number")
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"{s}: want a share from 0 to 1")
+    return v
 
 
 class TextPool:

@@ -146,7 +146,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--min-count", type=int, default=8)
     ap.add_argument("--draws", type=int, default=200000, help="assistant sentences, commands and words drawn")
     ap.add_argument("--seed", type=int, default=3)
-    ap.add_argument("--open-frames", type=float, default=0.0, metavar="P",
+    ap.add_argument("--open-frames", type=T.share, default=0.0, metavar="P",
                     help="the share of drawn assistant sentences that are template frames with open slots "
                          "(train.corpus.sentences.open_frame; default 0: the templates as they are)")
     ap.add_argument("--extra", action="append", default=[], metavar="SOURCE[:TIMES]",
@@ -159,8 +159,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             ap.error(f"--extra {spec}: want one of {sorted(T.LM_SOURCES)}, optionally :TIMES (a positive count)")
         extra.append((name, int(times or 1)))
     vocab, _, _ = from_init(resolve_checkpoint(a.checkpoint), {})
-    if not 0 <= a.open_frames <= 1:
-        ap.error(f"--open-frames {a.open_frames}: want a share from 0 to 1")
     pool = T.load_pool(log=sys.stderr)
     pool.open_frames = a.open_frames
     texts = sentences(pool, a.draws, a.seed)
